@@ -1,0 +1,353 @@
+"""``Agent``: a role with a goal, an LLM, tools, memory and knowledge; runs tasks or stands alone."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.events.base import BaseEvent
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
+from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
+from crewpoint.memory import ShortTermMemory
+from crewpoint.task import Task, interpolate
+from crewpoint.tools import BaseTool
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
+
+
+class AgentOutput(BaseModel):
+    """The result of a standalone ``Agent.kickoff``."""
+
+    raw: str
+    agent_role: str = ""
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+class Agent(BaseModel):
+    """An agent. ``llm=None`` uses the configured default (the offline model when none is configured)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    role: str
+    goal: str = ""
+    backstory: str = ""
+    llm: BaseLLM | str | None = None
+    tools: list[BaseTool] = Field(default_factory=list)
+    memory: bool = True
+    knowledge_sources: list[BaseKnowledgeSource] = Field(default_factory=list)
+    checkpoint: CheckpointConfig | bool | None = None
+    max_iter: int = 5
+    verbose: bool = False
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+
+    _llm: BaseLLM | None = PrivateAttr(default=None)
+    _conversation: ShortTermMemory = PrivateAttr(default_factory=ShortTermMemory)
+    _knowledge: Knowledge | None = PrivateAttr(default=None)
+    _pending: list[dict[str, str]] | None = PrivateAttr(default=None)
+    _result: str | None = PrivateAttr(default=None)
+    _state: RuntimeState | None = PrivateAttr(default=None)
+    _inputs: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    # -- pieces -----------------------------------------------------------------------------------------
+    def get_llm(self) -> BaseLLM:
+        if self._llm is None:
+            self._llm = resolve_llm(self.llm)
+        return self._llm
+
+    @property
+    def conversation(self) -> ShortTermMemory:
+        return self._conversation
+
+    def knowledge(self) -> Knowledge | None:
+        if self._knowledge is None and self.knowledge_sources:
+            self._knowledge = Knowledge(sources=list(self.knowledge_sources))
+        return self._knowledge
+
+    def interpolate_inputs(self, inputs: Mapping[str, Any]) -> None:
+        self._inputs = dict(inputs)
+
+    def system_prompt(self) -> str:
+        role, goal, backstory = (interpolate(t, self._inputs) for t in (self.role, self.goal, self.backstory))
+        lines = [f"You are {role}. {backstory}".strip(), f"Your personal goal is: {goal}"]
+        if self.tools:
+            lines.append("Tools:")
+            lines.extend(f"- {t.name}: {t.description}" for t in self.tools)
+            lines.append(
+                'To use a tool reply "Action: <tool name>" and "Action Input: <JSON object>"; '
+                'when done reply "Final Answer: <answer>".'
+            )
+        return "\n".join(lines)
+
+    # -- running ----------------------------------------------------------------------------------------
+    def execute_task(self, task: Task, context: str = "", extra: Sequence[str] = ()) -> str:
+        """Do ``task``: emits agent_execution_* events and returns the final answer."""
+        from crewpoint.events import (
+            AgentExecutionCompletedEvent,
+            AgentExecutionErrorEvent,
+            AgentExecutionStartedEvent,
+            event_bus,
+        )
+
+        event_bus.emit(
+            self, AgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id)
+        )
+        try:
+            prompt = [f"Current task: {task.prompt_description}"]
+            if task.prompt_expected_output:
+                prompt.append(f"Expected output: {task.prompt_expected_output}")
+            if context:
+                prompt.append(f"Context from earlier tasks:\n{context}")
+            knowledge = self.knowledge()
+            if knowledge is not None:
+                found = knowledge.query(task.prompt_description, agent_id=self.id, task_id=task.id)
+                if found:
+                    prompt.append("Relevant knowledge:\n" + "\n".join(f"- {k}" for k in found))
+            prompt.extend(x for x in extra if x)
+            answer = self._loop(
+                [
+                    {"role": "system", "content": self.system_prompt()},
+                    {"role": "user", "content": "\n\n".join(prompt)},
+                ],
+                task_id=task.id,
+            )
+        except Exception as exc:
+            event_bus.emit(
+                self, AgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc))
+            )
+            raise
+        event_bus.emit(
+            self,
+            AgentExecutionCompletedEvent(
+                agent_role=self.role, agent_id=self.id, task_id=task.id, output=answer
+            ),
+        )
+        return answer
+
+    def _loop(self, messages: list[dict[str, str]], task_id: str | None = None) -> str:
+        llm = self.get_llm()
+        tools = {t.name: t for t in self.tools}
+        for message in messages:
+            if message["role"] != "system" and self.memory:
+                self._conversation.add(message["role"], message["content"])
+        reply = ""
+        for _ in range(max(1, self.max_iter)):
+            reply = llm.invoke(messages, agent_id=self.id, task_id=task_id)
+            kind, value, args = parse_reply(reply)
+            if self.memory:
+                self._conversation.add("assistant", reply)
+            messages = [*messages, {"role": "assistant", "content": reply}]
+            if kind == "final":
+                return value
+            tool = tools.get(value)
+            if tool is None:
+                observation = (
+                    f"Error: there is no tool named {value!r}; available: {', '.join(tools) or 'none'}"
+                )
+            else:
+                observation = tool.run(agent_id=self.id, task_id=task_id, **args)
+            note = f"Observation: {observation}"
+            if self.memory:
+                self._conversation.add("user", note)
+            messages.append({"role": "user", "content": note})
+        return parse_reply(reply)[1] if parse_reply(reply)[0] == "final" else reply
+
+    def judge(self, output: str, guardrail: str, task_id: str | None = None) -> str | None:
+        """Ask the LLM whether ``output`` meets ``guardrail``: ``None`` if it does, else the reason."""
+        reply = self.get_llm().invoke(
+            [
+                {
+                    "role": "system",
+                    "content": "You check work against a requirement. Reply PASS, or FAIL: <reason>.",
+                },
+                {"role": "user", "content": f"Requirement: {guardrail}\n\nWork:\n{output}"},
+            ],
+            agent_id=self.id,
+            task_id=task_id,
+        )
+        text = reply.strip()
+        if text.upper().startswith("FAIL"):
+            return text[4:].lstrip(": ").strip() or "the output does not meet the guardrail"
+        return None
+
+    def kickoff(
+        self,
+        messages: str | Sequence[Mapping[str, str]] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | None = None,
+    ) -> AgentOutput:
+        """Run the agent on its own on ``messages``; resumable and checkpointed like a crew."""
+        if from_checkpoint is not None:
+            return Agent.from_checkpoint(from_checkpoint).kickoff(messages)
+        from crewpoint.events import (
+            LiteAgentExecutionCompletedEvent,
+            LiteAgentExecutionErrorEvent,
+            LiteAgentExecutionStartedEvent,
+            event_bus,
+        )
+        from crewpoint.runtime import RuntimeState, running
+
+        if messages is None:
+            if self._pending is None:
+                raise ValueError("Agent.kickoff needs messages (or an agent restored from a checkpoint)")
+            convo = list(self._pending)
+        elif isinstance(messages, str):
+            convo = [{"role": "user", "content": messages}]
+        else:
+            convo = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        if self._result is not None and convo == self._pending:
+            return AgentOutput(raw=self._result, agent_role=self.role)
+        self._pending, self._result = convo, None
+        state = self._state or RuntimeState(self, resolve(self.checkpoint))
+        self._state = state
+        with running(state):
+            event_bus.emit(self, LiteAgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id))
+            try:
+                system = {"role": "system", "content": self.system_prompt()}
+                answer = self._loop([system, *[m for m in convo if m["role"] != "system"]])
+            except Exception as exc:
+                event_bus.emit(
+                    self, LiteAgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc))
+                )
+                raise
+            self._result = answer
+            event_bus.emit(
+                self, LiteAgentExecutionCompletedEvent(agent_role=self.role, agent_id=self.id, output=answer)
+            )
+        return AgentOutput(raw=answer, agent_role=self.role)
+
+    async def akickoff(
+        self,
+        messages: str | Sequence[Mapping[str, str]] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | None = None,
+    ) -> AgentOutput:
+        import asyncio
+
+        return await asyncio.to_thread(self.kickoff, messages, from_checkpoint=from_checkpoint)
+
+    # -- checkpoint entity protocol ---------------------------------------------------------------------
+    @property
+    def entity_kind(self) -> str:
+        return "agent"
+
+    @property
+    def entity_name(self) -> str:
+        return self.role
+
+    def progress(self) -> tuple[int, int]:
+        return (1 if self._result is not None else 0), 1
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
+        return self._state.config if self._state is not None else resolve(self.checkpoint)
+
+    def to_state(self) -> dict[str, Any]:
+        llm = self._llm if self._llm is not None else self.llm
+        return {
+            "kind": "agent",
+            "id": self.id,
+            "role": self.role,
+            "goal": self.goal,
+            "backstory": self.backstory,
+            "llm": llm.to_state() if isinstance(llm, BaseLLM) else llm,
+            "tools": [t.to_state() for t in self.tools],
+            "memory": self.memory,
+            "conversation": self._conversation.to_state(),
+            "knowledge_sources": [s.to_state() for s in self.knowledge_sources],
+            "checkpoint": _config_state(self.checkpoint),
+            "max_iter": self.max_iter,
+            "pending": list(self._pending) if self._pending is not None else None,
+            "result": self._result,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Agent:
+        from crewpoint.knowledge import knowledge_source_from_state
+        from crewpoint.llm import llm_from_state
+        from crewpoint.serialize import callbacks_trusted
+        from crewpoint.tools import tool_from_state
+
+        llm_data = data.get("llm")
+        llm: BaseLLM | str | None
+        if isinstance(llm_data, dict):
+            llm = llm_from_state(llm_data, allow_import=callbacks_trusted())
+        else:
+            llm = llm_data
+        agent = cls(
+            id=data["id"],
+            role=data["role"],
+            goal=data.get("goal", ""),
+            backstory=data.get("backstory", ""),
+            llm=llm,
+            tools=[tool_from_state(t) for t in data.get("tools", [])],
+            memory=data.get("memory", True),
+            knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
+            checkpoint=_config_from_state(data.get("checkpoint")),
+            max_iter=data.get("max_iter", 5),
+        )
+        if data.get("conversation") is not None:
+            agent._conversation = ShortTermMemory.from_state(data["conversation"])
+        agent._pending = data.get("pending")
+        agent._result = data.get("result")
+        return agent
+
+    def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
+        self._state = runtime
+
+    @classmethod
+    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Agent:
+        """Rebuild the agent saved in a checkpoint; ``kickoff()`` then continues its run."""
+        from crewpoint.checkpoint.restore_entities import restore
+
+        agent = restore(config, "agent", fork_branch=None)
+        assert isinstance(agent, Agent)
+        return agent
+
+    @classmethod
+    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Agent:
+        from crewpoint.checkpoint.restore_entities import restore
+
+        agent = restore(config, "agent", fork_branch=branch or "")
+        assert isinstance(agent, Agent)
+        return agent
+
+    @classmethod
+    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Agent:
+        import asyncio
+
+        return await asyncio.to_thread(cls.from_checkpoint, config)
+
+
+def _config_state(setting: CheckpointConfig | bool | None) -> Any:
+    if setting is None or isinstance(setting, bool):
+        return setting
+    return {
+        "location": setting.location,
+        "on_events": list(setting.on_events),
+        "provider": setting.provider.kind,
+        "max_checkpoints": setting.max_checkpoints,
+    }
+
+
+def _config_from_state(data: Any) -> CheckpointConfig | bool | None:
+    if data is None or isinstance(data, bool):
+        return data
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    provider = SqliteProvider() if data.get("provider") == "sqlite" else JsonProvider()
+    return CheckpointConfig(
+        location=data["location"],
+        on_events=data.get("on_events", ["task_completed"]),
+        provider=provider,
+        max_checkpoints=data.get("max_checkpoints"),
+    )
+
+
+Task.model_rebuild()

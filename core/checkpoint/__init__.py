@@ -1,0 +1,1 @@
+"""Checkpoint configuration, capture, schema migration and restore."""

@@ -1,0 +1,73 @@
+"""``CheckpointConfig`` and the ``checkpoint=`` inheritance rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from crewpoint.events.types import CheckpointEventType
+from crewpoint.providers.base import BaseProvider
+
+
+def _default_provider() -> BaseProvider:
+    from crewpoint.providers import JsonProvider
+
+    return JsonProvider()
+
+
+class CheckpointConfig(BaseModel):
+    """Where, when and how checkpoints are written, and where a run restores from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    location: str = "./.checkpoints"
+    on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=lambda: ["task_completed"])
+    provider: BaseProvider = Field(default_factory=_default_provider)
+    max_checkpoints: int | None = None
+    restore_from: Path | str | None = None
+
+    @field_validator("on_events", mode="before")
+    @classmethod
+    def _known_events(cls, value: list[str]) -> list[str]:  # a clearer message than pydantic's
+        from crewpoint.events.types import EVENT_TYPES
+
+        unknown = [name for name in value if name != "*" and name not in EVENT_TYPES]
+        if unknown:
+            raise ValueError(f"unknown checkpoint event type(s): {', '.join(unknown)}")
+        return value
+
+    @field_validator("max_checkpoints")
+    @classmethod
+    def _positive(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError("max_checkpoints must be at least 1")
+        return value
+
+    @field_validator("location", mode="before")
+    @classmethod
+    def _str_location(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    def wants(self, event_type: str) -> bool:
+        """Does an event of this type trigger a checkpoint? ``"*"`` matches every catalogue event."""
+        if event_type in self.on_events:
+            return True
+        return "*" in self.on_events and not event_type.startswith("checkpoint_")
+
+
+CheckpointSetting = CheckpointConfig | bool | None
+
+
+def resolve(*settings: CheckpointSetting) -> CheckpointConfig | None:
+    """Resolve the nearest explicit setting, child first: ``None`` inherits, ``False`` stops, ``True`` defaults."""
+    for setting in settings:
+        if setting is None:
+            continue
+        if setting is False:
+            return None
+        if setting is True:
+            return CheckpointConfig()
+        return setting
+    return None

@@ -1,0 +1,389 @@
+"""``Crew``: agents working through tasks in order, checkpointed and resumable."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from crewpoint.agent import Agent, _config_from_state, _config_state
+from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.events.base import BaseEvent
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
+from crewpoint.memory import CrewMemory
+from crewpoint.task import Task, TaskOutput, interpolate
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
+
+
+class CrewOutput(BaseModel):
+    """A finished crew run: ``raw`` is the last task's output."""
+
+    raw: str
+    tasks_output: list[TaskOutput] = Field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+class Crew(BaseModel):
+    """Agents and tasks. ``process="sequential"``: each task sees its ``context`` tasks' outputs, or else
+    every earlier output."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    agents: list[Agent] = Field(default_factory=list)
+    tasks: list[Task] = Field(default_factory=list)
+    process: Literal["sequential"] = "sequential"
+    name: str = "crew"
+    memory: bool = False
+    knowledge_sources: list[BaseKnowledgeSource] = Field(default_factory=list)
+    task_callback: Callable[[TaskOutput], Any] | None = None
+    checkpoint: CheckpointConfig | bool | None = None
+    verbose: bool = False
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+
+    _memory: CrewMemory = PrivateAttr(default_factory=CrewMemory)
+    _knowledge: Knowledge | None = PrivateAttr(default=None)
+    _inputs: dict[str, Any] | None = PrivateAttr(default=None)
+    _state: RuntimeState | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check(self) -> Crew:
+        from crewpoint.serialize import check_savable
+
+        check_savable(self.task_callback, "Crew task")
+        for task in self.tasks:
+            if task.agent is None:
+                if not self.agents:
+                    raise ValueError(f"task {task.label!r} has no agent and the crew has no agents")
+                task.agent = self.agents[0]
+            if task.agent not in self.agents:
+                self.agents.append(task.agent)
+        ids = {t.id for t in self.tasks}
+        for task in self.tasks:
+            for ctx in task.context or []:
+                if ctx.id not in ids:
+                    raise ValueError(f"task {task.label!r} has a context task that is not in the crew")
+        return self
+
+    # -- context and dependencies --------------------------------------------------------------------
+    def context_tasks(self, index: int) -> list[Task]:
+        """Tasks whose outputs task ``index`` receives: its ``context``, or else every earlier task."""
+        task = self.tasks[index]
+        return list(task.context) if task.context is not None else self.tasks[:index]
+
+    def dependents(self, index: int) -> list[int]:
+        """Indexes of the tasks that depend, directly or not, on task ``index``."""
+        hit = {self.tasks[index].id}
+        out: list[int] = []
+        for j in range(index + 1, len(self.tasks)):
+            if any(t.id in hit for t in self.context_tasks(j)):
+                hit.add(self.tasks[j].id)
+                out.append(j)
+        return out
+
+    def task_index(self, ref: int | str | Task) -> int:
+        if isinstance(ref, Task):
+            return self.tasks.index(ref)
+        if isinstance(ref, int):
+            if not 0 <= ref < len(self.tasks):
+                raise IndexError(f"task {ref} is out of range: the crew has {len(self.tasks)} tasks")
+            return ref
+        for i, task in enumerate(self.tasks):
+            if ref in (task.id, task.name) or task.id.startswith(ref):
+                return i
+        raise KeyError(f"no task named {ref!r}")
+
+    # -- editing before resume or fork -----------------------------------------------------------------
+    def override_output(self, ref: int | str | Task, text: str) -> list[int]:
+        """Replace a finished task's output; the tasks that depend on it are reset. Returns their indexes."""
+        i = self.task_index(ref)
+        task = self.tasks[i]
+        previous = task.output
+        task.output = TaskOutput(
+            description=previous.description if previous else task.prompt_description,
+            raw=text,
+            expected_output=task.prompt_expected_output,
+            name=task.name,
+            agent=task.agent.role if task.agent else "",
+        )
+        reset = self.dependents(i)
+        for j in reset:
+            self.tasks[j].output = None
+        self._rebuild_memory()
+        return reset
+
+    def set_inputs(self, inputs: Mapping[str, Any]) -> list[int]:
+        """Change kickoff inputs; finished tasks whose text changes, and their dependents, are reset."""
+        old = dict(self._inputs or {})
+        new = {**old, **inputs}
+        reset: set[int] = set()
+        for i, task in enumerate(self.tasks):
+            if task.output is None or i in reset:
+                continue
+            for text in (task.description, task.expected_output):
+                if interpolate(text, old) != interpolate(text, new):
+                    reset.add(i)
+                    reset.update(self.dependents(i))
+                    break
+        for j in reset:
+            self.tasks[j].output = None
+        self._inputs = new
+        self._rebuild_memory()
+        return sorted(reset)
+
+    def _rebuild_memory(self) -> None:
+        if not self.memory:
+            return
+        memory = CrewMemory()
+        for task in self.tasks:
+            if task.output is not None:
+                memory.restore_item(task.output.raw, {"task": task.id})
+        self._memory = memory
+
+    def placeholders(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for task in self.tasks:
+            for name in task.placeholders():
+                seen.setdefault(name, None)
+        return list(seen)
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return dict(self._inputs or {})
+
+    # -- running ------------------------------------------------------------------------------------------
+    def kickoff(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
+    ) -> CrewOutput:
+        """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped."""
+        if from_checkpoint is not None:
+            return Crew.from_checkpoint(from_checkpoint).kickoff(inputs)
+        from crewpoint.events import (
+            CrewKickoffCompletedEvent,
+            CrewKickoffFailedEvent,
+            CrewKickoffStartedEvent,
+            event_bus,
+        )
+        from crewpoint.runtime import RuntimeState, current_state, running
+
+        if inputs is not None and self._inputs is not None:
+            self.set_inputs(inputs)
+        elif inputs is not None or self._inputs is None:
+            self._inputs = dict(inputs or {})
+        run_inputs = dict(self._inputs or {})
+        for task in self.tasks:
+            task.interpolate_inputs(run_inputs)
+        for agent in self.agents:
+            agent.interpolate_inputs(run_inputs)
+        if self._state is None:
+            parent = current_state()
+            config = resolve(self.checkpoint, parent.config if parent is not None else None)
+            self._state = RuntimeState(self, config, run_inputs)
+        state = self._state
+        state.inputs = run_inputs
+        with running(state):
+            event_bus.emit(
+                self, CrewKickoffStartedEvent(crew_name=self.name, crew_id=self.id, inputs=run_inputs)
+            )
+            try:
+                for index, task in enumerate(self.tasks):
+                    if task.output is None:
+                        self._run_task(index)
+            except Exception as exc:
+                event_bus.emit(
+                    self, CrewKickoffFailedEvent(crew_name=self.name, crew_id=self.id, error=str(exc))
+                )
+                raise
+            outputs = [t.output for t in self.tasks if t.output is not None]
+            result = CrewOutput(raw=outputs[-1].raw if outputs else "", tasks_output=outputs)
+            event_bus.emit(
+                self, CrewKickoffCompletedEvent(crew_name=self.name, crew_id=self.id, output=result.raw)
+            )
+        return result
+
+    async def akickoff(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
+    ) -> CrewOutput:
+        import asyncio
+
+        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
+
+    def _run_task(self, index: int) -> None:
+        from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
+
+        task = self.tasks[index]
+        agent = task.agent
+        assert agent is not None
+        event_bus.emit(
+            self,
+            TaskStartedEvent(
+                task_name=task.label, description=task.prompt_description, task_id=task.id, crew_id=self.id
+            ),
+        )
+        try:
+            context = "\n\n".join(
+                f"[{t.label}]\n{t.output.raw}" for t in self.context_tasks(index) if t.output is not None
+            )
+            extra: list[str] = []
+            if self.memory:
+                extra.append(self._memory.retrieve_for(task.prompt_description))
+            knowledge = self.knowledge()
+            if knowledge is not None:
+                found = knowledge.query(task.prompt_description, agent_id=agent.id, task_id=task.id)
+                if found:
+                    extra.append("Crew knowledge:\n" + "\n".join(f"- {k}" for k in found))
+            output = self._attempt(task, agent, context, extra)
+            task.output = output
+            if self.memory:
+                self._memory.save(output.raw, {"task": task.id})
+            for callback in (task.callback, self.task_callback):
+                if callback is not None:
+                    callback(output)
+        except Exception as exc:
+            event_bus.emit(
+                self, TaskFailedEvent(task_name=task.label, task_id=task.id, crew_id=self.id, error=str(exc))
+            )
+            raise
+        event_bus.emit(
+            self,
+            TaskCompletedEvent(
+                task_name=task.label, task_id=task.id, crew_id=self.id, agent_id=agent.id, output=output.raw
+            ),
+        )
+
+    def _attempt(self, task: Task, agent: Agent, context: str, extra: list[str]) -> TaskOutput:
+        feedback: list[str] = []
+        for _ in range(task.guardrail_max_retries + 1):
+            raw = agent.execute_task(task, context, [*extra, *feedback])
+            output = TaskOutput(
+                description=task.prompt_description,
+                raw=raw,
+                expected_output=task.prompt_expected_output,
+                name=task.name,
+                agent=agent.role,
+            )
+            ok, value = task.check_guardrail(output, agent)
+            if ok:
+                if isinstance(value, TaskOutput):
+                    return value
+                if value is not None and not isinstance(value, bool):
+                    output.raw = str(value)
+                return output
+            feedback = [f"Your previous answer did not pass review: {value}. Answer again."]
+        raise ValueError(
+            f"task {task.label!r} failed its guardrail {task.guardrail_max_retries + 1} times: {value}"
+        )
+
+    def knowledge(self) -> Knowledge | None:
+        if self._knowledge is None and self.knowledge_sources:
+            self._knowledge = Knowledge(sources=list(self.knowledge_sources))
+        return self._knowledge
+
+    # -- checkpoint entity protocol ----------------------------------------------------------------------
+    @property
+    def entity_kind(self) -> str:
+        return "crew"
+
+    @property
+    def entity_name(self) -> str:
+        return self.name
+
+    def progress(self) -> tuple[int, int]:
+        return sum(1 for t in self.tasks if t.output is not None), len(self.tasks)
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
+        """Task → Agent → Crew: the nearest explicit setting wins; ``False`` opts out."""
+        base = self._state.config if self._state is not None else resolve(self.checkpoint)
+        task = next((t for t in self.tasks if t.id == event.task_id), None) if event.task_id else None
+        agent: Agent | None = task.agent if task is not None else None
+        if agent is None and event.agent_id:
+            agent = next((a for a in self.agents if a.id == event.agent_id), None)
+        return resolve(
+            task.checkpoint if task is not None else None,
+            agent.checkpoint if agent is not None else None,
+            base,
+        )
+
+    def to_state(self) -> dict[str, Any]:
+        from crewpoint.serialize import callable_path
+
+        return {
+            "kind": "crew",
+            "id": self.id,
+            "name": self.name,
+            "process": self.process,
+            "memory": self.memory,
+            "agents": [a.to_state() for a in self.agents],
+            "tasks": [t.to_state() for t in self.tasks],
+            "crew_memory": self._memory.to_state(),
+            "knowledge_sources": [s.to_state() for s in self.knowledge_sources],
+            "task_callback": callable_path(self.task_callback) if self.task_callback else None,
+            "checkpoint": _config_state(self.checkpoint),
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Crew:
+        from crewpoint.knowledge import knowledge_source_from_state
+        from crewpoint.serialize import load_callable
+
+        agents = [Agent.from_state(a) for a in data.get("agents", [])]
+        by_id = {a.id: a for a in agents}
+        tasks = [Task.from_state(t, by_id) for t in data.get("tasks", [])]
+        tasks_by_id = {t.id: t for t in tasks}
+        for task, saved in zip(tasks, data.get("tasks", []), strict=True):
+            if saved.get("context") is not None:
+                task.context = [tasks_by_id[c] for c in saved["context"]]
+        crew = cls.model_construct(
+            agents=agents,
+            tasks=tasks,
+            process=data.get("process", "sequential"),
+            name=data.get("name", "crew"),
+            memory=data.get("memory", False),
+            knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
+            task_callback=load_callable(data["task_callback"]) if data.get("task_callback") else None,
+            checkpoint=_config_from_state(data.get("checkpoint")),
+            verbose=False,
+            id=data["id"],
+        )
+        if data.get("crew_memory") is not None:
+            crew._memory = CrewMemory.from_state(data["crew_memory"])
+        return crew
+
+    def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
+        self._state, self._inputs = runtime, inputs
+
+    @classmethod
+    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Crew:
+        """Rebuild the crew saved in a checkpoint: ``kickoff()`` skips its finished tasks."""
+        from crewpoint.checkpoint.restore_entities import restore
+
+        crew = restore(config, "crew", fork_branch=None)
+        assert isinstance(crew, Crew)
+        return crew
+
+    @classmethod
+    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Crew:
+        import asyncio
+
+        return await asyncio.to_thread(cls.from_checkpoint, config)
+
+    @classmethod
+    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Crew:
+        """Restore a checkpoint onto a new branch (auto-named when ``branch`` is omitted)."""
+        from crewpoint.checkpoint.restore_entities import restore
+
+        crew = restore(config, "crew", fork_branch=branch or "")
+        assert isinstance(crew, Crew)
+        return crew

@@ -1,0 +1,135 @@
+"""The bundled example: a research crew of three agents and four tasks, and a small flow, on the offline model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from crewpoint.agent import Agent
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.crew import Crew, CrewOutput
+from crewpoint.flow import Flow, listen, router, start
+from crewpoint.knowledge import StringKnowledgeSource
+from crewpoint.llm import OfflineLLM
+from crewpoint.task import Task
+from crewpoint.tools import tool
+
+DEMO_INPUTS = {"topic": "durable AI agent pipelines", "audience": "engineering leads"}
+
+
+@tool("search_notes")
+def search_notes(query: str) -> str:
+    """Search the team's research notes for a query and return the matching note."""
+    notes = {
+        "cost": "Each LLM step costs money; re-running finished steps wastes budget.",
+        "crash": "Long pipelines crash mid-way; without checkpoints all progress is lost.",
+        "fork": "Editing one output and re-running only what depends on it saves time.",
+    }
+    words = query.lower().split()
+    hits = [text for key, text in notes.items() if any(key in w for w in words)]
+    return " ".join(hits) or "Notes: checkpoints make long agent runs resumable and cheap to explore."
+
+
+def demo_crew(
+    delay: float = 0.0, checkpoint: CheckpointConfig | bool | None = None, name: str = "research-crew"
+) -> Crew:
+    """Three agents, four tasks; the review task takes the research and the draft as explicit context."""
+    llm = OfflineLLM(delay=delay)
+    researcher = Agent(
+        role="Researcher",
+        goal="Find what matters about {topic}",
+        backstory="A careful analyst who cites notes.",
+        llm=llm,
+        tools=[search_notes],
+    )
+    writer = Agent(
+        role="Writer", goal="Write clearly for {audience}", backstory="A plain-spoken writer.", llm=llm
+    )
+    editor = Agent(
+        role="Editor", goal="Make the text correct and short", backstory="A strict editor.", llm=llm
+    )
+    research = Task(
+        name="research",
+        description="Research {topic}: use the search_notes tool on cost and crash risks.",
+        expected_output="Five bullet points",
+        agent=researcher,
+    )
+    outline = Task(
+        name="outline",
+        description="Outline an article on {topic} for {audience}.",
+        expected_output="A short outline",
+        agent=writer,
+    )
+    draft = Task(
+        name="draft",
+        description="Write a three-paragraph draft on {topic} from the outline.",
+        expected_output="Three paragraphs",
+        agent=writer,
+    )
+    review = Task(
+        name="review",
+        description="Review the draft against the research and list corrections.",
+        expected_output="A corrected final text",
+        agent=editor,
+        context=[research, draft],
+    )
+    return Crew(
+        name=name,
+        agents=[researcher, writer, editor],
+        tasks=[research, outline, draft, review],
+        memory=True,
+        knowledge_sources=[
+            StringKnowledgeSource(
+                content="crewpoint writes a checkpoint after each task, so a crashed run resumes without paying "
+                "again for finished work. Forks let you edit one output and re-run only its dependents."
+            )
+        ],
+        checkpoint=checkpoint,
+    )
+
+
+class TriageState(BaseModel):
+    ticket: str = "The nightly pipeline crashed after step 7 of 9."
+    severity: str = ""
+    reply: str = ""
+
+
+class TriageFlow(Flow[TriageState]):
+    """A small flow: classify a ticket, route it, answer it."""
+
+    @start()
+    def classify(self) -> str:
+        self.state.severity = "high" if "crash" in self.state.ticket.lower() else "low"
+        return self.state.severity
+
+    @router(classify)
+    def route(self, severity: str) -> str:
+        return "urgent" if severity == "high" else "routine"
+
+    @listen("urgent")
+    def page_oncall(self) -> str:
+        self.state.reply = "Paged on-call; resume the run from its last checkpoint."
+        return self.state.reply
+
+    @listen("routine")
+    def queue_ticket(self) -> str:
+        self.state.reply = "Queued for the next triage meeting."
+        return self.state.reply
+
+
+def run_demo(
+    location: str = "./.checkpoints",
+    delay: float = 0.0,
+    provider: str = "json",
+    inputs: dict[str, Any] | None = None,
+) -> tuple[CrewOutput, Any]:
+    """Run the demo crew (checkpointed at ``location``) and the triage flow; return both results."""
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    store = SqliteProvider() if provider == "sqlite" else JsonProvider()
+    config = CheckpointConfig(location=location, provider=store)
+    crew = demo_crew(delay=delay, checkpoint=config)
+    result = crew.kickoff(inputs=inputs or DEMO_INPUTS)
+    flow_result = TriageFlow(checkpoint=config).kickoff()
+    return result, flow_result

@@ -1,0 +1,388 @@
+"""``Flow``: methods wired by ``@start``, ``@listen`` and ``@router``, with a dict or pydantic state.
+
+A flow is checkpointed like a crew; on resume, methods that already ran are not run again: their saved
+outputs are passed on to the listeners, so the flow continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.events.base import BaseEvent
+
+StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Which finished methods or router labels wake a listener: ``mode`` "or" (any) or "and" (all)."""
+
+    names: tuple[str, ...]
+    mode: str = "or"
+
+
+def _names(*conditions: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    for c in conditions:
+        if isinstance(c, Condition):
+            out.extend(c.names)
+        elif isinstance(c, str):
+            out.append(c)
+        elif callable(c):
+            out.append(c.__name__)
+        else:
+            raise TypeError(f"cannot listen to {c!r}: pass a method, a method name or a router label")
+    return tuple(out)
+
+
+def or_(*conditions: Any) -> Condition:
+    return Condition(_names(*conditions), "or")
+
+
+def and_(*conditions: Any) -> Condition:
+    return Condition(_names(*conditions), "and")
+
+
+def _as_condition(condition: Any) -> Condition:
+    return condition if isinstance(condition, Condition) else Condition(_names(condition))
+
+
+def start(condition: Any = None) -> Callable[[F], F]:
+    """Mark a method as an entry point (optionally also woken by ``condition``)."""
+
+    def decorator(fn: F) -> F:
+        fn.__crewpoint_start__ = True  # type: ignore[attr-defined]
+        if condition is not None:
+            fn.__crewpoint_listen__ = _as_condition(condition)  # type: ignore[attr-defined]
+        return fn
+
+    return decorator
+
+
+def listen(condition: Any) -> Callable[[F], F]:
+    """Run the method after ``condition``: a method, its name, a router label, ``or_()`` or ``and_()``."""
+
+    def decorator(fn: F) -> F:
+        fn.__crewpoint_listen__ = _as_condition(condition)  # type: ignore[attr-defined]
+        return fn
+
+    return decorator
+
+
+def router(condition: Any) -> Callable[[F], F]:
+    """Like ``listen``, and the method's return value is a label that ``@listen("label")`` methods follow."""
+
+    def decorator(fn: F) -> F:
+        fn.__crewpoint_listen__ = _as_condition(condition)  # type: ignore[attr-defined]
+        fn.__crewpoint_router__ = True  # type: ignore[attr-defined]
+        return fn
+
+    return decorator
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-ready form of a method output (pydantic models dumped, crew outputs as their text)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, BaseModel):
+        raw = getattr(value, "raw", None)
+        return raw if isinstance(raw, str) else value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [to_jsonable(v) for v in value]
+    return str(value)
+
+
+class Flow(Generic[StateT]):
+    """Subclass, decorate methods, ``kickoff()``. The state is a dict unless ``initial_state`` (or the
+    generic parameter, ``Flow[MyState]``) names a pydantic model."""
+
+    initial_state: Any = None
+    name: str | None = None
+
+    _starts: tuple[str, ...] = ()
+    _listeners: tuple[tuple[str, Condition], ...] = ()
+    _routers: frozenset[str] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        starts: list[str] = []
+        listeners: list[tuple[str, Condition]] = []
+        routers: set[str] = set()
+        seen: set[str] = set()
+        for klass in reversed(cls.__mro__):
+            for attr, fn in vars(klass).items():
+                if not callable(fn) or (attr in seen and not hasattr(fn, "__crewpoint_listen__")):
+                    continue
+                if getattr(fn, "__crewpoint_start__", False) and attr not in starts:
+                    starts.append(attr)
+                cond = getattr(fn, "__crewpoint_listen__", None)
+                if cond is not None:
+                    listeners = [(n, c) for n, c in listeners if n != attr]
+                    listeners.append((attr, cond))
+                if getattr(fn, "__crewpoint_router__", False):
+                    routers.add(attr)
+                seen.add(attr)
+        cls._starts = tuple(starts)
+        cls._listeners = tuple(listeners)
+        cls._routers = frozenset(routers)
+
+    def __init__(self, checkpoint: CheckpointConfig | bool | None = None, **state: Any) -> None:
+        from crewpoint.events import FlowCreatedEvent, event_bus
+
+        self.checkpoint = checkpoint
+        self.id = uuid.uuid4().hex
+        self._state: Any = self._initial_state()
+        if state:
+            self._apply(state)
+        self._log: list[tuple[str, Any]] = []
+        self._replay: list[tuple[str, Any]] = []
+        self._result: Any = None
+        self._finished = False
+        self._inputs: dict[str, Any] | None = None
+        self._runtime: Any = None
+        event_bus.emit(self, FlowCreatedEvent(flow_name=self.entity_name, flow_id=self.id))
+
+    # -- state ----------------------------------------------------------------------------------------
+    def _state_class(self) -> type[BaseModel] | None:
+        init = type(self).initial_state
+        if isinstance(init, type) and issubclass(init, BaseModel):
+            return init
+        if isinstance(init, BaseModel):
+            return type(init)
+        for base in getattr(type(self), "__orig_bases__", ()):
+            if typing.get_origin(base) is Flow:
+                (arg,) = typing.get_args(base)
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    return arg
+        return None
+
+    def _initial_state(self) -> Any:
+        init = type(self).initial_state
+        if isinstance(init, BaseModel):
+            return init.model_copy(deep=True)
+        if isinstance(init, Mapping):
+            return dict(init)
+        cls = self._state_class()
+        return cls() if cls is not None else {}
+
+    @property
+    def state(self) -> StateT:
+        return typing.cast(StateT, self._state)
+
+    def _apply(self, values: Mapping[str, Any]) -> None:
+        if isinstance(self._state, BaseModel):
+            data = {**self._state.model_dump(), **values}
+            self._state = type(self._state).model_validate(data)
+        else:
+            self._state.update(values)
+
+    def _state_dump(self) -> Any:
+        if isinstance(self._state, BaseModel):
+            return self._state.model_dump(mode="json")
+        return to_jsonable(self._state)
+
+    @property
+    def method_outputs(self) -> list[tuple[str, Any]]:
+        """``(method, output)`` for each method run so far, in order."""
+        return list(self._log)
+
+    # -- running ----------------------------------------------------------------------------------------
+    def kickoff(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
+    ) -> Any:
+        """Run the flow; returns the last method's output."""
+        if from_checkpoint is not None:
+            return type(self).from_checkpoint(from_checkpoint).kickoff(inputs)
+        from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
+        from crewpoint.runtime import RuntimeState, current_state, running
+
+        if self._finished and inputs is None and self._replay == self._log:
+            return self._result
+        if inputs:
+            self._apply(inputs)
+            self._inputs = {**(self._inputs or {}), **inputs}
+        if self._runtime is None:
+            parent = current_state()
+            config = resolve(self.checkpoint, parent.config if parent is not None else None)
+            self._runtime = RuntimeState(self, config, self._inputs)
+        self._replay, self._log = list(self._log), []
+        self._finished = False
+        with running(self._runtime):
+            event_bus.emit(
+                self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs)
+            )
+            result = self._walk()
+            self._result, self._finished = result, True
+            event_bus.emit(
+                self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result))
+            )
+        return result
+
+    async def kickoff_async(self, inputs: Mapping[str, Any] | None = None) -> Any:
+        return await asyncio.to_thread(self.kickoff, inputs)
+
+    akickoff = kickoff_async
+
+    def _walk(self) -> Any:
+        queue: list[tuple[str, Any, bool]] = [(name, None, False) for name in self._starts]
+        fired: set[str] = set()
+        last: Any = None
+        while queue:
+            name, arg, has_arg = queue.pop(0)
+            output = self._call(name, arg, has_arg)
+            last = output
+            fired.add(name)
+            triggers = [name]
+            if name in self._routers and isinstance(output, str):
+                triggers.append(output)
+                fired.add(output)
+            for listener, cond in self._listeners:
+                if not any(t in cond.names for t in triggers):
+                    continue
+                if cond.mode == "and" and not all(n in fired for n in cond.names):
+                    continue
+                queue.append((listener, output, True))
+        return last
+
+    def _call(self, name: str, arg: Any, has_arg: bool) -> Any:
+        from crewpoint.events import (
+            MethodExecutionFailedEvent,
+            MethodExecutionFinishedEvent,
+            MethodExecutionStartedEvent,
+            event_bus,
+        )
+
+        index = len(self._log)
+        if index < len(self._replay) and self._replay[index][0] == name:
+            output = self._replay[index][1]
+            self._log.append((name, output))
+            return output
+        self._replay = self._replay[:index]
+        method = getattr(self, name)
+        event_bus.emit(
+            self, MethodExecutionStartedEvent(flow_name=self.entity_name, flow_id=self.id, method_name=name)
+        )
+        try:
+            params = [
+                p
+                for p in inspect.signature(method).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            args = (arg,) if has_arg and params else ()
+            output = method(*args)
+            if inspect.isawaitable(output):
+                output = asyncio.run(_await(output))
+        except Exception as exc:
+            event_bus.emit(
+                self,
+                MethodExecutionFailedEvent(
+                    flow_name=self.entity_name, flow_id=self.id, method_name=name, error=str(exc)
+                ),
+            )
+            raise
+        self._log.append((name, to_jsonable(output)))
+        event_bus.emit(
+            self,
+            MethodExecutionFinishedEvent(
+                flow_name=self.entity_name, flow_id=self.id, method_name=name, result=_text(output)
+            ),
+        )
+        return output
+
+    # -- checkpoint entity protocol --------------------------------------------------------------------
+    @property
+    def entity_kind(self) -> str:
+        return "flow"
+
+    @property
+    def entity_name(self) -> str:
+        return self.name or type(self).__name__
+
+    def progress(self) -> tuple[int, int]:
+        methods = set(self._starts) | {n for n, _ in self._listeners}
+        return min(len({n for n, _ in self._log}), len(methods)), len(methods)
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
+        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)  # type: ignore[no-any-return]
+
+    def to_state(self) -> dict[str, Any]:
+        from crewpoint.agent import _config_state
+
+        cls = self._state_class()
+        return {
+            "kind": "flow",
+            "id": self.id,
+            "name": self.entity_name,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "state_class": f"{cls.__module__}.{cls.__qualname__}" if cls is not None else None,
+            "state": self._state_dump(),
+            "method_outputs": [[n, o] for n, o in self._log],
+            "finished": self._finished,
+            "result": to_jsonable(self._result),
+            "checkpoint": _config_state(self.checkpoint),
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Flow[Any]:
+        from crewpoint.agent import _config_from_state
+        from crewpoint.events import event_bus
+
+        with event_bus.scoped_handlers():
+            flow = cls.__new__(cls)
+            Flow.__init__(flow, checkpoint=_config_from_state(data.get("checkpoint")))
+        flow.id = data["id"]
+        saved = data.get("state") or {}
+        state_cls = flow._state_class()
+        flow._state = state_cls.model_validate(saved) if state_cls is not None else dict(saved)
+        flow._log = [(n, o) for n, o in data.get("method_outputs", [])]
+        flow._replay = list(flow._log)
+        flow._finished = bool(data.get("finished"))
+        flow._result = data.get("result")
+        return flow
+
+    def attach_runtime(self, runtime: Any, inputs: dict[str, Any]) -> None:
+        self._runtime, self._inputs = runtime, inputs
+
+    @classmethod
+    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
+        """Rebuild this flow from a checkpoint; ``kickoff()`` continues after the methods that already ran."""
+        from crewpoint.checkpoint.restore_entities import restore
+
+        return restore(config, "flow", fork_branch=None, flow_cls=cls)
+
+    @classmethod
+    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Any:
+        from crewpoint.checkpoint.restore_entities import restore
+
+        return restore(config, "flow", fork_branch=branch or "", flow_cls=cls)
+
+    @classmethod
+    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
+        return await asyncio.to_thread(cls.from_checkpoint, config)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    raw = getattr(value, "raw", None)
+    return raw if isinstance(raw, str) else str(value)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

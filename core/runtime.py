@@ -1,0 +1,311 @@
+"""``RuntimeState``: the live state of one run, its event history, lineage, and checkpoint capture."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from crewpoint._version import __version__
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.checkpoint.schema import SCHEMA_VERSION
+from crewpoint.checkpoint.writer import writer
+from crewpoint.events.base import BaseEvent
+from crewpoint.events.record import EventRecord
+from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord
+
+log = logging.getLogger("crewpoint.checkpoint")
+
+_current: contextvars.ContextVar[RuntimeState | None] = contextvars.ContextVar(
+    "crewpoint_state", default=None
+)
+
+HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP", "SIGCONT")
+
+
+def current_state() -> RuntimeState | None:
+    """The state of the run executing in this context, if any."""
+    return _current.get()
+
+
+class Entity(Protocol):
+    """What a checkpointable root (crew, flow, agent) provides."""
+
+    id: str
+
+    @property
+    def entity_kind(self) -> str: ...
+
+    @property
+    def entity_name(self) -> str: ...
+
+    def to_state(self) -> dict[str, Any]: ...
+
+    def progress(self) -> tuple[int, int]: ...
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None: ...
+
+
+def new_branch_name() -> str:
+    return "fork-" + time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
+
+
+class RuntimeState:
+    """One run's state: the root entity, inputs, event history, lineage, and its checkpoints."""
+
+    def __init__(
+        self,
+        root: Entity,
+        config: CheckpointConfig | None,
+        inputs: dict[str, Any] | None = None,
+        *,
+        events: EventRecord | None = None,
+        branch: str = "main",
+        lineage: str | None = None,
+        parent_id: str | None = None,
+        sequence: int = 0,
+        resumed_from: str | None = None,
+    ) -> None:
+        self.root = root
+        self.config = config
+        self.inputs: dict[str, Any] = dict(inputs or {})
+        self.events = events if events is not None else EventRecord()
+        self.branch = branch
+        self.lineage = lineage or uuid.uuid4().hex
+        self.checkpoint_id: str | None = parent_id
+        self.sequence = sequence
+        self.resumed_from = resumed_from
+        self.last_ref: str | None = None
+        self.written = 0
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    # -- lineage ------------------------------------------------------------------------------------
+    @property
+    def parent_id(self) -> str | None:
+        """The checkpoint the next one will name as its parent."""
+        return self.checkpoint_id
+
+    def fork(self, branch: str | None = None) -> str:
+        """Continue on a new branch: the next checkpoint's parent is the current one."""
+        self.branch = branch or new_branch_name()
+        return self.branch
+
+    # -- capture ------------------------------------------------------------------------------------
+    def capture(self, trigger: str) -> CheckpointRecord:
+        """Snapshot the run now, on the caller's thread: exactly the state at this moment."""
+        with self._lock:
+            self.sequence += 1
+            checkpoint_id = uuid.uuid4().hex
+            parent = self.checkpoint_id
+            self.checkpoint_id = checkpoint_id
+            sequence = self.sequence
+        now = time.time()
+        done, total = self.root.progress()
+        entity = self.root.to_state()
+        meta = CheckpointMeta(
+            id=checkpoint_id,
+            parent_id=parent,
+            branch=self.branch,
+            lineage=self.lineage,
+            sequence=sequence,
+            created_at=now,
+            trigger=trigger,
+            entity_kind=self.root.entity_kind,
+            entity_name=self.root.entity_name,
+            tasks_done=done,
+            tasks_total=total,
+            schema_version=SCHEMA_VERSION,
+            version=__version__,
+        )
+        body = {
+            "schema_version": SCHEMA_VERSION,
+            "version": __version__,
+            "entity": entity,
+            "inputs": dict(self.inputs),
+            "events": self.events.to_list(),
+            "lineage": {
+                "id": checkpoint_id,
+                "parent_id": parent,
+                "branch": self.branch,
+                "lineage": self.lineage,
+                "sequence": sequence,
+                "resumed_from": self.resumed_from,
+            },
+            "trigger": trigger,
+            "created_at": now,
+        }
+        return CheckpointRecord(meta=meta, body=body)
+
+    def _provider_for(self, location: str | None) -> tuple[BaseProvider, str]:
+        from crewpoint.providers import provider_for
+
+        if location is None:
+            config = self.config or CheckpointConfig()
+            return config.provider, config.location
+        if self.config is not None and str(location) == self.config.location:
+            return self.config.provider, self.config.location
+        return provider_for(str(location)), str(location)
+
+    def submit(self, record: CheckpointRecord, config: CheckpointConfig) -> None:
+        """Hand a captured record to the background writer (best effort; pruning after the write)."""
+
+        def done(ref: str | None, error: BaseException | None) -> None:
+            from crewpoint.events import CheckpointCompletedEvent, CheckpointFailedEvent, event_bus
+
+            if error is not None or ref is None:
+                self.failed += 1
+                event_bus.emit(
+                    self,
+                    CheckpointFailedEvent(
+                        checkpoint_id=record.meta.id, location=config.location, error=str(error)
+                    ),
+                )
+                return
+            self.written += 1
+            self.last_ref = ref
+            event_bus.emit(
+                self,
+                CheckpointCompletedEvent(
+                    checkpoint_id=record.meta.id,
+                    location=ref,
+                    trigger=record.meta.trigger,
+                    branch=record.meta.branch,
+                ),
+            )
+            if config.max_checkpoints:
+                self._prune(config.provider, config.location, config.max_checkpoints)
+
+        writer.submit(config.provider, config.location, record, done)
+
+    def _prune(self, provider: BaseProvider, location: str, keep: int) -> None:
+        protect = {p for p in (self.resumed_from, self.checkpoint_id) if p}
+        try:
+            provider.prune(location, keep, branch=self.branch, protect=protect)
+        except Exception as exc:
+            log.warning("pruning %s failed: %s", location, exc)
+
+    def checkpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
+        """Write a checkpoint now and return where it went (a file path, or ``db#id``)."""
+        provider, loc = self._provider_for(None if location is None else str(location))
+        writer.flush()
+        record = self.capture(trigger)
+        ref = provider.write(loc, record)
+        self.written += 1
+        self.last_ref = ref
+        return ref
+
+    async def acheckpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
+        provider, loc = self._provider_for(None if location is None else str(location))
+        await asyncio.to_thread(writer.flush)
+        record = self.capture(trigger)
+        ref = await provider.awrite(loc, record)
+        self.written += 1
+        self.last_ref = ref
+        return ref
+
+    # -- events ----------------------------------------------------------------------------------------
+    def on_event(self, source: Any, event: BaseEvent) -> None:
+        """Record the event and, when the configuration asks for it, capture a checkpoint at it."""
+        if event.type.startswith("checkpoint_"):
+            return
+        self.events.add(event)
+        config = self.root.checkpoint_config_for(event)
+        if config is not None and config.wants(event.type):
+            self.submit(self.capture(event.type), config)
+
+    @classmethod
+    def from_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
+        """Read and migrate the checkpoint at ``ref`` (a file, a folder, ``db#id``)."""
+        from crewpoint.checkpoint.restore import load_record
+
+        return load_record(str(ref))
+
+    @classmethod
+    async def afrom_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
+        return await asyncio.to_thread(cls.from_checkpoint, ref)
+
+
+def _observer(source: Any, event: BaseEvent) -> None:
+    state = _current.get()
+    if state is not None:
+        state.on_event(source, event)
+
+
+_observer_installed = False
+
+
+def _install_observer() -> None:
+    global _observer_installed
+    if not _observer_installed:
+        from crewpoint.events import event_bus
+
+        event_bus.add_observer(_observer)
+        _observer_installed = True
+
+
+@contextmanager
+def running(state: RuntimeState) -> Iterator[RuntimeState]:
+    """Make ``state`` the current run: events are recorded and may trigger checkpoints; signals are caught."""
+    _install_observer()
+    token = _current.set(state)
+    previous = _install_signal_handlers(state)
+    try:
+        yield state
+    finally:
+        _restore_signal_handlers(previous)
+        _current.reset(token)
+        writer.flush()
+
+
+def _install_signal_handlers(state: RuntimeState) -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for name in HANDLED_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, _make_handler(state, name, signum))
+        except (ValueError, OSError):
+            continue
+    return previous
+
+
+def _restore_signal_handlers(previous: dict[int, Any]) -> None:
+    for signum, handler in previous.items():
+        try:
+            signal.signal(signum, handler)
+        except (ValueError, OSError, TypeError):
+            pass
+
+
+def _make_handler(state: RuntimeState, name: str, signum: int) -> Any:
+    def handler(received: int, frame: Any) -> None:
+        from crewpoint.events import EVENT_TYPES, event_bus
+
+        event_cls = EVENT_TYPES[name]
+        token = _current.set(state)
+        try:
+            event_bus.emit(state.root, event_cls(signal_number=received))
+        finally:
+            _current.reset(token)
+        writer.flush()
+        if name == "SIGINT":
+            raise KeyboardInterrupt
+        if name in ("SIGTERM", "SIGHUP"):
+            raise SystemExit(128 + received)
+        if name == "SIGTSTP":
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    return handler

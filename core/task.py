@@ -1,0 +1,214 @@
+"""``Task``: one unit of work an agent does, and its ``TaskOutput``."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from crewpoint.checkpoint.config import CheckpointConfig
+
+if TYPE_CHECKING:
+    from crewpoint.agent import Agent
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def placeholders(*texts: str) -> list[str]:
+    """Every ``{name}`` placeholder in the texts, in first-seen order."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for match in _PLACEHOLDER.finditer(text or ""):
+            seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
+def interpolate(text: str, inputs: Mapping[str, Any]) -> str:
+    """Replace ``{name}`` with ``inputs[name]``; unknown names and other braces stay as written."""
+    if not inputs or "{" not in text:
+        return text
+
+    def sub(match: re.Match[str]) -> str:
+        key = match.group(1)
+        return str(inputs[key]) if key in inputs else match.group(0)
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+class TaskOutput(BaseModel):
+    """What a finished task produced."""
+
+    description: str
+    raw: str
+    expected_output: str = ""
+    name: str | None = None
+    agent: str = ""
+    summary: str = ""
+
+    def __str__(self) -> str:
+        return self.raw
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "description": self.description,
+            "raw": self.raw,
+            "expected_output": self.expected_output,
+            "name": self.name,
+            "agent": self.agent,
+            "summary": self.summary,
+        }
+
+
+GuardrailResult = tuple[bool, Any]
+
+
+class Task(BaseModel):
+    """A task for an agent. ``{placeholder}`` in the texts is filled from kickoff inputs."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False)
+
+    description: str
+    expected_output: str = ""
+    agent: Agent | None = None
+    context: list[Task] | None = None
+    callback: Callable[[TaskOutput], Any] | None = None
+    guardrail: Callable[[TaskOutput], GuardrailResult] | str | None = None
+    guardrail_max_retries: int = 2
+    name: str | None = None
+    checkpoint: CheckpointConfig | bool | None = None
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    output: TaskOutput | None = None
+
+    _interpolated: tuple[str, str] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _warn_unsavable(self) -> Task:
+        from crewpoint.serialize import check_savable
+
+        check_savable(self.callback, "Task")
+        if self.guardrail is not None and not isinstance(self.guardrail, str):
+            check_savable(self.guardrail, "Task guardrail")
+        return self
+
+    # -- text ---------------------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        return self.name or _shorten(self.description)
+
+    def placeholders(self) -> list[str]:
+        return placeholders(self.description, self.expected_output)
+
+    def interpolate_inputs(self, inputs: Mapping[str, Any]) -> None:
+        self._interpolated = (
+            interpolate(self.description, inputs),
+            interpolate(self.expected_output, inputs),
+        )
+
+    @property
+    def prompt_description(self) -> str:
+        return self._interpolated[0] if self._interpolated else self.description
+
+    @property
+    def prompt_expected_output(self) -> str:
+        return self._interpolated[1] if self._interpolated else self.expected_output
+
+    @property
+    def done(self) -> bool:
+        return self.output is not None
+
+    # -- guardrails -----------------------------------------------------------------------------------
+    def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
+        """Run the guardrail: a callable returns ``(ok, value_or_error)``; a string is judged by the LLM."""
+        from crewpoint.events import (
+            LLMGuardrailCompletedEvent,
+            LLMGuardrailFailedEvent,
+            LLMGuardrailStartedEvent,
+            event_bus,
+        )
+
+        if self.guardrail is None:
+            return True, output
+        name = (
+            self.guardrail
+            if isinstance(self.guardrail, str)
+            else getattr(self.guardrail, "__name__", "guardrail")
+        )
+        event_bus.emit(self, LLMGuardrailStartedEvent(guardrail=name, task_id=self.id, agent_id=agent.id))
+        try:
+            if isinstance(self.guardrail, str):
+                verdict = agent.judge(output.raw, self.guardrail, task_id=self.id)
+                result: GuardrailResult = (verdict is None, output if verdict is None else verdict)
+            else:
+                result = self.guardrail(output)
+        except Exception as exc:
+            event_bus.emit(self, LLMGuardrailFailedEvent(error=str(exc), task_id=self.id, agent_id=agent.id))
+            raise
+        ok, value = result
+        event_bus.emit(
+            self,
+            LLMGuardrailCompletedEvent(
+                success=bool(ok), result=None if ok else str(value), task_id=self.id, agent_id=agent.id
+            ),
+        )
+        return bool(ok), value
+
+    # -- state --------------------------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        from crewpoint.serialize import callable_path
+
+        guardrail: dict[str, Any] | None = None
+        if isinstance(self.guardrail, str):
+            guardrail = {"text": self.guardrail}
+        elif self.guardrail is not None:
+            path = callable_path(self.guardrail)
+            guardrail = {"path": path} if path else {"unsaved": True}
+        callback = callable_path(self.callback) if self.callback is not None else None
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "expected_output": self.expected_output,
+            "agent": self.agent.id if self.agent is not None else None,
+            "context": [t.id for t in self.context] if self.context is not None else None,
+            "callback": callback,
+            "callback_unsaved": self.callback is not None and callback is None,
+            "guardrail": guardrail,
+            "guardrail_max_retries": self.guardrail_max_retries,
+            "output": self.output.to_state() if self.output is not None else None,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any], agents: Mapping[str, Agent]) -> Task:
+        """Rebuild a task (context is linked by the caller once every task exists)."""
+        from crewpoint.serialize import load_callable
+
+        guardrail: Any = None
+        g = data.get("guardrail")
+        if g:
+            if "text" in g:
+                guardrail = g["text"]
+            elif g.get("path"):
+                guardrail = load_callable(g["path"])
+        callback = load_callable(data["callback"]) if data.get("callback") else None
+        output = data.get("output")
+        return cls.model_construct(
+            id=data["id"],
+            name=data.get("name"),
+            description=data["description"],
+            expected_output=data.get("expected_output", ""),
+            agent=agents.get(data["agent"]) if data.get("agent") else None,
+            context=None,
+            callback=callback,
+            guardrail=guardrail,
+            guardrail_max_retries=data.get("guardrail_max_retries", 2),
+            checkpoint=None,
+            output=TaskOutput(**output) if output else None,
+        )
+
+
+def _shorten(text: str, width: int = 48) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"

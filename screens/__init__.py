@@ -1,0 +1,1 @@
+"""Textual screens: browser, fork confirmation, run progress, help."""

@@ -1,0 +1,39 @@
+"""Shared test set-up: every test runs in its own empty folder with an isolated home."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("CREWPOINT_LLM", raising=False)
+    monkeypatch.delenv("CREWPOINT_DESERIALIZE_CALLBACKS", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    from crewpoint.events import event_bus
+
+    with event_bus.scoped_handlers():
+        yield
+
+
+@pytest.fixture
+def llm_calls() -> Iterator[list[str]]:
+    """Records the task id of every LLM call started while the test runs."""
+    from crewpoint.events import LLMCallStartedEvent, event_bus
+
+    calls: list[str] = []
+
+    def on_call(source: object, event: LLMCallStartedEvent) -> None:
+        calls.append(event.task_id or "")
+
+    event_bus.register(LLMCallStartedEvent, on_call)
+    yield calls
+    event_bus.off(on_call)

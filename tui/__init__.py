@@ -1,0 +1,1 @@
+"""The command line and the terminal app. Importing this package loads no textual."""
