@@ -152,7 +152,8 @@ class Agent(BaseModel):
                     f"Error: there is no tool named {value!r}; available: {', '.join(tools) or 'none'}"
                 )
             else:
-                observation = tool.run(agent_id=self.id, task_id=task_id, **args)
+                safe = {k: v for k, v in args.items() if k not in ("agent_id", "task_id", "agent_role")}
+                observation = tool.run(agent_id=self.id, task_id=task_id, **safe)
             note = f"Observation: {observation}"
             if self.memory:
                 self._conversation.add("user", note)

@@ -1,0 +1,773 @@
+"""Language models: the base class, the embedded offline model and an OpenAI-compatible client.
+
+Subclass :class:`BaseLLM` and implement ``call``; the runtime calls :meth:`BaseLLM.invoke`, which wraps
+``call`` with the ``llm_call_started`` / ``llm_call_completed`` / ``llm_call_failed`` events.
+
+An API key is read from the environment when a request is made. It is never a field, so it never reaches a
+checkpoint, an event, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, PrivateAttr
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "LLM",
+    "BaseLLM",
+    "LLMError",
+    "OfflineLLM",
+    "default_llm",
+    "llm_from_state",
+    "parse_reply",
+    "resolve_llm",
+]
+
+log = logging.getLogger("crewpoint")
+
+DESERIALIZE_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+# -- call context ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _CallContext:
+    call_id: str
+    agent_id: str | None = None
+    task_id: str | None = None
+    agent_role: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+_current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call", default=None)
+
+
+def _new_call_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# -- the base class ---------------------------------------------------------------------------------------
+
+
+class BaseLLM(BaseModel):
+    """A language model. Subclasses implement :meth:`call`; everything else has a default.
+
+    An LLM is a pydantic model: a checkpoint saves it as its dotted class path plus its fields
+    (:meth:`to_state`) and :func:`llm_from_state` brings back the same class.
+    """
+
+    model: str
+    temperature: float | None = None
+
+    def call(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        """Answer a chat conversation (``[{"role": ..., "content": ...}, ...]``) with text."""
+        raise NotImplementedError(f"{type(self).__qualname__} must implement call(messages, **kwargs)")
+
+    async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        """The async twin of :meth:`call`; by default runs ``call`` in a worker thread."""
+        return await asyncio.to_thread(self.call, messages, **kwargs)
+
+    # -- wrappers that emit events ---------------------------------------------------------------------
+    def invoke(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        agent_role: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Call the model; emit ``llm_call_started``, then ``llm_call_completed`` or ``llm_call_failed``."""
+        ctx = _CallContext(_new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role)
+        token = _current_call.set(ctx)
+        try:
+            self._emit_started(ctx, messages)
+            try:
+                text = _check_text(self, self.call(messages, **kwargs))
+            except BaseException as exc:
+                self._emit_failed(ctx, exc)
+                raise
+            self._emit_completed(ctx, text)
+            return text
+        finally:
+            _current_call.reset(token)
+
+    async def ainvoke(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        agent_role: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """The async twin of :meth:`invoke`."""
+        ctx = _CallContext(_new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role)
+        token = _current_call.set(ctx)
+        try:
+            self._emit_started(ctx, messages)
+            try:
+                text = _check_text(self, await self.acall(messages, **kwargs))
+            except BaseException as exc:
+                self._emit_failed(ctx, exc)
+                raise
+            self._emit_completed(ctx, text)
+            return text
+        finally:
+            _current_call.reset(token)
+
+    def record_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        """Report token counts for the call in progress; they appear on ``llm_call_completed``."""
+        ctx = _current_call.get()
+        if ctx is not None:
+            ctx.prompt_tokens = prompt_tokens
+            ctx.completion_tokens = completion_tokens
+
+    def emit_chunk(self, chunk: str) -> None:
+        """Emit one ``llm_stream_chunk`` for the call in progress (streaming subclasses use this)."""
+        from crewpoint.events import LLMStreamChunkEvent, event_bus
+
+        ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
+        event_bus.emit(
+            self,
+            LLMStreamChunkEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                chunk=chunk,
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    def _emit_started(self, ctx: _CallContext, messages: list[dict[str, str]]) -> None:
+        from crewpoint.events import LLMCallStartedEvent, event_bus
+
+        event_bus.emit(
+            self,
+            LLMCallStartedEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                message_count=len(messages),
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    def _emit_completed(self, ctx: _CallContext, text: str) -> None:
+        from crewpoint.events import LLMCallCompletedEvent, event_bus
+
+        event_bus.emit(
+            self,
+            LLMCallCompletedEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                response=text,
+                prompt_tokens=ctx.prompt_tokens,
+                completion_tokens=ctx.completion_tokens,
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    def _emit_failed(self, ctx: _CallContext, exc: BaseException) -> None:
+        from crewpoint.events import LLMCallFailedEvent, event_bus
+
+        event_bus.emit(
+            self,
+            LLMCallFailedEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                error=_one_line(str(exc)) or type(exc).__name__,
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        """``{"class": "<module>.<QualName>", "fields": {...}}``, JSON-ready, with no secret in it."""
+        cls = type(self)
+        return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": self.model_dump(mode="json")}
+
+
+def _check_text(llm: BaseLLM, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{type(llm).__qualname__}.call returned {type(value).__name__}, expected str")
+    return value
+
+
+# -- restoring from a checkpoint --------------------------------------------------------------------------
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _builtin_classes() -> dict[str, type[BaseLLM]]:
+    """crewpoint's own LLM classes that are loaded, by dotted path (no import needed to find them)."""
+    found: dict[str, type[BaseLLM]] = {}
+    pending: list[type[BaseLLM]] = [BaseLLM]
+    while pending:
+        cls = pending.pop()
+        for sub in cls.__subclasses__():
+            pending.append(sub)
+            if sub.__module__ == "crewpoint" or sub.__module__.startswith("crewpoint."):
+                found[_class_path(sub)] = sub
+    return found
+
+
+def _import_class(path: str) -> object:
+    parts = path.split(".")
+    if "<locals>" in parts or len(parts) < 2:
+        raise ValueError(f"the checkpoint names LLM class {path}, which cannot be imported")
+    for cut in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            obj: object = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            break
+        return obj
+    raise ValueError(f"the checkpoint names LLM class {path}, which cannot be imported")
+
+
+def llm_from_state(data: dict[str, Any], *, allow_import: bool) -> BaseLLM:
+    """Rebuild an LLM saved by :meth:`BaseLLM.to_state` as the same class with the same fields.
+
+    crewpoint's own classes always come back. Any other class is imported only when ``allow_import`` is
+    true (callers pass ``os.environ.get("CREWPOINT_DESERIALIZE_CALLBACKS") == "1"``); otherwise, or when the
+    class cannot be imported, this raises ``ValueError``. Another model is never swapped in.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("class"), str):
+        raise ValueError("the checkpoint's LLM entry is damaged: it has no class name")
+    path: str = data["class"]
+    fields = data.get("fields") or {}
+    if not isinstance(fields, dict):
+        raise ValueError(f"the checkpoint's LLM entry for {path} is damaged: its fields are not a mapping")
+    cls: object = _builtin_classes().get(path)
+    if cls is None:
+        if not allow_import:
+            raise ValueError(
+                f"the checkpoint names LLM class {path}; set {DESERIALIZE_ENV}=1 to import it "
+                "if you trust this checkpoint"
+            )
+        cls = _import_class(path)
+    if not (isinstance(cls, type) and issubclass(cls, BaseLLM)):
+        raise ValueError(f"the checkpoint names LLM class {path}, which is not a crewpoint BaseLLM subclass")
+    try:
+        return cls.model_validate(fields)
+    except ValueError as exc:
+        raise ValueError(f"the checkpoint's fields for LLM class {path} are invalid: {_one_line(str(exc))}") from exc
+
+
+# -- the offline model ------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
+_STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having
+    he her here hers herself him himself his how i if in into is it its itself just let me more most my myself
+    no nor not now of off on once only or other our ours ourselves out over own please same she should so some
+    such than that the their theirs them themselves then there these they this those through to too under
+    until up use using very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves task expected output answer write give make provide return final using based
+    """.split()
+)
+_OPENERS = (
+    "Here is a short answer on {topic}.",
+    "A brief take on {topic}.",
+    "Notes on {topic}.",
+    "In short, this covers {topic}.",
+)
+_MIDDLES = (
+    "The main point is {a}, with {b} as the supporting detail.",
+    "{A} comes first; {b} follows from it.",
+    "Looking at {a} and {b} together gives the clearest picture.",
+)
+
+
+def _keywords(text: str, limit: int) -> list[str]:
+    seen: list[str] = []
+    for word in _WORD.findall(text):
+        low = word.lower().strip("'_-")
+        if len(low) < 3 or low in _STOPWORDS or low in seen:
+            continue
+        seen.append(low)
+        if len(seen) >= limit:
+            break
+    return seen
+
+
+def _join_words(words: list[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _tools_from_system(messages: list[dict[str, str]]) -> list[str]:
+    names: list[str] = []
+    for message in messages:
+        if message.get("role") != "system":
+            continue
+        in_tools = False
+        for line in str(message.get("content", "")).splitlines():
+            stripped = line.strip()
+            if stripped == "Tools:":
+                in_tools = True
+                continue
+            if not in_tools:
+                continue
+            match = re.match(r"-\s*([^:]+?)\s*:", stripped)
+            if match is None:
+                in_tools = False
+                continue
+            names.append(match.group(1))
+    return names
+
+
+def _mention_position(name: str, text: str) -> int | None:
+    best: int | None = None
+    for variant in {name, name.replace("_", " ")}:
+        match = re.search(rf"(?<!\w){re.escape(variant)}(?!\w)", text, flags=re.IGNORECASE)
+        if match is not None and (best is None or match.start() < best):
+            best = match.start()
+    return best
+
+
+def _is_observation(message: dict[str, str]) -> bool:
+    return message.get("role") != "system" and str(message.get("content", "")).startswith("Observation:")
+
+
+class OfflineLLM(BaseLLM):
+    """The embedded model: no network, deterministic text derived from the prompt.
+
+    It plays the agent's tool protocol: when the task names one of the listed tools and no tool has been
+    used yet, it asks for that tool; otherwise it gives a ``Final Answer:``. ``delay`` seconds are slept
+    per call so that runs can be watched.
+    """
+
+    model: str = "offline"
+    delay: float = 0.0
+
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def calls(self) -> int:
+        """How many times this instance has answered."""
+        return self._calls
+
+    def call(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        if self.delay > 0:
+            time.sleep(self.delay)
+        return self._reply(messages)
+
+    async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
+        return self._reply(messages)
+
+    def _reply(self, messages: list[dict[str, str]]) -> str:
+        with _counter_lock:
+            self._calls += 1
+        text = self.respond(messages)
+        self.record_usage(sum(len(str(m.get("content", "")).split()) for m in messages), len(text.split()))
+        return text
+
+    def respond(self, messages: list[dict[str, str]]) -> str:
+        """The reply to ``messages``: a pure function of the conversation."""
+        observations = [m for m in messages if _is_observation(m)]
+        prompts = [m for m in messages if m.get("role") == "user" and not _is_observation(m)]
+        prompt = str(prompts[-1].get("content", "")) if prompts else ""
+        if not observations:
+            tool = self._tool_for(messages, prompt)
+            if tool is not None:
+                query = " ".join(w for w in _keywords(prompt, 8) if w not in tool.lower().split())
+                words = query.split()[:5]
+                return f"Action: {tool}\nAction Input: {json.dumps({'query': ' '.join(words)})}"
+        observation = ""
+        if observations:
+            observation = str(observations[-1].get("content", ""))[len("Observation:") :].strip()
+        return "Final Answer: " + self._text(messages, prompt, observation)
+
+    @staticmethod
+    def _tool_for(messages: list[dict[str, str]], prompt: str) -> str | None:
+        found: list[tuple[int, str]] = []
+        for name in _tools_from_system(messages):
+            position = _mention_position(name, prompt)
+            if position is not None:
+                found.append((position, name))
+        return min(found)[1] if found else None
+
+    @staticmethod
+    def _text(messages: list[dict[str, str]], prompt: str, observation: str) -> str:
+        digest = hashlib.sha256(
+            json.dumps(
+                [[str(m.get("role", "")), str(m.get("content", ""))] for m in messages], ensure_ascii=False
+            ).encode("utf-8")
+        ).hexdigest()
+        seed = int(digest[:8], 16)
+        words = _keywords(prompt, 6)
+        topic = _join_words(words[:4]) if words else "the request"
+        sentences = [_OPENERS[seed % len(_OPENERS)].format(topic=topic)]
+        if len(words) >= 2:
+            a, b = words[0], words[-1]
+            middle = _MIDDLES[(seed >> 8) % len(_MIDDLES)]
+            sentences.append(middle.format(a=a, A=a[:1].upper() + a[1:], b=b))
+        if observation:
+            shown = observation if len(observation) <= 1000 else observation[:999] + "…"
+            sentences.append(f"The tool reported: {shown}")
+        sentences.append(f"[offline {digest[:8]}]")
+        return " ".join(sentences)
+
+
+_counter_lock = threading.Lock()
+
+
+# -- parsing replies --------------------------------------------------------------------------------------
+
+_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_ACTION_INPUT = re.compile(r"^[ \t]*Action[ \t]*Input[ \t]*:[ \t]*", re.MULTILINE | re.IGNORECASE)
+_FINAL = re.compile(r"Final[ \t]*Answer[ \t]*:", re.IGNORECASE)
+
+
+def _parse_action_input(raw: str) -> dict[str, Any]:
+    text = raw.strip()
+    fence = re.match(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.DOTALL)
+    if fence is not None:
+        text = fence.group(1)
+    start = text.find("{")
+    if start != -1:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    first_line = text.split("\n", 1)[0].strip().strip("\"'")
+    return {"input": first_line} if first_line else {}
+
+
+def parse_reply(text: str) -> tuple[Literal["action", "final"], str, dict[str, Any]]:
+    """Read a ReAct reply: ``("action", tool_name, args)`` or ``("final", answer, {})``.
+
+    ``Action: <tool>`` with ``Action Input: <json object>`` asks for a tool (an input that is not a JSON
+    object becomes ``{"input": "<text>"}``); ``Final Answer: <text>`` ends. Whichever comes first wins, so
+    an imagined observation after an action is ignored. A reply with neither is the answer as a whole.
+    """
+    action = _ACTION.search(text)
+    final = _FINAL.search(text)
+    if action is not None and (final is None or action.start() < final.start()):
+        name = action.group(1).strip().strip("`'\"[]()*").strip()
+        if name:
+            rest = text[action.end() :]
+            stop = _FINAL.search(rest)
+            observation = re.search(r"^[ \t]*Observation[ \t]*:", rest, flags=re.MULTILINE | re.IGNORECASE)
+            ends = [m.start() for m in (stop, observation) if m is not None]
+            rest = rest[: min(ends)] if ends else rest
+            args_match = _ACTION_INPUT.search(rest)
+            args = _parse_action_input(rest[args_match.end() :]) if args_match else {}
+            return "action", name, args
+    if final is not None:
+        return "final", text[final.end() :].strip(), {}
+    return "final", text.strip(), {}
+
+
+# -- the OpenAI-compatible client ---------------------------------------------------------------------------
+
+
+class LLMError(RuntimeError):
+    """A model call failed; the message is one line and never contains the API key."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_RETRY_DELAYS = (0.2, 0.5)
+
+
+def _is_retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _server_message(body: bytes | str) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _one_line(text, 200)
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return _one_line(str(error["message"]), 200)
+        for key in ("error", "detail", "message"):
+            if isinstance(data.get(key), str) and data[key]:
+                return _one_line(str(data[key]), 200)
+    return _one_line(text, 200)
+
+
+class _Stream:
+    """Reads server-sent events from a chat-completions stream."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.parts: list[str] = []
+        self.done = False
+
+    def feed(self, line: str) -> None:
+        if self.done or not line.startswith("data:"):
+            return
+        payload = line[len("data:") :].strip()
+        if not payload:
+            return
+        if payload == "[DONE]":
+            self.done = True
+            return
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            raise self.llm._error("sent a malformed stream event (not JSON)") from None
+        if not isinstance(data, dict):
+            raise self.llm._error("sent a malformed stream event")
+        if "error" in data:
+            raise self.llm._error(f"failed mid-stream: {_server_message(json.dumps(data))}")
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.llm._usage(usage)
+        for choice in data.get("choices") or []:
+            delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                self.parts.append(content)
+                self.llm.emit_chunk(content)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class LLM(BaseLLM):
+    """A model behind an OpenAI-compatible chat-completions API (OpenAI, Ollama, vLLM, llama.cpp server).
+
+    The key is read from ``os.environ[api_key_env]`` at call time; with no key set no ``Authorization``
+    header is sent, which suits local servers.
+    """
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60
+    stream: bool = False
+    max_tokens: int | None = None
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    # -- request pieces ---------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        if self.stream:
+            headers["Accept"] = "text/event-stream"
+        return headers
+
+    def _body(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": self.stream}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if self.stream:
+            body["stream_options"] = {"include_usage": True}
+        body.update(kwargs)
+        return body
+
+    def _error(self, what: str, status: int | None = None) -> LLMError:
+        message = f"LLM {self.model} at {self.base_url} {what}"
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            message = message.replace(key, "***")
+        return LLMError(message, status=status)
+
+    def _status_error(self, status: int, body: bytes | str) -> LLMError:
+        detail = _server_message(body)
+        what = f"returned HTTP {status}" + (f": {detail}" if detail else "")
+        if status in (401, 403):
+            what += f" (check the {self.api_key_env} environment variable)"
+        return self._error(what, status)
+
+    def _transport_error(self, exc: Exception) -> LLMError:
+        import httpx
+
+        if isinstance(exc, httpx.TimeoutException):
+            return self._error(f"did not answer within {self.timeout:g}s (raise timeout= or check the server)")
+        if isinstance(exc, httpx.ConnectError):
+            return self._error(f"cannot be reached ({_one_line(str(exc), 120) or 'connection failed'}); is it running?")
+        return self._error(f"request failed: {type(exc).__name__}: {_one_line(str(exc), 120)}")
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        prompt = usage.get("prompt_tokens")
+        completion = usage.get("completion_tokens")
+        self.record_usage(
+            prompt if isinstance(prompt, int) else None, completion if isinstance(completion, int) else None
+        )
+
+    def _parse_json(self, content: bytes) -> str:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            raise self._error("returned a malformed response (not JSON)") from None
+        try:
+            message = data["choices"][0]["message"]
+            text = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise self._error("returned a response without choices[0].message") from None
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self._usage(usage)
+        return text if isinstance(text, str) else ""
+
+    @staticmethod
+    def _is_sse(response: httpx.Response) -> bool:
+        return "text/event-stream" in response.headers.get("content-type", "")
+
+    # -- sync ------------------------------------------------------------------------------------------
+    def call(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        import httpx
+
+        body = self._body(messages, kwargs)
+        with httpx.Client(timeout=self.timeout) as client:
+            for attempt in range(len(_RETRY_DELAYS) + 1):
+                try:
+                    with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+                        if response.status_code >= 400:
+                            content = response.read()
+                            if _is_retryable(response.status_code) and attempt < len(_RETRY_DELAYS):
+                                self._log_retry(response.status_code, attempt)
+                                time.sleep(_RETRY_DELAYS[attempt])
+                                continue
+                            raise self._status_error(response.status_code, content)
+                        if self.stream and self._is_sse(response):
+                            return self._read_stream(response.iter_lines())
+                        return self._parse_json(response.read())
+                except httpx.HTTPError as exc:
+                    raise self._transport_error(exc) from None
+        raise AssertionError("unreachable")
+
+    def _read_stream(self, lines: Iterable[str]) -> str:
+        stream = _Stream(self)
+        for line in lines:
+            stream.feed(line)
+            if stream.done:
+                break
+        return stream.text()
+
+    # -- async -----------------------------------------------------------------------------------------
+    async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        import httpx
+
+        body = self._body(messages, kwargs)
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            for attempt in range(len(_RETRY_DELAYS) + 1):
+                try:
+                    async with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+                        if response.status_code >= 400:
+                            content = await response.aread()
+                            if _is_retryable(response.status_code) and attempt < len(_RETRY_DELAYS):
+                                self._log_retry(response.status_code, attempt)
+                                await asyncio.sleep(_RETRY_DELAYS[attempt])
+                                continue
+                            raise self._status_error(response.status_code, content)
+                        if self.stream and self._is_sse(response):
+                            stream = _Stream(self)
+                            async for line in response.aiter_lines():
+                                stream.feed(line)
+                                if stream.done:
+                                    break
+                            return stream.text()
+                        return self._parse_json(await response.aread())
+                except httpx.HTTPError as exc:
+                    raise self._transport_error(exc) from None
+        raise AssertionError("unreachable")
+
+    def _log_retry(self, status: int, attempt: int) -> None:
+        log.info(
+            "LLM %s at %s returned HTTP %d; retrying in %.1fs",
+            self.model,
+            self.base_url,
+            status,
+            _RETRY_DELAYS[attempt],
+        )
+
+
+# -- defaults ---------------------------------------------------------------------------------------------
+
+_warned_offline = False
+_warn_lock = threading.Lock()
+
+
+def default_llm() -> BaseLLM:
+    """``LLM(model=$CREWPOINT_LLM, base_url=$CREWPOINT_BASE_URL)`` if configured, else :class:`OfflineLLM`."""
+    global _warned_offline
+    model = os.environ.get("CREWPOINT_LLM", "").strip()
+    if model == "offline":
+        return OfflineLLM()
+    if model:
+        return LLM(model=model, base_url=os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL)
+    with _warn_lock:
+        if not _warned_offline:
+            _warned_offline = True
+            log.warning("no LLM configured: using the offline model (set CREWPOINT_LLM to use a real one)")
+    return OfflineLLM()
+
+
+def resolve_llm(value: BaseLLM | str | None) -> BaseLLM:
+    """``None`` → :func:`default_llm`; a model name → :class:`LLM` (``"offline"`` → :class:`OfflineLLM`)."""
+    if value is None:
+        return default_llm()
+    if isinstance(value, BaseLLM):
+        return value
+    if isinstance(value, str):
+        if value.strip() == "offline":
+            return OfflineLLM()
+        return LLM(model=value, base_url=os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL)
+    raise TypeError(f"llm must be a BaseLLM, a model name or None, not {type(value).__name__}")

@@ -1,0 +1,220 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+
+Use the ``llm_server`` fixture (import it into a test module) or ``with LLMServer() as server:``.
+Set ``server.mode`` to choose how ``POST /v1/chat/completions`` answers:
+
+- ``"echo"``: a JSON completion ``"echo: <last user message>"`` with ``usage``;
+- ``"stream"``: the same text as server-sent events in ``server.chunks`` content chunks, then ``[DONE]``;
+- ``"fail_then_ok"``: HTTP ``server.fail_status`` (500) ``server.failures`` times, then like ``"echo"``;
+- ``"always_fail"``: HTTP ``server.fail_status`` every time;
+- ``"unauthorized"``: HTTP 401 with an OpenAI-style error body whose message is ``server.error_message``;
+- ``"malformed"``: HTTP 200 with a body that is not JSON;
+- ``"slow"``: waits ``server.delay`` seconds before answering like ``"echo"``.
+
+Every request is recorded in ``server.requests`` (path, headers, parsed JSON body).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class LLMServer:
+    def __init__(self) -> None:
+        self.mode = "echo"
+        self.chunks = 3
+        self.failures = 1
+        self.fail_status = 500
+        self.delay = 2.0
+        self.error_message = "Incorrect API key provided."
+        self.reply: str | None = None
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="llm-test-server", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what the handler asks ------------------------------------------------------------------------
+    def record(self, request: RecordedRequest) -> int:
+        with self._lock:
+            self.requests.append(request)
+            return len(self.requests)
+
+    def reply_for(self, body: Any) -> str:
+        if self.reply is not None:
+            return self.reply
+        last = ""
+        if isinstance(body, dict):
+            for message in body.get("messages") or []:
+                if isinstance(message, dict) and message.get("role") == "user":
+                    last = str(message.get("content", ""))
+        return f"echo: {last}"
+
+
+def _usage(body: Any, text: str) -> dict[str, int]:
+    prompt = 0
+    if isinstance(body, dict):
+        prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
+    completion = len(text.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _split(text: str, parts: int) -> list[str]:
+    parts = max(1, parts)
+    size = -(-len(text) // parts) or 1
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _send_json(self, status: int, data: Any) -> None:
+            self._send(status, json.dumps(data).encode("utf-8"))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body: Any = json.loads(raw)
+            except ValueError:
+                body = None
+            number = server.record(RecordedRequest(self.path, dict(self.headers.items()), body))
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            mode = server.mode
+            if (mode == "fail_then_ok" and number <= server.failures) or mode == "always_fail":
+                self._send_json(
+                    server.fail_status,
+                    {"error": {"message": "the server is overloaded", "type": "server_error"}},
+                )
+                return
+            if mode == "unauthorized":
+                self._send_json(
+                    401,
+                    {
+                        "error": {
+                            "message": server.error_message,
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    },
+                )
+                return
+            if mode == "malformed":
+                self._send(200, b"<html>this is not json", "text/html")
+                return
+            if mode == "slow" and server._stopping.wait(server.delay):
+                return
+            text = server.reply_for(body)
+            model = body.get("model", "") if isinstance(body, dict) else ""
+            if mode == "stream":
+                self._stream(body, model, text)
+                return
+            self._send_json(
+                200,
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": _usage(body, text),
+                },
+            )
+
+        def _stream(self, body: Any, model: str, text: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+
+            def event(data: Any) -> None:
+                self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+            def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+                return {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+
+            self.wfile.write(b": keep-alive\n\n")
+            event(chunk({"role": "assistant", "content": ""}))
+            for piece in _split(text, server.chunks):
+                event(chunk({"content": piece}))
+            event(chunk({}, "stop"))
+            options = body.get("stream_options") if isinstance(body, dict) else None
+            if isinstance(options, dict) and options.get("include_usage"):
+                event({"id": "chatcmpl-test", "choices": [], "usage": _usage(body, text)})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+@pytest.fixture
+def llm_server() -> Iterator[LLMServer]:
+    with LLMServer() as server:
+        yield server
