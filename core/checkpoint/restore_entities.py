@@ -8,7 +8,7 @@ from typing import Any
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, load_record
 from crewpoint.events.record import EventRecord
-from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
 
 def reference_of(config: CheckpointConfig | str | Path) -> str:
@@ -19,11 +19,24 @@ def reference_of(config: CheckpointConfig | str | Path) -> str:
     return str(config)
 
 
+def store_root(meta: CheckpointMeta) -> str:
+    """The store (a JSON folder or a database file) that holds the checkpoint ``meta`` describes."""
+    from crewpoint.providers import is_sqlite_location, split_ref
+
+    location = meta.location
+    if is_sqlite_location(location):
+        return split_ref(location)[0]
+    path = Path(location).parent
+    for _ in meta.branch.split("/"):
+        path = path.parent
+    return str(path)
+
+
 def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) -> CheckpointConfig:
     """Where a restored run writes: beside the checkpoint it came from, with the run's own triggers."""
-    from crewpoint.providers import provider_for, store_root
+    from crewpoint.providers import provider_for
 
-    root = store_root(record.meta.location)
+    root = store_root(record.meta)
     provider = provider_for(root)
     resolved = resolve(saved)
     if resolved is None:

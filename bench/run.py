@@ -1,0 +1,90 @@
+"""crewpoint benchmarks: ``make bench`` prints one table (median of repeated runs on this machine).
+
+Each row names its target; ``ok`` tells whether the figure meets it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+
+@dataclass
+class Row:
+    name: str
+    value: float
+    unit: str
+    target: float | None
+    note: str = ""
+
+    @property
+    def ok(self) -> str:
+        if self.target is None:
+            return "-"
+        return "yes" if self.value <= self.target else "NO"
+
+
+def _median_subprocess(code: str, runs: int = 15) -> float:
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        times.append(float(out.stdout.strip()))
+    return statistics.median(times)
+
+
+def bench_import() -> list[Row]:
+    code = "import time; t = time.perf_counter(); import crewpoint; print(time.perf_counter() - t)"
+    return [Row("import crewpoint", _median_subprocess(code) * 1000, "ms", 150, "CrewAI: 2.8 s")]
+
+
+def bench_kickoff() -> list[Row]:
+    code = (
+        "import time, warnings, logging; logging.disable(logging.WARNING)\n"
+        "from crewpoint.demo import demo_crew\n"
+        "crew = demo_crew(checkpoint=False)\n"
+        "t = time.perf_counter(); crew.kickoff(inputs={'topic': 'x', 'audience': 'y'}); "
+        "print(time.perf_counter() - t)"
+    )
+    return [Row("4-task offline crew kickoff (no checkpoints)", _median_subprocess(code, 7) * 1000, "ms", None)]
+
+
+def all_benches() -> list[Callable[[], list[Row]]]:
+    from checkpoint_bench import checkpoint_benches
+
+    return [bench_import, bench_kickoff, *checkpoint_benches()]
+
+
+def main() -> None:
+    os.environ.setdefault("CREWPOINT_BENCH", "1")
+    table = Table(title="crewpoint benchmarks")
+    for col in ("benchmark", "value", "unit", "target", "ok", "note"):
+        table.add_column(col)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        for bench in all_benches():
+            start = time.perf_counter()
+            try:
+                rows = bench()
+            except Exception as exc:
+                rows = [Row(bench.__name__, float("nan"), "", None, f"failed: {exc}")]
+            for row in rows:
+                target = "" if row.target is None else f"≤ {row.target:g}"
+                table.add_row(row.name, f"{row.value:,.3f}", row.unit, target, row.ok, row.note)
+            print(f"{bench.__name__}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    Console(width=160).print(table)
+
+
+if __name__ == "__main__":
+    main()
