@@ -1,0 +1,139 @@
+"""Real processes, real signals: kill -9 at random moments, concurrent writers, forks side by side."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crewpoint import CheckpointConfig, Crew
+from crewpoint.demo import DEMO_INPUTS, demo_crew
+from crewpoint.providers import JsonProvider, SqliteProvider, provider_for
+
+CLI = [sys.executable, "-c", "from crewpoint.tui.cli import main; main()"]
+
+
+def start_demo(location: Path, delay: float, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*CLI, "demo", "--location", str(location), "--delay", str(delay), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_kill_9_at_random_moments_never_loses_or_repeats_finished_work(llm_calls: list[str]) -> None:
+    reference = demo_crew(checkpoint=False).kickoff(inputs=DEMO_INPUTS)
+    rng = random.Random(20261129)
+    resumed = 0
+    for attempt in range(50):
+        location = Path(f"run{attempt}")
+        proc = start_demo(location, delay=0.04)
+        time.sleep(rng.uniform(0.2, 1.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        provider = JsonProvider()
+        if not location.exists():
+            continue
+        metas = provider.list(str(location))
+        for meta in metas:
+            assert meta.damaged is None, meta.damaged
+            provider.read(str(location), meta.id)  # every checkpoint on disk reads back
+        crew_metas = [m for m in metas if m.entity_kind == "crew"]
+        if not crew_metas:
+            continue
+        latest = crew_metas[0]
+        crew = Crew.from_checkpoint(CheckpointConfig(restore_from=latest.location))
+        pending = {t.id for t in crew.tasks if t.output is None}
+        assert len(pending) == latest.tasks_total - latest.tasks_done
+        llm_calls.clear()
+        result = crew.kickoff()
+        assert result.raw == reference.raw
+        assert [t.raw for t in result.tasks_output] == [t.raw for t in reference.tasks_output]
+        assert set(llm_calls) <= pending  # no finished task's LLM call repeated
+        resumed += 1
+    assert resumed >= 10  # the random moments did land mid-run
+
+
+def test_sigint_mid_run_writes_a_checkpoint_before_exiting(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "from crewpoint import CheckpointConfig\n"
+        "from crewpoint.demo import demo_crew, DEMO_INPUTS\n"
+        "config = CheckpointConfig(location='sig', on_events=['task_completed', 'SIGINT'])\n"
+        "demo_crew(delay=0.4, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
+    deadline = time.time() + 30
+    while time.time() < deadline and not (Path("sig").exists() and any(Path("sig").rglob("*.json"))):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert b"KeyboardInterrupt" in err
+    metas = JsonProvider().list("sig")
+    assert metas[0].trigger == "SIGINT"
+    assert metas[0].parent_id == metas[1].id
+
+
+@pytest.mark.parametrize("store", ["shared.db", "shared_json"])
+def test_two_processes_original_and_fork_write_side_by_side(store: str) -> None:
+    location = Path(store)
+    demo_crew(checkpoint=CheckpointConfig(location=str(location), provider=provider_for(str(location)))).kickoff(
+        inputs=DEMO_INPUTS
+    )
+    provider = provider_for(str(location))
+    first = provider.list(str(location))[-1]
+    code = (
+        "import sys\n"
+        "from crewpoint import CheckpointConfig, Crew\n"
+        "from crewpoint.demo import DEMO_INPUTS, demo_crew\n"
+        "from crewpoint.providers import provider_for\n"
+        "loc, mode, src = sys.argv[1:4]\n"
+        "if mode == 'fork':\n"
+        "    Crew.fork(CheckpointConfig(restore_from=src), branch='experiment').kickoff()\n"
+        "else:\n"
+        "    demo_crew(delay=0.01, checkpoint=CheckpointConfig(location=loc, provider=provider_for(loc)))"
+        ".kickoff(inputs=DEMO_INPUTS)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(location), mode, first.location])
+        for mode in ("fork", "again", "fork", "again")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    metas = provider.list(str(location))
+    assert len(metas) == 4 + 2 * 4 + 2 * 3  # first run, two more runs, two forks of the 3 remaining tasks
+    assert len({m.id for m in metas}) == len(metas)
+    for meta in metas:
+        provider.read(str(location), meta.id)
+    forks = [m for m in metas if m.branch == "experiment"]
+    roots = [m for m in forks if m.parent_id == first.id]
+    assert len(roots) == 2  # each fork's first checkpoint has the source as parent
+    for root in roots:  # each fork continues its own chain from its first checkpoint
+        chain = [root]
+        while (child := next((m for m in forks if m.parent_id == chain[-1].id), None)) is not None:
+            chain.append(child)
+        assert len(chain) == 3
+
+
+def test_linear_run_is_one_parent_chain() -> None:
+    demo_crew(checkpoint=CheckpointConfig(location="chain", on_events=["*"])).kickoff(inputs=DEMO_INPUTS)
+    metas = JsonProvider().list("chain")
+    crew_metas = sorted((m for m in metas if m.entity_kind == "crew"), key=lambda m: m.sequence)
+    assert [m.sequence for m in crew_metas] == list(range(1, len(crew_metas) + 1))
+    assert crew_metas[0].parent_id is None
+    for parent, child in zip(crew_metas, crew_metas[1:], strict=False):
+        assert child.parent_id == parent.id
+    parents = [m.parent_id for m in crew_metas]
+    assert len(parents) == len(set(parents))  # never two children of one parent
+
+
+def test_sqlite_store_on_the_stdlib_sqlite_really_writes() -> None:
+    demo_crew(checkpoint=CheckpointConfig(location="s.db", provider=SqliteProvider())).kickoff(inputs=DEMO_INPUTS)
+    assert len(SqliteProvider().list("s.db")) == 4
+    assert os.stat("s.db").st_mode & 0o777 == 0o600
