@@ -83,11 +83,15 @@ class Task(BaseModel):
     output: TaskOutput | None = None
 
     _interpolated: tuple[str, str] | None = PrivateAttr(default=None)
+    _checked: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
         from crewpoint.serialize import check_savable
 
+        if self._checked:  # pydantic re-runs after-validators when the task is passed to a Crew
+            return self
+        self._checked = True
         check_savable(self.callback, "Task")
         if self.guardrail is not None and not isinstance(self.guardrail, str):
             check_savable(self.guardrail, "Task guardrail")
