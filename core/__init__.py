@@ -32,7 +32,29 @@ _EXPORTS: dict[str, str] = {
     "RuntimeState": "crewpoint.runtime",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "Agent",
+    "Task",
+    "TaskOutput",
+    "Crew",
+    "CrewOutput",
+    "Flow",
+    "start",
+    "listen",
+    "router",
+    "CheckpointConfig",
+    "JsonProvider",
+    "SqliteProvider",
+    "BaseLLM",
+    "OfflineLLM",
+    "LLM",
+    "BaseTool",
+    "tool",
+    "StringKnowledgeSource",
+    "TextFileKnowledgeSource",
+    "RuntimeState",
+]
 
 if TYPE_CHECKING:
     from crewpoint.agent import Agent

@@ -46,7 +46,7 @@ class Agent(BaseModel):
     checkpoint: CheckpointConfig | bool | None = None
     max_iter: int = 5
     verbose: bool = False
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _conversation: ShortTermMemory = PrivateAttr(default_factory=ShortTermMemory)
@@ -96,9 +96,7 @@ class Agent(BaseModel):
             event_bus,
         )
 
-        event_bus.emit(
-            self, AgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id)
-        )
+        event_bus.emit(self, AgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id))
         try:
             prompt = [f"Current task: {task.prompt_description}"]
             if task.prompt_expected_output:
@@ -119,15 +117,11 @@ class Agent(BaseModel):
                 task_id=task.id,
             )
         except Exception as exc:
-            event_bus.emit(
-                self, AgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc))
-            )
+            event_bus.emit(self, AgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc)))
             raise
         event_bus.emit(
             self,
-            AgentExecutionCompletedEvent(
-                agent_role=self.role, agent_id=self.id, task_id=task.id, output=answer
-            ),
+            AgentExecutionCompletedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id, output=answer),
         )
         return answer
 
@@ -148,9 +142,7 @@ class Agent(BaseModel):
                 return value
             tool = tools.get(value)
             if tool is None:
-                observation = (
-                    f"Error: there is no tool named {value!r}; available: {', '.join(tools) or 'none'}"
-                )
+                observation = f"Error: there is no tool named {value!r}; available: {', '.join(tools) or 'none'}"
             else:
                 safe = {k: v for k, v in args.items() if k not in ("agent_id", "task_id", "agent_role")}
                 observation = tool.run(agent_id=self.id, task_id=task_id, **safe)

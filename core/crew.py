@@ -45,7 +45,7 @@ class Crew(BaseModel):
     task_callback: Callable[[TaskOutput], Any] | None = None
     checkpoint: CheckpointConfig | bool | None = None
     verbose: bool = False
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     _memory: CrewMemory = PrivateAttr(default_factory=CrewMemory)
     _knowledge: Knowledge | None = PrivateAttr(default=None)
@@ -191,23 +191,17 @@ class Crew(BaseModel):
         state = self._state
         state.inputs = run_inputs
         with running(state):
-            event_bus.emit(
-                self, CrewKickoffStartedEvent(crew_name=self.name, crew_id=self.id, inputs=run_inputs)
-            )
+            event_bus.emit(self, CrewKickoffStartedEvent(crew_name=self.name, crew_id=self.id, inputs=run_inputs))
             try:
                 for index, task in enumerate(self.tasks):
                     if task.output is None:
                         self._run_task(index)
             except Exception as exc:
-                event_bus.emit(
-                    self, CrewKickoffFailedEvent(crew_name=self.name, crew_id=self.id, error=str(exc))
-                )
+                event_bus.emit(self, CrewKickoffFailedEvent(crew_name=self.name, crew_id=self.id, error=str(exc)))
                 raise
             outputs = [t.output for t in self.tasks if t.output is not None]
             result = CrewOutput(raw=outputs[-1].raw if outputs else "", tasks_output=outputs)
-            event_bus.emit(
-                self, CrewKickoffCompletedEvent(crew_name=self.name, crew_id=self.id, output=result.raw)
-            )
+            event_bus.emit(self, CrewKickoffCompletedEvent(crew_name=self.name, crew_id=self.id, output=result.raw))
         return result
 
     async def akickoff(
@@ -282,9 +276,7 @@ class Crew(BaseModel):
                     output.raw = str(value)
                 return output
             feedback = [f"Your previous answer did not pass review: {value}. Answer again."]
-        raise ValueError(
-            f"task {task.label!r} failed its guardrail {task.guardrail_max_retries + 1} times: {value}"
-        )
+        raise ValueError(f"task {task.label!r} failed its guardrail {task.guardrail_max_retries + 1} times: {value}")
 
     def knowledge(self) -> Knowledge | None:
         if self._knowledge is None and self.knowledge_sources:

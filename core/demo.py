@@ -43,12 +43,8 @@ def demo_crew(
         llm=llm,
         tools=[search_notes],
     )
-    writer = Agent(
-        role="Writer", goal="Write clearly for {audience}", backstory="A plain-spoken writer.", llm=llm
-    )
-    editor = Agent(
-        role="Editor", goal="Make the text correct and short", backstory="A strict editor.", llm=llm
-    )
+    writer = Agent(role="Writer", goal="Write clearly for {audience}", backstory="A plain-spoken writer.", llm=llm)
+    editor = Agent(role="Editor", goal="Make the text correct and short", backstory="A strict editor.", llm=llm)
     research = Task(
         name="research",
         description="Research {topic}: use the search_notes tool on cost and crash risks.",

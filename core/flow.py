@@ -143,7 +143,7 @@ class Flow(Generic[StateT]):
         from crewpoint.events import FlowCreatedEvent, event_bus
 
         self.checkpoint = checkpoint
-        self.id = uuid.uuid4().hex
+        self.id = uuid.uuid4().hex[:16]
         self._state: Any = self._initial_state()
         if state:
             self._apply(state)
@@ -221,17 +221,14 @@ class Flow(Generic[StateT]):
             parent = current_state()
             config = resolve(self.checkpoint, parent.config if parent is not None else None)
             self._runtime = RuntimeState(self, config, self._inputs)
+        self._runtime.inputs = dict(self._inputs or {})
         self._replay, self._log = list(self._log), []
         self._finished = False
         with running(self._runtime):
-            event_bus.emit(
-                self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs)
-            )
+            event_bus.emit(self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs))
             result = self._walk()
             self._result, self._finished = result, True
-            event_bus.emit(
-                self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result))
-            )
+            event_bus.emit(self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result)))
         return result
 
     async def kickoff_async(self, inputs: Mapping[str, Any] | None = None) -> Any:
@@ -275,9 +272,7 @@ class Flow(Generic[StateT]):
             return output
         self._replay = self._replay[:index]
         method = getattr(self, name)
-        event_bus.emit(
-            self, MethodExecutionStartedEvent(flow_name=self.entity_name, flow_id=self.id, method_name=name)
-        )
+        event_bus.emit(self, MethodExecutionStartedEvent(flow_name=self.entity_name, flow_id=self.id, method_name=name))
         try:
             params = [
                 p

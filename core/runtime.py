@@ -25,9 +25,7 @@ from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRec
 
 log = logging.getLogger("crewpoint.checkpoint")
 
-_current: contextvars.ContextVar[RuntimeState | None] = contextvars.ContextVar(
-    "crewpoint_state", default=None
-)
+_current: contextvars.ContextVar[RuntimeState | None] = contextvars.ContextVar("crewpoint_state", default=None)
 
 HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP", "SIGCONT")
 
@@ -87,6 +85,7 @@ class RuntimeState:
         self.last_ref: str | None = None
         self.written = 0
         self.failed = 0
+        self.pending_signal: str | None = None
         self._lock = threading.Lock()
 
     # -- lineage ------------------------------------------------------------------------------------
@@ -166,9 +165,7 @@ class RuntimeState:
                 self.failed += 1
                 event_bus.emit(
                     self,
-                    CheckpointFailedEvent(
-                        checkpoint_id=record.meta.id, location=config.location, error=str(error)
-                    ),
+                    CheckpointFailedEvent(checkpoint_id=record.meta.id, location=config.location, error=str(error)),
                 )
                 return
             self.written += 1
@@ -255,16 +252,37 @@ def _install_observer() -> None:
 
 @contextmanager
 def running(state: RuntimeState) -> Iterator[RuntimeState]:
-    """Make ``state`` the current run: events are recorded and may trigger checkpoints; signals are caught."""
+    """Make ``state`` the current run: events are recorded and may trigger checkpoints; signals are caught.
+
+    SIGINT, SIGTERM and SIGHUP stop the run by raising (KeyboardInterrupt, SystemExit); their event, and the
+    checkpoint it may trigger, is emitted here once the stack has unwound, so no lock is held when it is written.
+    SIGTSTP and SIGCONT are emitted from a short-lived thread and do not stop the run's thread.
+    """
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)
     try:
         yield state
+    except BaseException:
+        signal_name, state.pending_signal = state.pending_signal, None
+        if signal_name is not None:
+            _emit_signal(state, signal_name)
+        raise
     finally:
         _restore_signal_handlers(previous)
         _current.reset(token)
         writer.flush()
+
+
+def _emit_signal(state: RuntimeState, name: str) -> None:
+    from crewpoint.events import EVENT_TYPES, event_bus
+
+    token = _current.set(state)
+    try:
+        event_bus.emit(state.root, EVENT_TYPES[name](signal_number=getattr(signal, name, None)))
+    finally:
+        _current.reset(token)
+    writer.flush()
 
 
 def _install_signal_handlers(state: RuntimeState) -> dict[int, Any]:
@@ -276,7 +294,7 @@ def _install_signal_handlers(state: RuntimeState) -> dict[int, Any]:
         if signum is None:
             continue
         try:
-            previous[signum] = signal.signal(signum, _make_handler(state, name, signum))
+            previous[signum] = signal.signal(signum, _make_handler(state, name))
         except (ValueError, OSError):
             continue
     return previous
@@ -290,22 +308,19 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
             pass
 
 
-def _make_handler(state: RuntimeState, name: str, signum: int) -> Any:
+def _make_handler(state: RuntimeState, name: str) -> Any:
     def handler(received: int, frame: Any) -> None:
-        from crewpoint.events import EVENT_TYPES, event_bus
-
-        event_cls = EVENT_TYPES[name]
-        token = _current.set(state)
-        try:
-            event_bus.emit(state.root, event_cls(signal_number=received))
-        finally:
-            _current.reset(token)
-        writer.flush()
-        if name == "SIGINT":
-            raise KeyboardInterrupt
-        if name in ("SIGTERM", "SIGHUP"):
+        if name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            state.pending_signal = name
+            if name == "SIGINT":
+                raise KeyboardInterrupt
             raise SystemExit(128 + received)
-        if name == "SIGTSTP":
-            os.kill(os.getpid(), signal.SIGSTOP)
+
+        def in_background() -> None:
+            _emit_signal(state, name)
+            if name == "SIGTSTP":
+                os.kill(os.getpid(), signal.SIGSTOP)
+
+        threading.Thread(target=in_background, name=f"crewpoint-{name}", daemon=True).start()
 
     return handler

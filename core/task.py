@@ -79,7 +79,7 @@ class Task(BaseModel):
     guardrail_max_retries: int = 2
     name: str | None = None
     checkpoint: CheckpointConfig | bool | None = None
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
     output: TaskOutput | None = None
 
     _interpolated: tuple[str, str] | None = PrivateAttr(default=None)
@@ -135,11 +135,7 @@ class Task(BaseModel):
 
         if self.guardrail is None:
             return True, output
-        name = (
-            self.guardrail
-            if isinstance(self.guardrail, str)
-            else getattr(self.guardrail, "__name__", "guardrail")
-        )
+        name = self.guardrail if isinstance(self.guardrail, str) else getattr(self.guardrail, "__name__", "guardrail")
         event_bus.emit(self, LLMGuardrailStartedEvent(guardrail=name, task_id=self.id, agent_id=agent.id))
         try:
             if isinstance(self.guardrail, str):

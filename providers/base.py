@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -113,7 +114,7 @@ class BaseProvider(abc.ABC):
         branch: str | None = None,
         protect: Iterable[str] = (),
         dry_run: bool = False,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Keep the newest ``keep`` per branch; never delete a fork point or an id in ``protect``."""
         from crewpoint.providers.prune import plan_prune
 

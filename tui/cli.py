@@ -2,26 +2,84 @@
 
 Exit codes: 0 success, 1 the run or command failed, 2 bad input (a wrong path, an unknown id, a damaged or
 newer-version checkpoint), 130 interrupted.
+
+Heavy modules (pydantic, the engine, rich) are imported inside the commands so ``crewpoint --help`` stays fast.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import sys
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry, PreparedRun
+    from crewpoint.providers.base import CheckpointMeta
+
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr, no traceback, and exit."""
     click.echo(f"crewpoint: {message}", err=True)
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _debug(ctx: click.Context) -> bool:
+    return bool((ctx.find_root().obj or {}).get("debug"))
+
+
+@contextmanager
+def _bad_input(ctx: click.Context) -> Iterator[None]:
+    """Errors a user can meet become one line on stderr and exit 2 (a traceback with ``--debug``)."""
+    from crewpoint.providers.base import CheckpointError
+
+    try:
+        yield
+    except (CheckpointError, ValueError, OSError, LookupError) as exc:
+        if _debug(ctx):
+            raise
+        fail(one_line(exc), EXIT_BAD_INPUT)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+class _Main(click.Group):
+    """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("crewpoint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader went away (``crewpoint checkpoint list | head``)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_FAILED)
+        except Exception as exc:
+            if _debug(ctx):
+                raise
+            fail(f"{one_line(exc)} (run with --debug for the traceback)", EXIT_FAILED)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="crewpoint", prog_name="crewpoint")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context
@@ -30,15 +88,14 @@ def main(ctx: click.Context, debug: bool) -> None:
 
     \b
     Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+    Data goes to stdout, diagnostics to stderr; NO_COLOR turns colours off.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
 
 
 @main.command()
-@click.option(
-    "--location", default="./.checkpoints", show_default=True, help="Where checkpoints are written."
-)
+@click.option("--location", default="./.checkpoints", show_default=True, help="Where checkpoints are written.")
 @click.option("--delay", default=0.0, show_default=True, type=float, help="Seconds per offline LLM call.")
 @click.option(
     "--provider",
@@ -71,5 +128,507 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str) -> None
     click.echo(f"\ncheckpoints: {location}", err=True)
 
 
+# -- crewpoint checkpoint ----------------------------------------------------------------------------------------
+
+LOCATION_HELP = "Checkpoint folder or SQLite database (default: ./.checkpoints, else ./.checkpoints.db)."
+
+
+@main.group(invoke_without_command=True)
+@click.option("--location", "-l", metavar="PATH", default=None, help=LOCATION_HELP)
+@click.pass_context
+def checkpoint(ctx: click.Context, location: str | None) -> None:
+    """Browse checkpoints in the terminal app; or list, inspect, resume, fork, compare and prune them.
+
+    \b
+    Without a subcommand this opens the terminal app on the store.
+    IDs may be given by a unique prefix; an ambiguous prefix lists the matches.
+    Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["location"] = location
+    if ctx.invoked_subcommand is not None:
+        return
+    with _bad_input(ctx):
+        from crewpoint.checkpoint.ops import find_store
+
+        store = find_store(location)
+    try:
+        from crewpoint.tui.app import make_app
+    except ImportError as exc:
+        if _debug(ctx):
+            raise
+        fail(f"the terminal app cannot start: {one_line(exc)}", EXIT_FAILED)
+    make_app(store).run()
+
+
+def _location_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--location", "-l", metavar="PATH", default=None, help=LOCATION_HELP)(fn)
+
+
+def _location(ctx: click.Context, given: str | None) -> str | None:
+    return given if given is not None else (ctx.obj or {}).get("location")
+
+
+# -- list ------------------------------------------------------------------------------------------------------
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _row(meta: CheckpointMeta) -> list[str]:
+    if meta.damaged:
+        return [
+            meta.id[:12],
+            _when(meta.created_at),
+            meta.branch or "?",
+            "-",
+            "DAMAGED",
+            meta.damaged,
+            "-",
+            _size(meta.size),
+        ]
+    entity = f"{meta.entity_kind} {meta.entity_name}".strip()
+    progress = f"{meta.tasks_done}/{meta.tasks_total}"
+    parent = meta.parent_id[:12] if meta.parent_id else "-"
+    return [meta.id[:12], _when(meta.created_at), meta.branch, parent, meta.trigger, entity, progress, _size(meta.size)]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+@checkpoint.command("list")
+@click.argument("location_arg", metavar="[LOCATION]", required=False)
+@click.option("--branch", "-b", default=None, help="Only this branch.")
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="Show at most N checkpoints.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of checkpoint metadata.")
+@click.pass_context
+def list_command(
+    ctx: click.Context, location_arg: str | None, branch: str | None, limit: int | None, as_json: bool
+) -> None:
+    """List checkpoints, newest first (reads no checkpoint bodies).
+
+    \b
+    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size.
+    """
+    from crewpoint.checkpoint import ops
+
+    with _bad_input(ctx):
+        store = ops.find_store(_location(ctx, location_arg))
+        metas = ops.list_checkpoints(store, branch=branch, limit=limit)
+    if as_json:
+        _emit_json([m.to_dict() for m in metas])
+        return
+    if not metas:
+        click.echo(f"no checkpoints in {store}" + (f" on branch {branch}" if branch else ""), err=True)
+        return
+    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE"]
+    _table(header, [_row(m) for m in metas])
+
+
+# -- info ------------------------------------------------------------------------------------------------------
+
+
+def _bar(done: int, total: int, width: int = 20) -> str:
+    filled = round(width * done / total) if total else 0
+    percent = f"{100 * done // total}%" if total else "-"
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {percent}"
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in str(text).splitlines() or [""])
+
+
+def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
+    meta = info.meta
+    done, total = info.progress
+    unit = {"crew": "tasks", "flow": "methods", "agent": "run"}.get(info.kind, "steps")
+    rows = [
+        ("checkpoint", meta.id),
+        ("location", meta.location or "-"),
+        ("created", _when(meta.created_at)),
+        ("branch", f"{meta.branch} (sequence {meta.sequence})"),
+        ("parent", meta.parent_id or "- (first checkpoint of its run)"),
+        ("lineage", meta.lineage),
+        ("trigger", meta.trigger),
+        ("entity", f"{info.kind} {info.name}"),
+        ("written by", f"crewpoint {meta.version or '?'}, schema {meta.schema_version}"),
+        ("progress", f"{_bar(done, total)} {unit} done"),
+    ]
+    for key, value in rows:
+        click.echo(f"{key:<11} {value}")
+    if len(lineage) > 1:
+        click.echo("\nancestry (newest first)")
+        for m in lineage:
+            click.echo(f"  {m.id[:12]}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
+    click.echo("\ninputs")
+    if info.inputs:
+        for key, value in info.inputs.items():
+            click.echo(f"  {key} = {value}")
+    else:
+        click.echo("  (none)")
+    missing = [p for p in info.placeholders if p not in info.inputs]
+    if missing:
+        click.echo(f"  placeholders without a value: {', '.join(missing)}")
+    if info.tasks:
+        click.echo(f"\n{'tasks' if info.kind == 'crew' else 'run'}")
+        for task in info.tasks:
+            status = "[done]   " if task.done else "[pending]"
+            agent = f" ({task.agent})" if task.agent else ""
+            click.echo(f"  {status} {task.index + 1}. {task.name}{agent}")
+            if task.context is not None:
+                click.echo(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
+            if task.output is not None:
+                click.echo(_indent(_clip(task.output, 400), "              "))
+    if info.kind == "flow":
+        click.echo("\nflow state")
+        click.echo(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))
+        click.echo("\nmethod outputs")
+        for i, (name, value) in enumerate(info.method_outputs):
+            click.echo(f"  {i + 1}. {name}: {_clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
+        if not info.method_outputs:
+            click.echo("  (none yet)")
+    click.echo(f"\nevents recorded: {len(info.events)}")
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="[PATH | DB#ID | DIR | ID]", required=False)
+@_location_option
+@click.option("--json", "as_json", is_flag=True, help="Print the checkpoint as JSON.")
+@click.pass_context
+def info(ctx: click.Context, ref: str | None, location: str | None, as_json: bool) -> None:
+    """Show one checkpoint: metadata, ancestry, inputs and each task's status and output.
+
+    A folder or database shows its latest checkpoint; an id (or unique prefix) is looked up in --location.
+    """
+    from crewpoint.checkpoint import ops
+
+    with _bad_input(ctx):
+        where = _location(ctx, location)
+        record = ops.load(ref if ref is not None else ops.find_store(where), where)
+        described = ops.describe(record)
+        lineage = ops.ancestors(ops.store_of(record), record.meta.id)
+    if as_json:
+        data = described.to_dict()
+        data["ancestry"] = [m.id for m in lineage]
+        _emit_json(data)
+        return
+    _print_info(described, lineage)
+
+
+# -- resume and fork --------------------------------------------------------------------------------------------
+
+PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
+
+
+def _run(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    progress: str,
+    *,
+    fork: bool,
+    branch: str | None = None,
+    inputs: tuple[str, ...] = (),
+    outputs: tuple[str, ...] = (),
+) -> None:
+    from crewpoint.checkpoint import ops
+    from crewpoint.tui.progress import make_progress, result_text
+
+    where = _location(ctx, location)
+    prepared: PreparedRun | None = None
+    try:
+        with _bad_input(ctx):
+            new_inputs = ops.parse_assignments(inputs, "--input")
+            edits = ops.parse_assignments(outputs, "--set-output")
+            full = ops.resolve_id(where, ref)
+            record = ops.load(full, where)
+            new_outputs = {ops.resolve_task(record, key): text for key, text in edits.items()}
+            prepared = ops.prepare_run(
+                full,
+                fork=fork,
+                branch=branch,
+                inputs=new_inputs or None,
+                outputs=new_outputs or None,
+                location=where,
+                record=record,
+            )
+        if not fork:
+            later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
+            if later:
+                click.echo(
+                    f"note: {prepared.source.id[:12]} already continues on branch {prepared.branch} "
+                    f"(next: {later[0].id[:12]}); this run writes beside it. Use fork for a separate branch.",
+                    err=True,
+                )
+        reporter = make_progress(progress, prepared)
+        with reporter:
+            try:
+                result = prepared.kickoff()
+            except KeyboardInterrupt:
+                reporter.interrupted()
+                raise
+            except Exception as exc:
+                reporter.failed(exc)
+                if _debug(ctx):
+                    raise
+                fail(f"the run failed: {one_line(exc)}", EXIT_FAILED)
+            reporter.finished(result)
+    except KeyboardInterrupt:
+        latest = prepared.latest_id if prepared is not None else ref
+        hint = f"crewpoint checkpoint resume {latest}"
+        store = where if where is not None else prepared.store if prepared is not None else None
+        if store is not None and (where is not None or not _found_by_default(store)):
+            hint += f" --location {shlex.quote(store)}"
+        click.echo(f"interrupted; resume with: {hint}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if progress != "json":
+        text = result_text(result)
+        click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+
+
+def _found_by_default(store: str) -> bool:
+    """Would ``crewpoint checkpoint`` find ``store`` without ``--location``?"""
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointError
+
+    try:
+        return os.path.abspath(ops.find_store(None)) == os.path.abspath(store)
+    except CheckpointError:
+        return False
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="ID")
+@_location_option
+@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.pass_context
+def resume(ctx: click.Context, ref: str, location: str | None, progress: str) -> None:
+    """Continue a run from checkpoint ID; finished tasks are not run again.
+
+    ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
+    The run's result is printed on stdout. Exit 1 if the run fails, 130 if interrupted.
+    """
+    _run(ctx, ref, location, progress, fork=False)
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="ID")
+@_location_option
+@click.option("--branch", "-b", default=None, help="Name of the new branch (default: fork-<time>-<suffix>).")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Change a kickoff input (repeatable).")
+@click.option(
+    "--set-output",
+    "outputs",
+    multiple=True,
+    metavar="N=TEXT",
+    help="Replace finished task N's output; N is a number from 1 or a task name (repeatable).",
+)
+@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.pass_context
+def fork(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    branch: str | None,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    progress: str,
+) -> None:
+    """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
+
+    Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
+    that depend on them are the only ones run again. The original branch is left untouched.
+    """
+    _run(ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs)
+
+
+# -- diff ------------------------------------------------------------------------------------------------------
+
+
+def _use_color() -> bool:
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def _print_diff(a: CheckpointMeta, b: CheckpointMeta, entries: list[DiffEntry]) -> None:
+    import difflib
+
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False, no_color=not _use_color(), force_terminal=_use_color() or None)
+
+    def say(*parts: tuple[str, str]) -> None:
+        console.print(Text.assemble(*parts), soft_wrap=True)
+
+    say(("--- ", "red"), (f"{a.id[:12]}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
+    say(("+++ ", "green"), (f"{b.id[:12]}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
+    if not entries:
+        say(("no differences", "dim"))
+        return
+    section = None
+    for entry in entries:
+        if entry.section != section:
+            section = entry.section
+            say(("", ""))
+            say((section.replace("_", " "), "bold"))
+        before, after = _show(entry.before), _show(entry.after)
+        multiline = "\n" in before or "\n" in after or len(before) + len(after) > 100
+        if entry.section != "outputs" or not multiline:
+            say((f"  {entry.key}: ", "bold"), (before, "red"), (" → ", ""), (after, "green"))
+            continue
+        say((f"  {entry.key}", "bold"))
+        old = "" if entry.before is None else str(entry.before)
+        new = "" if entry.after is None else str(entry.after)
+        if "\n" not in old and "\n" not in new:
+            removed, added = _word_diff(old, new)
+            console.print(Text("    - ", style="red") + removed, soft_wrap=True)
+            console.print(Text("    + ", style="green") + added, soft_wrap=True)
+            continue
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2):
+            if line.startswith(("---", "+++")):
+                continue
+            say(("    " + line, _LINE_STYLES.get(line[:1], "")))
+
+
+def _word_diff(old: str, new: str) -> tuple[Any, Any]:
+    """Two ``rich.text.Text`` lines with the words that changed underlined (plain text without colour)."""
+    import difflib
+
+    from rich.text import Text
+
+    a, b = old.split(" "), new.split(" ")
+    before, after = Text(style="red"), Text(style="green")
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        changed = op != "equal"
+        if i2 > i1:
+            before.append(" ".join(a[i1:i2]) + " ", style="bold underline" if changed else "")
+        if j2 > j1:
+            after.append(" ".join(b[j1:j2]) + " ", style="bold underline" if changed else "")
+    before.rstrip()
+    after.rstrip()
+    return before, after
+
+
+_LINE_STYLES = {"@": "cyan", "-": "red", "+": "green"}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return value if value else '""'
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@checkpoint.command()
+@click.argument("first", metavar="ID1")
+@click.argument("second", metavar="ID2")
+@_location_option
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as a JSON array.")
+@click.pass_context
+def diff(ctx: click.Context, first: str, second: str, location: str | None, as_json: bool) -> None:
+    """Compare two checkpoints: inputs, task statuses and outputs, flow state and method outputs."""
+    from crewpoint.checkpoint import ops
+
+    with _bad_input(ctx):
+        where = _location(ctx, location)
+        a = ops.load(first, where)
+        b = ops.load(second, where)
+        entries = ops.diff(a, b)
+    if as_json:
+        _emit_json(
+            {
+                "from": a.meta.id,
+                "to": b.meta.id,
+                "changes": [
+                    {"section": e.section, "key": e.key, "before": e.before, "after": e.after} for e in entries
+                ],
+            }
+        )
+        return
+    _print_diff(a.meta, b.meta, entries)
+
+
+# -- prune -----------------------------------------------------------------------------------------------------
+
+
+@checkpoint.command()
+@click.argument("location_arg", metavar="[LOCATION]", required=False)
+@click.option("--keep", type=click.IntRange(min=0), default=None, help="Keep the newest N checkpoints per branch.")
+@click.option(
+    "--older-than",
+    "older_than",
+    metavar="AGE",
+    default=None,
+    help="Delete checkpoints older than AGE (7d, 24h, 30m, 45s).",
+)
+@click.option("--branch", "-b", default=None, help="Only prune this branch.")
+@click.option("--dry-run", is_flag=True, help="Show what would be deleted; delete nothing.")
+@click.option("--force", is_flag=True, help="Also delete fork points (checkpoints another branch starts from).")
+@click.option("--json", "as_json", is_flag=True, help="Print the deleted checkpoints as JSON.")
+@click.pass_context
+def prune(
+    ctx: click.Context,
+    location_arg: str | None,
+    keep: int | None,
+    older_than: str | None,
+    branch: str | None,
+    dry_run: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Delete old checkpoints. Fork points are kept unless --force; --dry-run deletes nothing."""
+    from crewpoint.checkpoint import ops
+
+    if keep is None and older_than is None:
+        fail("prune needs --keep N or --older-than AGE (or both)")
+    with _bad_input(ctx):
+        store = ops.find_store(_location(ctx, location_arg))
+        seconds = ops.parse_age(older_than) if older_than is not None else None
+        plan = ops.plan_prune(store, keep=keep, older_than=seconds, branch=branch, force=force)
+        deleted = 0 if dry_run else ops.delete_checkpoints(store, [m.id for m in plan.doomed])
+    if as_json:
+        _emit_json(
+            {
+                "store": store,
+                "dry_run": dry_run,
+                "deleted": [] if dry_run else [m.to_dict() for m in plan.doomed],
+                "would_delete": [m.to_dict() for m in plan.doomed] if dry_run else [],
+                "kept_fork_points": sorted(plan.kept_fork_points),
+            }
+        )
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for meta in plan.doomed:
+        click.echo(f"{verb}  {meta.id[:12]}  {_when(meta.created_at)}  {meta.branch}  {meta.trigger}")
+    count = len(plan.doomed) if dry_run else deleted
+    summary = f"{count} checkpoint{'s' if count != 1 else ''} {verb} in {store}"
+    if plan.kept_fork_points:
+        n = len(plan.kept_fork_points)
+        summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"
+    click.echo(summary, err=True)
+
+
 def run() -> Any:  # pragma: no cover - console entry alias
     return main()
+
+
+if __name__ == "__main__":  # python -m crewpoint.tui.cli
+    main()

@@ -93,9 +93,7 @@ def restore(
         resumed_from=record.meta.id,
     )
     entity.attach_runtime(state, inputs)
-    event_bus.emit(
-        entity, CheckpointRestoredEvent(checkpoint_id=record.meta.id, location=record.meta.location)
-    )
+    event_bus.emit(entity, CheckpointRestoredEvent(checkpoint_id=record.meta.id, location=record.meta.location))
     if fork_branch is not None:
         branch = state.fork(fork_branch or None)
         event_bus.emit(

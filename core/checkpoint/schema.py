@@ -24,11 +24,7 @@ Body = dict[str, Any]
 
 
 def _v0_to_v1(body: Body) -> Body:
-    out = {
-        k: v
-        for k, v in body.items()
-        if k not in ("state", "event_history", "checkpoint_id", "parent_id", "branch")
-    }
+    out = {k: v for k, v in body.items() if k not in ("state", "event_history", "checkpoint_id", "parent_id", "branch")}
     checkpoint_id = body.get("checkpoint_id") or ""
     out["entity"] = body.get("state", {})
     out["events"] = body.get("event_history", [])

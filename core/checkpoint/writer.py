@@ -34,9 +34,7 @@ class BackgroundWriter:
         self.written = 0
         self.failed = 0
 
-    def submit(
-        self, provider: BaseProvider, location: str, record: CheckpointRecord, done: Done | None
-    ) -> None:
+    def submit(self, provider: BaseProvider, location: str, record: CheckpointRecord, done: Done | None) -> None:
         self._ensure_thread()
         self._queue.put(_Job(provider, location, record, done))
 

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 _sequence = itertools.count(1)
 
+HISTORY_TEXT_LIMIT = 160
+
 
 def next_sequence() -> int:
     """A process-wide, strictly increasing event number (order never depends on the clock)."""
@@ -26,7 +28,7 @@ class BaseEvent(BaseModel):
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
     type: str = "event"
-    event_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    event_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     timestamp: float = Field(default_factory=time.time)
     sequence: int = 0
     source_type: str | None = None
@@ -43,5 +45,11 @@ class BaseEvent(BaseModel):
     """False for catalogue names the runtime accepts but never emits (A2A, MCP, …)."""
 
     def compact(self) -> dict[str, Any]:
-        """A small JSON-ready dict for event histories: no ``None`` fields."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """A small JSON-ready dict for event histories: no ``None`` fields, the time to the millisecond, and long
+        texts (outputs, responses, already kept whole in the entity state) cut to :data:`HISTORY_TEXT_LIMIT`."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["timestamp"] = round(self.timestamp, 3)
+        for key, value in data.items():
+            if isinstance(value, str) and len(value) > HISTORY_TEXT_LIMIT:
+                data[key] = value[: HISTORY_TEXT_LIMIT - 1] + "…"
+        return data

@@ -150,9 +150,7 @@ class EventBus:
                     if inspect.isawaitable(result):
                         self._run_async(result)
             except Exception:
-                log.exception(
-                    "event handler %r failed on %s", getattr(sub.handler, "__name__", sub), event.type
-                )
+                log.exception("event handler %r failed on %s", getattr(sub.handler, "__name__", sub), event.type)
         return event
 
     def _run_async(self, awaitable: Any) -> None:

@@ -1,0 +1,549 @@
+"""JSON store: one human-readable file per checkpoint under ``<location>/<branch>/``.
+
+A file is named ``<sequence>_<UTC time>_<id>_p-<parent>.json`` (``_root`` for a first checkpoint), so order,
+id and parent are known from the name alone. Its first line holds the metadata, the body follows with one
+top-level list item per line::
+
+    {"meta":{"id":"...","branch":"main",...},
+    "body":{
+    "events":[
+    {...},
+    {...}],
+    "entity":{...}}}
+
+Listing never parses bodies: ``<location>/.index.jsonl`` caches each file's metadata with its size and mtime;
+a file that is missing from the index or changed since is listed from its first line (and the index updated).
+The index is only a cache: deleting it costs one slower listing.
+
+Writes are atomic (hidden temp file in the same folder, fsync, rename, fsync of the folder); files are 0600
+and the folders this provider creates 0700. A branch may contain ``/`` (nested folders); names that would
+leave the location, directly or through a symbolic link, are refused.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from stat import S_ISDIR, S_ISREG
+from typing import Any, NamedTuple
+
+from crewpoint.providers.base import (
+    BaseProvider,
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    CheckpointRecord,
+    DamagedCheckpoint,
+)
+from crewpoint.providers.prune import newest_first
+from crewpoint.providers.refs import check_branch, check_meta, match_prefix, split_ref
+
+INDEX = ".index.jsonl"
+NAME_RE = re.compile(
+    r"(\d{1,19})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
+)
+_NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
+_TIME = "%Y%m%dT%H%M%S.%f"
+_HEADER = b'{"meta":'
+_HEAD_BYTES = 4096
+_COMPUTED = ("size", "location", "damaged")
+STORED_FIELDS = tuple(f for f in CheckpointMeta.__dataclass_fields__ if f not in _COMPUTED)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
+def file_name(meta: CheckpointMeta) -> str:
+    stamp = datetime.fromtimestamp(meta.created_at, UTC).strftime(_TIME)
+    parent = f"p-{meta.parent_id}" if meta.parent_id else "root"
+    return f"{meta.sequence:08d}_{stamp}_{meta.id}_{parent}.json"
+
+
+def stored_meta(meta: CheckpointMeta) -> dict[str, Any]:
+    """The metadata written into a file: everything but what the store itself tells (size, location)."""
+    return {f: getattr(meta, f) for f in STORED_FIELDS}
+
+
+def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
+    """The file's bytes: compact JSON, metadata on the first line, one top-level list item per line."""
+    try:
+        return _file_text(meta, body, _COMPACT).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot be UTF-8: write \u escapes instead, which read back exactly.
+        return _file_text(meta, body, _ASCII).encode("ascii")
+
+
+def _file_text(meta: CheckpointMeta, body: dict[str, Any], encoder: json.JSONEncoder) -> str:
+    head = '{"meta":' + encoder.encode(stored_meta(meta)) + ',\n"body":'
+    if not all(isinstance(k, str) for k in body):
+        return head + encoder.encode(body) + "}\n"
+    out = [head, "{"]
+    for n, (key, value) in enumerate(body.items()):
+        out.append("\n" if n == 0 else ",\n")
+        out.append(encoder.encode(key))
+        if isinstance(value, list) and value:
+            out.append(":[\n")
+            out.append(",\n".join(encoder.encode(item) for item in value))
+            out.append("]")
+        else:
+            out.append(":")
+            out.append(encoder.encode(value))
+    out.append("}}\n")
+    return "".join(out)
+
+
+def make_private_dirs(path: str) -> None:
+    """Create ``path`` and missing parents, each new folder 0700 whatever the umask."""
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if os.path.isdir(folder):
+                continue
+            raise CheckpointError(f"cannot create folder {folder}: a file is in the way") from None
+        except OSError as exc:
+            raise CheckpointError(f"cannot create folder {folder}: {exc.strerror}") from exc
+        os.chmod(folder, 0o700)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Entry(NamedTuple):
+    branch: str
+    path: str
+    match: re.Match[str]
+
+    @property
+    def id(self) -> str:
+        return self.match.group(3)
+
+    def damaged(self, reason: str, size: int) -> CheckpointMeta:
+        """What the name alone tells, for a file whose content cannot be read."""
+        seq, stamp, cid, parent = self.match.groups()
+        created = datetime.strptime(stamp, _TIME).replace(tzinfo=UTC).timestamp()
+        return CheckpointMeta(
+            id=cid,
+            parent_id=parent,
+            branch=self.branch,
+            lineage="",
+            sequence=int(seq),
+            created_at=created,
+            trigger="",
+            size=size,
+            location=self.path,
+            damaged=reason,
+        )
+
+
+class JsonProvider(BaseProvider):
+    """Checkpoints as JSON files in a folder; ``location`` is the folder (or one checkpoint file)."""
+
+    kind = "json"
+
+    def __init__(self, fsync: bool = True) -> None:
+        self.fsync = fsync
+
+    def __repr__(self) -> str:
+        return "JsonProvider()" if self.fsync else "JsonProvider(fsync=False)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonProvider) and other.fsync == self.fsync
+
+    def __hash__(self) -> int:
+        return hash((JsonProvider, self.fsync))
+
+    # the provider interface
+
+    def write(self, location: str, record: CheckpointRecord) -> str:
+        root, _ = split_ref(location)
+        meta = check_meta(record.meta)
+        try:
+            data = encode_file(meta, record.body)
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
+        make_private_dirs(root)
+        folder = self._branch_folder(root, meta.branch, create=True)
+        assert folder is not None
+        name = file_name(meta)
+        try:
+            stat = _atomic_write(folder, name, data, self.fsync)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write checkpoint {meta.id} to {folder}: {exc.strerror}") from exc
+        _append_index(root, [_index_line(stat.st_size, stat.st_mtime_ns, _values(meta))])
+        return os.path.join(root, *meta.branch.split("/"), name)
+
+    def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
+        root, ref_id = split_ref(location)
+        wanted = checkpoint_id or ref_id
+        if os.path.isfile(root):
+            return _read_file(root)
+        if not os.path.isdir(root):
+            raise CheckpointNotFound(f"no checkpoint store at {root}")
+        if wanted is None:
+            metas = self.list(root)
+            if not metas:
+                raise CheckpointNotFound(f"no checkpoints in {root}")
+            return _read_file(metas[0].location)
+        entries = self._scan(root)
+        found = match_prefix([e.id for e in entries], wanted, root)
+        chosen = max((e for e in entries if e.id == found), key=lambda e: (int(e.match.group(1)), e.match.group(2)))
+        return _read_file(chosen.path)
+
+    def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
+        root, _ = split_ref(location)
+        if branch is not None:
+            check_branch(branch)
+        if os.path.isfile(root):
+            single = _file_meta(root, None)
+            return [single] if branch is None or single.branch == branch else []
+        if not os.path.isdir(root):
+            raise CheckpointNotFound(f"no checkpoint store at {root}")
+        entries = self._scan(root, branch)
+        index, lines = _load_index(root)
+        metas: builtins.list[CheckpointMeta] = []
+        good: builtins.list[builtins.list[Any]] = []
+        fresh: builtins.list[str] = []
+        append = metas.append
+        lstat = os.lstat
+        for entry in entries:
+            try:
+                stat = lstat(entry.path)
+            except FileNotFoundError:
+                continue
+            if not S_ISREG(stat.st_mode):
+                continue
+            size, mtime = stat.st_size, stat.st_mtime_ns
+            cached = index.get(entry.match.group(3))
+            if cached is not None and cached[0] == size and cached[1] == mtime and cached[_BRANCH] == entry.branch:
+                try:
+                    append(_meta_of(cached, size, entry.path))
+                    good.append(cached)
+                    continue
+                except TypeError:
+                    pass
+            found = _file_meta(entry.path, entry, size)
+            if found.damaged is None:
+                line = [size, mtime, *_values(found)]
+                fresh.append(_COMPACT.encode(line))
+                good.append(line)
+            append(found)
+        if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
+            _rewrite_index(root, [_COMPACT.encode(line) for line in good])
+        elif fresh:
+            _append_index(root, fresh)
+        return newest_first(metas)
+
+    def delete(self, location: str, ids: Iterable[str]) -> int:
+        root, _ = split_ref(location)
+        wanted = set(ids)
+        if not wanted or not os.path.isdir(root):
+            return 0
+        removed = 0
+        folders: set[str] = set()
+        for entry in self._scan(root):
+            if entry.id in wanted:
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise CheckpointError(f"cannot delete {entry.path}: {exc.strerror}") from exc
+                removed += 1
+                folders.add(os.path.dirname(entry.path))
+        if self.fsync:
+            for folder in folders:
+                fsync_dir(folder)
+        if removed:
+            index, _ = _load_index(root)
+            remaining = {e.id for e in self._scan(root)}
+            _rewrite_index(root, [_COMPACT.encode(line) for cid, line in index.items() if cid in remaining])
+        return removed
+
+    # folders
+
+    @staticmethod
+    def _branch_folder(root: str, branch: str, create: bool) -> str | None:
+        """The folder of ``branch`` under ``root`` (created if asked); refuses links and escapes."""
+        check_branch(branch)
+        top = os.path.realpath(root)
+        current = top
+        for part in branch.split("/"):
+            step = os.path.join(current, part)
+            if not os.path.lexists(step):
+                if not create:
+                    return None
+                try:
+                    os.mkdir(step, 0o700)
+                    os.chmod(step, 0o700)
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise CheckpointError(f"cannot create branch folder {step}: {exc.strerror}") from exc
+            if os.path.islink(step):
+                real = os.path.realpath(step)
+                where = "outside the checkpoint store" if not _inside(real, top) else "through a symbolic link"
+                raise CheckpointError(f"branch {branch!r} leads {where} ({step}): refused")
+            if not os.path.isdir(step):
+                raise CheckpointError(f"branch {branch!r}: {step} is not a folder")
+            current = step
+        if not _inside(os.path.realpath(current), top):
+            raise CheckpointError(f"branch {branch!r} leads outside the checkpoint store: refused")
+        return current
+
+    def _scan(self, root: str, branch: str | None = None) -> builtins.list[_Entry]:
+        """Checkpoint files (by name) under ``root``, or directly in ``branch``'s folder. Links are skipped."""
+        entries: builtins.list[_Entry] = []
+        if branch is not None:
+            if self._branch_folder(root, branch, create=False) is None:
+                return entries
+            stack = [(branch, os.path.join(root, *branch.split("/")))]
+            recurse = False
+        else:
+            stack = [("", root)]
+            recurse = True
+        while stack:
+            rel, folder = stack.pop()
+            try:
+                names = os.listdir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise CheckpointError(f"cannot list {folder}: {exc.strerror}") from exc
+            prefix = folder + os.sep
+            if rel:
+                # One regex pass over all names; hidden temp files never match (they start with ".").
+                entries.extend(_Entry(rel, prefix + m.group(0), m) for m in _NAME_LINE.finditer("\n".join(names)))
+            if recurse:
+                for name in names:
+                    if name.startswith(".") or name.endswith(".json"):
+                        continue
+                    try:
+                        mode = os.lstat(prefix + name).st_mode
+                    except OSError:
+                        continue
+                    if S_ISDIR(mode):
+                        stack.append((f"{rel}/{name}" if rel else name, prefix + name))
+        return entries
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
+    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, os.path.join(folder, name))
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    if fsync:
+        fsync_dir(folder)
+    return stat
+
+
+def _damage(path: str, reason: str) -> DamagedCheckpoint:
+    return DamagedCheckpoint(f"{path}: {reason}")
+
+
+def _parse(data: bytes) -> Any:
+    """The JSON in ``data``; raises ValueError with a one-line reason."""
+    if not data.strip():
+        raise ValueError("the file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"not valid JSON, the file is truncated or damaged (line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _meta_from(raw: Any, size: int, location: str) -> CheckpointMeta:
+    """Build metadata from a stored dict; raises ValueError with a one-line reason."""
+    if not isinstance(raw, dict):
+        raise ValueError("JSON, but not a crewpoint checkpoint (its meta is not an object)")
+    missing = [f for f in ("id", "branch", "sequence", "created_at") if f not in raw]
+    if missing:
+        raise ValueError(f"JSON, but not a crewpoint checkpoint (meta lacks {', '.join(missing)})")
+    fields = {k: raw[k] for k in STORED_FIELDS if k in raw}
+    fields.setdefault("parent_id", None)
+    fields.setdefault("lineage", "")
+    fields.setdefault("trigger", "")
+    meta = CheckpointMeta(**fields, size=size, location=location)
+    try:
+        check_meta(meta)
+    except CheckpointError as exc:
+        raise ValueError(f"bad metadata: {exc}") from None
+    return meta
+
+
+def _read_file(path: str) -> CheckpointRecord:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise CheckpointNotFound(f"no checkpoint at {path}") from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        obj = _parse(data)
+        if not isinstance(obj, dict) or not isinstance(obj.get("body"), dict) or "meta" not in obj:
+            raise ValueError("JSON, but not a crewpoint checkpoint (no meta and body)")
+        meta = _meta_from(obj["meta"], len(data), path)
+    except ValueError as exc:
+        raise _damage(path, str(exc)) from None
+    return CheckpointRecord(meta, obj["body"])
+
+
+def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> CheckpointMeta:
+    """Metadata from the file's first line (the whole file if the first line is not a header).
+
+    A file that cannot be read gives damaged metadata when its name parses (``entry``), else raises.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+            end = head.find(b"\n")
+            if head.startswith(_HEADER) and end > len(_HEADER) and head[end - 1 : end] == b",":
+                if size is None:
+                    size = os.fstat(handle.fileno()).st_size
+                try:
+                    return _meta_from(json.loads(head[len(_HEADER) : end - 1]), size, path)
+                except ValueError:
+                    pass
+            data = head + handle.read()
+        size = len(data)
+        obj = _parse(data)
+        if not isinstance(obj, dict) or "meta" not in obj:
+            raise ValueError("JSON, but not a crewpoint checkpoint (no meta)")
+        return _meta_from(obj["meta"], size, path)
+    except ValueError as exc:
+        if entry is None:
+            raise _damage(path, str(exc)) from None
+        return entry.damaged(str(exc), size or 0)
+    except OSError as exc:
+        if entry is None:
+            raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
+        return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
+
+
+# The index: a cache of metadata. A header line names the fields; then one JSON array per checkpoint file,
+# [size, mtime_ns, *stored metadata values]. Lines that do not parse are skipped (the file's header is read).
+
+_INDEX_HEADER = _COMPACT.encode({"crewpoint_index": 1, "fields": STORED_FIELDS})
+_ID = 2 + STORED_FIELDS.index("id")
+_BRANCH = 2 + STORED_FIELDS.index("branch")
+_POSITIONAL = STORED_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(STORED_FIELDS)]
+
+
+def _values(meta: CheckpointMeta) -> list[Any]:
+    return [getattr(meta, f) for f in STORED_FIELDS]
+
+
+def _meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
+    if _POSITIONAL:
+        args: tuple[Any, ...] = (*line[2:], size, location)
+        return CheckpointMeta(*args)
+    return CheckpointMeta(**dict(zip(STORED_FIELDS, line[2:], strict=True)), size=size, location=location)
+
+
+def _index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
+    return _COMPACT.encode([size, mtime_ns, *values])
+
+
+def _load_index(root: str) -> tuple[dict[str, list[Any]], int]:
+    """``{id: [size, mtime_ns, *values]}`` and the number of lines read."""
+    try:
+        with open(os.path.join(root, INDEX), "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return {}, 0
+    data = data.strip(b"\n")
+    if not data:
+        return {}, 0
+    try:
+        items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
+    except ValueError:
+        items = list(_each_line(data.split(b"\n")))
+    out: dict[str, list[Any]] = {}
+    width = 2 + len(STORED_FIELDS)
+    for item in items:
+        if isinstance(item, list):
+            if len(item) == width and isinstance(item[0], int) and isinstance(item[1], int):
+                out[item[_ID]] = item
+        elif not isinstance(item, dict) or item.get("fields") != list(STORED_FIELDS):
+            return {}, len(items)
+    return out, len(items)
+
+
+def _each_line(lines: list[bytes]) -> Iterator[Any]:
+    for line in lines:
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
+def _append_index(root: str, lines: list[str]) -> None:
+    try:
+        fd = os.open(os.path.join(root, INDEX), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_size == 0:
+            lines = [_INDEX_HEADER, *lines]
+        os.write(fd, _lines_bytes(lines))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _rewrite_index(root: str, lines: list[str]) -> None:
+    try:
+        _atomic_write(root, INDEX, _lines_bytes([_INDEX_HEADER, *lines]), fsync=False)
+    except OSError:
+        pass
+
+
+def _lines_bytes(lines: list[str]) -> bytes:
+    # A lone surrogate in metadata: backslashreplace writes it as the JSON escape that reads back exactly.
+    return "".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace")

@@ -1,0 +1,559 @@
+"""SQLite store: one database file, metadata in indexed columns, bodies split into shared chunks.
+
+Tables (schema v1):
+
+* ``checkpoints``: one row of metadata per checkpoint; list views read only this table;
+* ``bodies``: per checkpoint, a small zlib-compressed manifest and the hashes it refers to directly;
+* ``chunks``: content-addressed, zlib-compressed pieces of bodies (see :mod:`crewpoint.providers.chunks`),
+  shared by every checkpoint that contains them, so a checkpoint costs only what changed since its parent;
+* ``chunk_refs``: for each chunk, how many manifests and chunks refer to it and which chunks it refers to.
+  Deleting a checkpoint releases its references; a chunk nobody refers to is removed at once;
+* ``schema_meta``: the store's own schema version; older stores are migrated in order, newer ones refused.
+
+The database runs in WAL mode with ``synchronous=NORMAL`` and a busy timeout, so several processes can write
+at once. Each provider keeps one connection per database file (reopened after ``fork``), guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sqlite3
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from crewpoint.providers import chunks
+from crewpoint.providers.base import (
+    BaseProvider,
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    CheckpointRecord,
+    DamagedCheckpoint,
+    UnsupportedSchema,
+)
+from crewpoint.providers.json_provider import make_private_dirs
+from crewpoint.providers.prune import newest_first, plan_prune
+from crewpoint.providers.refs import ID_RE, check_branch, check_id, match_prefix, split_ref
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_BATCH = 500
+_HASH = 32
+_COLUMNS = (
+    "id",
+    "parent_id",
+    "branch",
+    "lineage",
+    "sequence",
+    "created_at",
+    "trigger",
+    "entity_kind",
+    "entity_name",
+    "tasks_done",
+    "tasks_total",
+    "schema_version",
+    "version",
+    "size",
+)
+_SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in _COLUMNS) + " FROM checkpoints"
+
+# Connections inherited through fork(): the child must neither use nor close them.
+_inherited: list[sqlite3.Connection] = []
+
+
+def _schema_v1(db: Database) -> None:
+    db.table("checkpoints").create(
+        {
+            "id": str,
+            "parent_id": str,
+            "branch": str,
+            "lineage": str,
+            "sequence": int,
+            "created_at": float,
+            "trigger": str,
+            "entity_kind": str,
+            "entity_name": str,
+            "tasks_done": int,
+            "tasks_total": int,
+            "schema_version": int,
+            "version": str,
+            "size": int,
+        },
+        pk="id",
+        not_null=[c for c in _COLUMNS if c != "parent_id"],
+    )
+    checkpoints = db.table("checkpoints")
+    checkpoints.create_index(["lineage", "branch", "sequence"])
+    checkpoints.create_index(["branch"])
+    checkpoints.create_index(["parent_id"])
+    checkpoints.create_index(["created_at"])
+    db.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, manifest BLOB NOT NULL, roots BLOB NOT NULL)")
+    db.execute("CREATE TABLE chunks (hash BLOB PRIMARY KEY, data BLOB NOT NULL)")
+    db.execute(
+        "CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL, children BLOB NOT NULL) WITHOUT ROWID"
+    )
+
+
+Migration = Callable[["Database"], None]
+# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
+
+
+def read_schema_version(db: Database) -> int | None:
+    """The store's schema version; 0 for an empty database; ``None`` if it is some other database."""
+    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
+    if "schema_meta" not in names:
+        return 0 if not names else None
+    row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except ValueError:
+        return None
+
+
+def migrate(db: Database, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the store up to ``len(migrations)`` in one transaction; return the version reached."""
+    target = len(migrations)
+    with _immediate(db):
+        version = read_schema_version(db)
+        if version is None:
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+        _refuse_newer(path, version, target)
+        for step in migrations[version:]:
+            step(db)
+        if version < target:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute(
+                "INSERT INTO schema_meta (key, value) VALUES ('schema_version', ?), ('store', 'crewpoint')"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [str(target)],
+            )
+    return max(version, target)
+
+
+def _refuse_newer(path: str, version: int, known: int) -> None:
+    if version > known:
+        raise UnsupportedSchema(
+            f"{path} uses crewpoint SQLite schema v{version}, this crewpoint knows up to v{known}:"
+            " upgrade crewpoint to open it"
+        )
+
+
+@contextmanager
+def _immediate(db: Database) -> Iterator[None]:
+    """A write transaction that takes the write lock up front (waiting up to the busy timeout)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.rollback()
+        raise
+    db.conn.execute("COMMIT")
+
+
+@contextmanager
+def _snapshot(db: Database) -> Iterator[None]:
+    """A read transaction: every query inside sees the same state of the database."""
+    db.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.conn.rollback()
+
+
+def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _BATCH):
+        yield items[start : start + _BATCH]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _digests(blob: bytes) -> list[bytes]:
+    return [blob[i : i + _HASH] for i in range(0, len(blob), _HASH)]
+
+
+@dataclass(slots=True)
+class _Store:
+    path: str
+    db: Database
+    version: int
+
+
+class SqliteProvider(BaseProvider):
+    """Checkpoints in one SQLite database file; ``location`` is its path, ``path#id`` names one checkpoint."""
+
+    kind = "sqlite"
+
+    def __init__(self, busy_timeout: float = 10.0) -> None:
+        self.busy_timeout = busy_timeout
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.RLock()
+        self._stores: dict[str, _Store] = {}
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"busy_timeout": self.busy_timeout}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.busy_timeout = float(state.get("busy_timeout", 10.0))
+        self._reset()
+
+    def __repr__(self) -> str:
+        return f"SqliteProvider(busy_timeout={self.busy_timeout})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SqliteProvider) and other.busy_timeout == self.busy_timeout
+
+    def __hash__(self) -> int:
+        return hash((SqliteProvider, self.busy_timeout))
+
+    def close(self) -> None:
+        """Close this provider's connections (it reopens them when used again)."""
+        with self._lock:
+            stores, self._stores = self._stores, {}
+            if os.getpid() == self._pid:
+                for store in stores.values():
+                    store.db.close()
+
+    # connections
+
+    @contextmanager
+    def _use(self, path: str, create: bool) -> Iterator[_Store]:
+        if os.getpid() != self._pid:
+            _inherited.extend(s.db.conn for s in self._stores.values())
+            self._reset()
+        key = os.path.abspath(path)
+        with self._lock:
+            store = self._stores.get(key)
+            if store is not None and not os.path.exists(key):
+                store.db.close()
+                del self._stores[key]
+                store = None
+            if store is None:
+                store = self._open(path, create)
+                self._stores[key] = store
+            if create and store.version < SCHEMA_VERSION:
+                store.version = self._guard(path, lambda: migrate(store.db, path))
+            try:
+                yield store
+            except sqlite3.Error as exc:
+                raise _as_error(path, exc) from exc
+
+    def _open(self, path: str, create: bool) -> _Store:
+        if os.path.isdir(path):
+            raise CheckpointError(f"{path} is a folder, not a crewpoint SQLite store")
+        if not os.path.exists(path):
+            if not create:
+                raise CheckpointNotFound(f"no checkpoint store at {path}")
+            _create_private_file(path)
+        else:
+            with open(path, "rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+            if head and head != SQLITE_MAGIC:
+                raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+        from sqlite_utils import Database
+
+        conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        try:
+            db = Database(conn, execute_plugins=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            db.enable_wal()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            version = read_schema_version(db)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise _as_error(path, exc) from exc
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store") from exc
+        except BaseException:
+            conn.close()
+            raise
+        if version is None:
+            conn.close()
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+        try:
+            _refuse_newer(path, version, SCHEMA_VERSION)
+            if 0 < version < SCHEMA_VERSION:
+                version = self._guard(path, lambda: migrate(db, path))
+        except BaseException:
+            conn.close()
+            raise
+        return _Store(path, db, version)
+
+    @staticmethod
+    def _guard(path: str, action: Callable[[], int]) -> int:
+        try:
+            return action()
+        except sqlite3.Error as exc:
+            raise _as_error(path, exc) from exc
+
+    # the provider interface
+
+    def write(self, location: str, record: CheckpointRecord) -> str:
+        path, _ = split_ref(location)
+        meta = record.meta
+        check_id(meta.id)
+        if meta.parent_id is not None:
+            check_id(meta.parent_id, "parent id")
+        check_branch(meta.branch)
+        try:
+            parts = chunks.split(record.body)
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
+        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size]
+        with self._use(path, create=True) as store:
+            db = store.db
+            with _immediate(db):
+                self._delete(db, [meta.id])
+                self._put_chunks(db, parts)
+                db.execute(
+                    "INSERT INTO checkpoints (" + ", ".join(f'"{c}"' for c in _COLUMNS) + ")"
+                    f" VALUES ({_marks(len(_COLUMNS))})",
+                    row,
+                )
+                db.execute(
+                    "INSERT INTO bodies (id, manifest, roots) VALUES (?, ?, ?)",
+                    [meta.id, zlib.compress(parts.manifest), b"".join(sorted(parts.roots))],
+                )
+        return f"{path}#{meta.id}"
+
+    def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
+        path, ref_id = split_ref(location)
+        wanted = checkpoint_id or ref_id
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                raise CheckpointNotFound(f"no checkpoints in {path}")
+            db = store.db
+            with _snapshot(db):
+                if wanted is None:
+                    metas = self._list(db, path, None)
+                    if not metas:
+                        raise CheckpointNotFound(f"no checkpoints in {path}")
+                    meta = metas[0]
+                else:
+                    meta = self._meta(db, path, self._resolve(db, path, wanted))
+                found = db.execute("SELECT manifest FROM bodies WHERE id = ?", [meta.id]).fetchone()
+                if found is None:
+                    raise DamagedCheckpoint(f"{path}#{meta.id}: the checkpoint body is missing")
+                try:
+                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: _load(db, hashes))
+                except chunks.MissingChunk as exc:
+                    raise DamagedCheckpoint(f"{path}#{meta.id}: body data chunk {exc} is missing") from exc
+                except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+                    raise DamagedCheckpoint(f"{path}#{meta.id}: body data is corrupt ({exc})") from exc
+        return CheckpointRecord(meta, body)
+
+    def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            return self._list(store.db, path, branch)
+
+    def delete(self, location: str, ids: Iterable[str]) -> int:
+        path, _ = split_ref(location)
+        wanted = sorted(set(ids))
+        if not wanted:
+            return 0
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return 0
+            with _immediate(store.db):
+                return self._delete(store.db, wanted)
+
+    def prune(
+        self,
+        location: str,
+        keep: int,
+        branch: str | None = None,
+        protect: Iterable[str] = (),
+        dry_run: bool = False,
+    ) -> builtins.list[str]:
+        """As :meth:`BaseProvider.prune`, planned and applied in one transaction."""
+        path, _ = split_ref(location)
+        protected = set(protect)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            with _immediate(store.db):
+                doomed = plan_prune(self._list(store.db, path, None), keep, branch, protected)
+                if doomed and not dry_run:
+                    self._delete(store.db, doomed)
+        return doomed
+
+    def collect_garbage(self, location: str) -> int:
+        """Recount every chunk reference from the manifests, remove unreachable chunks; return how many.
+
+        Normal use never leaves garbage (deletes release chunks at once); this repairs a store edited by hand.
+        """
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return 0
+            db = store.db
+            with _immediate(db):
+                children = {bytes(h): _digests(c) for h, c in db.execute("SELECT hash, children FROM chunk_refs")}
+                counts: dict[bytes, int] = {}
+                frontier: list[bytes] = []
+                for (roots,) in db.execute("SELECT roots FROM bodies"):
+                    frontier.extend(_digests(roots))
+                while frontier:
+                    following: list[bytes] = []
+                    for digest in frontier:
+                        seen = digest in counts
+                        counts[digest] = counts.get(digest, 0) + 1
+                        if not seen:
+                            following.extend(children.get(digest, ()))
+                    frontier = following
+                stored = [bytes(h) for (h,) in db.execute("SELECT hash FROM chunks")]
+                dead = [h for h in stored if h not in counts]
+                for batch in _batches(dead):
+                    db.execute(f"DELETE FROM chunks WHERE hash IN ({_marks(len(batch))})", list(batch))
+                db.execute("DELETE FROM chunk_refs WHERE hash NOT IN (SELECT hash FROM chunks)")
+                db.conn.executemany(
+                    "UPDATE chunk_refs SET refs = ? WHERE hash = ?", [(n, h) for h, n in counts.items()]
+                )
+                return len(dead)
+
+    def stats(self, location: str) -> dict[str, int]:
+        """Counts and stored bytes: ``checkpoints``, ``chunks``, ``chunk_bytes``, ``manifest_bytes``."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return {"checkpoints": 0, "chunks": 0, "chunk_bytes": 0, "manifest_bytes": 0}
+            db = store.db
+            with _snapshot(db):
+                n_checkpoints = db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+                n_chunks, chunk_bytes = db.execute("SELECT count(*), total(length(data)) FROM chunks").fetchone()
+                manifest_bytes = db.execute("SELECT total(length(manifest) + length(roots)) FROM bodies").fetchone()
+            return {
+                "checkpoints": int(n_checkpoints),
+                "chunks": int(n_chunks),
+                "chunk_bytes": int(chunk_bytes),
+                "manifest_bytes": int(manifest_bytes[0]),
+            }
+
+    # inside a transaction
+
+    @staticmethod
+    def _list(db: Database, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
+        if branch is None:
+            rows = db.execute(_SELECT_META).fetchall()
+        else:
+            rows = db.execute(_SELECT_META + " WHERE branch = ?", [branch]).fetchall()
+        return newest_first(_row_meta(row, path) for row in rows)
+
+    @staticmethod
+    def _meta(db: Database, path: str, checkpoint_id: str) -> CheckpointMeta:
+        row = db.execute(_SELECT_META + " WHERE id = ?", [checkpoint_id]).fetchone()
+        if row is None:
+            raise CheckpointNotFound(f"no checkpoint {checkpoint_id!r} in {path}")
+        return _row_meta(row, path)
+
+    @staticmethod
+    def _resolve(db: Database, path: str, prefix: str) -> str:
+        if not ID_RE.fullmatch(prefix):
+            raise CheckpointNotFound(f"no checkpoint {prefix!r} in {path}")
+        ids = [r[0] for r in db.execute("SELECT id FROM checkpoints WHERE id GLOB ? LIMIT 11", [prefix + "*"])]
+        return match_prefix(ids, prefix, path)
+
+    @staticmethod
+    def _put_chunks(db: Database, parts: chunks.Split) -> None:
+        hashes = list(parts.chunks)
+        present: set[bytes] = set()
+        for batch in _batches(hashes):
+            found = db.execute(f"SELECT hash FROM chunks WHERE hash IN ({_marks(len(batch))})", list(batch))
+            present.update(bytes(h) for (h,) in found)
+        new = [h for h in hashes if h not in present]
+        conn = db.conn
+        conn.executemany(
+            "INSERT INTO chunks (hash, data) VALUES (?, ?)",
+            [(h, zlib.compress(parts.chunks[h].payload)) for h in new],
+        )
+        conn.executemany(
+            "INSERT INTO chunk_refs (hash, refs, children) VALUES (?, 0, ?)",
+            [(h, b"".join(sorted(parts.chunks[h].children))) for h in new],
+        )
+        held = [c for h in new for c in parts.chunks[h].children]
+        held.extend(parts.roots)
+        conn.executemany("UPDATE chunk_refs SET refs = refs + 1 WHERE hash = ?", [(h,) for h in held])
+
+    @staticmethod
+    def _delete(db: Database, ids: Sequence[str]) -> int:
+        released: list[bytes] = []
+        removed = 0
+        for batch in _batches(ids):
+            marks = _marks(len(batch))
+            for (roots,) in db.execute(f"SELECT roots FROM bodies WHERE id IN ({marks})", list(batch)):
+                released.extend(_digests(roots))
+            removed += db.execute(f"DELETE FROM checkpoints WHERE id IN ({marks})", list(batch)).rowcount
+            db.execute(f"DELETE FROM bodies WHERE id IN ({marks})", list(batch))
+        conn = db.conn
+        while released:
+            conn.executemany("UPDATE chunk_refs SET refs = refs - 1 WHERE hash = ?", [(h,) for h in released])
+            dead: list[tuple[bytes, bytes]] = []
+            for batch in _batches(sorted(set(released))):
+                dead.extend(
+                    (bytes(h), bytes(c))
+                    for h, c in db.execute(
+                        f"SELECT hash, children FROM chunk_refs WHERE refs <= 0 AND hash IN ({_marks(len(batch))})",
+                        list(batch),
+                    )
+                )
+            conn.executemany("DELETE FROM chunks WHERE hash = ?", [(h,) for h, _ in dead])
+            conn.executemany("DELETE FROM chunk_refs WHERE hash = ?", [(h,) for h, _ in dead])
+            released = [d for _, c in dead for d in _digests(c)]
+        return removed
+
+
+def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
+    fields: dict[str, Any] = dict(zip(_COLUMNS, row, strict=True))
+    return CheckpointMeta(**fields, location=f"{path}#{row[0]}")
+
+
+def _load(db: Database, hashes: list[bytes]) -> dict[bytes, bytes]:
+    out: dict[bytes, bytes] = {}
+    for batch in _batches(hashes):
+        for digest, data in db.execute(
+            f"SELECT hash, data FROM chunks WHERE hash IN ({_marks(len(batch))})", list(batch)
+        ):
+            out[bytes(digest)] = zlib.decompress(data)
+    return out
+
+
+def _create_private_file(path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    make_private_dirs(parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise CheckpointError(f"cannot create {path}: {exc.strerror}") from exc
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return CheckpointError(f"{path} is busy: another process kept it locked too long ({text})")
+    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
+        return DamagedCheckpoint(f"{path} is damaged: {text}")
+    return CheckpointError(f"{path}: SQLite error: {text}")
