@@ -31,17 +31,19 @@ def _settle_sqlite(path: Path) -> None:
 
 
 def bench_capture() -> list[Row]:
-    from crewpoint.demo import DEMO_INPUTS, demo_crew
-    from crewpoint.runtime import RuntimeState
     from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
     from crewpoint.providers import JsonProvider, SqliteProvider
+    from crewpoint.runtime import RuntimeState
 
     rows = []
     for name, provider, location in (("JSON", JsonProvider(), "cap"), ("SQLite", SqliteProvider(), "cap.db")):
         samples: list[float] = []
         original = RuntimeState.on_event
 
-        def timed(self: RuntimeState, source: Any, event: Any) -> None:
+        def timed(
+            self: RuntimeState, source: Any, event: Any, original: Any = original, samples: list[float] = samples
+        ) -> None:
             start = time.perf_counter()
             original(self, source, event)
             if event.type == "task_completed":
@@ -50,9 +52,7 @@ def bench_capture() -> list[Row]:
         RuntimeState.on_event = timed  # type: ignore[method-assign]
         try:
             for _ in range(25):
-                demo_crew(checkpoint=CheckpointConfig(location=location, provider=provider)).kickoff(
-                    inputs=DEMO_INPUTS
-                )
+                demo_crew(checkpoint=CheckpointConfig(location=location, provider=provider)).kickoff(inputs=DEMO_INPUTS)
         finally:
             RuntimeState.on_event = original  # type: ignore[method-assign]
         rows.append(
@@ -68,8 +68,8 @@ def bench_capture() -> list[Row]:
 
 
 def bench_write_vs_fsync() -> list[Row]:
-    from crewpoint.demo import DEMO_INPUTS, demo_crew
     from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
     from crewpoint.providers import JsonProvider
     from crewpoint.providers.base import CheckpointRecord
 
@@ -158,8 +158,8 @@ def _growth(provider_name: str, tasks: int) -> float:
     """Bytes the store grows by per checkpoint around the last task of a ``tasks``-task run."""
     from crewpoint.checkpoint.config import CheckpointConfig
     from crewpoint.checkpoint.writer import writer
-    from crewpoint.providers import JsonProvider, SqliteProvider
     from crewpoint.events import TaskCompletedEvent, event_bus
+    from crewpoint.providers import JsonProvider, SqliteProvider
 
     location = Path(f"grow{tasks}" + (".db" if provider_name == "SQLite" else ""))
     provider = SqliteProvider() if provider_name == "SQLite" else JsonProvider()
@@ -197,9 +197,7 @@ def bench_growth() -> list[Row]:
         for n, size in sizes.items():
             rows.append(Row(f"bytes per checkpoint at task {n} of {n}, {provider_name}", size / 1000, "KB", None))
         target = 3.0 if provider_name == "SQLite" else None
-        rows.append(
-            Row(f"growth task 1000 / task 10, {provider_name}", sizes[1000] / max(sizes[10], 1), "x", target)
-        )
+        rows.append(Row(f"growth task 1000 / task 10, {provider_name}", sizes[1000] / max(sizes[10], 1), "x", target))
     return rows
 
 

@@ -314,7 +314,7 @@ class Flow(Generic[StateT]):
         return min(len({n for n, _ in self._log}), len(methods)), len(methods)
 
     def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
-        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)  # type: ignore[no-any-return]
+        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
         from crewpoint.agent import _config_state

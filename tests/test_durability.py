@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -127,7 +128,7 @@ def test_linear_run_is_one_parent_chain() -> None:
     crew_metas = sorted((m for m in metas if m.entity_kind == "crew"), key=lambda m: m.sequence)
     assert [m.sequence for m in crew_metas] == list(range(1, len(crew_metas) + 1))
     assert crew_metas[0].parent_id is None
-    for parent, child in zip(crew_metas, crew_metas[1:], strict=False):
+    for parent, child in itertools.pairwise(crew_metas):
         assert child.parent_id == parent.id
     parents = [m.parent_id for m in crew_metas]
     assert len(parents) == len(set(parents))  # never two children of one parent

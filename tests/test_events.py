@@ -162,9 +162,7 @@ def test_never_emitted_names() -> None:
     }
     expected = {n for n in EVENT_TYPES if n.startswith(prefixes) or n in singles}
     assert expected == NEVER_EMITTED
-    assert {"task_completed", "llm_call_completed", "SIGTERM", "checkpoint_completed"}.isdisjoint(
-        NEVER_EMITTED
-    )
+    assert {"task_completed", "llm_call_completed", "SIGTERM", "checkpoint_completed"}.isdisjoint(NEVER_EMITTED)
 
 
 def test_event_class_and_parse_event_with_unknown_names() -> None:
@@ -403,9 +401,7 @@ def test_record_links_a_child_that_arrives_before_its_parent() -> None:
 
 def test_record_round_trips_through_json() -> None:
     record, e = crew_history()
-    record.add(
-        BaseEvent.model_validate({"type": "from_the_future", "parent_event_id": e["t2"].event_id, "x": 1})
-    )
+    record.add(BaseEvent.model_validate({"type": "from_the_future", "parent_event_id": e["t2"].event_id, "x": 1}))
     data = json.loads(json.dumps(record.to_list()))
     back = EventRecord.from_list(data)
     assert back.to_list() == record.to_list()

@@ -17,13 +17,17 @@ def _default_provider() -> BaseProvider:
     return JsonProvider()
 
 
+def _default_events() -> list[CheckpointEventType | Literal["*"]]:
+    return ["task_completed"]
+
+
 class CheckpointConfig(BaseModel):
     """Where, when and how checkpoints are written, and where a run restores from."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     location: str = "./.checkpoints"
-    on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=lambda: ["task_completed"])
+    on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=_default_events)
     provider: BaseProvider = Field(default_factory=_default_provider)
     max_checkpoints: int | None = None
     restore_from: Path | str | None = None

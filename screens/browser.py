@@ -1,0 +1,410 @@
+"""The browser: the checkpoint tree on the left, the detail panel on the right, runs streaming below."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, TabbedContent
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from crewpoint.checkpoint import ops
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
+from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
+from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, StoreChanged, StoreListed
+from crewpoint.tui.watcher import follow_store
+from crewpoint.tui.widgets.branch_graph import BranchGraph
+from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree, problem_of
+from crewpoint.tui.widgets.detail_panel import DetailPanel
+from crewpoint.tui.widgets.inputs_view import InputsView
+from crewpoint.tui.widgets.run_panel import CHECKPOINT_EVENTS, RunPanel, RunRequest
+from crewpoint.tui.widgets.store_index import StoreIndex
+from crewpoint.tui.widgets.tasks_view import TasksView
+
+TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
+
+
+def cli_command(*args: str) -> list[str]:
+    """The child command for a run started from the app."""
+    return [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", *args, "--progress", "json"]
+
+
+class BrowserScreen(Screen[None]):
+    CSS_PATH = "browser.tcss"
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("e", "resume", "Resume"),
+        Binding("f", "fork", "Fork"),
+        Binding("m", "mark", "Mark for diff"),
+        Binding("g", "graph", "Graph"),
+        Binding("x", "cancel_run", "Cancel run"),
+        Binding("r", "refresh", "Refresh"),
+        *(Binding(str(n), f"show_tab('{tab}')", tab.title(), show=False) for n, tab in enumerate(TABS, 1)),
+    ]
+
+    def __init__(self, location: str, *, follow: bool = True) -> None:
+        super().__init__()
+        self.location = location
+        self.follow = follow
+        self.metas: list[CheckpointMeta] = []
+        self.index = StoreIndex()
+        self.error: str | None = None
+        self._reveal: str | None = None
+        self._graph_stale = True
+        self._previous_tab = "tab-overview"
+        self._was_live = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="browser-main"):
+            with Vertical(id="browser-left"):
+                yield Input(placeholder="filter: words, branch:NAME, trigger:NAME", id="filter")
+                yield CheckpointTree(id="checkpoints")
+            yield DetailPanel(id="detail")
+        yield RunPanel(id="run")
+        yield Footer()
+
+    @property
+    def ckpt_tree(self) -> CheckpointTree:
+        return self.query_one(CheckpointTree)
+
+    @property
+    def detail(self) -> DetailPanel:
+        return self.query_one(DetailPanel)
+
+    @property
+    def run_panel(self) -> RunPanel:
+        return self.query_one(RunPanel)
+
+    def on_mount(self) -> None:
+        self.sub_title = self.location
+        self.ckpt_tree.focus()
+        self.refresh_store()
+        if self.follow:
+            self._follow()
+        self.set_interval(2.0, self._tick)
+
+    # -- reading the store ------------------------------------------------------------------------------
+    def refresh_store(self) -> None:
+        self._list_store(self.location, self.query_one("#filter", Input).value)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="list")
+    def _list_store(self, location: str, query: str) -> None:
+        try:
+            store = ops.find_store(location)
+            metas = ops.list_checkpoints(store)
+        except CheckpointError as exc:
+            self.post_message(StoreListed(location, error=str(exc)))
+            return
+        index = StoreIndex.build(metas, query)
+        if not get_current_worker().is_cancelled:
+            self.post_message(StoreListed(location, metas, index))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="index")
+    def _reindex(self, metas: list[CheckpointMeta], query: str) -> None:
+        index = StoreIndex.build(metas, query)
+        if not get_current_worker().is_cancelled:
+            self.post_message(StoreListed(self.location, metas, index))
+
+    @work(exclusive=True, exit_on_error=False, group="watcher")
+    async def _follow(self) -> None:
+        await follow_store(self.location, self)
+
+    @on(StoreChanged)
+    def _store_changed(self) -> None:
+        self.refresh_store()
+
+    @on(StoreListed)
+    def _listed(self, message: StoreListed) -> None:
+        if message.error is not None:
+            self.error = message.error
+            if not self.metas:
+                self.detail.show_notice(f"✗ {message.error}")
+            return
+        self.error = None
+        self.metas = message.metas
+        self.index = message.index
+        self.ckpt_tree.load(message.index)
+        self._graph_stale = True
+        if self.detail.active_tab == "tab-graph":
+            self._show_graph()
+        if self._reveal is not None and self.ckpt_tree.reveal(self._reveal):
+            self._reveal = None
+        for segment in self.index.segments.values():
+            if segment.branch in self.ckpt_tree.running:
+                self.ckpt_tree.expand_to(segment.head.id)
+
+    def _tick(self) -> None:
+        live = bool(self.ckpt_tree.running) or bool(self.index.live_branches())
+        if live or self._was_live:
+            self.ckpt_tree.tick()
+        self._was_live = live
+
+    # -- details ----------------------------------------------------------------------------------------
+    @on(CheckpointTree.Chosen)
+    def _chosen(self, message: CheckpointTree.Chosen) -> None:
+        current = self.detail.meta
+        if current is not None and current.id == message.meta.id and current.size == message.meta.size:
+            return
+        self.open_detail(message.meta)
+
+    def open_detail(self, meta: CheckpointMeta) -> None:
+        problem = problem_of(meta)
+        if problem is not None:
+            self.detail.meta = meta
+            self.run_worker(self.detail.show_problem(meta, problem), group="show", exclusive=True)
+            return
+        self.detail.show_loading(meta)
+        against = self.index.metas.get(self.ckpt_tree.marked or "") if self.ckpt_tree.marked != meta.id else None
+        parent = self.index.metas.get(meta.parent_id or "")
+        self._load_detail(meta, against or parent, against is not None)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
+    def _load_detail(self, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool) -> None:
+        try:
+            record = ops.load(meta.location or meta.id, self.location)
+            info = ops.describe(record)
+        except CheckpointError as exc:
+            self.post_message(DetailFailed(meta, str(exc)))
+            return
+        except Exception as exc:  # a body the describer does not understand is shown as damaged, not raised
+            self.post_message(DetailFailed(meta, f"cannot read this checkpoint: {exc}"))
+            return
+        title, entries, note = "", None, ""
+        if base is None:
+            note = "the first checkpoint of its run: press m on another checkpoint to compare with it"
+        else:
+            title = f"{'marked' if marked else 'parent'} {base.id[:8]} (⎇ {base.branch}) → this checkpoint"
+            try:
+                entries = ops.diff(ops.load(base.location or base.id, self.location), record)
+            except (CheckpointError, ValueError) as exc:
+                note = f"cannot compare with {base.id[:8]}: {exc}"
+        if not get_current_worker().is_cancelled:
+            self.post_message(DetailLoaded(meta, record, info, title, entries, note))
+
+    @on(DetailLoaded)
+    async def _detail_loaded(self, message: DetailLoaded) -> None:
+        if self.ckpt_tree.chosen_id != message.meta.id:
+            return
+        await self.detail.show(message.meta, message.record, message.info)
+        self.detail.show_diff(message.diff_title, message.diff, message.diff_note)
+        self._plan(message.record, None, None)
+
+    @on(DetailFailed)
+    async def _detail_failed(self, message: DetailFailed) -> None:
+        if self.ckpt_tree.chosen_id == message.meta.id:
+            await self.detail.show_problem(message.meta, message.reason)
+
+    # -- edits and the fork plan ------------------------------------------------------------------------
+    @on(TasksView.OutputsEdited)
+    @on(InputsView.InputsEdited)
+    def _edited(self) -> None:
+        detail = self.detail
+        if detail.record is not None:
+            self._plan(detail.record, detail.inputs if detail.changed_inputs else None, detail.edited_outputs or None)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="plan")
+    def _plan(self, record: CheckpointRecord, inputs: dict[str, Any] | None, outputs: dict[int, str] | None) -> None:
+        try:
+            plan = ops.plan_fork(record, inputs, outputs)
+        except (CheckpointError, ValueError) as exc:
+            self.post_message(PlanReady(record.meta.id, [], str(exc)))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(PlanReady(record.meta.id, plan.rerun))
+
+    @on(PlanReady)
+    def _planned(self, message: PlanReady) -> None:
+        if self.detail.meta is not None and self.detail.meta.id == message.checkpoint_id:
+            self.detail.mark_rerun(message.rerun)
+
+    # -- runs -------------------------------------------------------------------------------------------
+    def _can_start(self) -> bool:
+        if self.run_panel.running:
+            self.notify("A run is going: wait for it or cancel it with x.", severity="warning")
+            return False
+        if not self.detail.ready or self.detail.meta is None:
+            reason = self.detail.problem or "choose a checkpoint and wait for it to load"
+            self.notify(f"Cannot run from here: {reason}", severity="warning")
+            return False
+        return True
+
+    def action_fork(self) -> None:
+        if not self._can_start():
+            return
+        detail = self.detail
+        assert detail.record is not None and detail.info is not None and detail.meta is not None
+        try:
+            plan = ops.plan_fork(
+                detail.record, detail.inputs if detail.changed_inputs else None, detail.edited_outputs or None
+            )
+        except (CheckpointError, ValueError) as exc:
+            self.notify(str(exc), severity="error")
+            return
+        taken = {m.branch for m in self.metas}
+        self.app.push_screen(ForkScreen(detail.meta, detail.info, plan, taken=taken), self._fork_confirmed)
+
+    def _fork_confirmed(self, request: ForkRequest | None) -> None:
+        if request is None:
+            return
+        args = ["fork", request.source_id, "--location", self.location, "--branch", request.branch]
+        for key, value in request.inputs.items():
+            args += ["--input", f"{key}={value}"]
+        for index, text in sorted(request.outputs.items()):
+            args += ["--set-output", f"{index + 1}={text}"]
+        title = f"fork {request.source_id[:8]} → {request.branch}"
+        self._start(RunRequest(cli_command(*args), title, request.branch, len(request.rerun), request.source_id))
+
+    def action_resume(self) -> None:
+        if not self._can_start():
+            return
+        meta, info = self.detail.meta, self.detail.info
+        assert meta is not None and info is not None
+        pending = [t for t in info.tasks if not t.done]
+        question = Text(f"Continue {meta.entity_kind} {meta.entity_name} on ⎇ {meta.branch} from {meta.id[:12]}.\n")
+        question.append(
+            f"{len(pending)} task(s) left to run; finished tasks are not run again."
+            if info.tasks
+            else "Finished steps are not run again."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                title = f"resume {meta.id[:8]} on {meta.branch}"
+                request = RunRequest(cli_command("resume", meta.id, "--location", self.location), title, meta.branch)
+                request.total, request.source_id = len(pending), meta.id
+                self._start(request)
+
+        self.app.push_screen(ConfirmScreen("Resume the run", question, yes="Resume"), answered)
+
+    def _start(self, request: RunRequest) -> None:
+        self.ckpt_tree.running.add(request.branch)
+        self.run_panel.start(request)
+
+    def action_cancel_run(self) -> None:
+        if not self.run_panel.cancel():
+            self.notify("No run is going.", severity="information")
+
+    @on(RunPanel.Progress)
+    def _run_progress(self, message: RunPanel.Progress) -> None:
+        if message.event.get("event") in CHECKPOINT_EVENTS:
+            self.refresh_store()
+
+    @on(RunPanel.Finished)
+    def _run_finished(self, message: RunPanel.Finished) -> None:
+        self.ckpt_tree.running.discard(message.request.branch)
+        if message.checkpoints:
+            self._reveal = message.checkpoints[-1]
+        if message.returncode == 0:
+            self.notify(f"{message.request.title}: finished")
+        elif self.run_panel.cancelled:
+            self.notify(f"{message.request.title}: cancelled", severity="warning")
+        else:
+            self.notify(f"{message.request.title}: {message.error or 'failed'}", severity="error")
+        self.refresh_store()
+
+    # -- other actions ----------------------------------------------------------------------------------
+    def action_mark(self) -> None:
+        chosen = self.ckpt_tree.chosen_id
+        if chosen is None:
+            return
+        marked = None if self.ckpt_tree.marked == chosen else chosen
+        self.ckpt_tree.set_marked(marked)
+        self.notify(f"Marked {chosen[:8]}: the Diff tab compares with it." if marked else "Mark cleared.")
+        if self.detail.meta is not None and self.detail.meta.id in self.index.metas:
+            self.open_detail(self.index.metas[self.detail.meta.id])
+
+    def action_graph(self) -> None:
+        detail = self.detail
+        if detail.active_tab == "tab-graph":
+            detail.activate(self._previous_tab)
+            self.ckpt_tree.focus()
+        else:
+            self._previous_tab = detail.active_tab or "tab-overview"
+            detail.activate("tab-graph")
+            self._show_graph()
+            detail.query_one(BranchGraph).focus()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.detail.activate(f"tab-{tab}")
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, message: TabbedContent.TabActivated) -> None:
+        if message.pane.id == "tab-graph":
+            self._show_graph()
+
+    def _show_graph(self) -> None:
+        if self._graph_stale:
+            self._graph_stale = False
+            self.detail.query_one(BranchGraph).show(list(self.index.metas.values()), self.ckpt_tree.chosen_id)
+
+    @on(BranchGraph.Chosen)
+    def _graph_chosen(self, message: BranchGraph.Chosen) -> None:
+        self.ckpt_tree.reveal(message.checkpoint_id)
+
+    def action_refresh(self) -> None:
+        self.refresh_store()
+
+    def action_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.add_class("-shown")
+        field.focus()
+
+    def action_clear_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        if field.value or field.has_class("-shown"):
+            field.value = ""
+            field.remove_class("-shown")
+            self.ckpt_tree.focus()
+
+    def action_hide_run(self) -> None:
+        self.run_panel.hide()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, message: Input.Changed) -> None:
+        self._reindex(self.metas, message.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.ckpt_tree.focus()
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(f"{event.worker.group}: {event.worker.error}", severity="error", timeout=8)
+
+    # -- the command palette ----------------------------------------------------------------------------
+    def palette_commands(self) -> list[tuple[str, str, str]]:
+        """(title, help, action) of what can be done now, for the command palette."""
+        chosen = self.ckpt_tree.chosen_id
+        commands: list[tuple[str, str, str]] = []
+        if chosen is not None and self.detail.ready:
+            commands += [
+                (f"Fork {chosen[:8]}", "Start a new branch from this checkpoint, with the edits made", "fork"),
+                (f"Resume {chosen[:8]}", "Continue the run from this checkpoint", "resume"),
+            ]
+        if chosen is not None:
+            label = "Clear the diff mark" if self.ckpt_tree.marked == chosen else f"Mark {chosen[:8]} for diff"
+            commands.append((label, "The Diff tab compares other checkpoints with the marked one", "mark"))
+        if self.run_panel.running:
+            commands.append(("Cancel the run", "Send SIGINT: the run checkpoints and stops", "cancel_run"))
+        elif self.run_panel.has_class("-shown"):
+            commands.append(("Hide the run panel", "Close the finished run's log", "hide_run"))
+        commands += [
+            ("Branch graph", "Show every checkpoint as a lane graph (g)", "graph"),
+            ("Filter checkpoints", "By text, branch:NAME or trigger:NAME (/)", "filter"),
+            ("Refresh", "Read the store again (r)", "refresh"),
+        ]
+        commands += [
+            (f"Show the {tab.title()} tab", f"Switch the detail panel to {tab}", f"show_tab('{tab}')") for tab in TABS
+        ]
+        return commands

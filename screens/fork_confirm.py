@@ -1,0 +1,177 @@
+"""The fork confirmation: source, branch name, what changed and which tasks will re-run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.widgets.overview_view import plain
+
+
+@dataclass(slots=True)
+class ForkRequest:
+    """What the user confirmed: fork ``source_id`` onto ``branch`` with these edits."""
+
+    source_id: str
+    branch: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[int, str] = field(default_factory=dict)
+    rerun: list[int] = field(default_factory=list)
+
+
+def default_branch_name(now: float | None = None) -> str:
+    return "fork-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
+
+
+def short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ForkScreen(ModalScreen[ForkRequest | None]):
+    """Confirm a fork. ``y``/enter starts it, ``n``/escape cancels."""
+
+    CSS_PATH = "fork_confirm.tcss"
+
+    BINDINGS = [
+        Binding("y", "confirm", "Fork"),
+        Binding("n,escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(
+        self,
+        meta: CheckpointMeta,
+        info: CheckpointInfo,
+        plan: ForkPlan,
+        branch: str | None = None,
+        taken: set[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.meta = meta
+        self.info = info
+        self.plan = plan
+        self.branch = branch or default_branch_name()
+        self.taken = taken or set()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="fork-dialog"):
+            yield Label("Fork a new branch", id="fork-heading")
+            with VerticalScroll(id="fork-body"):
+                yield Static(self._source(), markup=False, id="fork-source")
+                yield Label("Branch name")
+                yield Input(value=self.branch, id="fork-branch")
+                yield Static("", id="fork-branch-error", markup=False)
+                yield Static(self._changes(), markup=False, id="fork-changes")
+                yield Static(self._rerun(), markup=False, id="fork-rerun")
+            with Horizontal(id="fork-buttons"):
+                yield Button("Fork (y)", variant="primary", id="fork-confirm")
+                yield Button("Cancel (n)", id="fork-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#fork-confirm", Button).focus()
+
+    def _source(self) -> Text:
+        meta = self.meta
+        text = Text.assemble(
+            ("From  ", "bold"), f"{meta.entity_kind} {meta.entity_name}  ⎇ {meta.branch}  {meta.id[:12]}"
+        )
+        if meta.tasks_total:
+            text.append(f"  ({meta.tasks_done}/{meta.tasks_total} tasks done)")
+        return text
+
+    def _changes(self) -> Table | Text:
+        plan = self.plan
+        if not plan.changed_inputs and not plan.edited_outputs:
+            return Text("No edits: the fork continues from this checkpoint as it is.", style="italic")
+        table = Table(title="Changes", title_justify="left", expand=True, show_lines=False)
+        table.add_column("what", no_wrap=True, style="bold")
+        table.add_column("before", ratio=1)
+        table.add_column("after", ratio=1)
+        for key, value in plan.changed_inputs.items():
+            before = self.info.inputs.get(key)
+            table.add_row(
+                Text(f"input {key}"),
+                Text(short(plain(before)) if before is not None else "—", style="red"),
+                Text(short(plain(value)), style="green"),
+            )
+        tasks = {t.index: t for t in self.info.tasks}
+        for index, output in sorted(plan.edited_outputs.items()):
+            task = tasks.get(index)
+            name = task.name if task is not None else str(index + 1)
+            table.add_row(
+                Text(f"output {index + 1}. {name}"),
+                Text(short(task.output or "") if task is not None else "—", style="red"),
+                Text(short(output), style="green"),
+            )
+        return table
+
+    def _rerun(self) -> Text:
+        if not self.plan.rerun:
+            return Text("Nothing will re-run: every task is done and no edit changes any.", style="italic")
+        tasks = {t.index: t for t in self.info.tasks}
+        text = Text("Will run: ", style="bold")
+        names = []
+        for index in self.plan.rerun:
+            task = tasks.get(index)
+            label = f"{index + 1}. {task.name if task is not None else '?'}"
+            if task is not None and task.done:
+                label += " (re-run)"
+            names.append(label)
+        text.append(", ".join(names), style="")
+        return text
+
+    def _request(self) -> ForkRequest | None:
+        branch = self.query_one("#fork-branch", Input).value.strip()
+        error = self.query_one("#fork-branch-error", Static)
+        problem = None
+        if not branch:
+            problem = "give the new branch a name"
+        elif branch in self.taken:
+            problem = f"branch {branch!r} already exists: choose another name"
+        elif branch.startswith(".") or "/" in branch or "\\" in branch or any(c.isspace() for c in branch):
+            problem = "a branch name has no spaces or slashes and does not start with a dot"
+        if problem is not None:
+            error.update(Text(problem))
+            self.query_one("#fork-branch", Input).focus()
+            return None
+        error.update("")
+        plan = self.plan
+        return ForkRequest(
+            source_id=self.meta.id,
+            branch=branch,
+            inputs={k: plain(v) for k, v in plan.changed_inputs.items()},
+            outputs=dict(plan.edited_outputs),
+            rerun=list(plan.rerun),
+        )
+
+    def action_confirm(self) -> None:
+        request = self._request()
+        if request is not None:
+            self.dismiss(request)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted, "#fork-branch")
+    def _submitted(self) -> None:
+        self.action_confirm()
+
+    @on(Button.Pressed, "#fork-confirm")
+    def _confirm_pressed(self) -> None:
+        self.action_confirm()
+
+    @on(Button.Pressed, "#fork-cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()

@@ -1,0 +1,133 @@
+"""Regenerate the README screenshots: drive the app on a freshly made demo store and save SVGs.
+
+    python scripts/export_screenshots.py [OUT_DIR]   (default: screenshots/)
+
+The store is a demo run on the offline model (slowed down a little so a run can be caught while it goes) plus a
+fork of its second checkpoint. Nothing here reads an API key, and no key can appear in the pictures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+
+from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.crew import Crew
+from crewpoint.demo import DEMO_INPUTS, demo_crew
+from crewpoint.screens.browser import BrowserScreen
+from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.task_card import TaskCard
+
+SIZE = (140, 40)
+STORE = ".checkpoints"
+
+
+def make_store(folder: Path) -> None:
+    """A demo crew run (4 checkpoints on main) and a fork of its second checkpoint onto ``experiment``."""
+    location = str(folder / STORE)
+    demo_crew(delay=0.4, checkpoint=CheckpointConfig(location=location)).kickoff(inputs=DEMO_INPUTS)
+    main = sorted(ops.list_checkpoints(location), key=lambda m: m.sequence)
+    forked = Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment")
+    forked.kickoff(inputs={**DEMO_INPUTS, "audience": "new hires"})
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the app did not get there in time")
+        await pilot.pause(0.05)
+
+
+def shown(pilot: Pilot[None]) -> str:
+    """The screen's text now."""
+    strips = pilot.app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+async def shoot(out: Path) -> list[Path]:
+    app = make_app(STORE, watch=False)
+    saved: list[Path] = []
+
+    def save(name: str) -> None:
+        app.save_screenshot(name, path=str(out))
+        saved.append(out / name)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        main = sorted((m for m in screen.metas if m.branch == "main"), key=lambda m: m.sequence)
+        experiment = [m for m in screen.metas if m.branch == "experiment"]
+        newest = max(experiment, key=lambda m: m.sequence)
+
+        screen.ckpt_tree.reveal(newest.id)
+        await settle(pilot)
+        save("tree-with-fork.svg")
+
+        screen.ckpt_tree.reveal(main[-1].id)
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        research = next(card for card in screen.query(TaskCard) if card.task_info.name == "research")
+        research.query_one(
+            TextArea
+        ).text = (
+            "- Re-running finished LLM steps wastes budget.\n- Long pipelines crash mid-way; checkpoints keep progress."
+        )
+        await settle(pilot)
+        screen.ckpt_tree.focus()
+        await pilot.pause()
+        save("tasks-tab.svg")
+
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        app.screen.query_one("#fork-branch", Input).value = "tighter-research"
+        await pilot.pause()
+        save("fork-confirm.svg")
+
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.run_panel.running and "✓ task" in shown(pilot))
+        await pilot.pause(0.1)
+        save("live-run.svg")
+        await wait_until(pilot, lambda: not screen.run_panel.running)
+        await settle(pilot)
+
+        screen.ckpt_tree.reveal(newest.id)
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        save("branch-graph.svg")
+    return saved
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for key in [k for k in os.environ if k.endswith("_API_KEY")]:
+        del os.environ[key]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        make_store(Path(tmp))
+        for path in asyncio.run(shoot(out)):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,503 @@
+"""The terminal app, driven through Pilot on real stores written by real runs (and real child processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.screens.browser import BrowserScreen
+from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.fork_confirm import ForkScreen
+from crewpoint.screens.help import HelpScreen
+from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
+from crewpoint.tui.widgets.inputs_view import InputsView
+from crewpoint.tui.widgets.store_index import CheckpointRef, SegmentRef, StoreIndex
+from crewpoint.tui.widgets.task_card import TaskCard
+
+SIZE = (140, 40)
+
+
+# -- stores ------------------------------------------------------------------------------------------------
+
+
+def _fork(store: Path, source: CheckpointMeta, branch: str) -> None:
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.crew import Crew
+
+    Crew.fork(CheckpointConfig(restore_from=source.location), branch=branch).kickoff(
+        inputs={"topic": "checkpoint forks", "audience": "testers"}
+    )
+
+
+@pytest.fixture(scope="session")
+def template_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo run (4 checkpoints on main) and a fork of its second checkpoint onto ``experiment``."""
+    from crewpoint.checkpoint import ops
+    from crewpoint.demo import run_demo
+
+    store = tmp_path_factory.mktemp("template") / "store"
+    run_demo(location=str(store))
+    main = sorted(ops.list_checkpoints(str(store)), key=lambda m: m.sequence)
+    _fork(store, main[1], "experiment")
+    return store
+
+
+@pytest.fixture
+def store(template_store: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "store"
+    shutil.copytree(template_store, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def slow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose crew's offline model takes 0.4 s per call, so a run from it can be caught mid-way."""
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+
+    store = tmp_path_factory.mktemp("slow") / "store"
+    demo_crew(delay=0.4, checkpoint=CheckpointConfig(location=str(store))).kickoff(inputs=DEMO_INPUTS)
+    return store
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Let every worker finish and every message land."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.05)
+
+
+def browser(pilot: Pilot[None]) -> BrowserScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, BrowserScreen), screen
+    return screen
+
+
+def sorted_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:
+    return sorted((m for m in screen.metas if m.branch == branch), key=lambda m: m.sequence)
+
+
+async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
+    screen = browser(pilot)
+    assert screen.ckpt_tree.reveal(checkpoint_id)
+    await settle(pilot)
+    assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
+    return screen
+
+
+def visible_checkpoints(tree: CheckpointTree) -> list[str]:
+    ids = []
+    for line in range(tree.last_line + 1):
+        node = tree.get_node_at_line(line)
+        if node is not None and isinstance(node.data, CheckpointRef):
+            ids.append(node.data.id)
+    return ids
+
+
+def screen_text(pilot: Pilot[None]) -> str:
+    """What the terminal shows now, as plain text lines (the screen and any toast or modal on top)."""
+    strips = pilot.app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+# -- browsing ------------------------------------------------------------------------------------------------
+
+
+async def test_choosing_a_checkpoint_shows_its_details(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        main = sorted_metas(screen, "main")
+        assert len(main) == 4
+        # forks sit under the checkpoint they came from
+        fork_segments = screen.index.forks[main[1].id]
+        assert [screen.index.segments[k].branch for k in fork_segments] == ["experiment"]
+
+        newest = max(screen.metas, key=lambda m: m.created_at)
+        assert newest.branch == "experiment"
+        assert screen.ckpt_tree.chosen_id == newest.id  # the newest checkpoint is shown at start
+        await pilot.press("up")
+        await settle(pilot)
+        chosen = screen.detail.meta
+        assert chosen is not None and chosen.id == screen.ckpt_tree.chosen_id == newest.parent_id
+        assert screen.detail.info is not None and screen.detail.info.name == "research-crew"
+        assert chosen.id in screen_text(pilot)
+
+        await pilot.press("2")  # the Tasks tab
+        await settle(pilot)
+        cards = list(screen.query(TaskCard))
+        assert len(cards) == 4
+        assert sum(1 for c in cards if c.task_info.done) == chosen.tasks_done
+        assert "will run" in screen_text(pilot)  # the tasks left for a resume
+
+
+async def test_filter_by_branch_and_clear(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        everything = len(screen.metas)
+        await pilot.press("slash")
+        assert screen.query_one("#filter", Input).has_focus
+        await pilot.press(*"branch:experiment")
+        await settle(pilot)
+        shown = visible_checkpoints(screen.ckpt_tree)
+        experiment = {m.id for m in screen.metas if m.branch == "experiment"}
+        assert shown and set(shown) == experiment
+
+        await pilot.press("enter", "escape")
+        await settle(pilot)
+        assert not screen.query_one("#filter", Input).value
+        assert len(screen.ckpt_tree.index.metas) == everything
+
+
+async def test_editing_an_input_marks_tasks_to_rerun(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        last = sorted_metas(screen, "main")[-1]
+        await choose(pilot, last.id)
+        await pilot.press("3")  # Inputs
+        await settle(pilot)
+        inputs = screen.query_one(InputsView)
+        assert set(inputs.keys) >= {"topic", "audience"}
+        field = next(i for i in inputs.query(Input) if i.value == "engineering leads")
+        field.focus()
+        field.value = "new hires"
+        await settle(pilot)
+        assert screen.detail.changed_inputs == {"audience": "new hires"}
+        rerun = [c.task_info.name for c in screen.query(TaskCard) if c.has_class("-rerun")]
+        assert rerun == ["outline", "draft", "review"]  # research does not use {audience}
+
+
+async def test_editing_an_output_marks_only_dependents(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        await choose(pilot, sorted_metas(screen, "main")[-1].id)
+        await pilot.press("2")
+        await settle(pilot)
+        draft = next(c for c in screen.query(TaskCard) if c.task_info.name == "draft")
+        area = draft.query_one(TextArea)
+        area.text = "A shorter draft."
+        await settle(pilot)
+        assert screen.detail.edited_outputs == {2: "A shorter draft."}
+        assert draft.has_class("-edited")
+        rerun = [c.task_info.name for c in screen.query(TaskCard) if c.has_class("-rerun")]
+        assert rerun == ["review"]  # review takes the draft as context; research and outline stay
+        assert "will re-run" in screen_text(pilot)
+
+
+# -- runs ----------------------------------------------------------------------------------------------------
+
+
+async def test_fork_confirm_runs_and_its_checkpoints_appear(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        source = sorted_metas(screen, "main")[-1]
+        await choose(pilot, source.id)
+        await pilot.press("2")
+        await settle(pilot)
+        draft = next(c for c in screen.query(TaskCard) if c.task_info.name == "draft")
+        draft.query_one(TextArea).text = "Draft [bold]with brackets[/bold] ["
+        await settle(pilot)
+        screen.ckpt_tree.focus()
+        await pilot.press("f")
+        await pilot.pause()
+        fork_screen = pilot.app.screen
+        assert isinstance(fork_screen, ForkScreen)
+        assert fork_screen.plan.rerun == [3]
+        branch = fork_screen.query_one("#fork-branch", Input)
+        assert branch.value.startswith("fork-")
+        branch.value = "what-if"
+        await pilot.press("y")
+        await pilot.pause()
+        assert pilot.app.screen is screen
+        await wait_until(pilot, lambda: not screen.run_panel.running and screen.run_panel.has_class("-ok"))
+        await settle(pilot)
+        forked = sorted_metas(screen, "what-if")
+        assert len(forked) == 1 and forked[0].parent_id == source.id and forked[0].tasks_done == 4
+        assert screen.ckpt_tree.chosen_id == forked[0].id  # the new checkpoint is shown
+        assert SegmentRef(screen.index.segment_of[forked[0].id]) in screen.ckpt_tree._by_ref
+        assert screen.detail.info is not None
+        assert screen.detail.info.tasks[2].output == "Draft [bold]with brackets[/bold] ["
+
+
+async def test_fork_cancel_runs_nothing(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        before = len(screen.metas)
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ForkScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pilot.app.screen is screen
+        assert not screen.run_panel.has_class("-shown") and screen.run_panel.process is None
+        await pilot.press("r")
+        await settle(pilot)
+        assert len(screen.metas) == before
+
+
+async def test_resume_continues_the_run(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        second = sorted_metas(screen, "main")[1]
+        await choose(pilot, second.id)
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running)
+        await settle(pilot)
+        main = sorted_metas(screen, "main")
+        assert len(main) == 6  # tasks 3 and 4 ran again from the second checkpoint
+        resumed = [m for m in main if m.parent_id == second.id and m.sequence == 3]
+        assert len(resumed) == 2
+        assert any(key for key in screen.index.forks.get(second.id, []))  # shown nested under its source
+
+
+async def test_cancelling_a_running_run(slow_template: Path, tmp_path: Path) -> None:
+    store = tmp_path / "slow"
+    shutil.copytree(slow_template, store)
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        first = sorted_metas(screen, "main")[0]
+        await choose(pilot, first.id)
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ForkScreen)
+        pilot.app.screen.query_one("#fork-branch", Input).value = "stopped"
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "task outline started" in screen_text(pilot), timeout=20)
+        assert screen.run_panel.running
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not screen.run_panel.running, timeout=20)
+        await settle(pilot)
+        assert screen.run_panel.has_class("-failed")
+        assert "cancelled" in screen_text(pilot)
+        assert len(sorted_metas(screen, "stopped")) < 3  # it stopped before finishing its three tasks
+
+
+# -- live --------------------------------------------------------------------------------------------------
+
+
+async def test_live_refresh_while_another_process_writes(store: Path) -> None:
+    app = make_app(str(store), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
+        screen = browser(pilot)
+        await pilot.press("down")
+        await pilot.pause(0.2)
+        selected = screen.ckpt_tree.chosen_id
+        before = len(screen.metas)
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "crewpoint.tui.cli", "demo", "--location", str(store), "--delay", "0.3"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await wait_until(pilot, lambda: len(screen.metas) > before, timeout=30)
+            assert writer.poll() is None  # nodes appear while the other process still runs
+            assert screen.index.live_branches()
+            assert "● live" in screen_text(pilot)
+            await asyncio.to_thread(writer.wait, 60)
+            await wait_until(pilot, lambda: len(screen.metas) == before + 4, timeout=15)
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+        assert screen.ckpt_tree.chosen_id == selected  # the selection stays put
+
+
+async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
+    from crewpoint.demo import run_demo
+
+    database = tmp_path / "runs.db"
+    run_demo(location=str(database), provider="sqlite")
+    app = make_app(str(database), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: len(browser(pilot).metas) == 4, timeout=10)
+        screen = browser(pilot)
+        writer = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "crewpoint.tui.cli",
+            "demo",
+            "--location",
+            str(database),
+            "--provider",
+            "sqlite",
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert await writer.wait() == 0
+        await wait_until(pilot, lambda: len(screen.metas) == 8, timeout=15)
+        assert len(screen.index.entities[("crew", "research-crew")]) == 2  # two runs of the crew, side by side
+
+
+# -- robustness ------------------------------------------------------------------------------------------
+
+
+async def test_a_damaged_checkpoint_is_marked_and_explained(store: Path) -> None:
+    victim = sorted((store / "main").glob("*.json"))[1]
+    victim.write_text('{"meta": {"id": "broken", ', encoding="utf-8")
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        damaged = [m for m in screen.metas if m.damaged]
+        assert len(damaged) == 1
+        await choose(pilot, damaged[0].id)
+        assert screen.detail.problem
+        text = screen_text(pilot)
+        assert "✗" in text and "cannot be opened" in text
+        await pilot.press("f")  # a fork from it is refused with a message, not a crash
+        await pilot.pause()
+        assert pilot.app.screen is screen
+
+
+async def test_a_newer_schema_checkpoint_is_refused_with_its_reason(store: Path) -> None:
+    import json
+
+    victim = sorted((store / "main").glob("*.json"))[0]
+    data = json.loads(victim.read_text(encoding="utf-8"))
+    data["meta"]["schema_version"] = 99
+    data["body"]["schema_version"] = 99
+    victim.write_text(json.dumps(data), encoding="utf-8")
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        newer = next(m for m in screen.metas if m.schema_version == 99 or (m.damaged and "newer" in m.damaged))
+        await choose(pilot, newer.id)
+        assert screen.detail.problem and "newer" in screen.detail.problem
+
+
+async def test_markup_in_checkpoint_text_renders_literally(tmp_path: Path) -> None:
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.demo import demo_crew
+
+    store = tmp_path / "markup"
+    crew = demo_crew(checkpoint=CheckpointConfig(location=str(store)), name="[bold]crew[/bold] [x")
+    crew.kickoff(inputs={"topic": "[red]topic[/red] [", "audience": "[link=x]people"})
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        await choose(pilot, sorted_metas(screen, "main")[-1].id)
+        assert "[bold]crew[/bold] [x" in screen_text(pilot)
+        for tab in "1234567":  # every tab renders the checkpoint's text without reading it as markup
+            await pilot.press(tab)
+            await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        assert "[red]topic[/red] [" in screen_text(pilot)
+        await pilot.press("1")
+        await settle(pilot)
+        assert "[link=x]people" in screen_text(pilot)
+
+
+# -- keys, palette, graph ------------------------------------------------------------------------------------
+
+
+async def test_help_palette_graph_and_mark(store: Path) -> None:
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, HelpScreen)
+        assert "Mark for diff" in screen_text(pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pilot.app.screen is screen
+
+        await pilot.press("g")
+        await settle(pilot)
+        text = screen_text(pilot)
+        assert "|\\" in text and "(experiment)" in text and "(main)" in text
+
+        await pilot.press("g")
+        main = sorted_metas(screen, "main")
+        await choose(pilot, main[0].id)
+        await pilot.press("m")
+        await choose(pilot, main[-1].id)
+        await pilot.press("5")  # Diff
+        await settle(pilot)
+        assert f"marked {main[0].id[:8]}" in screen_text(pilot)
+
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Fork")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen), timeout=5)
+        await pilot.press("n")
+
+
+async def test_ten_thousand_checkpoints_open_quickly() -> None:
+    from textual.app import App, ComposeResult
+
+    metas = []
+    for lineage in range(10):
+        parent = None
+        for n in range(1000):
+            ident = f"{lineage:02d}{n:030d}"
+            metas.append(
+                CheckpointMeta(ident, parent, "main", f"run{lineage}", n + 1, 1_700_000_000 + n, "task_completed")
+            )
+            parent = ident
+
+    class TreeApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield CheckpointTree()
+
+    started = time.perf_counter()
+    index = StoreIndex.build(metas)
+    assert time.perf_counter() - started < 2.0
+    async with TreeApp().run_test(size=SIZE) as pilot:
+        tree = pilot.app.query_one(CheckpointTree)
+        started = time.perf_counter()
+        tree.load(index)
+        await pilot.pause()
+        assert time.perf_counter() - started < 2.0
+        assert len(tree._by_ref) < 1_100  # only the newest branch is filled; the others wait to be opened
+        started = time.perf_counter()
+        assert tree.reveal(metas[-1].id)
+        await pilot.pause()
+        assert time.perf_counter() - started < 3.0
+        assert tree.chosen_id == metas[-1].id

@@ -1,0 +1,146 @@
+"""SVG snapshots of the app's screens on a store with fixed ids and times (``--snapshot-update`` to accept)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+
+from crewpoint.checkpoint import ops
+from crewpoint.providers.base import CheckpointRecord
+from crewpoint.screens.browser import BrowserScreen
+from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.task_card import TaskCard
+
+SIZE = (140, 40)
+BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
+
+
+def fixed_id(n: int) -> str:
+    return f"{n:02x}" + "c0ffee" * 5
+
+
+@pytest.fixture
+def fixed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A demo run and a fork, rewritten with ids, lineage and times that are the same on every run."""
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.crew import Crew
+    from crewpoint.demo import run_demo
+    from crewpoint.providers import JsonProvider
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    raw = tmp_path / "raw"
+    run_demo(location=str(raw))
+    main = sorted(ops.list_checkpoints(str(raw)), key=lambda m: m.sequence)
+    Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment").kickoff(
+        inputs={"topic": "durable AI agent pipelines", "audience": "new hires"}
+    )
+    metas = sorted(ops.list_checkpoints(str(raw)), key=lambda m: (m.created_at, m.sequence))
+    ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
+    provider = JsonProvider()
+    for n, meta in enumerate(metas, 1):
+        record = provider.read(meta.location)
+        stamp = BASE_TIME + 60 * n
+        new_meta = meta.with_(
+            id=ids[meta.id],
+            parent_id=ids.get(meta.parent_id or ""),
+            lineage="5eed" * 8,
+            created_at=stamp,
+            location="",
+            size=0,
+        )
+        body = dict(record.body)
+        body["lineage"] = {
+            **body["lineage"],
+            "id": new_meta.id,
+            "parent_id": new_meta.parent_id,
+            "lineage": new_meta.lineage,
+        }
+        body["created_at"] = stamp
+        for i, event in enumerate(body.get("events", [])):
+            event["timestamp"] = stamp + i / 8
+            event["sequence"] = i + 1  # the runtime numbers events per process
+        for i, item in enumerate(body["entity"].get("crew_memory", {}).get("items", [])):
+            item["created_at"] = stamp + i / 8
+        provider.write("store", CheckpointRecord(new_meta, body))
+    return "store"
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def browser(pilot: Pilot[None]) -> BrowserScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, BrowserScreen)
+    return screen
+
+
+async def open_checkpoint(pilot: Pilot[None], n: int) -> BrowserScreen:
+    await settle(pilot)
+    screen = browser(pilot)
+    assert screen.ckpt_tree.reveal(fixed_id(n))
+    await settle(pilot)
+    return screen
+
+
+def test_tree_with_fork_and_overview(snap_compare: object, fixed_store: str) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await open_checkpoint(pilot, 7)  # the experiment branch's newest checkpoint
+
+    assert snap_compare(make_app(fixed_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]
+
+
+def test_tasks_tab_with_an_edited_output(snap_compare: object, fixed_store: str) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        screen = await open_checkpoint(pilot, 4)  # main, 4/4
+        await pilot.press("2")
+        await settle(pilot)
+        draft = next(card for card in screen.query(TaskCard) if card.task_info.name == "draft")
+        draft.query_one(TextArea).text = "A tighter draft."
+        await settle(pilot)
+        screen.ckpt_tree.focus()
+        await pilot.pause()
+
+    assert snap_compare(make_app(fixed_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]
+
+
+def test_fork_confirmation(snap_compare: object, fixed_store: str) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        screen = await open_checkpoint(pilot, 4)
+        await pilot.press("3")
+        await settle(pilot)
+        field = next(i for i in screen.query(Input) if i.value == "engineering leads")
+        field.value = "new hires"
+        await settle(pilot)
+        screen.ckpt_tree.focus()
+        await pilot.press("f")
+        await pilot.pause()
+        pilot.app.screen.query_one("#fork-branch", Input).value = "what-if"
+        await pilot.pause()
+
+    assert snap_compare(make_app(fixed_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]
+
+
+def test_branch_graph(snap_compare: object, fixed_store: str) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await open_checkpoint(pilot, 2)
+        await pilot.press("g")
+        await settle(pilot)
+
+    assert snap_compare(make_app(fixed_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]
+
+
+def test_help_screen(snap_compare: object, fixed_store: str) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(make_app(fixed_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]

@@ -1,0 +1,60 @@
+"""Messages that travel across the app (a widget's own messages live in the widget)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
+from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.tui.widgets.store_index import StoreIndex
+
+
+@dataclass
+class StoreChanged(Message):
+    """Something under the store changed on disk. A burst coalesces into one message."""
+
+    location: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StoreChanged)
+
+
+@dataclass
+class StoreListed(Message):
+    """The store's metadata was (re)read or filtered anew; ``error`` says why it could not be read."""
+
+    location: str
+    metas: list[CheckpointMeta] = field(default_factory=list)
+    index: StoreIndex = field(default_factory=StoreIndex)
+    error: str | None = None
+
+
+@dataclass
+class DetailLoaded(Message):
+    """A checkpoint's body was read and described, with the diff against its parent or the marked one."""
+
+    meta: CheckpointMeta
+    record: CheckpointRecord
+    info: CheckpointInfo
+    diff_title: str = ""
+    diff: list[DiffEntry] | None = None
+    diff_note: str = ""
+
+
+@dataclass
+class DetailFailed(Message):
+    """A checkpoint could not be opened; ``reason`` is one line for the user."""
+
+    meta: CheckpointMeta
+    reason: str
+
+
+@dataclass
+class PlanReady(Message):
+    """Which tasks a fork with the current edits would run."""
+
+    checkpoint_id: str
+    rerun: list[int]
+    error: str | None = None

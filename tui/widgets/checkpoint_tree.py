@@ -1,0 +1,351 @@
+"""The checkpoint tree: entity → branch → checkpoints in sequence order, forks nested under their source.
+
+Labels are drawn from the current :class:`StoreIndex` at render time, so a refresh swaps the index and adds or
+removes only the nodes that changed; the cursor stays on the same checkpoint. A branch's checkpoints are added
+when the branch is first expanded, so a store of any size opens at once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from crewpoint.checkpoint.schema import SCHEMA_VERSION
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.widgets.store_index import (
+    CheckpointRef,
+    EntityRef,
+    NodeRef,
+    Segment,
+    SegmentRef,
+    StoreIndex,
+)
+
+Node = TreeNode[NodeRef]
+
+
+def format_time(stamp: float, now: float | None = None) -> str:
+    """``HH:MM:SS`` today, ``MM-DD HH:MM`` on another day (local time)."""
+    local = time.localtime(stamp)
+    today = time.localtime(now if now is not None else time.time())
+    if local[:3] == today[:3]:
+        return time.strftime("%H:%M:%S", local)
+    return time.strftime("%m-%d %H:%M", local)
+
+
+def problem_of(meta: CheckpointMeta) -> str | None:
+    """Why a checkpoint cannot be opened, if it cannot."""
+    if meta.damaged:
+        return meta.damaged
+    if meta.schema_version > SCHEMA_VERSION:
+        return f"written by a newer crewpoint (schema {meta.schema_version}); upgrade to open it"
+    return None
+
+
+class CheckpointTree(Tree[NodeRef]):
+    """The store as a tree. Posts :class:`CheckpointTree.Chosen` when the cursor lands on a checkpoint."""
+
+    COMPONENT_CLASSES = {
+        "checkpoint-tree--muted",
+        "checkpoint-tree--live",
+        "checkpoint-tree--damaged",
+        "checkpoint-tree--marked",
+        "checkpoint-tree--branch",
+    }
+
+    DEFAULT_CSS = """
+    CheckpointTree > .checkpoint-tree--muted { color: $text-muted; }
+    CheckpointTree > .checkpoint-tree--live { color: $success; text-style: bold; }
+    CheckpointTree > .checkpoint-tree--damaged { color: $error; }
+    CheckpointTree > .checkpoint-tree--marked { color: $warning; text-style: bold; }
+    CheckpointTree > .checkpoint-tree--branch { color: $accent; text-style: bold; }
+    """
+
+    @dataclass
+    class Chosen(Message):
+        """The cursor is on a checkpoint."""
+
+        meta: CheckpointMeta
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("checkpoints", id=id, classes=classes)
+        self.show_root = False
+        self.guide_depth = 3
+        self.index = StoreIndex()
+        self.marked: str | None = None
+        self.running: set[str] = set()
+        """Branch names of runs this app started and that are still going: always shown live."""
+        self._by_ref: dict[NodeRef, Node] = {}
+        self._filled: set[str] = set()
+        self._labels: dict[NodeRef, Text] = {}
+        self._now = time.time()
+
+    # -- the public surface ---------------------------------------------------------------------------
+    @property
+    def chosen_id(self) -> str | None:
+        node = self.cursor_node
+        return node.data.id if node is not None and isinstance(node.data, CheckpointRef) else None
+
+    def load(self, index: StoreIndex) -> None:
+        """Show ``index``: in place when the filter is unchanged, else rebuilt. The cursor keeps its checkpoint."""
+        keep = self.cursor_node.data if self.cursor_node is not None else None
+        rebuilt = index.query != self.index.query or not self._by_ref
+        self.index = index
+        self._now = time.time()
+        self._labels.clear()
+        if rebuilt:
+            self._rebuild()
+        else:
+            self._sync()
+        self._invalidate()
+        target = self._by_ref.get(keep) if keep is not None else None
+        if target is None and keep is None and rebuilt and index.metas:
+            newest = max(index.metas.values(), key=lambda m: (m.created_at, m.sequence))
+            target = self.expand_to(newest.id)
+        if target is not None:
+            _ = self.last_line  # lay the lines out so the node knows its line
+            self.move_cursor(target)
+
+    def reveal(self, checkpoint_id: str) -> bool:
+        """Expand the way to a checkpoint and put the cursor on it."""
+        node = self.expand_to(checkpoint_id)
+        if node is None:
+            return False
+        _ = self.last_line  # lay the lines out so the node knows its line
+        self.move_cursor(node)
+        return True
+
+    def expand_to(self, checkpoint_id: str) -> Node | None:
+        """Expand every branch on the way to a checkpoint (the cursor stays on its node)."""
+        segment_key = self.index.segment_of.get(checkpoint_id)
+        if segment_key is None:
+            return None
+        cursor = self.cursor_node
+        chain: list[str] = []
+        key: str | None = segment_key
+        while key is not None:
+            chain.append(key)
+            source = self.index.segments[key].source_id
+            key = self.index.segment_of.get(source) if source else None
+        for key in reversed(chain):
+            node = self._by_ref.get(SegmentRef(key))
+            if node is None:
+                return None
+            if node.parent is not None:
+                node.parent.expand()
+            node.expand()
+            self._fill(node, self.index.segments[key])
+        if cursor is not None and cursor.id in self._tree_nodes:
+            _ = self.last_line
+            self.move_cursor(cursor)
+        return self._by_ref.get(CheckpointRef(checkpoint_id))
+
+    def tick(self) -> None:
+        """Re-evaluate what is live (labels depend on the clock)."""
+        self._now = time.time()
+        self._labels.clear()
+        self._invalidate()
+
+    def set_marked(self, checkpoint_id: str | None) -> None:
+        self.marked = checkpoint_id
+        self._labels.clear()
+        self._invalidate()
+
+    # -- building ---------------------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        self.clear()
+        self._by_ref.clear()
+        self._filled.clear()
+        expand_all = bool(self.index.query)
+        for entity, keys in self.index.entities.items():
+            entity_node = self.root.add("", EntityRef(*entity), expand=True)
+            self._by_ref[EntityRef(*entity)] = entity_node
+            for key in keys:
+                self._add_segment(entity_node, key, expand=expand_all or len(keys) == 1)
+        if expand_all:
+            for key, segment in self.index.segments.items():
+                node = self._by_ref.get(SegmentRef(key))
+                if node is not None:
+                    node.expand()
+                    self._fill(node, segment)
+
+    def _add_segment(self, parent: Node, key: str, *, expand: bool = False) -> Node:
+        node = parent.add("", SegmentRef(key), expand=expand)
+        self._by_ref[SegmentRef(key)] = node
+        if expand:
+            self._fill(node, self.index.segments[key])
+        return node
+
+    def _fill(self, node: Node, segment: Segment) -> None:
+        if segment.key in self._filled:
+            return
+        self._filled.add(segment.key)
+        for meta in segment.metas:
+            self._add_checkpoint(node, meta)
+
+    def _add_checkpoint(self, parent: Node, meta: CheckpointMeta, before: Node | None = None) -> Node:
+        forks = self.index.forks.get(meta.id, [])
+        ref = CheckpointRef(meta.id)
+        node = parent.add("", ref, before=before, expand=bool(forks), allow_expand=bool(forks))
+        self._by_ref[ref] = node
+        for key in forks:
+            self._add_segment(node, key)
+        return node
+
+    def _sync(self) -> None:
+        """Bring the existing nodes in line with the new index without rebuilding."""
+        index = self.index
+        gone: list[NodeRef] = [r for r in self._by_ref if isinstance(r, CheckpointRef) and r.id not in index.metas]
+        gone += [r for r in self._by_ref if isinstance(r, SegmentRef) and r.key not in index.segments]
+        for ref in gone:
+            self._drop(ref)
+        for entity, keys in index.entities.items():
+            entity_ref = EntityRef(*entity)
+            entity_node = self._by_ref.get(entity_ref)
+            if entity_node is None:
+                entity_node = self._by_ref[entity_ref] = self.root.add("", entity_ref, expand=True)
+            for key in keys:
+                self._ensure_segment(entity_node, key)
+        for source_id, keys in index.forks.items():
+            source = self._by_ref.get(CheckpointRef(source_id))
+            if source is None:
+                continue
+            if keys:
+                source.allow_expand = True
+            for key in keys:
+                self._ensure_segment(source, key)
+        for key in list(self._filled):
+            node = self._by_ref.get(SegmentRef(key))
+            if node is None:
+                self._filled.discard(key)
+                continue
+            present = [c for c in node.children if isinstance(c.data, CheckpointRef)]
+            have = {c.data.id for c in present if isinstance(c.data, CheckpointRef)}
+            wanted = index.segments[key].metas
+            for position, meta in enumerate(wanted):
+                if meta.id in have:
+                    continue
+                later = {m.id for m in wanted[position + 1 :]}
+                before = next((c for c in present if isinstance(c.data, CheckpointRef) and c.data.id in later), None)
+                self._add_checkpoint(node, meta, before=before)
+        for entity_ref in [
+            r for r in self._by_ref if isinstance(r, EntityRef) and (r.kind, r.name) not in index.entities
+        ]:
+            self._drop(entity_ref)
+
+    def _ensure_segment(self, parent: Node, key: str) -> None:
+        node = self._by_ref.get(SegmentRef(key))
+        if node is not None and node.parent is parent:
+            return
+        if node is not None:
+            self._drop(SegmentRef(key))
+        self._add_segment(parent, key)
+
+    def _drop(self, ref: NodeRef) -> None:
+        node = self._by_ref.pop(ref, None)
+        if node is None:
+            return
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            stack.extend(child.children)
+            if child.data is not None:
+                self._by_ref.pop(child.data, None)
+                if isinstance(child.data, SegmentRef):
+                    self._filled.discard(child.data.key)
+        if isinstance(ref, SegmentRef):
+            self._filled.discard(ref.key)
+        if node.parent is not None:
+            node.remove()
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded[NodeRef]) -> None:
+        data = event.node.data
+        if isinstance(data, SegmentRef) and data.key in self.index.segments:
+            self._fill(event.node, self.index.segments[data.key])
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        data = event.node.data
+        if isinstance(data, CheckpointRef) and data.id in self.index.metas:
+            self.post_message(self.Chosen(self.index.metas[data.id]))
+
+    # -- labels -----------------------------------------------------------------------------------------
+    def render_label(self, node: Node, base_style: Style, style: Style) -> Text:
+        data = node.data
+        label = self._labels.get(data) if data is not None else None
+        if label is None:
+            label = self._label_for(data)
+            if data is not None:
+                self._labels[data] = label
+        node._label = label
+        return super().render_label(node, base_style, style)
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"checkpoint-tree--{name}", partial=True)
+
+    def _label_for(self, data: NodeRef | None) -> Text:
+        if isinstance(data, EntityRef):
+            return self._entity_label(data)
+        if isinstance(data, SegmentRef):
+            segment = self.index.segments.get(data.key)
+            return self._segment_label(segment) if segment is not None else Text("")
+        if isinstance(data, CheckpointRef):
+            meta = self.index.metas.get(data.id)
+            return self._checkpoint_label(meta) if meta is not None else Text(data.id[:8])
+        return Text("checkpoints")
+
+    def _entity_label(self, data: EntityRef) -> Text:
+        segments = [s for s in self.index.segments.values() if s.entity == (data.kind, data.name)]
+        count = sum(len(s.metas) for s in segments)
+        branches = len({(s.lineage, s.branch) for s in segments})
+        return Text.assemble(
+            (data.kind, self._style("muted")),
+            " ",
+            (data.name, "bold"),
+            (f"  {branches} branch{'es' if branches != 1 else ''}, {count} checkpoints", self._style("muted")),
+        )
+
+    def _segment_label(self, segment: Segment) -> Text:
+        text = Text.assemble(("⎇ ", self._style("branch")), (segment.branch, self._style("branch")))
+        siblings = [
+            self.index.segments[k]
+            for k in self.index.entities.get(segment.entity, [])
+            if self.index.segments[k].branch == segment.branch
+        ]
+        if segment.source_id is None and len(siblings) > 1 and segment.lineage:
+            text.append(f" run {segment.lineage[:6]}", self._style("muted"))
+        head = segment.head
+        text.append(f"  {len(segment.metas)} ckpt", self._style("muted"))
+        if head.tasks_total:
+            text.append(f"  {head.tasks_done}/{head.tasks_total}")
+        if segment.branch in self.running or segment.is_live(self._now):
+            text.append("  ● live", self._style("live"))
+        elif segment.finished:
+            text.append("  ✓ done", self._style("muted"))
+        return text
+
+    def _checkpoint_label(self, meta: CheckpointMeta) -> Text:
+        text = Text()
+        if meta.id == self.marked:
+            text.append("◆ ", self._style("marked"))
+        problem = problem_of(meta)
+        if problem is not None:
+            text.append("✗ ", self._style("damaged"))
+            text.append(meta.id[:8], self._style("damaged"))
+            text.append(f"  {problem}", self._style("damaged"))
+            return text
+        text.append(format_time(meta.created_at, self._now), self._style("muted"))
+        text.append("  ")
+        text.append(meta.trigger or "?")
+        if meta.tasks_total:
+            text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
+        text.append(f"  {meta.id[:8]}", self._style("muted"))
+        return text

@@ -1,0 +1,52 @@
+"""The Diff tab: what changed between two checkpoints (the parent, or one marked with ``m``)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from crewpoint.checkpoint.ops import DiffEntry
+from crewpoint.tui.widgets.overview_view import plain
+
+CELL_LIMIT = 2000
+
+
+def cell(value: object, style: str = "") -> Text:
+    if value is None:
+        return Text("—", style="dim")
+    text = plain(value)
+    return Text(text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…", style=style)
+
+
+class DiffView(VerticalScroll):
+    """A table of differences; long values wrap. Every cell is plain text, never markup."""
+
+    DEFAULT_CSS = """
+    DiffView { padding: 0 1; }
+    DiffView > #diff-title { margin-bottom: 1; text-style: bold; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="diff-title", markup=False)
+        yield Static("", id="diff-table", markup=False)
+
+    def show(self, title: str, entries: list[DiffEntry] | None, message: str = "") -> None:
+        self.query_one("#diff-title", Static).update(Text(title))
+        body = self.query_one("#diff-table", Static)
+        if entries is None:
+            body.update(Text(message or "nothing to compare with", style="dim"))
+            return
+        if not entries:
+            body.update(Text("no differences", style="dim"))
+            return
+        table = Table(expand=True, show_lines=True, box=None, padding=(0, 1))
+        table.add_column("section", no_wrap=True, style="bold")
+        table.add_column("key", ratio=1)
+        table.add_column("before", ratio=2)
+        table.add_column("after", ratio=2)
+        for entry in entries:
+            table.add_row(Text(entry.section), Text(entry.key), cell(entry.before, "red"), cell(entry.after, "green"))
+        body.update(table)

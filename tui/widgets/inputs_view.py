@@ -1,0 +1,90 @@
+"""The Inputs tab: the kickoff inputs and every ``{placeholder}``, each in an editable field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Label, Static
+
+from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.tui.widgets.overview_view import plain
+
+
+class InputsView(VerticalScroll):
+    """Posts :class:`InputsView.InputsEdited` with the inputs as edited (all of them) and which changed."""
+
+    DEFAULT_CSS = """
+    InputsView { padding: 0 1; }
+    InputsView > #inputs-summary { margin-bottom: 1; }
+    InputsView .input-row { height: auto; margin-bottom: 1; }
+    InputsView .input-row Label { text-style: bold; }
+    InputsView .input-row.-changed Label { color: $warning; }
+    """
+
+    @dataclass
+    class InputsEdited(Message):
+        inputs: dict[str, Any]
+        changed: dict[str, str]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.original: dict[str, Any] = {}
+        self.keys: list[str] = []
+        self.changed: dict[str, str] = {}
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="inputs-summary", markup=False)
+
+    async def show(self, info: CheckpointInfo | None, message: str = "") -> None:
+        self._generation += 1
+        self.changed = {}
+        await self.remove_children(".input-row")
+        summary = self.query_one("#inputs-summary", Static)
+        if info is None:
+            self.original, self.keys = {}, []
+            summary.update(Text(message or "No inputs.", style="dim"))
+            return
+        self.original = dict(info.inputs)
+        self.keys = list(dict.fromkeys([*info.inputs, *info.placeholders]))
+        if not self.keys:
+            summary.update(Text("This checkpoint takes no inputs.", style="dim"))
+            return
+        summary.update(Text("Inputs from the original kickoff, plus every {placeholder}. Edit, then fork (f)."))
+        rows = []
+        for position, key in enumerate(self.keys):
+            value = plain(self.original[key]) if key in self.original else ""
+            rows.append(
+                Vertical(
+                    Label(Text(key)),
+                    Input(value=value, placeholder=f"{{{key}}}", id=f"input-{self._generation}-{position}"),
+                    classes="input-row",
+                )
+            )
+        await self.mount_all(rows)
+
+    def current(self) -> dict[str, Any]:
+        """The inputs as edited: the originals with every changed field applied."""
+        return {**self.original, **self.changed}
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if event.input.id is None or not event.input.id.startswith(f"input-{self._generation}-"):
+            return
+        key = self.keys[int(event.input.id.rsplit("-", 1)[1])]
+        before = plain(self.original[key]) if key in self.original else ""
+        if event.value == before:
+            self.changed.pop(key, None)
+        else:
+            self.changed[key] = event.value
+        row = event.input.parent
+        if row is not None:
+            row.set_class(key in self.changed, "-changed")
+        self.post_message(self.InputsEdited(self.current(), dict(self.changed)))

@@ -1,0 +1,109 @@
+"""The Overview tab: a checkpoint's metadata, its entity, and a flow's methods and state."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.providers.base import CheckpointMeta
+
+
+def plain(value: Any) -> str:
+    """A value as display text: strings as they are, everything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def size_text(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / 1024 / 1024:.1f} MiB"
+
+
+def facts_table(rows: list[tuple[str, str]]) -> Table:
+    """Key/value rows; every cell is a ``Text`` so nothing in a value is read as markup."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    return table
+
+
+class OverviewView(VerticalScroll):
+    """Metadata first, then what the entity holds."""
+
+    DEFAULT_CSS = """
+    OverviewView { padding: 0 1; }
+    OverviewView > #overview-problem { color: $error; text-style: bold; margin-bottom: 1; }
+    OverviewView > #overview-problem.-empty { display: none; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="overview-problem", classes="-empty", markup=False)
+        yield Static("", id="overview-body", markup=False)
+
+    def show(self, meta: CheckpointMeta, info: CheckpointInfo | None, problem: str | None = None) -> None:
+        problem_widget = self.query_one("#overview-problem", Static)
+        problem_widget.update(Text(f"✗ {problem}") if problem else Text(""))
+        problem_widget.set_class(not problem, "-empty")
+        rows = [
+            ("id", meta.id),
+            ("parent", meta.parent_id or "(none: the first checkpoint)"),
+            ("branch", meta.branch),
+            ("lineage", meta.lineage or "?"),
+            ("sequence", str(meta.sequence)),
+            ("time", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.created_at))),
+            ("trigger", meta.trigger or "?"),
+            ("size", size_text(meta.size)),
+            ("entity", f"{meta.entity_kind} {meta.entity_name}".strip() or "?"),
+            ("progress", f"{meta.tasks_done}/{meta.tasks_total} tasks" if meta.tasks_total else "-"),
+            ("schema", f"{meta.schema_version} (crewpoint {meta.version or '?'})"),
+            ("location", meta.location or "?"),
+        ]
+        parts: list[RenderableType] = [facts_table(rows)]
+        if info is not None:
+            parts.extend(self._entity_parts(info))
+        self.query_one("#overview-body", Static).update(Group(*parts))
+
+    def _entity_parts(self, info: CheckpointInfo) -> list[RenderableType]:
+        parts: list[RenderableType] = []
+        if info.inputs:
+            parts += [
+                Text("\nInputs", style="bold underline"),
+                facts_table([(k, plain(v)) for k, v in info.inputs.items()]),
+            ]
+        if info.tasks:
+            done = sum(1 for t in info.tasks if t.done)
+            parts.append(Text(f"\n{info.kind} {info.name}: {done} of {len(info.tasks)} tasks done", style="bold"))
+        if info.kind == "flow":
+            parts.append(Text("\nFlow methods run", style="bold underline"))
+            if info.method_outputs:
+                parts.append(
+                    facts_table([(f"{i + 1}. {name}", plain(out)) for i, (name, out) in enumerate(info.method_outputs)])
+                )
+            else:
+                parts.append(Text("(none yet)", style="dim"))
+            parts.append(Text("\nFlow state", style="bold underline"))
+            state = info.flow_state
+            if isinstance(state, dict):
+                parts.append(facts_table([(str(k), plain(v)) for k, v in state.items()]))
+            else:
+                parts.append(Text(plain(state)))
+        parts.append(Text(f"\n{len(info.events)} events recorded", style="dim"))
+        return parts

@@ -1,0 +1,216 @@
+"""The run panel: starts a resume or fork as a child process and streams its progress.
+
+The child prints one JSON object per line (``--progress json``); errors go to stderr. Cancelling sends SIGINT,
+on which the child writes a checkpoint and exits with 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Label, ProgressBar, RichLog
+
+EXIT_INTERRUPTED = 130
+CHECKPOINT_EVENTS = ("checkpoint", "checkpoint_completed")
+"""Progress events that mean a checkpoint was written."""
+
+
+@dataclass(slots=True)
+class RunRequest:
+    """A run to start: the command, what it is for, and how many tasks it will run."""
+
+    argv: list[str]
+    title: str
+    branch: str
+    total: int = 0
+    source_id: str = ""
+
+
+class RunPanel(Vertical):
+    """Shown while a run goes and after it ends. Posts :class:`Progress` per line and :class:`Finished` once."""
+
+    DEFAULT_CSS = """
+    RunPanel { height: 12; border-top: solid $accent; padding: 0 1; display: none; }
+    RunPanel.-shown { display: block; }
+    RunPanel > #run-title { text-style: bold; }
+    RunPanel.-failed > #run-title { color: $error; }
+    RunPanel.-ok > #run-title { color: $success; }
+    RunPanel > RichLog { height: 1fr; background: $surface; }
+    """
+
+    @dataclass
+    class Progress(Message):
+        event: dict[str, Any]
+
+    @dataclass
+    class Finished(Message):
+        request: RunRequest
+        returncode: int
+        error: str = ""
+        result: Any = None
+        checkpoints: list[str] = field(default_factory=list)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.request: RunRequest | None = None
+        self.process: subprocess.Popen[str] | None = None
+        self.cancelled = False
+        self._done = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="run-title", markup=False)
+        yield ProgressBar(total=1, show_eta=False, id="run-progress")
+        yield RichLog(id="run-log", wrap=True, markup=False, max_lines=2000)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, request: RunRequest) -> None:
+        self.request = request
+        self.cancelled = False
+        self._done = 0
+        self.remove_class("-failed", "-ok")
+        self.add_class("-shown")
+        self.query_one("#run-title", Label).update(Text(f"▶ {request.title}"))
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(request.total, 1), progress=0)
+        log = self.query_one(RichLog)
+        log.clear()
+        self._run(request)
+
+    def cancel(self) -> bool:
+        """Ask the child to stop (SIGINT: it checkpoints, then exits). False when nothing runs."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return False
+        self.cancelled = True
+        process.send_signal(signal.SIGINT)
+        self.query_one(RichLog).write(Text("cancelling: sent SIGINT, waiting for the run to checkpoint…", style="bold"))
+        return True
+
+    def hide(self) -> None:
+        if not self.running:
+            self.remove_class("-shown")
+
+    def on_unmount(self) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="run")
+    def _run(self, request: RunRequest) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        try:
+            process = subprocess.Popen(
+                request.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.post_message(self.Finished(request, -1, f"could not start the run: {exc.strerror}"))
+            return
+        self.process = process
+        errors: list[str] = []
+        reader = threading.Thread(target=_drain, args=(process, errors), daemon=True)
+        reader.start()
+        result: Any = None
+        checkpoints: list[str] = []
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = {"event": "log", "text": line}
+            if not isinstance(event, dict):
+                event = {"event": "log", "text": line}
+            if event.get("event") == "finished":
+                result = event.get("result")
+                if event.get("checkpoint_id"):
+                    checkpoints.append(str(event["checkpoint_id"]))
+            if event.get("event") in CHECKPOINT_EVENTS and event.get("checkpoint_id"):
+                checkpoints.append(str(event["checkpoint_id"]))
+            self.post_message(self.Progress(event))
+        returncode = process.wait()
+        reader.join(timeout=5)
+        error = next((e for e in reversed(errors) if e.strip()), "")
+        self.post_message(self.Finished(request, returncode, error.strip(), result, checkpoints))
+
+    @on(Progress)
+    def _progress(self, message: Progress) -> None:
+        event = message.event
+        kind = str(event.get("event", ""))
+        log = self.query_one(RichLog)
+        name = str(event.get("task_name") or "")
+        if kind == "started":
+            rerun = event.get("rerun")
+            if isinstance(rerun, list):
+                self.query_one(ProgressBar).update(total=max(len(rerun), 1))
+            what = "fork" if event.get("fork") else "resume"
+            log.write(Text(f"{what} of {event.get('kind', '')} {event.get('name', '')} on ⎇ {event.get('branch', '')}"))
+        elif kind == "task_started":
+            log.write(Text.assemble(("▶ ", "bold"), f"task {name} started"))
+        elif kind == "task_completed":
+            self._done += 1
+            self.query_one(ProgressBar).update(progress=self._done)
+            output = " ".join(str(event.get("output") or "").split())
+            line = Text.assemble(("✓ ", "bold green"), f"task {name} done")
+            if output:
+                line.append(f": {output[:160]}", style="dim")
+            log.write(line)
+        elif kind in CHECKPOINT_EVENTS:
+            ident = str(event.get("checkpoint_id") or "")[:8]
+            log.write(Text(f"◆ checkpoint {ident} on {event.get('branch', '')}", style="dim"))
+        elif kind == "finished":
+            log.write(Text("■ finished", style="bold"))
+        elif kind == "log":
+            log.write(Text(str(event.get("text", "")), style="dim"))
+        elif kind and not kind.startswith(("llm_", "tool_", "memory_", "knowledge_")):
+            log.write(Text(f"· {kind} {name}".rstrip(), style="dim"))
+
+    @on(Finished)
+    def _finished(self, message: Finished) -> None:
+        self.process = None
+        title = self.query_one("#run-title", Label)
+        request = message.request
+        if message.returncode == 0:
+            self.add_class("-ok")
+            title.update(Text(f"✓ {request.title}: finished"))
+        elif message.returncode == EXIT_INTERRUPTED or self.cancelled:
+            self.add_class("-failed")
+            title.update(Text(f"■ {request.title}: cancelled; resume (e) from its last checkpoint to go on"))
+        else:
+            self.add_class("-failed")
+            title.update(Text(f"✗ {request.title}: failed (exit {message.returncode})"))
+        if message.error:
+            self.query_one(RichLog).write(Text(message.error, style="red"))
+
+
+def _drain(process: subprocess.Popen[str], into: list[str]) -> None:
+    assert process.stderr is not None
+    for line in process.stderr:
+        into.append(line.rstrip("\n"))
+        del into[:-50]

@@ -1,0 +1,197 @@
+"""How the tree groups a store's metadata: entity → branch segment → checkpoints, forks under their source.
+
+Pure data, built from :class:`CheckpointMeta` only (no bodies), so it can be computed in a worker thread for
+stores of any size. A *segment* is one unbroken parent chain on one branch of one lineage: a fork starts a new
+segment whose source is the checkpoint it was forked from; a resume on the same branch continues its segment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from crewpoint.providers.base import CheckpointMeta
+
+TERMINAL_TRIGGERS = frozenset({"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"})
+"""A branch whose newest checkpoint has one of these triggers has finished."""
+
+LIVE_WINDOW = 10.0
+"""Seconds after its newest checkpoint during which an unfinished branch counts as live."""
+
+EntityKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRef:
+    """Tree node data: an entity (kind, name)."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRef:
+    """Tree node data: one branch segment, by its stable key."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """Tree node data: one checkpoint, by id."""
+
+    id: str
+
+
+NodeRef = EntityRef | SegmentRef | CheckpointRef
+
+
+@dataclass(slots=True)
+class Segment:
+    key: str
+    entity: EntityKey
+    branch: str
+    lineage: str
+    metas: list[CheckpointMeta] = field(default_factory=list)
+    source_id: str | None = None
+    """The checkpoint this segment was forked from (its first checkpoint's parent), if it is in the store."""
+
+    @property
+    def head(self) -> CheckpointMeta:
+        return self.metas[-1]
+
+    @property
+    def finished(self) -> bool:
+        head = self.head
+        return head.trigger in TERMINAL_TRIGGERS or (head.tasks_total > 0 and head.tasks_done >= head.tasks_total)
+
+    def is_live(self, now: float | None = None) -> bool:
+        head = self.head
+        if head.damaged or self.finished:
+            return False
+        return (now if now is not None else time.time()) - head.created_at < LIVE_WINDOW
+
+
+def _order(meta: CheckpointMeta) -> tuple[int, float, str]:
+    return (meta.sequence, meta.created_at, meta.id)
+
+
+def matches(meta: CheckpointMeta, query: str) -> bool:
+    """Does ``meta`` match a filter? Words must all match; ``branch:``, ``trigger:``, ``entity:`` narrow a word."""
+    for word in query.lower().split():
+        field_name, _, needle = word.partition(":")
+        if needle and field_name == "branch":
+            if needle not in meta.branch.lower():
+                return False
+        elif needle and field_name == "trigger":
+            if needle not in meta.trigger.lower():
+                return False
+        elif needle and field_name == "entity":
+            if needle not in f"{meta.entity_kind} {meta.entity_name}".lower():
+                return False
+        else:
+            haystack = " ".join(
+                (meta.id, meta.branch, meta.trigger, meta.entity_kind, meta.entity_name, meta.damaged or "")
+            ).lower()
+            if word not in haystack:
+                return False
+    return True
+
+
+@dataclass(slots=True)
+class StoreIndex:
+    """The grouped view of a store's metadata."""
+
+    metas: dict[str, CheckpointMeta] = field(default_factory=dict)
+    segments: dict[str, Segment] = field(default_factory=dict)
+    segment_of: dict[str, str] = field(default_factory=dict)
+    entities: dict[EntityKey, list[str]] = field(default_factory=dict)
+    """Entity → keys of its top-level segments (those with no source in view), oldest first."""
+    forks: dict[str, list[str]] = field(default_factory=dict)
+    """Checkpoint id → keys of the segments forked from it, oldest first."""
+    query: str = ""
+    total: int = 0
+
+    @classmethod
+    def build(cls, metas: list[CheckpointMeta], query: str = "") -> StoreIndex:
+        index = cls(query=query.strip(), total=len(metas))
+        groups: dict[tuple[str, str, EntityKey], list[CheckpointMeta]] = defaultdict(list)
+        for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True):
+            groups[(lineage, meta.branch, entity)].append(meta)
+        all_ids = {meta.id for meta in metas}
+        chains: list[Segment] = []
+        for (lineage, branch, entity), members in groups.items():
+            members.sort(key=_order)
+            own: dict[str, Segment] = {}
+            for meta in members:
+                segment = own.get(meta.parent_id) if meta.parent_id else None
+                if segment is not None and segment.head.id != meta.parent_id:
+                    segment = None  # a second child on the same branch (a resume from an earlier checkpoint)
+                if segment is None:
+                    segment = Segment(
+                        key=f"{entity[0]}/{entity[1]}/{lineage}/{branch}/{meta.id}",
+                        entity=entity,
+                        branch=branch,
+                        lineage=lineage,
+                        source_id=meta.parent_id if meta.parent_id in all_ids else None,
+                    )
+                    chains.append(segment)
+                segment.metas.append(meta)
+                own[meta.id] = segment
+        visible = [meta for meta in metas if not index.query or matches(meta, index.query)]
+        visible_ids = {meta.id for meta in visible}
+        chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
+        for segment in chains:
+            if index.query:
+                segment.metas = [m for m in segment.metas if m.id in visible_ids]
+                if not segment.metas:
+                    continue
+            index.segments[segment.key] = segment
+            for meta in segment.metas:
+                index.metas[meta.id] = meta
+                index.segment_of[meta.id] = segment.key
+        for segment in index.segments.values():
+            if segment.source_id is not None and segment.source_id in index.metas:
+                index.forks.setdefault(segment.source_id, []).append(segment.key)
+            else:
+                index.entities.setdefault(segment.entity, []).append(segment.key)
+        index.entities = dict(sorted(index.entities.items()))
+        return index
+
+    def top_level_branch_names(self, entity: EntityKey) -> list[str]:
+        return [self.segments[key].branch for key in self.entities.get(entity, [])]
+
+    def entity_count(self, entity: EntityKey) -> int:
+        return sum(1 for s in self.segments.values() if s.entity == entity for _ in s.metas)
+
+    def live_branches(self, now: float | None = None) -> set[str]:
+        return {s.key for s in self.segments.values() if s.is_live(now)}
+
+    def segments_newest_first(self) -> list[Segment]:
+        return sorted(self.segments.values(), key=lambda s: s.head.created_at, reverse=True)
+
+
+def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
+    """Lineage and entity of each meta; a damaged one (which knows only its name) borrows its neighbour's."""
+    by_id = {meta.id: meta for meta in metas}
+    child_of: dict[str, CheckpointMeta] = {}
+    for meta in metas:
+        if meta.parent_id and not meta.damaged:
+            child_of.setdefault(meta.parent_id, meta)
+    out: list[tuple[str, EntityKey]] = []
+    for meta in metas:
+        if meta.damaged and not meta.lineage:
+            parent = by_id.get(meta.parent_id or "")
+            neighbour = parent if parent is not None and not parent.damaged else child_of.get(meta.id)
+            if neighbour is not None and neighbour.branch == meta.branch:
+                out.append((neighbour.lineage, _entity_of(neighbour)))
+                continue
+        out.append((meta.lineage, _entity_of(meta)))
+    return out
+
+
+def _entity_of(meta: CheckpointMeta) -> EntityKey:
+    if meta.entity_kind or meta.entity_name:
+        return (meta.entity_kind or "entity", meta.entity_name or "unnamed")
+    return ("damaged" if meta.damaged else "entity", "unknown")

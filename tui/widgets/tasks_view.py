@@ -1,0 +1,71 @@
+"""The Tasks tab: a progress bar and one card per task; edited outputs are collected here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import ProgressBar, Static
+
+from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.tui.widgets.task_card import TaskCard
+
+
+class TasksView(VerticalScroll):
+    """Shows a checkpoint's tasks. Posts :class:`TasksView.OutputsEdited` with every output that differs."""
+
+    DEFAULT_CSS = """
+    TasksView { padding: 0 1; }
+    TasksView > #tasks-summary { margin-bottom: 1; }
+    TasksView > ProgressBar { margin-bottom: 1; }
+    """
+
+    @dataclass
+    class OutputsEdited(Message):
+        outputs: dict[int, str]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.edits: dict[int, str] = {}
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="tasks-summary", markup=False)
+        yield ProgressBar(total=1, show_eta=False, id="tasks-progress")
+
+    async def show(self, info: CheckpointInfo | None, message: str = "") -> None:
+        self.edits = {}
+        self._generation += 1
+        await self.remove_children(TaskCard)
+        bar = self.query_one(ProgressBar)
+        summary = self.query_one("#tasks-summary", Static)
+        if info is None or not info.tasks:
+            summary.update(Text(message or "This checkpoint holds no tasks.", style="dim"))
+            bar.display = False
+            return
+        done = sum(1 for t in info.tasks if t.done)
+        bar.display = True
+        bar.update(total=len(info.tasks), progress=done)
+        summary.update(Text(f"{done} of {len(info.tasks)} tasks done. Edit a finished output, then fork (f)."))
+        cards = [TaskCard(task, id=f"task-{self._generation}-{task.index}") for task in info.tasks]
+        await self.mount_all(cards)
+
+    def mark_rerun(self, rerun: list[int]) -> None:
+        wanted = set(rerun)
+        for card in self.query(TaskCard):
+            card.set_rerun(card.task_info.index in wanted)
+
+    @on(TaskCard.OutputEdited)
+    def _edited(self, event: TaskCard.OutputEdited) -> None:
+        event.stop()
+        card = next((c for c in self.query(TaskCard) if c.task_info.index == event.index), None)
+        original = card.task_info.output if card is not None else None
+        if event.text == (original or ""):
+            self.edits.pop(event.index, None)
+        else:
+            self.edits[event.index] = event.text
+        self.post_message(self.OutputsEdited(dict(self.edits)))
