@@ -309,6 +309,7 @@ _STOPWORDS = frozenset(
     such than that the their theirs them themselves then there these they this those through to too under
     until up use using very was we were what when where which while who whom why will with would you your
     yours yourself yourselves task expected output answer write give make provide return final using based
+    current context earlier tasks relevant memories knowledge crew previous
     """.split()
 )
 _OPENERS = (
