@@ -21,7 +21,7 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	touch $@ $(STAMP_RUN)
 
 demo: $(STAMP_RUN)
-	$(VENV)/bin/crewpoint demo
+	$(VENV)/bin/crewpoint demo --live --location .demo/.checkpoints
 
 demo-headless: $(STAMP_RUN)
 	$(VENV)/bin/crewpoint demo
@@ -40,6 +40,9 @@ test: lint typecheck pytest
 
 bench: $(STAMP_DEV)
 	$(PY) bench/run.py
+
+screenshots: $(STAMP_DEV)
+	$(PY) scripts/export_screenshots.py screenshots
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -129,3 +129,16 @@ def run_demo(
     result = crew.kickoff(inputs=inputs or DEMO_INPUTS)
     flow_result = TriageFlow(checkpoint=config).kickoff()
     return result, flow_result
+
+
+def seed_demo_store(location: str, provider: str = "json") -> None:
+    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``), written quickly."""
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    store = SqliteProvider() if provider == "sqlite" else JsonProvider()
+    crew = demo_crew(checkpoint=CheckpointConfig(location=location, provider=store))
+    crew.kickoff(inputs=DEMO_INPUTS)
+    second = sorted((m for m in store.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)[1]
+    fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="shorter-outline")
+    fork.override_output("outline", "1. What a crash costs  2. Checkpoints  3. Forks for what-if questions")
+    fork.kickoff()

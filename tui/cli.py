@@ -104,13 +104,21 @@ def main(ctx: click.Context, debug: bool) -> None:
     show_default=True,
     help="Checkpoint storage.",
 )
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Open the app on a fresh demo store (a run and a fork) while a slow demo run writes into it.",
+)
 @click.pass_context
-def demo(ctx: click.Context, location: str, delay: float, provider: str) -> None:
+def demo(ctx: click.Context, location: str, delay: float, provider: str, live: bool) -> None:
     """Run the bundled example crew and flow on the offline model, checkpointing as they go."""
     from crewpoint.demo import run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
         location = "./.checkpoints.db"
+    if live:
+        _live_demo(location, provider, delay or 3.0)
+        return
     try:
         result, flow_result = run_demo(location=location, delay=delay, provider=provider)
     except KeyboardInterrupt:
@@ -126,6 +134,45 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str) -> None
         click.echo()
     click.echo(f"== triage flow\n{flow_result}")
     click.echo(f"\ncheckpoints: {location}", err=True)
+
+
+def _live_demo(location: str, provider: str, delay: float) -> None:
+    """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
+    import shutil
+    import subprocess
+
+    from crewpoint.demo import seed_demo_store
+
+    if os.path.isdir(location):
+        shutil.rmtree(location)
+    elif os.path.exists(location):
+        os.remove(location)
+    click.echo(f"making a demo store at {location} …", err=True)
+    seed_demo_store(location, provider)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "crewpoint.tui.cli",
+            "demo",
+            "--location",
+            location,
+            "--provider",
+            provider,
+            "--delay",
+            str(delay),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        from crewpoint.tui.app import make_app
+
+        make_app(location).run()
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            child.wait(timeout=10)
 
 
 # -- crewpoint checkpoint ----------------------------------------------------------------------------------------

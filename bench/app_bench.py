@@ -1,0 +1,135 @@
+"""Benchmarks of the command line and the terminal app on large stores."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from run import Row
+from stores import fill_store
+
+CLI = [sys.executable, "-m", "crewpoint.tui.cli"]
+
+
+def _wall(args: list[str], runs: int = 7) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _stores() -> dict[str, str]:
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    paths = {"json1k": "store1k", "json10k": "store10k", "db10k": "store10k.db", "db1k": "store1k.db"}
+    if not Path(paths["json10k"]).exists():
+        fast = JsonProvider(fsync=False)
+        fill_store(fast, paths["json1k"], 1000)
+        fill_store(fast, paths["json10k"], 10_000)
+        fill_store(SqliteProvider(), paths["db1k"], 1000)
+        fill_store(SqliteProvider(), paths["db10k"], 10_000)
+    return paths
+
+
+def bench_cli() -> list[Row]:
+    s = _stores()
+    rows = [
+        Row("crewpoint --help", _wall([*CLI, "--help"]), "s", 0.15, "CrewAI: 0.21 s"),
+        Row("checkpoint list, 1,000 (JSON)", _wall([*CLI, "checkpoint", "list", s["json1k"]]), "s", 0.15, "CrewAI: 1.6 s"),
+        Row("checkpoint list, 10,000 (JSON)", _wall([*CLI, "checkpoint", "list", s["json10k"]]), "s", 0.5),
+        Row("checkpoint list, 1,000 (SQLite)", _wall([*CLI, "checkpoint", "list", s["db1k"]]), "s", 0.15),
+        Row("checkpoint list, 10,000 (SQLite)", _wall([*CLI, "checkpoint", "list", s["db10k"]]), "s", 0.5),
+        Row(
+            "checkpoint info, 10,000-row SQLite",
+            _wall([*CLI, "checkpoint", "info", s["db10k"]]),
+            "s",
+            0.15,
+            "CrewAI: 0.27 s on 1,000",
+        ),
+    ]
+    return rows
+
+
+async def _first_paint(location: str) -> float:
+    from crewpoint.screens.browser import BrowserScreen
+    from crewpoint.tui.app import make_app
+
+    start = time.perf_counter()
+    app = make_app(location, watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        while not (isinstance(app.screen, BrowserScreen) and app.screen.metas):
+            await pilot.pause(0.005)
+        return time.perf_counter() - start
+
+
+async def _live_latency(location: str, samples: int = 20) -> list[float]:
+    from crewpoint.screens.browser import BrowserScreen
+    from crewpoint.tui.app import make_app
+
+    writer_code = (
+        "import sys, time, uuid\n"
+        "from dataclasses import replace\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from stores import demo_records\n"
+        "from crewpoint.providers import provider_for\n"
+        "from crewpoint.providers.base import CheckpointRecord\n"
+        "record = demo_records()[0]\n"
+        "provider = provider_for(sys.argv[1])\n"
+        "print('ready', flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    cid = uuid.uuid4().hex\n"
+        "    meta = replace(record.meta, id=cid, branch='live', lineage=cid, parent_id=None, created_at=time.time())\n"
+        "    provider.write(sys.argv[1], CheckpointRecord(meta=meta, body=record.body))\n"
+        "    print(cid, time.time(), flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", writer_code, location, str(Path(__file__).parent)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdout.readline()
+    latencies: list[float] = []
+    app = make_app(location, watch=True)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            while not (isinstance(app.screen, BrowserScreen) and app.screen.metas):
+                await pilot.pause(0.01)
+            await pilot.pause(0.5)
+            screen = app.screen
+            for _ in range(samples):
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                cid, written = proc.stdout.readline().split()
+                while cid not in screen.index.metas:
+                    await pilot.pause(0.005)
+                latencies.append(time.time() - float(written))
+                await pilot.pause(0.3)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    return latencies
+
+
+def bench_app() -> list[Row]:
+    s = _stores()
+    paint = statistics.median(asyncio.run(_first_paint(s["json10k"])) for _ in range(3))
+    paint_db = statistics.median(asyncio.run(_first_paint(s["db10k"])) for _ in range(3))
+    live = statistics.median(asyncio.run(_live_latency("live-store")))
+    return [
+        Row("app: start to first painted tree, 10,000 (JSON)", paint, "s", 0.5, "CrewAI: 1.5 s on 1,000"),
+        Row("app: start to first painted tree, 10,000 (SQLite)", paint_db, "s", 0.5),
+        Row("app: checkpoint from another process appears", live, "s", 0.5, "median of 20"),
+    ]
+
+
+def app_benches() -> list[Callable[[], list[Row]]]:
+    return [bench_cli, bench_app]
