@@ -261,9 +261,12 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)
+    heartbeat = Heartbeat(state) if state.config is not None else None
+    status = "finished"
     try:
         yield state
-    except BaseException:
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
         signal_name, state.pending_signal = state.pending_signal, None
         if signal_name is not None:
             _emit_signal(state, signal_name)
@@ -272,6 +275,56 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
         _restore_signal_handlers(previous)
         _current.reset(token)
         writer.flush()
+        if heartbeat is not None:
+            heartbeat.stop(status)
+
+
+class Heartbeat:
+    """Keeps a small record of the run in its store (pid, host, start, last beat, status) while it runs."""
+
+    def __init__(self, state: RuntimeState) -> None:
+        from crewpoint.providers.runs import RunInfo, this_host
+
+        assert state.config is not None
+        self.state = state
+        self.location = state.config.location
+        now = time.time()
+        self.info = RunInfo(
+            run_id=uuid.uuid4().hex[:16],
+            pid=os.getpid(),
+            host=this_host(),
+            started_at=now,
+            last_beat=now,
+            branch=state.branch,
+            lineage=state.lineage,
+            entity_kind=state.root.entity_kind,
+            entity_name=state.root.entity_name,
+            checkpoint_id=state.checkpoint_id,
+        )
+        self._stop = threading.Event()
+        self._beat()
+        self._thread = threading.Thread(target=self._loop, name="crewpoint-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self, status: str = "running") -> None:
+        from crewpoint.providers.runs import write_run
+
+        self.info = self.info.beat(status=status, branch=self.state.branch, checkpoint_id=self.state.checkpoint_id)
+        try:
+            write_run(self.location, self.info)
+        except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
+            log.debug("heartbeat for %s not written: %s", self.location, exc)
+
+    def _loop(self) -> None:
+        from crewpoint.providers.runs import BEAT_INTERVAL
+
+        while not self._stop.wait(BEAT_INTERVAL):
+            self._beat()
+
+    def stop(self, status: str) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._beat(status)
 
 
 def _emit_signal(state: RuntimeState, name: str) -> None:

@@ -71,7 +71,7 @@ def test_sigint_mid_run_writes_a_checkpoint_before_exiting(tmp_path: Path) -> No
     )
     proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
     deadline = time.time() + 30
-    while time.time() < deadline and not (Path("sig").exists() and any(Path("sig").rglob("*.json"))):
+    while time.time() < deadline and not (Path("sig").exists() and any(Path("sig", "main").glob("*.json"))):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def checkpoint_files(folder: str) -> list[Path]:
-    return sorted(Path(folder).rglob("*.json"), key=lambda p: p.name)
+    return sorted((p for p in Path(folder).rglob("*.json") if ".runs" not in p.parts), key=lambda p: p.name)
 
 
 def tutorial_crew(**kwargs: Any) -> Crew:
