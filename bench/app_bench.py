@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from run import Row
+from run import Row, bench_env
 from stores import fill_store
 
 CLI = [sys.executable, "-m", "crewpoint.tui.cli"]
@@ -18,9 +18,10 @@ CLI = [sys.executable, "-m", "crewpoint.tui.cli"]
 
 def _wall(args: list[str], runs: int = 7) -> float:
     times = []
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bench_env())
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bench_env())
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -42,7 +43,13 @@ def bench_cli() -> list[Row]:
     s = _stores()
     rows = [
         Row("crewpoint --help", _wall([*CLI, "--help"]), "s", 0.15, "CrewAI: 0.21 s"),
-        Row("checkpoint list, 1,000 (JSON)", _wall([*CLI, "checkpoint", "list", s["json1k"]]), "s", 0.15, "CrewAI: 1.6 s"),
+        Row(
+            "checkpoint list, 1,000 (JSON)",
+            _wall([*CLI, "checkpoint", "list", s["json1k"]]),
+            "s",
+            0.15,
+            "CrewAI: 1.6 s",
+        ),
         Row("checkpoint list, 10,000 (JSON)", _wall([*CLI, "checkpoint", "list", s["json10k"]]), "s", 0.5),
         Row("checkpoint list, 1,000 (SQLite)", _wall([*CLI, "checkpoint", "list", s["db1k"]]), "s", 0.15),
         Row("checkpoint list, 10,000 (SQLite)", _wall([*CLI, "checkpoint", "list", s["db10k"]]), "s", 0.5),

@@ -14,7 +14,8 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.task import Task, interpolate
+from crewpoint.task import Task
+from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
-from crewpoint.task import Task, TaskOutput, interpolate
+from crewpoint.task import Task, TaskOutput
+from crewpoint.text import interpolate
 
 if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState

@@ -288,6 +288,7 @@ class Heartbeat:
         assert state.config is not None
         self.state = state
         self.location = state.config.location
+        self.sqlite = state.config.provider.kind == "sqlite"
         now = time.time()
         self.info = RunInfo(
             run_id=uuid.uuid4().hex[:16],
@@ -311,7 +312,7 @@ class Heartbeat:
 
         self.info = self.info.beat(status=status, branch=self.state.branch, checkpoint_id=self.state.checkpoint_id)
         try:
-            write_run(self.location, self.info)
+            write_run(self.location, self.info, sqlite=self.sqlite)
         except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
             log.debug("heartbeat for %s not written: %s", self.location, exc)
 

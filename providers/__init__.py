@@ -75,6 +75,22 @@ def is_sqlite_location(location: str) -> bool:
         return False
     if ref_id is not None or path.lower().endswith(SQLITE_SUFFIXES):
         return True
+    return has_sqlite_header(path)
+
+
+OPEN_DATABASES: set[str] = set()
+"""Absolute paths of the SQLite files this process holds connections to (kept by SqliteProvider)."""
+
+
+def has_sqlite_header(path: str) -> bool:
+    """Does the file start with the SQLite header?
+
+    Never opens a database this process is connected to: closing any descriptor of a file drops every POSIX
+    lock the process holds on it, SQLite's included, and another process could then checkpoint and delete the
+    WAL under our live connection.
+    """
+    if os.path.abspath(path) in OPEN_DATABASES:
+        return True
     try:
         with open(path, "rb") as handle:
             return handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC

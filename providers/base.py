@@ -7,7 +7,6 @@ JSON-ready dict with the entity's full state. Providers know nothing of crews; t
 from __future__ import annotations
 
 import abc
-import asyncio
 import builtins
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -85,6 +84,8 @@ class BaseProvider(abc.ABC):
         """Store ``record`` atomically; return its reference (a file path, or ``db#id``)."""
 
     async def awrite(self, location: str, record: CheckpointRecord) -> str:
+        import asyncio
+
         return await asyncio.to_thread(self.write, location, record)
 
     @abc.abstractmethod
@@ -93,6 +94,8 @@ class BaseProvider(abc.ABC):
         (a unique prefix is enough); with neither, the latest. Raises :class:`CheckpointError`."""
 
     async def aread(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
+        import asyncio
+
         return await asyncio.to_thread(self.read, location, checkpoint_id)
 
     @abc.abstractmethod

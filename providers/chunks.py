@@ -3,51 +3,73 @@
 A body (a JSON-ready dict) becomes a small *manifest* plus *chunks*, each chunk keyed by the sha256 of its
 exact JSON bytes:
 
-* a list longer than ``FANOUT`` becomes a tree: runs of ``FANOUT`` items are leaves, ``FANOUT`` leaf hashes
-  make a node, and so on up to one root. Appending to the list rewrites only the last leaf and the nodes above
-  it; changing one item rewrites its leaf and that leaf's ancestors. A run whose JSON is short (at most
-  ``LEAF_MAX``) is one leaf as is; otherwise its items go through these rules one by one;
+* a list longer than ``FANOUT`` becomes a tree. Its items are cut into leaves where the content says so (an
+  item whose checksum is 0 modulo ``BOUNDARY`` ends a leaf), and leaf hashes are grouped into nodes the same
+  way, up to one root. Because the cuts follow content, not positions, appending, changing, inserting or
+  dropping items (a sliding window included) rewrites only the leaves around the change and the nodes above
+  them. Short items sit in their leaf; longer ones are chunks of their own;
 * a dict with more than ``MAP_KEYS`` keys becomes the same kind of tree over its ``[key, value]`` pairs;
 * any other value (string, short list, dict) whose JSON is longer than ``INLINE_MAX`` is stored whole as one
   chunk, after its large parts (long lists, big dicts, long strings) went through these rules.
 
 Everything else stays inline. References in the encoded JSON are one-key dicts whose key starts with NUL;
 a dict of the body that has keys starting with NUL is wrapped (``ESC``), so every body round-trips exactly,
-key order included, as ``json.loads(json.dumps(body))`` would. Encoding works on JSON text produced by the
-C encoder, so splitting a large body costs little more than serialising it.
+key order included, as ``json.loads(json.dumps(body))`` would. Encoding works on JSON text made by the C
+encoder, each part encoded about once, so splitting a body costs little more than serialising it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import marshal
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FANOUT = 16
-INLINE_MAX = 256
-LEAF_MAX = 4096
-MAP_KEYS = 64
+FANOUT = 16  # lists up to this many items are plain lists; longer ones become trees
+MAP_KEYS = 64  # dicts up to this many keys are plain dicts; bigger ones become trees
+INLINE_MAX = 256  # a string or container this long or shorter stays inside its parent
+ITEM_INLINE = 512  # a list item this long or shorter stays inside its leaf
+LEAF_MAX = 4096  # a value up to this long, without long parts, is kept as one chunk
+BOUNDARY = 16  # on average one entry in BOUNDARY ends a leaf or a node
+RUN_BYTES = 16384  # a leaf or node also ends once this long ...
+RUN_MAX = 64  # ... or this many entries long
 
 REF = "\x00c"
 LIST = "\x00l"
 MAP = "\x00m"
 ESC = "\x00d"
+_NODE = "\x00n"
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _NUL = "\\u0000"
 _NUL_BYTES = b"\\u0000"
 _REF_OPEN = '{"\\u0000c":"'
 _LIST_OPEN = '{"\\u0000l":"'
 _MAP_OPEN = '{"\\u0000m":"'
 _ESC_OPEN = '{"\\u0000d":'
-_NODE = "\x00n"
 
 
-def _node_text(depth: int, items_text: str) -> str:
-    """A tree node: ``{"\\u0000n": depth, "v": [...]}``; items at depth 0, child hashes above."""
-    return '{"\\u0000n":' + str(depth) + ',"v":' + items_text + "}"
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+# json.dumps's own C encoder, built once: compact, key order kept, non-ASCII as is.
+_c_encoder = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+)
+_py_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_json(value: Any) -> str:
+    """Compact JSON text of ``value``, as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``."""
+    if _c_encoder is not None:
+        return "".join(_c_encoder(value, 0))
+    return _py_encoder.encode(value)  # pragma: no cover - Python builds without the C accelerator
 
 
 def json_bytes(text: str) -> bytes:
@@ -60,7 +82,16 @@ def json_bytes(text: str) -> bytes:
 
 def to_json_bytes(obj: Any) -> bytes:
     """Compact JSON bytes of ``obj`` (key order kept)."""
-    return json_bytes(_ENCODE(obj))
+    return json_bytes(encode_json(obj))
+
+
+def _node_text(depth: int, entries: Sequence[str]) -> str:
+    """A tree node: ``{"\\u0000n": depth, "v": [...]}``; items at depth 0, child hashes above."""
+    return '{"\\u0000n":' + str(depth) + ',"v":[' + ",".join(entries) + "]}"
+
+
+def _ends_run(text: str) -> bool:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % BOUNDARY == 0
 
 
 class MissingChunk(Exception):
@@ -73,17 +104,38 @@ class Chunk:
     children: frozenset[bytes]
 
 
+# An encoded value: its JSON text, the length of the original value's JSON, the chunks it refers to directly.
+Node = tuple[str, int, frozenset[bytes]]
+_NONE: frozenset[bytes] = frozenset()
+
+
+@dataclass(slots=True)
+class _Run:
+    """A leaf of a list, as cut by an earlier split: reused whole while the same items sit at the same place."""
+
+    end: int
+    key: bytes  # the exact content of its items (marshal bytes)
+    digest: bytes
+    size: int
+    chunks: dict[bytes, Chunk]  # the leaf and every chunk its items need
+
+
+@dataclass(slots=True)
+class Memo:
+    """What one split remembers for the next: encoded list items by content, and the leaves of each list
+    of the body (by its path), so that unchanged parts are neither encoded nor hashed again."""
+
+    items: dict[bytes, tuple[Node, dict[bytes, Chunk]]] = field(default_factory=dict)
+    runs: dict[tuple[Any, ...], dict[int, _Run]] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class Split:
     manifest: bytes
     roots: frozenset[bytes]
     chunks: dict[bytes, Chunk] = field(default_factory=dict)
-    size: int = 0  # length of the body as compact JSON
-
-
-# An encoded value: its JSON text, the length of the original value's JSON, the chunks it refers to directly.
-Node = tuple[str, int, frozenset[bytes]]
-_NONE: frozenset[bytes] = frozenset()
+    size: int = 0  # length of the body as compact JSON, in characters
+    memo: Memo = field(default_factory=Memo)
 
 
 def _flat(children: Iterable[Any]) -> bool:
@@ -100,10 +152,11 @@ def _flat(children: Iterable[Any]) -> bool:
     return True
 
 
-def _key_text(key: Any) -> str:
+def _key(key: Any) -> str:
+    """A dict key as JSON writes it (int, float, bool and None keys become strings)."""
     if isinstance(key, str):
-        return _ENCODE(key)
-    return _ENCODE({key: 0})[1:-3]  # json's own conversion of int, float, bool and None keys
+        return key
+    return str(json.loads(encode_json({key: 0})[1:-3]))
 
 
 def _union(nodes: Sequence[Node]) -> frozenset[bytes]:
@@ -113,9 +166,25 @@ def _union(nodes: Sequence[Node]) -> frozenset[bytes]:
     return refs[0] if len(refs) == 1 else frozenset().union(*refs)
 
 
+def _content(value: Any) -> bytes | None:
+    """The exact content of plain JSON data as bytes (types, key order and all); None for anything else.
+
+    Equal bytes mean equal data, so an encoding made for one is right for the other.
+    """
+    try:
+        return marshal.dumps(value, 2)
+    except ValueError:
+        return None
+
+
+Path = tuple[Any, ...] | None
+
+
 class _Splitter:
-    def __init__(self) -> None:
+    def __init__(self, memo: Memo) -> None:
         self.chunks: dict[bytes, Chunk] = {}
+        self.memo = memo
+        self.next = Memo()
 
     def store(self, text: str, children: Iterable[bytes]) -> bytes:
         data = json_bytes(text)
@@ -124,51 +193,59 @@ class _Splitter:
             self.chunks[digest] = Chunk(data, frozenset(children))
         return digest
 
+    def reuse(self, chunks: dict[bytes, Chunk]) -> None:
+        for digest, chunk in chunks.items():
+            self.chunks.setdefault(digest, chunk)
+
     @staticmethod
     def ref(opening: str, digest: bytes, size: int) -> Node:
         return opening + digest.hex() + '"}', size, frozenset((digest,))
 
-    def whole(self, value: Any) -> Node | None:
-        """``value`` encoded in one go if that is small enough to inline or to keep as one chunk."""
-        text = _ENCODE(value)
+    def encoded(self, text: str, inline: int) -> Node | None:
+        """A value from its JSON ``text`` when that needs no splitting: inline up to ``inline``, else one
+        chunk up to ``LEAF_MAX``. None when it must be split (too long, or keys that need escaping)."""
         if len(text) > LEAF_MAX or _NUL in text:
             return None
-        if len(text) <= INLINE_MAX:
+        if len(text) <= inline:
             return text, len(text), _NONE
         return self.ref(_REF_OPEN, self.store(text, ()), len(text))
 
-    def value(self, value: Any, top: bool = False) -> Node:
+    def value(self, value: Any, path: Path, top: bool = False, whole: bool = True) -> Node:
+        """Encode ``value`` found at ``path`` in the body (None below a list item).
+
+        ``whole=False`` when it is already known to be too large to keep in one piece.
+        """
         if isinstance(value, str):
-            text = _ENCODE(value)
+            text = encode_json(value)
             if len(text) > INLINE_MAX:
                 return self.ref(_REF_OPEN, self.store(text, ()), len(text))
             return text, len(text), _NONE
         if isinstance(value, list | tuple):
             if len(value) > FANOUT:
-                return self.list_tree(value)
-            if not top and _flat(value):
-                found = self.whole(value)
+                return self.list_tree(value, path)
+            if whole and not top and _flat(value):
+                found = self.encoded(encode_json(value), INLINE_MAX)
                 if found is not None:
                     return found
-            parts = [self.value(item) for item in value]
+            parts = [self.value(v, None if path is None else (*path, n)) for n, v in enumerate(value)]
             text = "[" + ",".join(p[0] for p in parts) + "]"
             size = sum(p[1] for p in parts) + max(len(parts) - 1, 0) + 2
             return self.maybe_chunk(text, size, _union(parts), top)
         if isinstance(value, dict):
             if len(value) > MAP_KEYS:
                 return self.map_tree(value)
-            if not top and _flat(value.values()):
-                found = self.whole(value)
+            if whole and not top and _flat(value.values()):
+                found = self.encoded(encode_json(value), INLINE_MAX)
                 if found is not None:
                     return found
-            keys = [_key_text(k) for k in value]
-            parts = [self.value(item) for item in value.values()]
+            keys = [encode_json(_key(k)) for k in value]
+            parts = [self.value(v, None if path is None else (*path, k)) for k, v in value.items()]
             text = "{" + ",".join(k + ":" + p[0] for k, p in zip(keys, parts, strict=True)) + "}"
             size = sum(len(k) + 1 + p[1] for k, p in zip(keys, parts, strict=True)) + max(len(parts) - 1, 0) + 2
             if any(isinstance(k, str) and k.startswith("\x00") for k in value):
                 text = _ESC_OPEN + text + "}"
             return self.maybe_chunk(text, size, _union(parts), top)
-        text = _ENCODE(value)
+        text = encode_json(value)
         return text, len(text), _NONE
 
     def maybe_chunk(self, text: str, size: int, refs: frozenset[bytes], top: bool) -> Node:
@@ -176,59 +253,131 @@ class _Splitter:
             return text, size, refs
         return self.ref(_REF_OPEN, self.store(text, refs), size)
 
-    def leaf(self, run: Sequence[Any], pairs: bool) -> tuple[bytes, int]:
-        """Store one run of items (``[key, value]`` pairs for a map); return its hash and JSON size."""
-        if _flat(v for _, v in run) if pairs else _flat(run):
-            text = _ENCODE(run)
-            if len(text) <= LEAF_MAX and _NUL not in text:
-                # "[a,b]" holds the items, commas and brackets; a pair "[k,v]" stands for "k:v" in the dict.
-                size = len(text) - 2 - (len(run) - 1) - (2 * len(run) if pairs else 0)
-                return self.store(_node_text(0, text), ()), size
-        if pairs:
-            encoded = [(_ENCODE(k), self.value(v)) for k, v in run]
-            parts = [p for _, p in encoded]
-            text = ",".join("[" + k + "," + p[0] + "]" for k, p in encoded)
-            size = sum(len(k) + 1 + p[1] for k, p in encoded)
-        else:
-            parts = [self.value(item) for item in run]
-            text = ",".join(p[0] for p in parts)
-            size = sum(p[1] for p in parts)
-        return self.store(_node_text(0, "[" + text + "]"), _union(parts)), size
+    def item(self, value: Any) -> tuple[Node, dict[bytes, Chunk]]:
+        """One list item (inline, one chunk, or split further) and the chunks it needs; remembered by content."""
+        if not isinstance(value, dict | list | tuple):
+            node = self.value(value, None)
+            return node, {d: self.chunks[d] for d in node[2]}
+        key = _content(value)
+        known = None if key is None else self.next.items.get(key) or self.memo.items.get(key)
+        if known is None:
+            outer, self.chunks = self.chunks, {}
+            try:
+                node = self.fresh_item(value)
+            finally:
+                made, self.chunks = self.chunks, outer
+            known = (node, made)
+        if key is not None:
+            self.next.items[key] = known
+        self.reuse(known[1])
+        return known
 
-    def tree(self, opening: str, items: Sequence[Any], pairs: bool) -> Node:
-        level: list[bytes] = []
-        size = len(items) - 1 + 2
-        for start in range(0, len(items), FANOUT):
-            digest, run_size = self.leaf(items[start : start + FANOUT], pairs)
-            level.append(digest)
-            size += run_size
-        depth = 1
-        while len(level) > 1:
-            nodes = []
-            for start in range(0, len(level), FANOUT):
-                group = level[start : start + FANOUT]
-                listed = ",".join('"' + d.hex() + '"' for d in group)
-                nodes.append(self.store(_node_text(depth, "[" + listed + "]"), group))
-            level = nodes
-            depth += 1
-        return self.ref(opening, level[0], size)
+    def fresh_item(self, value: Any) -> Node:
+        text = encode_json(value)
+        found = self.encoded(text, ITEM_INLINE)
+        if found is not None:
+            return found
+        return self.value(value, None, whole=len(text) <= LEAF_MAX)
 
-    def list_tree(self, items: Sequence[Any]) -> Node:
-        return self.tree(_LIST_OPEN, items, pairs=False)
+    def leaf(self, nodes: list[tuple[Node, dict[bytes, Chunk]]]) -> tuple[bytes, int, dict[bytes, Chunk]]:
+        digest = self.store(_node_text(0, [n[0][0] for n in nodes]), _union([n[0] for n in nodes]))
+        chunks = {digest: self.chunks[digest]}
+        for _, made in nodes:
+            chunks.update(made)
+        return digest, sum(n[0][1] for n in nodes), chunks
+
+    def list_tree(self, values: Sequence[Any], path: Path) -> Node:
+        """A long list as a tree. Leaves end where an item's checksum says so (or when too long), so a
+        leaf depends only on its own items; one cut at the same place last time is reused unencoded."""
+        earlier = self.memo.runs.get(path, {}) if path is not None else {}
+        runs: dict[int, _Run] = {}
+        leaves: list[bytes] = []
+        total = 0
+        count = len(values)
+        start = index = length = 0
+        pending: list[tuple[Node, dict[bytes, Chunk]]] = []
+        while index < count:
+            if not pending:
+                run = earlier.get(index)
+                if run is not None and run.end <= count and _content(values[index : run.end]) == run.key:
+                    self.reuse(run.chunks)
+                    leaves.append(run.digest)
+                    total += run.size
+                    runs[index] = run
+                    index = run.end
+                    continue
+                start, length = index, 0
+            node = self.item(values[index])
+            pending.append(node)
+            length += len(node[0][0]) + 1
+            index += 1
+            if _ends_run(node[0][0]) or len(pending) >= RUN_MAX or length >= RUN_BYTES:
+                digest, size, chunks = self.leaf(pending)
+                key = _content(values[start:index]) if path is not None else None
+                if key is not None:
+                    runs[start] = _Run(index, key, digest, size, chunks)
+                leaves.append(digest)
+                total += size
+                pending = []
+        if pending:  # the last leaf ends with the list, not at a cut: it is not remembered
+            digest, size, _ = self.leaf(pending)
+            leaves.append(digest)
+            total += size
+        if path is not None:
+            self.next.runs[path] = runs
+        return self.ref(_LIST_OPEN, self.nodes(leaves), total + count - 1 + 2)
 
     def map_tree(self, mapping: dict[Any, Any]) -> Node:
-        items = [[k if isinstance(k, str) else json.loads(_key_text(k)), v] for k, v in mapping.items()]
-        return self.tree(_MAP_OPEN, items, pairs=True)
+        pairs: list[tuple[Node, dict[bytes, Chunk]]] = []
+        for key, value in mapping.items():
+            key_text = encode_json(_key(key))
+            (text, size, refs), made = self.item(value)
+            pairs.append((("[" + key_text + "," + text + "]", len(key_text) + 1 + size, refs), made))
+        leaves: list[bytes] = []
+        pending: list[tuple[Node, dict[bytes, Chunk]]] = []
+        length = 0
+        for pair in pairs:
+            pending.append(pair)
+            length += len(pair[0][0]) + 1
+            if _ends_run(pair[0][0]) or len(pending) >= RUN_MAX or length >= RUN_BYTES:
+                leaves.append(self.leaf(pending)[0])
+                pending, length = [], 0
+        if pending:
+            leaves.append(self.leaf(pending)[0])
+        # a pair "[k,v]" stands for "k:v" in the dict
+        size = sum(p[0][1] for p in pairs) + len(pairs) - 1 + 2
+        return self.ref(_MAP_OPEN, self.nodes(leaves), size)
+
+    def nodes(self, level: list[bytes]) -> bytes:
+        """Group leaf hashes into nodes (cut by hash, as leaves are cut by content) up to one root."""
+        depth = 1
+        while len(level) > 1:
+            hexes = ['"' + d.hex() + '"' for d in level]
+            cuts: list[tuple[int, int]] = []
+            start = 0
+            for n, digest in enumerate(level):
+                if digest[0] % BOUNDARY == 0 or n + 1 - start >= RUN_MAX:
+                    cuts.append((start, n + 1))
+                    start = n + 1
+            if start < len(level):
+                cuts.append((start, len(level)))
+            if len(cuts) == len(level):  # every child ended a node: group by count so the tree narrows
+                cuts = [(i, min(i + BOUNDARY, len(level))) for i in range(0, len(level), BOUNDARY)]
+            level = [self.store(_node_text(depth, hexes[a:b]), level[a:b]) for a, b in cuts]
+            depth += 1
+        return level[0]
 
 
-def split(body: dict[str, Any]) -> Split:
+def split(body: dict[str, Any], memo: Memo | None = None) -> Split:
     """Encode ``body`` into a manifest (compact JSON bytes) and the chunks it needs.
 
+    ``memo`` is the :attr:`Split.memo` of an earlier split (only read, never changed): what was encoded
+    then is not encoded again, so the next checkpoint of a run costs little more than what changed.
     Raises ``TypeError``/``ValueError`` if the body is not JSON-ready.
     """
-    splitter = _Splitter()
-    text, size, roots = splitter.value(body, top=True)
-    return Split(json_bytes(text), roots, splitter.chunks, size)
+    splitter = _Splitter(Memo() if memo is None else memo)
+    text, size, roots = splitter.value(body, (), top=True)
+    return Split(json_bytes(text), roots, splitter.chunks, size, splitter.next)
 
 
 Loader = Callable[[list[bytes]], dict[bytes, bytes]]

@@ -23,13 +23,14 @@ leave the location, directly or through a symbolic link, are refused.
 from __future__ import annotations
 
 import builtins
+import errno
 import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from stat import S_ISDIR, S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import Any, NamedTuple
 
 from crewpoint.providers.base import (
@@ -40,6 +41,7 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
+from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import check_branch, check_meta, match_prefix, split_ref
 
@@ -53,7 +55,6 @@ _HEADER = b'{"meta":'
 _HEAD_BYTES = 4096
 _COMPUTED = ("size", "location", "damaged")
 STORED_FIELDS = tuple(f for f in CheckpointMeta.__dataclass_fields__ if f not in _COMPUTED)
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _ASCII = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -71,27 +72,27 @@ def stored_meta(meta: CheckpointMeta) -> dict[str, Any]:
 def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
     """The file's bytes: compact JSON, metadata on the first line, one top-level list item per line."""
     try:
-        return _file_text(meta, body, _COMPACT).encode("utf-8")
+        return _file_text(meta, body, encode_json).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate cannot be UTF-8: write \u escapes instead, which read back exactly.
-        return _file_text(meta, body, _ASCII).encode("ascii")
+        return _file_text(meta, body, _ASCII.encode).encode("ascii")
 
 
-def _file_text(meta: CheckpointMeta, body: dict[str, Any], encoder: json.JSONEncoder) -> str:
-    head = '{"meta":' + encoder.encode(stored_meta(meta)) + ',\n"body":'
+def _file_text(meta: CheckpointMeta, body: dict[str, Any], encode: Callable[[Any], str]) -> str:
+    head = '{"meta":' + encode(stored_meta(meta)) + ',\n"body":'
     if not all(isinstance(k, str) for k in body):
-        return head + encoder.encode(body) + "}\n"
+        return head + encode(body) + "}\n"
     out = [head, "{"]
     for n, (key, value) in enumerate(body.items()):
         out.append("\n" if n == 0 else ",\n")
-        out.append(encoder.encode(key))
+        out.append(encode(key))
         if isinstance(value, list) and value:
             out.append(":[\n")
-            out.append(",\n".join(encoder.encode(item) for item in value))
+            out.append(",\n".join(map(encode, value)))
             out.append("]")
         else:
             out.append(":")
-            out.append(encoder.encode(value))
+            out.append(encode(value))
     out.append("}}\n")
     return "".join(out)
 
@@ -118,8 +119,15 @@ def make_private_dirs(path: str) -> None:
         os.chmod(folder, 0o700)
 
 
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    """Make a rename in ``path`` durable (where the platform can open folders)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -173,7 +181,7 @@ class JsonProvider(BaseProvider):
     # the provider interface
 
     def write(self, location: str, record: CheckpointRecord) -> str:
-        root, _ = split_ref(location)
+        root = _root(location)[0]
         meta = check_meta(record.meta)
         try:
             data = encode_file(meta, record.body)
@@ -188,10 +196,10 @@ class JsonProvider(BaseProvider):
         except OSError as exc:
             raise CheckpointError(f"cannot write checkpoint {meta.id} to {folder}: {exc.strerror}") from exc
         _append_index(root, [_index_line(stat.st_size, stat.st_mtime_ns, _values(meta))])
-        return os.path.join(root, *meta.branch.split("/"), name)
+        return os.path.join(folder, name)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
-        root, ref_id = split_ref(location)
+        root, ref_id = _root(location)
         wanted = checkpoint_id or ref_id
         if os.path.isfile(root):
             return _read_file(root)
@@ -201,14 +209,14 @@ class JsonProvider(BaseProvider):
             metas = self.list(root)
             if not metas:
                 raise CheckpointNotFound(f"no checkpoints in {root}")
-            return _read_file(metas[0].location)
+            return _read_file(metas[0].location, follow=False)
         entries = self._scan(root)
         found = match_prefix([e.id for e in entries], wanted, root)
         chosen = max((e for e in entries if e.id == found), key=lambda e: (int(e.match.group(1)), e.match.group(2)))
-        return _read_file(chosen.path)
+        return _read_file(chosen.path, follow=False)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
-        root, _ = split_ref(location)
+        root = _root(location)[0]
         if branch is not None:
             check_branch(branch)
         if os.path.isfile(root):
@@ -242,17 +250,17 @@ class JsonProvider(BaseProvider):
             found = _file_meta(entry.path, entry, size)
             if found.damaged is None:
                 line = [size, mtime, *_values(found)]
-                fresh.append(_COMPACT.encode(line))
+                fresh.append(encode_json(line))
                 good.append(line)
             append(found)
         if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
-            _rewrite_index(root, [_COMPACT.encode(line) for line in good])
+            _rewrite_index(root, [encode_json(line) for line in good])
         elif fresh:
             _append_index(root, fresh)
         return newest_first(metas)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
-        root, _ = split_ref(location)
+        root = _root(location)[0]
         wanted = set(ids)
         if not wanted or not os.path.isdir(root):
             return 0
@@ -274,20 +282,22 @@ class JsonProvider(BaseProvider):
         if removed:
             index, _ = _load_index(root)
             remaining = {e.id for e in self._scan(root)}
-            _rewrite_index(root, [_COMPACT.encode(line) for cid, line in index.items() if cid in remaining])
+            _rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
         return removed
 
     # folders
 
     @staticmethod
     def _branch_folder(root: str, branch: str, create: bool) -> str | None:
-        """The folder of ``branch`` under ``root`` (created if asked); refuses links and escapes."""
+        """The folder of ``branch`` under ``root`` (created if asked). Every part must be a real folder:
+        a symbolic link anywhere below ``root`` is refused, so the path cannot leave the store."""
         check_branch(branch)
-        top = os.path.realpath(root)
-        current = top
+        current = root
         for part in branch.split("/"):
             step = os.path.join(current, part)
-            if not os.path.lexists(step):
+            try:
+                mode = os.lstat(step).st_mode
+            except FileNotFoundError:
                 if not create:
                     return None
                 try:
@@ -297,24 +307,24 @@ class JsonProvider(BaseProvider):
                     pass
                 except OSError as exc:
                     raise CheckpointError(f"cannot create branch folder {step}: {exc.strerror}") from exc
-            if os.path.islink(step):
-                real = os.path.realpath(step)
-                where = "outside the checkpoint store" if not _inside(real, top) else "through a symbolic link"
+                mode = os.lstat(step).st_mode
+            if S_ISLNK(mode):
+                inside = _inside(os.path.realpath(step), os.path.realpath(root))
+                where = "through a symbolic link" if inside else "outside the checkpoint store"
                 raise CheckpointError(f"branch {branch!r} leads {where} ({step}): refused")
-            if not os.path.isdir(step):
+            if not S_ISDIR(mode):
                 raise CheckpointError(f"branch {branch!r}: {step} is not a folder")
             current = step
-        if not _inside(os.path.realpath(current), top):
-            raise CheckpointError(f"branch {branch!r} leads outside the checkpoint store: refused")
         return current
 
     def _scan(self, root: str, branch: str | None = None) -> builtins.list[_Entry]:
         """Checkpoint files (by name) under ``root``, or directly in ``branch``'s folder. Links are skipped."""
         entries: builtins.list[_Entry] = []
         if branch is not None:
-            if self._branch_folder(root, branch, create=False) is None:
+            folder = self._branch_folder(root, branch, create=False)
+            if folder is None:
                 return entries
-            stack = [(branch, os.path.join(root, *branch.split("/")))]
+            stack = [(branch, folder)]
             recurse = False
         else:
             stack = [("", root)]
@@ -344,13 +354,19 @@ class JsonProvider(BaseProvider):
         return entries
 
 
+def _root(location: str) -> tuple[str, str | None]:
+    """The store folder (or file) and the id a ``folder#id`` reference names."""
+    path, ref_id = split_ref(location)
+    return path.rstrip(os.sep) or path, ref_id
+
+
 def _inside(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
     temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
     try:
         try:
             os.fchmod(fd, 0o600)
@@ -372,6 +388,10 @@ def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_r
     if fsync:
         fsync_dir(folder)
     return stat
+
+
+def _open_nofollow(path: str, flags: int) -> int:
+    return os.open(path, flags | _O_NOFOLLOW)
 
 
 def _damage(path: str, reason: str) -> DamagedCheckpoint:
@@ -415,13 +435,16 @@ def _meta_from(raw: Any, size: int, location: str) -> CheckpointMeta:
     return meta
 
 
-def _read_file(path: str) -> CheckpointRecord:
+def _read_file(path: str, follow: bool = True) -> CheckpointRecord:
+    """Read and check one checkpoint file; inside a store (``follow=False``) a link is not followed."""
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb", opener=None if follow else _open_nofollow) as handle:
             data = handle.read()
     except FileNotFoundError:
         raise CheckpointNotFound(f"no checkpoint at {path}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise CheckpointError(f"{path} is a symbolic link inside the checkpoint store: refused") from None
         raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
     try:
         obj = _parse(data)
@@ -468,7 +491,7 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
 # The index: a cache of metadata. A header line names the fields; then one JSON array per checkpoint file,
 # [size, mtime_ns, *stored metadata values]. Lines that do not parse are skipped (the file's header is read).
 
-_INDEX_HEADER = _COMPACT.encode({"crewpoint_index": 1, "fields": STORED_FIELDS})
+_INDEX_HEADER = encode_json({"crewpoint_index": 1, "fields": STORED_FIELDS})
 _ID = 2 + STORED_FIELDS.index("id")
 _BRANCH = 2 + STORED_FIELDS.index("branch")
 _POSITIONAL = STORED_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(STORED_FIELDS)]
@@ -486,7 +509,7 @@ def _meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
 
 
 def _index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
-    return _COMPACT.encode([size, mtime_ns, *values])
+    return encode_json([size, mtime_ns, *values])
 
 
 def _load_index(root: str) -> tuple[dict[str, list[Any]], int]:
@@ -524,11 +547,12 @@ def _each_line(lines: list[bytes]) -> Iterator[Any]:
 
 def _append_index(root: str, lines: list[str]) -> None:
     try:
-        fd = os.open(os.path.join(root, INDEX), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(os.path.join(root, INDEX), os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o600)
     except OSError:
         return
     try:
         if os.fstat(fd).st_size == 0:
+            os.fchmod(fd, 0o600)
             lines = [_INDEX_HEADER, *lines]
         os.write(fd, _lines_bytes(lines))
     except OSError:

@@ -86,9 +86,10 @@ _SCHEMA = (
 )
 
 
-def write_run(location: str, run: RunInfo) -> None:
-    """Record ``run`` in the store at ``location`` (atomically replacing its previous beat)."""
-    if _is_sqlite(location):
+def write_run(location: str, run: RunInfo, sqlite: bool | None = None) -> None:
+    """Record ``run`` in the store at ``location`` (atomically replacing its previous beat). ``sqlite`` says the
+    store's kind when the caller knows it (a store nothing has been written to yet cannot be sniffed)."""
+    if sqlite if sqlite is not None else _is_sqlite(location):
         from crewpoint.providers import split_ref
 
         path = split_ref(location)[0]

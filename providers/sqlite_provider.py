@@ -3,11 +3,11 @@
 Tables (schema v1):
 
 * ``checkpoints``: one row of metadata per checkpoint; list views read only this table;
-* ``bodies``: per checkpoint, a small zlib-compressed manifest and the hashes it refers to directly;
+* ``bodies``: per checkpoint, a small zlib-compressed manifest of its body;
 * ``chunks``: content-addressed, zlib-compressed pieces of bodies (see :mod:`crewpoint.providers.chunks`),
   shared by every checkpoint that contains them, so a checkpoint costs only what changed since its parent;
-* ``chunk_refs``: for each chunk, how many manifests and chunks refer to it and which chunks it refers to.
-  Deleting a checkpoint releases its references; a chunk nobody refers to is removed at once;
+* ``chunk_refs``: for each chunk, how many manifests and chunks refer to it. Deleting a checkpoint releases
+  its references; a chunk nobody refers to any more is removed at once (and releases its own);
 * ``schema_meta``: the store's own schema version; older stores are migrated in order, newer ones refused.
 
 The database runs in WAL mode with ``synchronous=NORMAL`` and a busy timeout, so several processes can write
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import secrets
 import sqlite3
 import threading
 import zlib
@@ -26,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crewpoint.providers import chunks
+from crewpoint.providers import OPEN_DATABASES, chunks, has_sqlite_header
 from crewpoint.providers.base import (
     BaseProvider,
     CheckpointError,
@@ -38,7 +39,7 @@ from crewpoint.providers.base import (
 )
 from crewpoint.providers.json_provider import make_private_dirs
 from crewpoint.providers.prune import newest_first, plan_prune
-from crewpoint.providers.refs import ID_RE, check_branch, check_id, match_prefix, split_ref
+from crewpoint.providers.refs import ID_RE, check_meta, match_prefix, split_ref
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
-_HASH = 32
 _COLUMNS = (
     "id",
     "parent_id",
@@ -94,12 +94,9 @@ def _schema_v1(db: Database) -> None:
     checkpoints.create_index(["lineage", "branch", "sequence"])
     checkpoints.create_index(["branch"])
     checkpoints.create_index(["parent_id"])
-    checkpoints.create_index(["created_at"])
-    db.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, manifest BLOB NOT NULL, roots BLOB NOT NULL)")
+    db.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, manifest BLOB NOT NULL) WITHOUT ROWID")
     db.execute("CREATE TABLE chunks (hash BLOB PRIMARY KEY, data BLOB NOT NULL)")
-    db.execute(
-        "CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL, children BLOB NOT NULL) WITHOUT ROWID"
-    )
+    db.execute("CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID")
 
 
 Migration = Callable[["Database"], None]
@@ -107,9 +104,13 @@ Migration = Callable[["Database"], None]
 MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
 
 
+# Tables other parts of crewpoint may add to a store (run heartbeats); they do not make it someone else's.
+AUXILIARY_TABLES = frozenset({"runs"})
+
+
 def read_schema_version(db: Database) -> int | None:
     """The store's schema version; 0 for an empty database; ``None`` if it is some other database."""
-    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
+    names = [n for n in db.table_names() if not n.startswith("sqlite_") and n not in AUXILIARY_TABLES]
     if "schema_meta" not in names:
         return 0 if not names else None
     row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
@@ -139,6 +140,17 @@ def migrate(db: Database, path: str, migrations: Sequence[Migration] = MIGRATION
                 [str(target)],
             )
     return max(version, target)
+
+
+def _settle_version(db: Database, path: str) -> int:
+    """The store's schema version, migrating an older crewpoint store; refuses other and newer databases."""
+    version = read_schema_version(db)
+    if version is None:
+        raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+    _refuse_newer(path, version, SCHEMA_VERSION)
+    if 0 < version < SCHEMA_VERSION:
+        version = migrate(db, path)
+    return version
 
 
 def _refuse_newer(path: str, version: int, known: int) -> None:
@@ -180,15 +192,20 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _digests(blob: bytes) -> list[bytes]:
-    return [blob[i : i + _HASH] for i in range(0, len(blob), _HASH)]
-
-
 @dataclass(slots=True)
 class _Store:
     path: str
     db: Database
     version: int
+    file: tuple[int, int] | None
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
 
 
 class SqliteProvider(BaseProvider):
@@ -203,6 +220,8 @@ class SqliteProvider(BaseProvider):
     def _reset(self) -> None:
         self._lock = threading.RLock()
         self._stores: dict[str, _Store] = {}
+        # Per database, the list items of the last body written: the next write encodes only what changed.
+        self._memos: dict[str, chunks.Memo] = {}
         self._pid = os.getpid()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -225,6 +244,7 @@ class SqliteProvider(BaseProvider):
         """Close this provider's connections (it reopens them when used again)."""
         with self._lock:
             stores, self._stores = self._stores, {}
+            self._memos = {}
             if os.getpid() == self._pid:
                 for store in stores.values():
                     store.db.close()
@@ -239,13 +259,17 @@ class SqliteProvider(BaseProvider):
         key = os.path.abspath(path)
         with self._lock:
             store = self._stores.get(key)
-            if store is not None and not os.path.exists(key):
+            if store is not None and store.file != _file_id(key):
+                # Deleted or replaced since it was opened: the connection points at the old file.
                 store.db.close()
                 del self._stores[key]
                 store = None
             if store is None:
                 store = self._open(path, create)
                 self._stores[key] = store
+            if store.version == 0 and not create:
+                # An empty database another process may have set up since: look again.
+                store.version = self._guard(path, lambda: _settle_version(store.db, path))
             if create and store.version < SCHEMA_VERSION:
                 store.version = self._guard(path, lambda: migrate(store.db, path))
             try:
@@ -259,40 +283,28 @@ class SqliteProvider(BaseProvider):
         if not os.path.exists(path):
             if not create:
                 raise CheckpointNotFound(f"no checkpoint store at {path}")
-            _create_private_file(path)
-        else:
-            with open(path, "rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
-            if head and head != SQLITE_MAGIC:
-                raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+            self._guard(path, lambda: _create_store(path))
+        elif os.path.getsize(path) and not has_sqlite_header(path):
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
         from sqlite_utils import Database
 
         conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        OPEN_DATABASES.add(os.path.abspath(path))
         try:
             db = Database(conn, execute_plugins=False)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             db.enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
-            version = read_schema_version(db)
+            version = _settle_version(db, path)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise _as_error(path, exc) from exc
-            raise CheckpointError(f"{path} is not a crewpoint SQLite store") from exc
+            if "not a database" in str(exc) or "encrypted" in str(exc):
+                raise CheckpointError(f"{path} is not a crewpoint SQLite store") from exc
+            raise _as_error(path, exc) from exc
         except BaseException:
             conn.close()
             raise
-        if version is None:
-            conn.close()
-            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
-        try:
-            _refuse_newer(path, version, SCHEMA_VERSION)
-            if 0 < version < SCHEMA_VERSION:
-                version = self._guard(path, lambda: migrate(db, path))
-        except BaseException:
-            conn.close()
-            raise
-        return _Store(path, db, version)
+        return _Store(path, db, version, _file_id(path))
 
     @staticmethod
     def _guard(path: str, action: Callable[[], int]) -> int:
@@ -305,14 +317,11 @@ class SqliteProvider(BaseProvider):
 
     def write(self, location: str, record: CheckpointRecord) -> str:
         path, _ = split_ref(location)
-        meta = record.meta
-        check_id(meta.id)
-        if meta.parent_id is not None:
-            check_id(meta.parent_id, "parent id")
-        check_branch(meta.branch)
+        meta = check_meta(record.meta)
+        key = os.path.abspath(path)
         try:
-            parts = chunks.split(record.body)
-        except (TypeError, ValueError) as exc:
+            parts = chunks.split(record.body, self._memos.get(key))
+        except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
         row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size]
         with self._use(path, create=True) as store:
@@ -325,10 +334,8 @@ class SqliteProvider(BaseProvider):
                     f" VALUES ({_marks(len(_COLUMNS))})",
                     row,
                 )
-                db.execute(
-                    "INSERT INTO bodies (id, manifest, roots) VALUES (?, ?, ?)",
-                    [meta.id, zlib.compress(parts.manifest), b"".join(sorted(parts.roots))],
-                )
+                db.execute("INSERT INTO bodies (id, manifest) VALUES (?, ?)", [meta.id, zlib.compress(parts.manifest)])
+        self._memos[key] = parts.memo
         return f"{path}#{meta.id}"
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
@@ -406,11 +413,13 @@ class SqliteProvider(BaseProvider):
                 return 0
             db = store.db
             with _immediate(db):
-                children = {bytes(h): _digests(c) for h, c in db.execute("SELECT hash, children FROM chunk_refs")}
+                children: dict[bytes, set[bytes]] = {}
+                for digest, data in db.execute("SELECT hash, data FROM chunks"):
+                    children[bytes(digest)] = chunks.children_of(zlib.decompress(data))
                 counts: dict[bytes, int] = {}
                 frontier: list[bytes] = []
-                for (roots,) in db.execute("SELECT roots FROM bodies"):
-                    frontier.extend(_digests(roots))
+                for (manifest,) in db.execute("SELECT manifest FROM bodies"):
+                    frontier.extend(chunks.children_of(zlib.decompress(manifest)))
                 while frontier:
                     following: list[bytes] = []
                     for digest in frontier:
@@ -419,13 +428,13 @@ class SqliteProvider(BaseProvider):
                         if not seen:
                             following.extend(children.get(digest, ()))
                     frontier = following
-                stored = [bytes(h) for (h,) in db.execute("SELECT hash FROM chunks")]
-                dead = [h for h in stored if h not in counts]
-                for batch in _batches(dead):
-                    db.execute(f"DELETE FROM chunks WHERE hash IN ({_marks(len(batch))})", list(batch))
-                db.execute("DELETE FROM chunk_refs WHERE hash NOT IN (SELECT hash FROM chunks)")
-                db.conn.executemany(
-                    "UPDATE chunk_refs SET refs = ? WHERE hash = ?", [(n, h) for h, n in counts.items()]
+                dead = [h for h in children if h not in counts]
+                conn = db.conn
+                conn.executemany("DELETE FROM chunks WHERE hash = ?", [(h,) for h in dead])
+                db.execute("DELETE FROM chunk_refs")
+                conn.executemany(
+                    "INSERT INTO chunk_refs (hash, refs) VALUES (?, ?)",
+                    [(h, n) for h, n in counts.items() if h in children],
                 )
                 return len(dead)
 
@@ -439,7 +448,7 @@ class SqliteProvider(BaseProvider):
             with _snapshot(db):
                 n_checkpoints = db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
                 n_chunks, chunk_bytes = db.execute("SELECT count(*), total(length(data)) FROM chunks").fetchone()
-                manifest_bytes = db.execute("SELECT total(length(manifest) + length(roots)) FROM bodies").fetchone()
+                manifest_bytes = db.execute("SELECT total(length(manifest)) FROM bodies").fetchone()
             return {
                 "checkpoints": int(n_checkpoints),
                 "chunks": int(n_chunks),
@@ -484,39 +493,34 @@ class SqliteProvider(BaseProvider):
             "INSERT INTO chunks (hash, data) VALUES (?, ?)",
             [(h, zlib.compress(parts.chunks[h].payload)) for h in new],
         )
-        conn.executemany(
-            "INSERT INTO chunk_refs (hash, refs, children) VALUES (?, 0, ?)",
-            [(h, b"".join(sorted(parts.chunks[h].children))) for h in new],
-        )
+        conn.executemany("INSERT INTO chunk_refs (hash, refs) VALUES (?, 0)", [(h,) for h in new])
         held = [c for h in new for c in parts.chunks[h].children]
         held.extend(parts.roots)
         conn.executemany("UPDATE chunk_refs SET refs = refs + 1 WHERE hash = ?", [(h,) for h in held])
 
     @staticmethod
     def _delete(db: Database, ids: Sequence[str]) -> int:
+        """Delete checkpoints and release their chunks; a chunk nobody refers to any more is removed."""
         released: list[bytes] = []
         removed = 0
         for batch in _batches(ids):
             marks = _marks(len(batch))
-            for (roots,) in db.execute(f"SELECT roots FROM bodies WHERE id IN ({marks})", list(batch)):
-                released.extend(_digests(roots))
+            for (manifest,) in db.execute(f"SELECT manifest FROM bodies WHERE id IN ({marks})", list(batch)):
+                released.extend(chunks.children_of(zlib.decompress(manifest)))
             removed += db.execute(f"DELETE FROM checkpoints WHERE id IN ({marks})", list(batch)).rowcount
             db.execute(f"DELETE FROM bodies WHERE id IN ({marks})", list(batch))
         conn = db.conn
         while released:
             conn.executemany("UPDATE chunk_refs SET refs = refs - 1 WHERE hash = ?", [(h,) for h in released])
-            dead: list[tuple[bytes, bytes]] = []
+            dead: list[bytes] = []
             for batch in _batches(sorted(set(released))):
-                dead.extend(
-                    (bytes(h), bytes(c))
-                    for h, c in db.execute(
-                        f"SELECT hash, children FROM chunk_refs WHERE refs <= 0 AND hash IN ({_marks(len(batch))})",
-                        list(batch),
-                    )
-                )
-            conn.executemany("DELETE FROM chunks WHERE hash = ?", [(h,) for h, _ in dead])
-            conn.executemany("DELETE FROM chunk_refs WHERE hash = ?", [(h,) for h, _ in dead])
-            released = [d for _, c in dead for d in _digests(c)]
+                query = f"SELECT hash FROM chunk_refs WHERE refs <= 0 AND hash IN ({_marks(len(batch))})"
+                dead.extend(bytes(h) for (h,) in db.execute(query, list(batch)))
+            released = []
+            for data in _load(db, dead).values():
+                released.extend(chunks.children_of(data))
+            conn.executemany("DELETE FROM chunks WHERE hash = ?", [(h,) for h in dead])
+            conn.executemany("DELETE FROM chunk_refs WHERE hash = ?", [(h,) for h in dead])
         return removed
 
 
@@ -535,19 +539,44 @@ def _load(db: Database, hashes: list[bytes]) -> dict[bytes, bytes]:
     return out
 
 
-def _create_private_file(path: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    make_private_dirs(parent)
+def _create_store(path: str) -> int:
+    """Make a new store at ``path`` all at once: built under a temporary name, then linked into place.
+
+    Nobody ever sees a half-made store, and of several processes creating it at once exactly one wins.
+    """
+    from sqlite_utils import Database
+
+    folder, name = os.path.split(os.path.abspath(path))
+    make_private_dirs(folder)
+    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.new")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:
         raise CheckpointError(f"cannot create {path}: {exc.strerror}") from exc
     try:
         os.fchmod(fd, 0o600)
-    finally:
         os.close(fd)
+        conn = sqlite3.connect(temp)
+        try:
+            db = Database(conn, execute_plugins=False)
+            migrate(db, path)
+            db.enable_wal()
+        finally:
+            conn.close()
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        except OSError:
+            if not os.path.exists(path):
+                os.replace(temp, path)
+    finally:
+        for leftover in (temp, temp + "-wal", temp + "-shm"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+    return SCHEMA_VERSION
 
 
 def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:

@@ -138,3 +138,28 @@ def test_sqlite_store_on_the_stdlib_sqlite_really_writes() -> None:
     demo_crew(checkpoint=CheckpointConfig(location="s.db", provider=SqliteProvider())).kickoff(inputs=DEMO_INPUTS)
     assert len(SqliteProvider().list("s.db")) == 4
     assert os.stat("s.db").st_mode & 0o777 == 0o600
+
+
+def test_looking_at_a_store_never_drops_the_locks_of_a_live_sqlite_connection() -> None:
+    """Closing any descriptor of a database drops the process's POSIX locks on it; sniffing a store's kind
+    while connected must not, or another process checkpoints and deletes the WAL under the live connection."""
+    from crewpoint.checkpoint import ops
+
+    # no telling suffix: the store's kind must be sniffed from the file itself
+    demo_crew(checkpoint=CheckpointConfig(location="locks.bin", provider=SqliteProvider())).kickoff(
+        inputs=DEMO_INPUTS
+    )
+    provider = provider_for("locks.bin")
+    assert len(provider.list("locks.bin")) == 4
+    for _ in range(3):
+        code = (
+            "from crewpoint import CheckpointConfig\n"
+            "from crewpoint.demo import DEMO_INPUTS, demo_crew\n"
+            "from crewpoint.providers import SqliteProvider\n"
+            "demo_crew(checkpoint=CheckpointConfig(location='locks.bin', provider=SqliteProvider()))"
+            ".kickoff(inputs=DEMO_INPUTS)\n"
+        )
+        ops.find_store("locks.bin")
+        subprocess.run([sys.executable, "-c", code], check=True)
+        ops.find_store("locks.bin")
+    assert len(provider.list("locks.bin")) == 16

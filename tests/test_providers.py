@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import pickle
+import random
 import sqlite3
 import subprocess
 import sys
@@ -441,6 +442,22 @@ def test_sqlite_one_connection_per_store(tmp_path: Path) -> None:
     provider.close()
 
 
+def test_sqlite_notices_a_store_deleted_and_made_again(tmp_path: Path) -> None:
+    provider = SqliteProvider()
+    location = tmp_path / "store.db"
+    write_chain(provider, str(location), 2)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{location}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(CheckpointNotFound, match="no checkpoint store at"):
+        provider.list(str(location))
+    other = SqliteProvider()
+    other.write(str(location), CheckpointRecord(meta(9), {"fresh": True}))
+    other.close()
+    assert [m.id for m in provider.list(str(location))] == ["cp0009"]
+    assert provider.read(str(location)).body == {"fresh": True}
+    provider.close()
+
+
 def test_sqlite_refs_and_prefixes(tmp_path: Path) -> None:
     provider = SqliteProvider()
     location = str(tmp_path / "store.db")
@@ -537,6 +554,19 @@ def test_sqlite_refuses_files_that_are_not_its_stores(tmp_path: Path) -> None:
     assert provider.list(str(empty)) == []
     provider.write(str(empty), CheckpointRecord(meta(1), {"ok": 1}))
     assert provider.read(str(empty)).body == {"ok": 1}
+    provider.close()
+
+
+def test_sqlite_store_shared_with_run_heartbeats(tmp_path: Path) -> None:
+    from crewpoint.providers.runs import RunInfo, read_runs, write_run
+
+    location = str(tmp_path / "store.db")
+    Path(location).write_bytes(b"")
+    write_run(location, RunInfo("run-1", os.getpid(), "here", T0, T0))
+    provider = SqliteProvider()
+    provider.write(location, CheckpointRecord(meta(1), {"ok": True}))
+    assert provider.read(location).body == {"ok": True}
+    assert [r.run_id for r in read_runs(location)] == ["run-1"]
     provider.close()
 
 
@@ -669,14 +699,62 @@ def test_chunked_bodies_reassemble_exactly(value: dict[str, Any]) -> None:
         assert chunks.children_of(chunk.payload) == set(chunk.children)
 
 
-def test_appending_to_a_list_adds_only_a_few_chunks() -> None:
-    events = [{"type": "llm_call_completed", "n": n} for n in range(1000)]
-    before = chunks.split({"events": events})
-    events.append({"type": "llm_call_completed", "n": 1000})
-    after = chunks.split({"events": events})
-    new = set(after.chunks) - set(before.chunks)
-    assert len(new) <= 4
-    assert sum(len(after.chunks[d].payload) for d in new) < 4000
+def test_splitting_with_a_memo_gives_exactly_what_a_fresh_split_gives() -> None:
+    rnd = random.Random(7)
+
+    def event(n: int) -> dict[str, Any]:
+        return {"type": rnd.choice(["a", "b"]), "n": n, "text": "t" * rnd.randint(0, 700), "ids": list(range(n % 30))}
+
+    run: dict[str, Any] = {
+        "events": [event(n) for n in range(300)],
+        "entity": {"tasks": [{"id": n, "out": None} for n in range(100)], "agents": [{"msgs": ["hi"] * 40}]},
+        "big": {f"k{n}": n for n in range(100)},
+    }
+    memo = None
+    for _ in range(120):
+        events = run["events"]
+        edit = rnd.choice(["append", "drop-oldest", "insert", "edit", "retype", "message", "cut", "map"])
+        if edit == "append":
+            events.append(event(len(events)))
+        elif edit == "drop-oldest":
+            events.pop(0)
+        elif edit == "insert":
+            events.insert(rnd.randrange(len(events) + 1), event(-1))
+        elif edit == "edit":
+            events[rnd.randrange(len(events))]["text"] = "edited" * rnd.randint(0, 200)
+        elif edit == "retype":  # 1, 1.0 and True are equal in Python but not in JSON
+            run["entity"]["tasks"][rnd.randrange(100)]["out"] = rnd.choice([1, 1.0, True, "1", None])
+        elif edit == "message":
+            run["entity"]["agents"][0]["msgs"].append("new" * rnd.randint(1, 100))
+        elif edit == "cut":
+            del events[rnd.randrange(len(events)) :][:5]
+        else:
+            run["big"][f"k{rnd.randrange(100)}"] = rnd.choice([1, True, 1.0, "s" * 300])
+        fresh = chunks.split(run)
+        remembered = chunks.split(run, memo)
+        assert remembered.manifest == fresh.manifest and remembered.size == fresh.size
+        assert {d: (c.payload, c.children) for d, c in remembered.chunks.items()} == {
+            d: (c.payload, c.children) for d, c in fresh.chunks.items()
+        }
+        memo = remembered.memo
+
+
+def test_list_edits_add_only_a_few_chunks() -> None:
+    def added(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
+        old, new = chunks.split({"events": before}), chunks.split({"events": after})
+        fresh = set(new.chunks) - set(old.chunks)
+        assert len(fresh) <= 6, len(fresh)
+        return sum(len(new.chunks[d].payload) for d in fresh)
+
+    events = [{"type": "llm_call_completed", "n": n, "text": f"reply {n}"} for n in range(3000)]
+    assert len(json.dumps(events)) > 190_000
+    one = {"type": "tool_usage_finished", "n": -1}
+    assert added(events, [*events, one]) < 8_000  # append
+    assert added(events, events[1:]) < 8_000  # a sliding window drops the oldest
+    assert added(events, [*events[:1500], one, *events[1500:]]) < 8_000  # insert in the middle
+    changed = [dict(e) for e in events]
+    changed[2000]["text"] = "edited"
+    assert added(events, changed) < 8_000
 
 
 def test_plans_keep_fork_points_protected_and_respect_age() -> None:

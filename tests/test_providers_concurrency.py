@@ -58,6 +58,16 @@ def wait_all(processes: list[subprocess.Popen[bytes]]) -> None:
         assert process.returncode == 0, err.decode()
 
 
+def assert_overlapped(metas: list[CheckpointMeta]) -> None:
+    """The two writers really ran at the same time: each wrote while the other was writing."""
+    spans = {}
+    for tag in {m.lineage for m in metas}:
+        times = [m.created_at for m in metas if m.lineage == tag]
+        spans[tag] = (min(times), max(times))
+    (a_start, a_end), (b_start, b_end) = spans.values()
+    assert a_start < b_end and b_start < a_end, spans
+
+
 def expected_body(tag: str, n: int, size: int) -> dict[str, object]:
     return {"writer": tag, "n": n, "events": [{"i": i, "pad": "x" * 64} for i in range(n % 40)], "blob": "y" * size}
 
@@ -73,6 +83,7 @@ def test_two_processes_write_one_sqlite_file_at_once(tmp_path: Path) -> None:
     provider = SqliteProvider()
     metas = provider.list(location)
     assert len(metas) == 600
+    assert_overlapped(metas)
     for tag in ("alpha", "beta"):
         mine = [m for m in metas if m.lineage == tag]
         assert [m.sequence for m in mine] == list(range(300, 0, -1))
@@ -80,6 +91,7 @@ def test_two_processes_write_one_sqlite_file_at_once(tmp_path: Path) -> None:
         record = provider.read(location, meta.id)
         assert record.body == expected_body(meta.lineage, meta.sequence, 100)
     assert provider.collect_garbage(location) == 0
+    assert list(tmp_path.glob(".shared.db.*")) == []
     provider.close()
 
 
@@ -94,6 +106,7 @@ def test_two_processes_write_branches_of_one_json_folder(tmp_path: Path) -> None
     provider = JsonProvider()
     metas = provider.list(location)
     assert len(metas) == 300
+    assert_overlapped(metas)
     assert {m.branch for m in metas} == {"main", "fork/beta"}
     assert all(m.damaged is None for m in metas)
     for meta in metas:
@@ -110,7 +123,8 @@ def test_a_reader_never_sees_a_partial_checkpoint(tmp_path: Path, kind: str) -> 
     go.touch()
     provider = JsonProvider() if kind == "json" else SqliteProvider()
     reads = 0
-    while writer.poll() is None or reads == 0:
+    deadline = time.monotonic() + 60
+    while (writer.poll() is None or reads == 0) and time.monotonic() < deadline:
         try:
             metas = provider.list(location)
         except CheckpointNotFound:

@@ -252,8 +252,10 @@ def _row(meta: CheckpointMeta) -> list[str]:
 
 def _table(header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        click.echo("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
+    ]
+    click.echo("\n".join(lines))  # one write: listing 10,000 rows stays fast
 
 
 @checkpoint.command("list")

@@ -66,12 +66,13 @@ def find_store(location: str | None) -> str:
 
 
 def _is_sqlite(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except OSError:
+    from crewpoint.providers import has_sqlite_header
+
+    if not os.path.isfile(path):
         return False
-    return head == SQLITE_MAGIC or (head == b"" and path.endswith((".db", ".sqlite", ".sqlite3")))
+    if os.path.getsize(path) == 0:
+        return path.endswith((".db", ".sqlite", ".sqlite3"))
+    return has_sqlite_header(path)
 
 
 def _looks_like_json_store(path: str) -> bool:
@@ -270,7 +271,7 @@ def describe(record: CheckpointRecord) -> CheckpointInfo:
 
 
 def _describe(record: CheckpointRecord) -> CheckpointInfo:
-    from crewpoint.task import placeholders as find_placeholders
+    from crewpoint.text import placeholders as find_placeholders
 
     body = record.body
     entity: dict[str, Any] = body["entity"]

@@ -8,6 +8,7 @@ when the branch is first expanded, so a store of any size opens at once.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -21,14 +22,20 @@ from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.tui.widgets.store_index import (
     CheckpointRef,
+    EntityKey,
     EntityRef,
     NodeRef,
+    OlderRef,
     Segment,
     SegmentRef,
     StoreIndex,
 )
 
 Node = TreeNode[NodeRef]
+
+VISIBLE_RUNS = 100
+"""Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
+thousands of runs paints at once."""
 
 
 def format_time(stamp: float, now: float | None = None) -> str:
@@ -86,6 +93,9 @@ class CheckpointTree(Tree[NodeRef]):
         self._filled: set[str] = set()
         self._labels: dict[NodeRef, Text] = {}
         self._now = time.time()
+        self._branch_runs: Counter[tuple[EntityKey, str]] = Counter()
+        self._branch_runs_of: StoreIndex | None = None
+        self._unfolded: set[OlderRef] = set()
 
     # -- the public surface ---------------------------------------------------------------------------
     @property
@@ -134,6 +144,12 @@ class CheckpointTree(Tree[NodeRef]):
             chain.append(key)
             source = self.index.segments[key].source_id
             key = self.index.segment_of.get(source) if source else None
+        top = self.index.segments[chain[-1]].entity
+        if SegmentRef(chain[-1]) not in self._by_ref:
+            self._unfold(top)
+            older = self._by_ref.get(OlderRef(*top))
+            if older is not None:
+                older.expand()
         for key in reversed(chain):
             node = self._by_ref.get(SegmentRef(key))
             if node is None:
@@ -163,11 +179,16 @@ class CheckpointTree(Tree[NodeRef]):
         self.clear()
         self._by_ref.clear()
         self._filled.clear()
+        self._unfolded.clear()
         expand_all = bool(self.index.query)
         for entity, keys in self.index.entities.items():
             entity_node = self.root.add("", EntityRef(*entity), expand=True)
             self._by_ref[EntityRef(*entity)] = entity_node
-            for key in keys:
+            hidden = self._hidden(keys)
+            if hidden:
+                older = OlderRef(*entity)
+                self._by_ref[older] = entity_node.add("", older, expand=False, allow_expand=True)
+            for key in keys[hidden:]:
                 self._add_segment(entity_node, key, expand=expand_all or len(keys) == 1)
         if expand_all:
             for key, segment in self.index.segments.items():
@@ -175,6 +196,23 @@ class CheckpointTree(Tree[NodeRef]):
                 if node is not None:
                     node.expand()
                     self._fill(node, segment)
+
+    @staticmethod
+    def _hidden(keys: list[str]) -> int:
+        """How many of an entity's runs (oldest first) start folded."""
+        return max(0, len(keys) - VISIBLE_RUNS)
+
+    def _unfold(self, entity: EntityKey) -> None:
+        """Add the folded older runs of ``entity`` under their node."""
+        older = OlderRef(*entity)
+        node = self._by_ref.get(older)
+        if node is None or older in self._unfolded:
+            return
+        self._unfolded.add(older)
+        keys = self.index.entities.get(entity, [])
+        for key in keys[: self._hidden(keys)]:
+            if SegmentRef(key) not in self._by_ref:
+                self._add_segment(node, key)
 
     def _add_segment(self, parent: Node, key: str, *, expand: bool = False) -> Node:
         node = parent.add("", SegmentRef(key), expand=expand)
@@ -211,8 +249,18 @@ class CheckpointTree(Tree[NodeRef]):
             entity_node = self._by_ref.get(entity_ref)
             if entity_node is None:
                 entity_node = self._by_ref[entity_ref] = self.root.add("", entity_ref, expand=True)
+            older = self._by_ref.get(OlderRef(*entity))
+            hidden = (
+                set(keys[: self._hidden(keys)])
+                if older is not None and OlderRef(*entity) not in self._unfolded
+                else set()
+            )
             for key in keys:
-                self._ensure_segment(entity_node, key)
+                node = self._by_ref.get(SegmentRef(key))
+                if node is not None and node.parent in (entity_node, older):
+                    continue
+                if key not in hidden:
+                    self._ensure_segment(entity_node, key)
         for source_id, keys in index.forks.items():
             source = self._by_ref.get(CheckpointRef(source_id))
             if source is None:
@@ -270,6 +318,8 @@ class CheckpointTree(Tree[NodeRef]):
         data = event.node.data
         if isinstance(data, SegmentRef) and data.key in self.index.segments:
             self._fill(event.node, self.index.segments[data.key])
+        elif isinstance(data, OlderRef):
+            self._unfold((data.kind, data.name))
 
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
@@ -294,6 +344,9 @@ class CheckpointTree(Tree[NodeRef]):
     def _label_for(self, data: NodeRef | None) -> Text:
         if isinstance(data, EntityRef):
             return self._entity_label(data)
+        if isinstance(data, OlderRef):
+            keys = self.index.entities.get((data.kind, data.name), [])
+            return Text(f"… {self._hidden(keys):,} older runs", self._style("muted"))
         if isinstance(data, SegmentRef):
             segment = self.index.segments.get(data.key)
             return self._segment_label(segment) if segment is not None else Text("")
@@ -301,6 +354,16 @@ class CheckpointTree(Tree[NodeRef]):
             meta = self.index.metas.get(data.id)
             return self._checkpoint_label(meta) if meta is not None else Text(data.id[:8])
         return Text("checkpoints")
+
+    def _runs_on_branch(self, segment: Segment) -> int:
+        """How many top-level runs of the segment's entity share its branch (counted once per index)."""
+        if self._branch_runs_of is not self.index:
+            counts: Counter[tuple[EntityKey, str]] = Counter()
+            for entity, keys in self.index.entities.items():
+                for key in keys:
+                    counts[(entity, self.index.segments[key].branch)] += 1
+            self._branch_runs, self._branch_runs_of = counts, self.index
+        return self._branch_runs[(segment.entity, segment.branch)]
 
     def _entity_label(self, data: EntityRef) -> Text:
         segments = [s for s in self.index.segments.values() if s.entity == (data.kind, data.name)]
@@ -315,12 +378,7 @@ class CheckpointTree(Tree[NodeRef]):
 
     def _segment_label(self, segment: Segment) -> Text:
         text = Text.assemble(("⎇ ", self._style("branch")), (segment.branch, self._style("branch")))
-        siblings = [
-            self.index.segments[k]
-            for k in self.index.entities.get(segment.entity, [])
-            if self.index.segments[k].branch == segment.branch
-        ]
-        if segment.source_id is None and len(siblings) > 1 and segment.lineage:
+        if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
             text.append(f" run {segment.lineage[:6]}", self._style("muted"))
         head = segment.head
         text.append(f"  {len(segment.metas)} ckpt", self._style("muted"))

@@ -44,7 +44,15 @@ class CheckpointRef:
     id: str
 
 
-NodeRef = EntityRef | SegmentRef | CheckpointRef
+@dataclass(frozen=True, slots=True)
+class OlderRef:
+    """Tree node data: the folded older runs of an entity, filled in when expanded."""
+
+    kind: str
+    name: str
+
+
+NodeRef = EntityRef | SegmentRef | CheckpointRef | OlderRef
 
 
 @dataclass(slots=True)
