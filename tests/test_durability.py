@@ -146,9 +146,7 @@ def test_looking_at_a_store_never_drops_the_locks_of_a_live_sqlite_connection() 
     from crewpoint.checkpoint import ops
 
     # no telling suffix: the store's kind must be sniffed from the file itself
-    demo_crew(checkpoint=CheckpointConfig(location="locks.bin", provider=SqliteProvider())).kickoff(
-        inputs=DEMO_INPUTS
-    )
+    demo_crew(checkpoint=CheckpointConfig(location="locks.bin", provider=SqliteProvider())).kickoff(inputs=DEMO_INPUTS)
     provider = provider_for("locks.bin")
     assert len(provider.list("locks.bin")) == 4
     for _ in range(3):
