@@ -197,6 +197,7 @@ class RuntimeState:
         writer.flush()
         record = self.capture(trigger)
         ref = provider.write(loc, record)
+        provider.flush()
         self.written += 1
         self.last_ref = ref
         return ref
@@ -206,6 +207,7 @@ class RuntimeState:
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
         ref = await provider.awrite(loc, record)
+        await asyncio.to_thread(provider.flush)
         self.written += 1
         self.last_ref = ref
         return ref

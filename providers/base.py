@@ -106,6 +106,9 @@ class BaseProvider(abc.ABC):
         metas = self.list(location, branch)
         return metas[0] if metas else None
 
+    def flush(self) -> None:  # noqa: B027 - most providers have nothing to do
+        """Make every write so far durable (called at the end of a run and on signals). Default: nothing to do."""
+
     @abc.abstractmethod
     def delete(self, location: str, ids: Iterable[str]) -> int:
         """Delete checkpoints by id; return how many were removed."""

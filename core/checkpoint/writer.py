@@ -33,6 +33,7 @@ class BackgroundWriter:
         self._lock = threading.Lock()
         self.written = 0
         self.failed = 0
+        self._used: list[BaseProvider] = []
 
     def submit(self, provider: BaseProvider, location: str, record: CheckpointRecord, done: Done | None) -> None:
         self._ensure_thread()
@@ -58,9 +59,17 @@ class BackgroundWriter:
         while True:
             job = self._queue.get()
             if job is None:
+                for provider in self._used:
+                    try:
+                        provider.flush()
+                    except Exception as exc:
+                        log.warning("flushing checkpoints failed: %s", exc)
+                self._used.clear()
                 if self._markers:
                     self._markers.pop(0).set()
                 continue
+            if not any(p is job.provider for p in self._used):
+                self._used.append(job.provider)
             ref: str | None = None
             error: BaseException | None = None
             try:
