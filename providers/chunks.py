@@ -14,8 +14,12 @@ exact JSON bytes:
 
 Everything else stays inline. References in the encoded JSON are one-key dicts whose key starts with NUL;
 a dict of the body that has keys starting with NUL is wrapped (``ESC``), so every body round-trips exactly,
-key order included, as ``json.loads(json.dumps(body))`` would. Encoding works on JSON text made by the C
-encoder, each part encoded about once, so splitting a body costs little more than serialising it.
+key order included, as ``json.loads(json.dumps(body))`` would.
+
+Encoding works on JSON text made by the C encoder, each part encoded once. Given the :class:`Memo` of the
+previous split, list items and whole leaves whose content (compared as marshal bytes, so ``1``, ``1.0`` and
+``True`` differ) did not change are taken from it instead of being encoded and hashed again: the next
+checkpoint of a run costs little more than what changed. With or without a memo the result is the same.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ INLINE_MAX = 256  # a string or container this long or shorter stays inside its 
 ITEM_INLINE = 512  # a list item this long or shorter stays inside its leaf
 LEAF_MAX = 4096  # a value up to this long, without long parts, is kept as one chunk
 BOUNDARY = 16  # on average one entry in BOUNDARY ends a leaf or a node
-RUN_BYTES = 16384  # a leaf or node also ends once this long ...
-RUN_MAX = 64  # ... or this many entries long
+RUN_BYTES = 16384  # a leaf also ends once this long ...
+RUN_MAX = 64  # ... and a leaf or node once this many entries long
 
 REF = "\x00c"
 LIST = "\x00l"

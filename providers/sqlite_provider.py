@@ -209,7 +209,11 @@ def _file_id(path: str) -> tuple[int, int] | None:
 
 
 class SqliteProvider(BaseProvider):
-    """Checkpoints in one SQLite database file; ``location`` is its path, ``path#id`` names one checkpoint."""
+    """Checkpoints in one SQLite database file; ``location`` is its path, ``path#id`` names one checkpoint.
+
+    ``meta.size`` of a listed checkpoint is the length of its body as compact JSON (what a JSON file of it
+    would hold); the bytes it adds to the database are usually far fewer.
+    """
 
     kind = "sqlite"
 
