@@ -106,6 +106,10 @@ class BaseProvider(abc.ABC):
         metas = self.list(location, branch)
         return metas[0] if metas else None
 
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        """The metadata of one checkpoint by its full id, or ``None`` (no body is read)."""
+        return next((m for m in self.list(location) if m.id == checkpoint_id), None)
+
     def flush(self) -> None:  # noqa: B027 - most providers have nothing to do
         """Make every write so far durable (called at the end of a run and on signals). Default: nothing to do."""
 

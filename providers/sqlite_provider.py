@@ -351,10 +351,10 @@ class SqliteProvider(BaseProvider):
             db = store.db
             with _snapshot(db):
                 if wanted is None:
-                    metas = self._list(db, path, None)
-                    if not metas:
+                    latest = self._latest(db, path, None)
+                    if latest is None:
                         raise CheckpointNotFound(f"no checkpoints in {path}")
-                    meta = metas[0]
+                    meta = latest
                 else:
                     meta = self._meta(db, path, self._resolve(db, path, wanted))
                 found = db.execute("SELECT manifest FROM bodies WHERE id = ?", [meta.id]).fetchone()
@@ -367,6 +367,31 @@ class SqliteProvider(BaseProvider):
                 except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
                     raise DamagedCheckpoint(f"{path}#{meta.id}: body data is corrupt ({exc})") from exc
         return CheckpointRecord(meta, body)
+
+    def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return None
+            return self._latest(store.db, path, branch)
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return None
+            try:
+                return self._meta(store.db, path, checkpoint_id)
+            except CheckpointNotFound:
+                return None
+
+    @staticmethod
+    def _latest(db: Database, path: str, branch: str | None) -> CheckpointMeta | None:
+        """The first checkpoint ``list`` would give, from the newest few rows instead of all of them."""
+        where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
+        rows = db.execute(_SELECT_META + where + " ORDER BY created_at DESC LIMIT 64", args).fetchall()
+        metas = newest_first(_row_meta(row, path) for row in rows)
+        return metas[0] if metas else None
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         path, _ = split_ref(location)

@@ -189,12 +189,20 @@ def store_of(record: CheckpointRecord) -> str:
 
 def ancestors(store: str, checkpoint_id: str) -> list[CheckpointMeta]:
     """The checkpoint and its parents, nearest first, as far as they are in ``store`` (no bodies read)."""
-    by_id = {m.id: m for m in _provider(store).list(store)}
+    provider = _provider(store)
+    # JSON: one listing (an index read) beats a file lookup per parent; SQLite: one indexed row per parent.
+    by_id = {m.id: m for m in provider.list(store)} if provider.kind != "sqlite" else None
+
+    def lookup(wanted: str) -> CheckpointMeta | None:
+        return by_id.get(wanted) if by_id is not None else provider.meta(store, wanted)
+
     chain: list[CheckpointMeta] = []
-    current = by_id.pop(checkpoint_id, None)
-    while current is not None:
+    seen: set[str] = set()
+    current = lookup(checkpoint_id)
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
         chain.append(current)
-        current = by_id.pop(current.parent_id, None) if current.parent_id else None
+        current = lookup(current.parent_id) if current.parent_id else None
     return chain
 
 
