@@ -61,25 +61,57 @@ def test_kill_9_at_random_moments_never_loses_or_repeats_finished_work(llm_calls
     assert resumed >= 10  # the random moments did land mid-run
 
 
-def test_sigint_mid_run_writes_a_checkpoint_before_exiting(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "expected_exit"), [("SIGINT", -signal.SIGINT), ("SIGTERM", 128 + 15), ("SIGHUP", 128 + 1)]
+)
+def test_a_stopping_signal_mid_run_writes_a_checkpoint_before_exiting(
+    tmp_path: Path, name: str, expected_exit: int
+) -> None:
     script = tmp_path / "slow.py"
     script.write_text(
         "from crewpoint import CheckpointConfig\n"
         "from crewpoint.demo import demo_crew, DEMO_INPUTS\n"
-        "config = CheckpointConfig(location='sig', on_events=['task_completed', 'SIGINT'])\n"
+        f"config = CheckpointConfig(location='sig', on_events=['task_completed', '{name}'])\n"
         "demo_crew(delay=0.4, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
     )
     proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
     deadline = time.time() + 30
     while time.time() < deadline and not (Path("sig").exists() and any(Path("sig", "main").glob("*.json"))):
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, name))
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode != 0
-    assert b"KeyboardInterrupt" in err
+    assert proc.returncode == expected_exit
+    if name == "SIGINT":
+        assert b"KeyboardInterrupt" in err
     metas = JsonProvider().list("sig")
-    assert metas[0].trigger == "SIGINT"
+    assert metas[0].trigger == name
     assert metas[0].parent_id == metas[1].id
+    resumed = Crew.from_checkpoint(CheckpointConfig(restore_from=metas[0].location))
+    assert resumed.kickoff().raw  # the stopped run finishes from its signal checkpoint
+
+
+def test_sigtstp_checkpoints_then_stops_and_sigcont_resumes(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "from crewpoint import CheckpointConfig\n"
+        "from crewpoint.demo import demo_crew, DEMO_INPUTS\n"
+        "config = CheckpointConfig(location='tstp', on_events=['task_completed', 'SIGTSTP', 'SIGCONT'])\n"
+        "demo_crew(delay=0.3, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)])
+    deadline = time.time() + 30
+    while time.time() < deadline and not (Path("tstp").exists() and any(Path("tstp", "main").glob("*.json"))):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTSTP)
+    while time.time() < deadline and not any(m.trigger == "SIGTSTP" for m in JsonProvider().list("tstp")):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert Path(f"/proc/{proc.pid}/stat").read_text().split()[2] == "T"  # stopped
+    proc.send_signal(signal.SIGCONT)
+    assert proc.wait(timeout=60) == 0
+    triggers = [m.trigger for m in JsonProvider().list("tstp")]
+    assert "SIGTSTP" in triggers and "SIGCONT" in triggers
+    assert triggers.count("task_completed") == 4
 
 
 @pytest.mark.parametrize("store", ["shared.db", "shared_json"])
