@@ -68,25 +68,12 @@ def bench_capture() -> list[Row]:
 
 
 def bench_write_vs_fsync() -> list[Row]:
-    from crewpoint.checkpoint.config import CheckpointConfig
-    from crewpoint.demo import DEMO_INPUTS, demo_crew
+    from stores import demo_records
+
     from crewpoint.providers import JsonProvider
     from crewpoint.providers.base import CheckpointRecord
 
-    records: list[CheckpointRecord] = []
-    from crewpoint.runtime import RuntimeState
-
-    original = RuntimeState.submit
-
-    def keep(self: RuntimeState, record: CheckpointRecord, config: CheckpointConfig) -> None:
-        records.append(record)
-
-    RuntimeState.submit = keep  # type: ignore[method-assign]
-    try:
-        for _ in range(10):
-            demo_crew(checkpoint=CheckpointConfig(location="unused")).kickoff(inputs=DEMO_INPUTS)
-    finally:
-        RuntimeState.submit = original  # type: ignore[method-assign]
+    records: list[CheckpointRecord] = [r for _ in range(10) for r in demo_records()]
     provider = JsonProvider()
     ours: list[float] = []
     plain: list[float] = []

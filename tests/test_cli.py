@@ -12,39 +12,17 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from demo_stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig
-from crewpoint.demo import DEMO_INPUTS, demo_crew
-from crewpoint.events import event_bus
+from crewpoint.demo import DEMO_INPUTS
 from crewpoint.flow import Flow, start
-from crewpoint.providers import JsonProvider, SqliteProvider
+from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.tui.cli import main
 
 CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
-
-
-def make_store(
-    location: str = ".checkpoints", *, stop_after: int | None = None, delay: float = 0.0, **config: Any
-) -> str:
-    provider = SqliteProvider() if location.endswith(".db") else JsonProvider(fsync=False)
-    crew = demo_crew(delay=delay, checkpoint=CheckpointConfig(location=location, provider=provider, **config))
-    finished: list[str] = []
-
-    def interrupt(source: object, event: object) -> None:
-        finished.append("task")
-        if stop_after is not None and len(finished) == stop_after:
-            raise KeyboardInterrupt
-
-    event_bus.register("task_completed", interrupt)
-    try:
-        crew.kickoff(inputs=DEMO_INPUTS)
-    except KeyboardInterrupt:
-        assert stop_after is not None
-    finally:
-        event_bus.off(interrupt)
-    return location
 
 
 def cli(*args: str) -> Result:

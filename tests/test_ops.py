@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig
-from crewpoint.demo import DEMO_INPUTS, TriageFlow, demo_crew
-from crewpoint.events import event_bus
+from crewpoint.demo import DEMO_INPUTS, TriageFlow
 from crewpoint.flow import Flow, listen, start
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import (
@@ -23,28 +23,6 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
     UnsupportedSchema,
 )
-
-
-def make_store(location: str = ".checkpoints", *, stop_after: int | None = None, **config: Any) -> str:
-    """Run the demo crew checkpointing into ``location``; with ``stop_after`` the run is interrupted (as by
-    Ctrl-C) right after that many tasks finished."""
-    provider = SqliteProvider() if location.endswith(".db") else JsonProvider(fsync=False)
-    crew = demo_crew(checkpoint=CheckpointConfig(location=location, provider=provider, **config))
-    finished: list[str] = []
-
-    def interrupt(source: object, event: object) -> None:
-        finished.append("task")
-        if stop_after is not None and len(finished) == stop_after:
-            raise KeyboardInterrupt
-
-    event_bus.register("task_completed", interrupt)
-    try:
-        crew.kickoff(inputs=DEMO_INPUTS)
-    except KeyboardInterrupt:
-        assert stop_after is not None
-    finally:
-        event_bus.off(interrupt)
-    return location
 
 
 def ids_of(location: str, branch: str | None = None) -> list[str]:
