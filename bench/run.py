@@ -78,9 +78,12 @@ def main() -> None:
     table = Table(title="crewpoint benchmarks")
     for col in ("benchmark", "value", "unit", "target", "ok", "note"):
         table.add_column(col)
+    wanted = set(sys.argv[1:])  # bench function names, e.g. bench_import bench_cli; none: all of them
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
         for bench in all_benches():
+            if wanted and bench.__name__ not in wanted:
+                continue
             start = time.perf_counter()
             try:
                 rows = bench()

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from crewpoint.providers import OPEN_DATABASES, chunks, has_sqlite_header
 from crewpoint.providers.base import (
@@ -43,6 +43,43 @@ from crewpoint.providers.refs import ID_RE, check_meta, match_prefix, split_ref
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+
+class Db(Protocol):
+    """What the provider needs of a connection: sqlite-utils' ``Database``, or :class:`_Conn` for reads."""
+
+    conn: sqlite3.Connection
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor: ...
+
+    def table_names(self) -> builtins.list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class _Conn:
+    """The few calls that reading a store needs, straight on sqlite3, so that opening a store to list or read
+    it does not import sqlite-utils (60 ms of a command's start). Creating and migrating use sqlite-utils."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        return self.conn.execute(sql, parameters if parameters is not None else ())
+
+    def table_names(self) -> builtins.list[str]:
+        return [row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _database(db: Db) -> Database:
+    """A sqlite-utils ``Database`` over the same connection."""
+    from sqlite_utils import Database
+
+    return db if not isinstance(db, _Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
+
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -108,7 +145,7 @@ MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
 AUXILIARY_TABLES = frozenset({"runs"})
 
 
-def read_schema_version(db: Database) -> int | None:
+def read_schema_version(db: Db) -> int | None:
     """The store's schema version; 0 for an empty database; ``None`` if it is some other database."""
     names = [n for n in db.table_names() if not n.startswith("sqlite_") and n not in AUXILIARY_TABLES]
     if "schema_meta" not in names:
@@ -122,7 +159,7 @@ def read_schema_version(db: Database) -> int | None:
         return None
 
 
-def migrate(db: Database, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
     """Bring the store up to ``len(migrations)`` in one transaction; return the version reached."""
     target = len(migrations)
     with _immediate(db):
@@ -130,8 +167,9 @@ def migrate(db: Database, path: str, migrations: Sequence[Migration] = MIGRATION
         if version is None:
             raise CheckpointError(f"{path} is not a crewpoint SQLite store")
         _refuse_newer(path, version, target)
+        full = _database(db) if version < target else db
         for step in migrations[version:]:
-            step(db)
+            step(full)  # type: ignore[arg-type]
         if version < target:
             db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute(
@@ -142,7 +180,7 @@ def migrate(db: Database, path: str, migrations: Sequence[Migration] = MIGRATION
     return max(version, target)
 
 
-def _settle_version(db: Database, path: str) -> int:
+def _settle_version(db: Db, path: str) -> int:
     """The store's schema version, migrating an older crewpoint store; refuses other and newer databases."""
     version = read_schema_version(db)
     if version is None:
@@ -162,7 +200,7 @@ def _refuse_newer(path: str, version: int, known: int) -> None:
 
 
 @contextmanager
-def _immediate(db: Database) -> Iterator[None]:
+def _immediate(db: Db) -> Iterator[None]:
     """A write transaction that takes the write lock up front (waiting up to the busy timeout)."""
     db.conn.execute("BEGIN IMMEDIATE")
     try:
@@ -174,7 +212,7 @@ def _immediate(db: Database) -> Iterator[None]:
 
 
 @contextmanager
-def _snapshot(db: Database) -> Iterator[None]:
+def _snapshot(db: Db) -> Iterator[None]:
     """A read transaction: every query inside sees the same state of the database."""
     db.conn.execute("BEGIN")
     try:
@@ -195,7 +233,7 @@ def _marks(n: int) -> str:
 @dataclass(slots=True)
 class _Store:
     path: str
-    db: Database
+    db: Db
     version: int
     file: tuple[int, int] | None
 
@@ -290,14 +328,13 @@ class SqliteProvider(BaseProvider):
             self._guard(path, lambda: _create_store(path))
         elif os.path.getsize(path) and not has_sqlite_header(path):
             raise CheckpointError(f"{path} is not a crewpoint SQLite store")
-        from sqlite_utils import Database
-
         conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
         OPEN_DATABASES.add(os.path.abspath(path))
         try:
-            db = Database(conn, execute_plugins=False)
+            db = _Conn(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            db.enable_wal()
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = wal")
             conn.execute("PRAGMA synchronous = NORMAL")
             version = _settle_version(db, path)
         except sqlite3.DatabaseError as exc:
@@ -386,7 +423,7 @@ class SqliteProvider(BaseProvider):
                 return None
 
     @staticmethod
-    def _latest(db: Database, path: str, branch: str | None) -> CheckpointMeta | None:
+    def _latest(db: Db, path: str, branch: str | None) -> CheckpointMeta | None:
         """The first checkpoint ``list`` would give, from the newest few rows instead of all of them."""
         where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
         rows = db.execute(_SELECT_META + where + " ORDER BY created_at DESC LIMIT 64", args).fetchall()
@@ -488,7 +525,7 @@ class SqliteProvider(BaseProvider):
     # inside a transaction
 
     @staticmethod
-    def _list(db: Database, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
+    def _list(db: Db, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
         if branch is None:
             rows = db.execute(_SELECT_META).fetchall()
         else:
@@ -496,21 +533,21 @@ class SqliteProvider(BaseProvider):
         return newest_first(_row_meta(row, path) for row in rows)
 
     @staticmethod
-    def _meta(db: Database, path: str, checkpoint_id: str) -> CheckpointMeta:
+    def _meta(db: Db, path: str, checkpoint_id: str) -> CheckpointMeta:
         row = db.execute(_SELECT_META + " WHERE id = ?", [checkpoint_id]).fetchone()
         if row is None:
             raise CheckpointNotFound(f"no checkpoint {checkpoint_id!r} in {path}")
         return _row_meta(row, path)
 
     @staticmethod
-    def _resolve(db: Database, path: str, prefix: str) -> str:
+    def _resolve(db: Db, path: str, prefix: str) -> str:
         if not ID_RE.fullmatch(prefix):
             raise CheckpointNotFound(f"no checkpoint {prefix!r} in {path}")
         ids = [r[0] for r in db.execute("SELECT id FROM checkpoints WHERE id GLOB ? LIMIT 11", [prefix + "*"])]
         return match_prefix(ids, prefix, path)
 
     @staticmethod
-    def _put_chunks(db: Database, parts: chunks.Split) -> None:
+    def _put_chunks(db: Db, parts: chunks.Split) -> None:
         hashes = list(parts.chunks)
         present: set[bytes] = set()
         for batch in _batches(hashes):
@@ -528,7 +565,7 @@ class SqliteProvider(BaseProvider):
         conn.executemany("UPDATE chunk_refs SET refs = refs + 1 WHERE hash = ?", [(h,) for h in held])
 
     @staticmethod
-    def _delete(db: Database, ids: Sequence[str]) -> int:
+    def _delete(db: Db, ids: Sequence[str]) -> int:
         """Delete checkpoints and release their chunks; a chunk nobody refers to any more is removed."""
         released: list[bytes] = []
         removed = 0
@@ -558,7 +595,7 @@ def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
     return CheckpointMeta(**fields, location=f"{path}#{row[0]}")
 
 
-def _load(db: Database, hashes: list[bytes]) -> dict[bytes, bytes]:
+def _load(db: Db, hashes: list[bytes]) -> dict[bytes, bytes]:
     out: dict[bytes, bytes] = {}
     for batch in _batches(hashes):
         for digest, data in db.execute(
