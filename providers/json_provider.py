@@ -214,12 +214,16 @@ class JsonProvider(BaseProvider):
     # the provider interface
 
     def write(self, location: str, record: CheckpointRecord) -> str:
-        root = _root(location)[0]
         meta = check_meta(record.meta)
         try:
             data = encode_file(meta, record.body)
         except (TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
+        return self.write_encoded(location, meta, data)
+
+    def write_encoded(self, location: str, meta: CheckpointMeta, data: bytes) -> str:
+        """Store a checkpoint file already encoded by :func:`encode_file`: atomically, 0600, fsync'd."""
+        root = _root(location)[0]
         make_private_dirs(root)
         folder = self._branch_folder(root, meta.branch, create=True)
         assert folder is not None
