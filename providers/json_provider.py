@@ -27,7 +27,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -404,7 +403,7 @@ def _inside(path: str, top: str) -> bool:
 
 
 def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
-    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
     try:
         try:

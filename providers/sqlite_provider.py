@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import secrets
 import sqlite3
 import threading
 import zlib
@@ -614,7 +613,7 @@ def _create_store(path: str) -> int:
 
     folder, name = os.path.split(os.path.abspath(path))
     make_private_dirs(folder)
-    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.new")
+    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.new")
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:
