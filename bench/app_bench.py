@@ -65,18 +65,32 @@ def bench_cli() -> list[Row]:
 
 
 async def _first_paint(location: str) -> float:
+    """Seconds from making the app to its tree drawn with the store's checkpoints.
+
+    The waits poll with a plain sleep: a pilot's pause visits every widget, which would load the app it measures.
+    The tree is drawn once it has labels for the loaded checkpoints (they are made as its lines are rendered).
+    """
     from crewpoint.screens.browser import BrowserScreen
     from crewpoint.tui.app import make_app
 
     start = time.perf_counter()
     app = make_app(location, watch=False)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(140, 40)):
         while not (isinstance(app.screen, BrowserScreen) and app.screen.metas):
-            await pilot.pause(0.005)
+            await asyncio.sleep(0.002)
+        tree = app.screen.ckpt_tree
+        while not tree._labels:
+            await asyncio.sleep(0.002)
         return time.perf_counter() - start
 
 
 async def _live_latency(location: str, samples: int = 20) -> list[float]:
+    """Seconds from another process writing a checkpoint to the app holding it, once per sample.
+
+    The writer makes the store with a first checkpoint before the app opens, then writes one checkpoint each time
+    it is asked. Every wait has a deadline, and the writer's lines are read off the event loop, so the app keeps
+    running while the bench waits.
+    """
     from crewpoint.screens.browser import BrowserScreen
     from crewpoint.tui.app import make_app
 
@@ -101,28 +115,51 @@ async def _live_latency(location: str, samples: int = 20) -> list[float]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=bench_env(),
     )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdout.readline()
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None
+
+    async def line_from_writer() -> str:
+        line = await asyncio.wait_for(asyncio.to_thread(stdout.readline), 60)
+        if not line:
+            raise RuntimeError(f"the writer process ended (exit {proc.wait()})")
+        return line
+
+    async def write_one() -> tuple[str, float]:
+        stdin.write("go\n")
+        stdin.flush()
+        checkpoint_id, written = (await line_from_writer()).split()
+        return checkpoint_id, float(written)
+
+    async def until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {timeout:g} s")
+            await asyncio.sleep(0.002)
+
     latencies: list[float] = []
-    app = make_app(location, watch=True)
     try:
-        async with app.run_test(size=(140, 40)) as pilot:
-            while not (isinstance(app.screen, BrowserScreen) and app.screen.metas):
-                await pilot.pause(0.01)
-            await pilot.pause(0.5)
+        await line_from_writer()  # ready
+        first, _ = await write_one()
+        app = make_app(location, watch=True)
+        async with app.run_test(size=(140, 40)):
+            await until(lambda: isinstance(app.screen, BrowserScreen) and first in app.screen.index.metas, "open")
             screen = app.screen
+            assert isinstance(screen, BrowserScreen)
+            await asyncio.sleep(0.5)
             for _ in range(samples):
-                proc.stdin.write("go\n")
-                proc.stdin.flush()
-                cid, written = proc.stdout.readline().split()
-                while cid not in screen.index.metas:
-                    await pilot.pause(0.005)
-                latencies.append(time.time() - float(written))
-                await pilot.pause(0.3)
+                checkpoint_id, written = await write_one()
+                await until(lambda: checkpoint_id in screen.index.metas, "a written checkpoint shown")  # noqa: B023
+                latencies.append(time.time() - written)
+                await asyncio.sleep(0.3)
     finally:
-        proc.stdin.close()
-        proc.wait(timeout=10)
+        stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     return latencies
 
 

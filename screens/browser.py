@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from concurrent.futures import Future
 from typing import Any
 
 from rich.text import Text
@@ -11,24 +14,55 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, TabbedContent
+from textual.widgets import Header, Input, TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
+from crewpoint.providers.runs import RunInfo, read_runs
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
-from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, StoreChanged, StoreListed
+from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree, problem_of
 from crewpoint.tui.widgets.detail_panel import DetailPanel
 from crewpoint.tui.widgets.inputs_view import InputsView
+from crewpoint.tui.widgets.key_footer import KeyFooter
 from crewpoint.tui.widgets.run_panel import CHECKPOINT_EVENTS, RunPanel, RunRequest
 from crewpoint.tui.widgets.store_index import StoreIndex
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
+
+
+def read_store(location: str, query: str = "") -> StoreListed:
+    """The store's metadata, its run records and their grouping (``query`` filters): one read for a worker."""
+    started = time.monotonic()
+    try:
+        store = ops.find_store(location)
+        metas = ops.list_checkpoints(store)
+    except CheckpointError as exc:
+        return StoreListed(location, error=str(exc), read_at=started)
+    try:
+        runs = read_runs(store)
+    except Exception:  # run records only add a status: a store whose records cannot be read still opens
+        runs = []
+    return StoreListed(location, metas, StoreIndex.build(metas, query, runs), runs, read_at=started)
+
+
+def start_reading(location: str) -> Future[StoreListed]:
+    """Read the store in a thread of its own, starting now: the app is drawn meanwhile."""
+    future: Future[StoreListed] = Future()
+
+    def read() -> None:
+        try:
+            future.set_result(read_store(location))
+        except Exception as exc:
+            future.set_result(StoreListed(location, error=f"cannot read the store: {exc}"))
+
+    threading.Thread(target=read, name="crewpoint-read-store", daemon=True).start()
+    return future
 
 
 def cli_command(*args: str) -> list[str]:
@@ -38,6 +72,7 @@ def cli_command(*args: str) -> list[str]:
 
 class BrowserScreen(Screen[None]):
     CSS_PATH = "browser.tcss"
+    AUTO_FOCUS = "#checkpoints"
 
     BINDINGS = [
         Binding("slash", "filter", "Filter", key_display="/"),
@@ -51,11 +86,15 @@ class BrowserScreen(Screen[None]):
         *(Binding(str(n), f"show_tab('{tab}')", tab.title(), show=False) for n, tab in enumerate(TABS, 1)),
     ]
 
-    def __init__(self, location: str, *, follow: bool = True) -> None:
+    def __init__(self, location: str, *, follow: bool = True, first_read: Future[StoreListed] | None = None) -> None:
         super().__init__()
         self.location = location
         self.follow = follow
+        self._first_read = first_read
+        self._read_at = -1.0
+        self._runs_read_at = -1.0
         self.metas: list[CheckpointMeta] = []
+        self.runs: list[RunInfo] = []
         self.index = StoreIndex()
         self.error: str | None = None
         self._reveal: str | None = None
@@ -71,7 +110,7 @@ class BrowserScreen(Screen[None]):
                 yield CheckpointTree(id="checkpoints")
             yield DetailPanel(id="detail")
         yield RunPanel(id="run")
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def ckpt_tree(self) -> CheckpointTree:
@@ -88,7 +127,11 @@ class BrowserScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = self.location
         self.ckpt_tree.focus()
-        self.refresh_store()
+        if self._first_read is not None:
+            first, self._first_read = self._first_read, None
+            first.add_done_callback(lambda done: self.post_message(done.result()))
+        else:
+            self.refresh_store()
         if self.follow:
             self._follow()
         self.set_interval(2.0, self._tick)
@@ -99,32 +142,52 @@ class BrowserScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="list")
     def _list_store(self, location: str, query: str) -> None:
-        try:
-            store = ops.find_store(location)
-            metas = ops.list_checkpoints(store)
-        except CheckpointError as exc:
-            self.post_message(StoreListed(location, error=str(exc)))
-            return
-        index = StoreIndex.build(metas, query)
+        listed = read_store(location, query)
         if not get_current_worker().is_cancelled:
-            self.post_message(StoreListed(location, metas, index))
+            self.post_message(listed)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
-    def _reindex(self, metas: list[CheckpointMeta], query: str) -> None:
-        index = StoreIndex.build(metas, query)
+    def _reindex(self, metas: list[CheckpointMeta], runs: list[RunInfo], query: str, read_at: float) -> None:
+        index = StoreIndex.build(metas, query, runs)
         if not get_current_worker().is_cancelled:
-            self.post_message(StoreListed(self.location, metas, index))
+            self.post_message(StoreListed(self.location, metas, index, runs, read_at=read_at))
 
     @work(exclusive=True, exit_on_error=False, group="watcher")
     async def _follow(self) -> None:
         await follow_store(self.location, self)
 
     @on(StoreChanged)
-    def _store_changed(self) -> None:
-        self.refresh_store()
+    def _store_changed(self, message: StoreChanged) -> None:
+        if message.runs_only:
+            self._read_runs(self.location)
+        else:
+            self.refresh_store()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
+    def _read_runs(self, location: str) -> None:
+        started = time.monotonic()
+        try:
+            runs = read_runs(ops.find_store(location))
+        except Exception:  # a record caught half-written, or the store gone: the next beat or listing tells
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(RunsRead(runs, started))
+
+    @on(RunsRead)
+    def _runs_read(self, message: RunsRead) -> None:
+        if message.read_at < self._read_at or message.read_at < self._runs_read_at:
+            return
+        self._runs_read_at = message.read_at
+        self.runs = message.runs
+        self.index.set_runs(message.runs)
+        self.ckpt_tree.tick()
 
     @on(StoreListed)
     def _listed(self, message: StoreListed) -> None:
+        if message.read_at < self._read_at:
+            return  # a read that started before the one shown
+        self._read_at = message.read_at
+        self.call_after_refresh(self.detail.build_tabs)
         if message.error is not None:
             self.error = message.error
             if not self.metas:
@@ -132,6 +195,10 @@ class BrowserScreen(Screen[None]):
             return
         self.error = None
         self.metas = message.metas
+        if message.read_at >= self._runs_read_at:
+            self.runs = message.runs
+        else:  # run records read since this listing began are newer
+            message.index.set_runs(self.runs)
         self.index = message.index
         self.ckpt_tree.load(message.index)
         self._graph_stale = True
@@ -139,9 +206,14 @@ class BrowserScreen(Screen[None]):
             self._show_graph()
         if self._reveal is not None and self.ckpt_tree.reveal(self._reveal):
             self._reveal = None
-        for segment in self.index.segments.values():
-            if segment.branch in self.ckpt_tree.running:
-                self.ckpt_tree.expand_to(segment.head.id)
+        tree = self.ckpt_tree
+        if tree.running:
+            for segment in self.index.segments.values():
+                if segment.branch in tree.running:
+                    tree.expand_to(segment.head.id)
+        query = self.query_one("#filter", Input).value.strip()
+        if message.index.query != query:  # the filter changed while this read went on
+            self._reindex(self.metas, self.runs, query, self._read_at)
 
     def _tick(self) -> None:
         live = bool(self.ckpt_tree.running) or bool(self.index.live_branches())
@@ -332,7 +404,7 @@ class BrowserScreen(Screen[None]):
             self._previous_tab = detail.active_tab or "tab-overview"
             detail.activate("tab-graph")
             self._show_graph()
-            detail.query_one(BranchGraph).focus()
+            detail.focus_view("tab-graph")
 
     def action_show_tab(self, tab: str) -> None:
         self.detail.activate(f"tab-{tab}")
@@ -345,7 +417,7 @@ class BrowserScreen(Screen[None]):
     def _show_graph(self) -> None:
         if self._graph_stale:
             self._graph_stale = False
-            self.detail.query_one(BranchGraph).show(list(self.index.metas.values()), self.ckpt_tree.chosen_id)
+            self.detail.show_graph(list(self.index.metas.values()), self.ckpt_tree.chosen_id)
 
     @on(BranchGraph.Chosen)
     def _graph_chosen(self, message: BranchGraph.Chosen) -> None:
@@ -371,7 +443,7 @@ class BrowserScreen(Screen[None]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
-        self._reindex(self.metas, message.value)
+        self._reindex(self.metas, self.runs, message.value, self._read_at)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:

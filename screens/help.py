@@ -11,8 +11,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 LEGEND = [
-    ("● live", "a run is writing this branch now"),
+    ("● live", "a run is writing this branch now (its process beats)"),
     ("✓ done", "the run on this branch finished"),
+    ("⏸ interrupted", "the run was stopped (Ctrl+C or a signal): resume it with e"),
+    ("✗ crashed", "the run's process died without a word, or stopped beating"),
+    ("✗ failed", "the run ended with an error"),
     ("✗", "a damaged checkpoint, or one from a newer crewpoint: its reason is shown"),
     ("◆", "the checkpoint marked with m: the Diff tab compares against it"),
     ("2/4", "tasks done of the crew's tasks at that checkpoint"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -190,6 +191,9 @@ async def test_editing_an_input_marks_tasks_to_rerun(store: Path) -> None:
         field.value = "new hires"
         await settle(pilot)
         assert screen.detail.changed_inputs == {"audience": "new hires"}
+        screen.ckpt_tree.focus()
+        await pilot.press("2")  # the Tasks tab shows which tasks the edit makes run again
+        await settle(pilot)
         rerun = [c.task_info.name for c in screen.query(TaskCard) if c.has_class("-rerun")]
         assert rerun == ["outline", "draft", "review"]  # research does not use {audience}
 
@@ -366,6 +370,150 @@ async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
         assert await writer.wait() == 0
         await wait_until(pilot, lambda: len(screen.metas) == 8, timeout=15)
         assert len(screen.index.entities[("crew", "research-crew")]) == 2  # two runs of the crew, side by side
+
+
+SLOW_RUN = (
+    "import sys\n"
+    "from crewpoint.checkpoint.config import CheckpointConfig\n"
+    "from crewpoint.demo import DEMO_INPUTS, demo_crew\n"
+    "demo_crew(delay=1.0, checkpoint=CheckpointConfig(location=sys.argv[1])).kickoff(inputs=DEMO_INPUTS)\n"
+)
+
+
+def segment_line(pilot: Pilot[None], lineage: str) -> str:
+    """The tree line of the run with this lineage (its label names the run when its branch has several)."""
+    return next((line for line in screen_text(pilot).splitlines() if f"run {lineage[:6]}" in line), "")
+
+
+async def test_run_records_tell_live_crashed_and_interrupted_runs(store: Path) -> None:
+    from crewpoint.providers.runs import read_runs
+
+    app = make_app(str(store), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
+        screen = browser(pilot)
+        before = len(screen.metas)
+        killed, stopped = (
+            subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(store)], stderr=subprocess.DEVNULL) for _ in range(2)
+        )
+        try:
+            lineages: dict[int, str] = {}
+
+            def both_started() -> bool:
+                lineages.update({r.pid: r.lineage for r in read_runs(str(store)) if r.pid in (killed.pid, stopped.pid)})
+                return len(lineages) == 2
+
+            await wait_until(pilot, both_started, timeout=20)
+            # each run shows live once its first checkpoint is in the tree
+            await wait_until(
+                pilot,
+                lambda: all("● live" in segment_line(pilot, lineages[p.pid]) for p in (killed, stopped)),
+                timeout=20,
+            )
+            assert killed.poll() is None and stopped.poll() is None
+            killed.kill()  # SIGKILL: no status is written; its record still says running, from a dead pid
+            stopped.send_signal(signal.SIGINT)  # the run checkpoints and records that it was interrupted
+            await asyncio.to_thread(killed.wait, 10)
+            await asyncio.to_thread(stopped.wait, 10)
+            await wait_until(pilot, lambda: "✗ crashed" in segment_line(pilot, lineages[killed.pid]), timeout=8)
+            await wait_until(pilot, lambda: "⏸ interrupted" in segment_line(pilot, lineages[stopped.pid]), timeout=8)
+        finally:
+            for process in (killed, stopped):
+                if process.poll() is None:
+                    process.kill()
+        assert len(screen.metas) > before
+        # by the clock alone the crashed run would look live a second after its newest checkpoint; its record wins
+        crashed = next(s for s in screen.index.segments.values() if s.lineage == lineages[killed.pid])
+        soon_after = crashed.head.created_at + 1
+        assert crashed.is_live(soon_after)
+        assert screen.index.state_of(crashed, soon_after) == "crashed"
+        assert "● live" not in screen_text(pilot)
+
+
+async def test_a_run_record_alone_changes_the_branch_mark(store: Path) -> None:
+    import os
+
+    from crewpoint.providers.runs import RunInfo, this_host, write_run
+
+    app = make_app(str(store), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
+        screen = browser(pilot)
+        main = sorted_metas(screen, "main")
+        lineage = main[-1].lineage
+        checkpoints = len(screen.metas)
+        line = lambda: next(ln for ln in screen_text(pilot).splitlines() if "⎇ main" in ln)  # noqa: E731
+        assert "✓ done" in line()
+        now = time.time()
+        beat = RunInfo(
+            "resumer", os.getpid(), this_host(), now, now, "running", "main", lineage, "crew", "x", main[-1].id
+        )
+        write_run(str(store), beat)  # a run resuming main beats: no checkpoint yet
+        await wait_until(pilot, lambda: "● live" in line(), timeout=10)
+        write_run(str(store), beat.beat(status="failed"))
+        await wait_until(pilot, lambda: "✗ failed" in line(), timeout=10)
+        assert len(screen.metas) == checkpoints
+
+
+async def test_branch_marks_follow_run_records() -> None:
+    import os
+
+    from textual.app import App, ComposeResult
+
+    from crewpoint.providers.runs import RunInfo, this_host
+
+    now = time.time()
+
+    def chain(lineage: str, count: int, start: float) -> list[CheckpointMeta]:
+        metas, parent = [], None
+        for n in range(1, count + 1):
+            ident = f"{lineage}-{n}"
+            metas.append(
+                CheckpointMeta(ident, parent, "main", lineage, n, start + n, "task_completed", "crew", "c", n, 4)
+            )
+            parent = ident
+        return metas
+
+    def run(lineage: str, status: str, started: float, checkpoint: str, pid: int = os.getpid()) -> RunInfo:
+        return RunInfo(
+            f"{lineage}{started}", pid, this_host(), started, now, status, "main", lineage, "crew", "c", checkpoint
+        )
+
+    going = chain("going", 2, now - 60)  # an older finished run and a newer one still going share the branch
+    dead = chain("dead", 2, now - 5)  # recent, but its process is gone
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    failed = chain("failed", 2, now - 5)
+    quiet = chain("quiet", 2, now - 600)  # no record, long silent: no mark
+    resumed = chain("resumed", 3, now - 60)  # stopped after 3, then resumed from 2 by a run still going
+    again = [CheckpointMeta("resumed-3b", "resumed-2", "main", "resumed", 3, now - 2, "task_completed", "crew", "c")]
+    runs = [
+        run("going", "finished", now - 100, "going-2"),
+        run("going", "running", now - 10, "going-2"),
+        run("failed", "failed", now - 10, "failed-2"),
+        run("dead", "running", now - 10, "dead-2", pid=int(ended.stdout)),
+        run("resumed", "interrupted", now - 60, "resumed-3"),
+        run("resumed", "running", now - 4, "resumed-3b"),
+    ]
+    index = StoreIndex.build([*going, *dead, *failed, *quiet, *resumed, *again], runs=runs)
+
+    class TreeApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield CheckpointTree()
+
+    async with TreeApp().run_test(size=SIZE) as pilot:
+        tree = pilot.app.query_one(CheckpointTree)
+        tree.load(index)
+        await pilot.pause()
+
+        def mark(checkpoint_id: str) -> str:
+            return tree._label_for(SegmentRef(index.segment_of[checkpoint_id])).plain
+
+        assert mark("going-1").endswith("● live")
+        assert mark("failed-1").endswith("✗ failed")
+        assert mark("dead-1").endswith("✗ crashed")
+        assert not mark("quiet-1").endswith(("live", "done", "interrupted", "crashed", "failed"))
+        assert mark("resumed-1").endswith("⏸ interrupted")  # the first run's own segment keeps its record
+        assert mark("resumed-3b").endswith("● live")  # the resume's segment has the newer run
 
 
 # -- robustness ------------------------------------------------------------------------------------------

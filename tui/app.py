@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
+from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.screen import Screen
 
-from crewpoint.screens.browser import BrowserScreen
+from crewpoint.screens.browser import BrowserScreen, start_reading
 from crewpoint.screens.help import HelpScreen, keys_of
+from crewpoint.tui.messages import StoreListed
 from crewpoint.tui.widgets.palette import CheckpointCommands
 
 
@@ -14,7 +19,8 @@ class CheckpointApp(App[None]):
     """Browse, inspect, edit, resume and fork checkpoints; watch runs live."""
 
     TITLE = "crewpoint"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = ["app.tcss", "../screens/browser.tcss"]
+    """The browser's own sheet too: it is the app's first screen, which textual does not load a sheet for."""
     COMMANDS = App.COMMANDS | {CheckpointCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -26,9 +32,31 @@ class CheckpointApp(App[None]):
         super().__init__()
         self.location = location
         self.follow = follow
+        self._first_read = start_reading(location)
+        self._collector_paused = False
 
-    def on_mount(self) -> None:
-        self.push_screen(BrowserScreen(self.location, follow=self.follow))
+    def on_load(self) -> None:
+        # Starting up allocates tens of thousands of objects (widgets, the store's metadata) that all stay: the
+        # cyclic collector would walk them again and again for nothing. It resumes once the tree is drawn.
+        if gc.isenabled():
+            gc.disable()
+            self._collector_paused = True
+
+    def get_default_screen(self) -> Screen[None]:
+        return BrowserScreen(self.location, follow=self.follow, first_read=self._first_read)
+
+    @on(StoreListed)
+    def _listed(self) -> None:
+        if self._collector_paused:
+            self.call_after_refresh(self._resume_collector)
+
+    def _resume_collector(self) -> None:
+        if self._collector_paused:
+            self._collector_paused = False
+            gc.enable()
+
+    def on_unmount(self) -> None:
+        self._resume_collector()
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

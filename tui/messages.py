@@ -8,6 +8,7 @@ from textual.message import Message
 
 from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.providers.runs import RunInfo
 from crewpoint.tui.widgets.store_index import StoreIndex
 
 
@@ -16,18 +17,32 @@ class StoreChanged(Message):
     """Something under the store changed on disk. A burst coalesces into one message."""
 
     location: str
+    runs_only: bool = False
+    """Only run records changed (a heartbeat): the checkpoints need not be read again."""
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, StoreChanged)
+        return isinstance(message, StoreChanged) and (message.runs_only or not self.runs_only)
+
+
+@dataclass
+class RunsRead(Message):
+    """The store's run records were read again (without its checkpoints)."""
+
+    runs: list[RunInfo]
+    read_at: float
 
 
 @dataclass
 class StoreListed(Message):
-    """The store's metadata was (re)read or filtered anew; ``error`` says why it could not be read."""
+    """The store's metadata and run records were (re)read or filtered anew; ``error`` says why the store could
+    not be read."""
 
     location: str
     metas: list[CheckpointMeta] = field(default_factory=list)
     index: StoreIndex = field(default_factory=StoreIndex)
+    runs: list[RunInfo] = field(default_factory=list)
+    read_at: float = 0.0
+    """When the read began (``time.monotonic``): a read that began earlier than the one shown is dropped."""
     error: str | None = None
 
 

@@ -2,7 +2,8 @@
 
 A JSON store is a folder watched recursively. A SQLite store is one file: its folder is watched and changes
 are kept to the database and its ``-wal`` / ``-journal`` files. A store that does not exist yet is waited for in
-the nearest folder that does.
+the nearest folder that does. In a JSON store, a burst that only touched run records (heartbeats) says so, so the
+app reads those records alone.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from watchfiles import Change, awatch
 from crewpoint.tui.messages import StoreChanged
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+RUNS_FOLDER = ".runs"
+"""Where a JSON store keeps its run records."""
 
 ChangeFilter = Callable[[Change, str], bool]
 
@@ -39,6 +42,11 @@ def store_watch_target(location: str) -> tuple[Path, bool, ChangeFilter]:
     return _existing_parent(path), False, lambda _change, changed: changed.startswith(prefix)
 
 
+def _is_run_record(store: Path, changed: str) -> bool:
+    """Is ``changed`` a run's record in a JSON store (``<store>/.runs/...``), which a heartbeat rewrites?"""
+    return Path(changed).parent == store / RUNS_FOLDER
+
+
 def _existing_parent(path: Path) -> Path:
     current = path.parent
     while not current.is_dir() and current != current.parent:
@@ -54,7 +62,7 @@ async def follow_store(
     while not stop.is_set():
         folder, recursive, keep = store_watch_target(location)
         waiting_for_store = not Path(location.split("#", 1)[0]).exists()
-        async for _changes in awatch(
+        async for changes in awatch(
             folder,
             watch_filter=keep,
             recursive=recursive,
@@ -63,7 +71,8 @@ async def follow_store(
             stop_event=stop,
             ignore_permission_denied=True,
         ):
-            target.post_message(StoreChanged(location))
+            runs_only = recursive and all(_is_run_record(folder, changed) for _change, changed in changes)
+            target.post_message(StoreChanged(location, runs_only=runs_only))
             if waiting_for_store and os.path.exists(location.split("#", 1)[0]):
                 break  # the store appeared: watch the store itself from now on
         else:

@@ -12,7 +12,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from crewpoint.providers.base import CheckpointMeta
-from crewpoint.tui.widgets.checkpoint_tree import format_time, problem_of
+from crewpoint.tui.widgets.checkpoint_tree import attach_gaps, format_time, problem_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +137,13 @@ class BranchGraph(OptionList):
         problem = problem_of(meta)
         if problem is not None:
             text.append(f"  ✗ {problem}", style="red")
-            return text
+            return attach_gaps(text)
         text.append(f"  {format_time(meta.created_at)}  ", style="dim")
         text.append(meta.trigger)
         if meta.tasks_total:
             text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
         text.append(f"  {meta.entity_name}", style="dim")
-        return text
+        return attach_gaps(text)
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual import on
 from textual.message import Message
 from textual.widgets import Tree
@@ -33,6 +33,15 @@ from crewpoint.tui.widgets.store_index import (
 
 Node = TreeNode[NodeRef]
 
+STATE_MARKS = {
+    "running": ("● live", "live"),
+    "finished": ("✓ done", "muted"),
+    "interrupted": ("⏸ interrupted", "stopped"),
+    "crashed": ("✗ crashed", "damaged"),
+    "failed": ("✗ failed", "damaged"),
+}
+"""How a branch's run state shows in its label, and with which component style."""
+
 VISIBLE_RUNS = 100
 """Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
 thousands of runs paints at once."""
@@ -45,6 +54,32 @@ def format_time(stamp: float, now: float | None = None) -> str:
     if local[:3] == today[:3]:
         return time.strftime("%H:%M:%S", local)
     return time.strftime("%m-%d %H:%M", local)
+
+
+def attach_gaps(text: Text) -> Text:
+    """Let the spaces between styled parts end the part before them instead of opening the next one.
+
+    A terminal shows both the same, but an exported screenshot draws each styled run as its own text element, and
+    some renderers drop the spaces that open an element: "research-crew  2 branches" would read
+    "research-crew2 branches". Touching parts of one style become one run. Changes ``text`` in place and returns
+    it.
+    """
+    plain = text.plain
+    size = len(plain)
+    spans: list[Span] = []
+    for start, end, style in text.spans:
+        while start < end and plain[start] == " ":
+            start += 1
+        while end < size and plain[end] == " ":
+            end += 1
+        if start >= end:
+            continue
+        if spans and spans[-1].end == start and spans[-1].style == style:
+            spans[-1] = Span(spans[-1].start, end, style)  # one run, so a wide glyph cannot eat its space
+        else:
+            spans.append(Span(start, end, style))
+    text.spans = spans
+    return text
 
 
 def problem_of(meta: CheckpointMeta) -> str | None:
@@ -65,6 +100,7 @@ class CheckpointTree(Tree[NodeRef]):
         "checkpoint-tree--damaged",
         "checkpoint-tree--marked",
         "checkpoint-tree--branch",
+        "checkpoint-tree--stopped",
     }
 
     DEFAULT_CSS = """
@@ -73,6 +109,7 @@ class CheckpointTree(Tree[NodeRef]):
     CheckpointTree > .checkpoint-tree--damaged { color: $error; }
     CheckpointTree > .checkpoint-tree--marked { color: $warning; text-style: bold; }
     CheckpointTree > .checkpoint-tree--branch { color: $accent; text-style: bold; }
+    CheckpointTree > .checkpoint-tree--stopped { color: $warning; }
     """
 
     @dataclass
@@ -342,6 +379,9 @@ class CheckpointTree(Tree[NodeRef]):
         return self.get_component_rich_style(f"checkpoint-tree--{name}", partial=True)
 
     def _label_for(self, data: NodeRef | None) -> Text:
+        return attach_gaps(self._make_label(data))
+
+    def _make_label(self, data: NodeRef | None) -> Text:
         if isinstance(data, EntityRef):
             return self._entity_label(data)
         if isinstance(data, OlderRef):
@@ -384,10 +424,11 @@ class CheckpointTree(Tree[NodeRef]):
         text.append(f"  {len(segment.metas)} ckpt", self._style("muted"))
         if head.tasks_total:
             text.append(f"  {head.tasks_done}/{head.tasks_total}")
-        if segment.branch in self.running or segment.is_live(self._now):
-            text.append("  ● live", self._style("live"))
-        elif segment.finished:
-            text.append("  ✓ done", self._style("muted"))
+        state = "running" if segment.branch in self.running else self.index.state_of(segment, self._now)
+        if state in STATE_MARKS:
+            mark, style = STATE_MARKS[state]
+            text.append("  ")
+            text.append(mark, self._style(style))
         return text
 
     def _checkpoint_label(self, meta: CheckpointMeta) -> Text:

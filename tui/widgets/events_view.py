@@ -10,6 +10,7 @@ from textual import on
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 from crewpoint.tui.widgets.overview_view import plain
 
 EventData = dict[str, Any]
@@ -52,6 +53,7 @@ class EventsView(Tree[EventData]):
             summary = summary_of(event)
             if summary:
                 label.append(f"  {summary}")
+            attach_gaps(label)
             node = (parent or self.root).add(label, event, allow_expand=True)
             if parent is not None:
                 parent.allow_expand = True

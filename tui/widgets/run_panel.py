@@ -16,7 +16,6 @@ from typing import Any
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, ProgressBar, RichLog
@@ -68,11 +67,6 @@ class RunPanel(Vertical):
         self.cancelled = False
         self._done = 0
 
-    def compose(self) -> ComposeResult:
-        yield Label("", id="run-title", markup=False)
-        yield ProgressBar(total=1, show_eta=False, id="run-progress")
-        yield RichLog(id="run-log", wrap=True, markup=False, max_lines=2000)
-
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -83,6 +77,17 @@ class RunPanel(Vertical):
         self._done = 0
         self.remove_class("-failed", "-ok")
         self.add_class("-shown")
+        self.call_later(self._begin, request)
+
+    async def _begin(self, request: RunRequest) -> None:
+        if not self.children:  # built for the first run: the app starts without them
+            await self.mount_all(
+                [
+                    Label("", id="run-title", markup=False),
+                    ProgressBar(total=1, show_eta=False, id="run-progress"),
+                    RichLog(id="run-log", wrap=True, markup=False, max_lines=2000),
+                ]
+            )
         self.query_one("#run-title", Label).update(Text(f"▶ {request.title}"))
         bar = self.query_one(ProgressBar)
         bar.update(total=max(request.total, 1), progress=0)

@@ -10,14 +10,19 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.runs import RunInfo, classify
 
 TERMINAL_TRIGGERS = frozenset({"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"})
 """A branch whose newest checkpoint has one of these triggers has finished."""
 
 LIVE_WINDOW = 10.0
-"""Seconds after its newest checkpoint during which an unfinished branch counts as live."""
+"""Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
+
+RUN_STATES = ("running", "finished", "failed", "interrupted", "crashed")
+"""What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
 
 EntityKey = tuple[str, str]
 
@@ -81,8 +86,8 @@ class Segment:
         return (now if now is not None else time.time()) - head.created_at < LIVE_WINDOW
 
 
-def _order(meta: CheckpointMeta) -> tuple[int, float, str]:
-    return (meta.sequence, meta.created_at, meta.id)
+_ORDER = attrgetter("sequence", "created_at", "id")
+"""Checkpoints of one branch of one run, in the order they were written."""
 
 
 def matches(meta: CheckpointMeta, query: str) -> bool:
@@ -118,47 +123,53 @@ class StoreIndex:
     """Entity → keys of its top-level segments (those with no source in view), oldest first."""
     forks: dict[str, list[str]] = field(default_factory=dict)
     """Checkpoint id → keys of the segments forked from it, oldest first."""
+    runs: dict[tuple[str, str], list[RunInfo]] = field(default_factory=dict)
+    """(lineage, branch) → the run records of that pair, newest start first."""
     query: str = ""
     total: int = 0
 
     @classmethod
-    def build(cls, metas: list[CheckpointMeta], query: str = "") -> StoreIndex:
+    def build(cls, metas: list[CheckpointMeta], query: str = "", runs: list[RunInfo] | None = None) -> StoreIndex:
         index = cls(query=query.strip(), total=len(metas))
+        index.set_runs(runs or [])
         groups: dict[tuple[str, str, EntityKey], list[CheckpointMeta]] = defaultdict(list)
         for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True):
             groups[(lineage, meta.branch, entity)].append(meta)
         all_ids = {meta.id for meta in metas}
         chains: list[Segment] = []
         for (lineage, branch, entity), members in groups.items():
-            members.sort(key=_order)
+            members.sort(key=_ORDER)
             own: dict[str, Segment] = {}
+            prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
             for meta in members:
-                segment = own.get(meta.parent_id) if meta.parent_id else None
-                if segment is not None and segment.head.id != meta.parent_id:
+                parent_id = meta.parent_id
+                segment = own.get(parent_id) if parent_id else None
+                if segment is not None and segment.metas[-1].id != parent_id:
                     segment = None  # a second child on the same branch (a resume from an earlier checkpoint)
                 if segment is None:
                     segment = Segment(
-                        key=f"{entity[0]}/{entity[1]}/{lineage}/{branch}/{meta.id}",
+                        key=prefix + meta.id,
                         entity=entity,
                         branch=branch,
                         lineage=lineage,
-                        source_id=meta.parent_id if meta.parent_id in all_ids else None,
+                        source_id=parent_id if parent_id in all_ids else None,
                     )
                     chains.append(segment)
                 segment.metas.append(meta)
                 own[meta.id] = segment
-        visible = [meta for meta in metas if not index.query or matches(meta, index.query)]
-        visible_ids = {meta.id for meta in visible}
         chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
-        for segment in chains:
-            if index.query:
+        if index.query:
+            visible_ids = {meta.id for meta in metas if matches(meta, index.query)}
+            for segment in chains:
                 segment.metas = [m for m in segment.metas if m.id in visible_ids]
-                if not segment.metas:
-                    continue
-            index.segments[segment.key] = segment
+            chains = [segment for segment in chains if segment.metas]
+        segments, by_id, segment_of = index.segments, index.metas, index.segment_of
+        for segment in chains:
+            key = segment.key
+            segments[key] = segment
             for meta in segment.metas:
-                index.metas[meta.id] = meta
-                index.segment_of[meta.id] = segment.key
+                by_id[meta.id] = meta
+                segment_of[meta.id] = key
         for segment in index.segments.values():
             if segment.source_id is not None and segment.source_id in index.metas:
                 index.forks.setdefault(segment.source_id, []).append(segment.key)
@@ -173,8 +184,38 @@ class StoreIndex:
     def entity_count(self, entity: EntityKey) -> int:
         return sum(1 for s in self.segments.values() if s.entity == entity for _ in s.metas)
 
+    def set_runs(self, runs: list[RunInfo]) -> None:
+        """Take these run records (all of the store's) in place of the ones held."""
+        grouped: dict[tuple[str, str], list[RunInfo]] = {}
+        for run in sorted(runs, key=lambda r: r.started_at, reverse=True):
+            grouped.setdefault((run.lineage, run.branch), []).append(run)
+        self.runs = grouped
+
+    def run_of(self, segment: Segment) -> RunInfo | None:
+        """The run record of a segment: the newest run of its (lineage, branch), passing over runs whose latest
+        checkpoint lies in another segment of the pair (when a resume from an earlier checkpoint split it)."""
+        candidates = self.runs.get((segment.lineage, segment.branch))
+        if not candidates:
+            return None
+        for run in candidates:
+            elsewhere = self.segment_of.get(run.checkpoint_id) if run.checkpoint_id is not None else None
+            if elsewhere is None or elsewhere == segment.key:
+                return run
+        return candidates[0]
+
+    def state_of(self, segment: Segment, now: float | None = None) -> str | None:
+        """One of :data:`RUN_STATES` from the segment's run record; without one, "running" while its newest
+        checkpoint is recent and unfinished, "finished" once it finished, else None."""
+        run = self.run_of(segment)
+        if run is not None:
+            return classify(run, now)
+        if segment.is_live(now):
+            return "running"
+        return "finished" if segment.finished else None
+
     def live_branches(self, now: float | None = None) -> set[str]:
-        return {s.key for s in self.segments.values() if s.is_live(now)}
+        """Keys of the segments whose run is going."""
+        return {s.key for s in self.segments.values() if self.state_of(s, now) == "running"}
 
     def segments_newest_first(self) -> list[Segment]:
         return sorted(self.segments.values(), key=lambda s: s.head.created_at, reverse=True)
@@ -182,6 +223,17 @@ class StoreIndex:
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
     """Lineage and entity of each meta; a damaged one (which knows only its name) borrows its neighbour's."""
+    entities: dict[tuple[str, str], EntityKey] = {}
+
+    def entity_of(meta: CheckpointMeta) -> EntityKey:
+        named = (meta.entity_kind, meta.entity_name)
+        found = entities.get(named)
+        if found is None:
+            found = entities[named] = _entity_of(meta)
+        return found
+
+    if not any(meta.damaged for meta in metas):
+        return [(meta.lineage, entity_of(meta)) for meta in metas]
     by_id = {meta.id: meta for meta in metas}
     child_of: dict[str, CheckpointMeta] = {}
     for meta in metas:

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
+from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 
 
 class TaskCard(Vertical):
@@ -45,7 +46,7 @@ class TaskCard(Vertical):
         title = Text(f"{mark} {task.index + 1}. {task.name}")
         if task.agent:
             title.append(f"  — {task.agent}", style="italic")
-        yield Static(title, classes="task-title", markup=False)
+        yield Static(attach_gaps(title), classes="task-title", markup=False)
         yield Static(Text(task.description), classes="task-note", markup=False)
         yield Static("", classes="task-status -empty", markup=False)
         if task.done:
