@@ -67,8 +67,8 @@ def bench_cli() -> list[Row]:
 async def _first_paint(location: str) -> float:
     """Seconds from making the app to its tree drawn with the store's checkpoints.
 
-    The waits poll with a plain sleep: a pilot's pause visits every widget, which would load the app it measures.
-    The tree is drawn once it has labels for the loaded checkpoints (they are made as its lines are rendered).
+    Nothing polls: the tree says when it has drawn its lines, and the time is taken at the first drawing that
+    shows the store's checkpoints.
     """
     from crewpoint.screens.browser import BrowserScreen
     from crewpoint.tui.app import make_app
@@ -76,12 +76,22 @@ async def _first_paint(location: str) -> float:
     start = time.perf_counter()
     app = make_app(location, watch=False)
     async with app.run_test(size=(140, 40)):
-        while not (isinstance(app.screen, BrowserScreen) and app.screen.metas):
-            await asyncio.sleep(0.002)
-        tree = app.screen.ckpt_tree
-        while not tree._labels:
-            await asyncio.sleep(0.002)
-        return time.perf_counter() - start
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        drawn = asyncio.Event()
+        elapsed = 0.0
+
+        def check() -> None:
+            nonlocal elapsed
+            if screen.metas:
+                elapsed = time.perf_counter() - start
+                drawn.set()
+            else:
+                screen.ckpt_tree.after_drawn(check)
+
+        screen.ckpt_tree.after_drawn(check)
+        await asyncio.wait_for(drawn.wait(), 60)
+        return elapsed
 
 
 async def _live_latency(location: str, samples: int = 20) -> list[float]:

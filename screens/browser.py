@@ -37,32 +37,45 @@ TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
 
 
 def read_store(location: str, query: str = "") -> StoreListed:
-    """The store's metadata, its run records and their grouping (``query`` filters): one read for a worker."""
+    """The store's metadata and its grouping (``query`` filters); run records are read next, by :func:`read_runs_of`."""
     started = time.monotonic()
     try:
         store = ops.find_store(location)
         metas = ops.list_checkpoints(store)
     except CheckpointError as exc:
         return StoreListed(location, error=str(exc), read_at=started)
+    return StoreListed(location, metas, StoreIndex.build(metas, query), None, read_at=started)
+
+
+def read_runs_of(location: str, read_at: float) -> RunsRead:
+    """The store's run records; none when they cannot be read (they only add a mark to a branch)."""
     try:
-        runs = read_runs(store)
-    except Exception:  # run records only add a status: a store whose records cannot be read still opens
+        runs = read_runs(ops.find_store(location))
+    except Exception:
         runs = []
-    return StoreListed(location, metas, StoreIndex.build(metas, query, runs), runs, read_at=started)
+    return RunsRead(runs, read_at)
 
 
-def start_reading(location: str) -> Future[StoreListed]:
-    """Read the store in a thread of its own, starting now: the app is drawn meanwhile."""
-    future: Future[StoreListed] = Future()
+class StoreReader:
+    """Reads a store in a thread of its own, starting at once, so the app is drawn meanwhile: its checkpoints
+    first, then, once the screen has drawn them (``shown``), its run records. The screen takes each result when
+    it is up."""
 
-    def read() -> None:
+    def __init__(self, location: str) -> None:
+        self.listed: Future[StoreListed] = Future()
+        self.runs: Future[RunsRead] = Future()
+        self.shown = threading.Event()
+        self.location = location
+        threading.Thread(target=self._read, name="crewpoint-read-store", daemon=True).start()
+
+    def _read(self) -> None:
         try:
-            future.set_result(read_store(location))
+            listed = read_store(self.location)
         except Exception as exc:
-            future.set_result(StoreListed(location, error=f"cannot read the store: {exc}"))
-
-    threading.Thread(target=read, name="crewpoint-read-store", daemon=True).start()
-    return future
+            listed = StoreListed(self.location, error=f"cannot read the store: {exc}")
+        self.listed.set_result(listed)
+        self.shown.wait(timeout=2.0)
+        self.runs.set_result(read_runs_of(self.location, listed.read_at))
 
 
 def cli_command(*args: str) -> list[str]:
@@ -86,7 +99,7 @@ class BrowserScreen(Screen[None]):
         *(Binding(str(n), f"show_tab('{tab}')", tab.title(), show=False) for n, tab in enumerate(TABS, 1)),
     ]
 
-    def __init__(self, location: str, *, follow: bool = True, first_read: Future[StoreListed] | None = None) -> None:
+    def __init__(self, location: str, *, follow: bool = True, first_read: StoreReader | None = None) -> None:
         super().__init__()
         self.location = location
         self.follow = follow
@@ -128,8 +141,9 @@ class BrowserScreen(Screen[None]):
         self.sub_title = self.location
         self.ckpt_tree.focus()
         if self._first_read is not None:
-            first, self._first_read = self._first_read, None
-            first.add_done_callback(lambda done: self.post_message(done.result()))
+            first = self._first_read
+            first.listed.add_done_callback(lambda done: self.post_message(done.result()))
+            first.runs.add_done_callback(lambda done: self.post_message(done.result()))
         else:
             self.refresh_store()
         if self.follow:
@@ -143,8 +157,13 @@ class BrowserScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="list")
     def _list_store(self, location: str, query: str) -> None:
         listed = read_store(location, query)
-        if not get_current_worker().is_cancelled:
-            self.post_message(listed)
+        if get_current_worker().is_cancelled:
+            return
+        self.post_message(listed)
+        if listed.error is None:
+            runs = read_runs_of(location, listed.read_at)
+            if not get_current_worker().is_cancelled:
+                self.post_message(runs)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="index")
     def _reindex(self, metas: list[CheckpointMeta], runs: list[RunInfo], query: str, read_at: float) -> None:
@@ -165,18 +184,14 @@ class BrowserScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def _read_runs(self, location: str) -> None:
-        started = time.monotonic()
-        try:
-            runs = read_runs(ops.find_store(location))
-        except Exception:  # a record caught half-written, or the store gone: the next beat or listing tells
-            return
+        runs = read_runs_of(location, time.monotonic())
         if not get_current_worker().is_cancelled:
-            self.post_message(RunsRead(runs, started))
+            self.post_message(runs)
 
     @on(RunsRead)
     def _runs_read(self, message: RunsRead) -> None:
         if message.read_at < self._read_at or message.read_at < self._runs_read_at:
-            return
+            return  # a listing or a reading of the records that began later has come in
         self._runs_read_at = message.read_at
         self.runs = message.runs
         self.index.set_runs(message.runs)
@@ -188,6 +203,9 @@ class BrowserScreen(Screen[None]):
             return  # a read that started before the one shown
         self._read_at = message.read_at
         self.call_after_refresh(self.detail.build_tabs)
+        if self._first_read is not None:  # once the tree is drawn, the first read goes on to the run records
+            self.ckpt_tree.after_drawn(self._first_read.shown.set)
+            self._first_read = None
         if message.error is not None:
             self.error = message.error
             if not self.metas:
@@ -195,9 +213,9 @@ class BrowserScreen(Screen[None]):
             return
         self.error = None
         self.metas = message.metas
-        if message.read_at >= self._runs_read_at:
+        if message.runs is not None and message.read_at >= self._runs_read_at:
             self.runs = message.runs
-        else:  # run records read since this listing began are newer
+        else:  # the records known stand until this read's own arrive
             message.index.set_runs(self.runs)
         self.index = message.index
         self.ckpt_tree.load(message.index)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import shutil
 import signal
 import subprocess
@@ -140,6 +141,7 @@ async def test_choosing_a_checkpoint_shows_its_details(store: Path) -> None:
         newest = max(screen.metas, key=lambda m: m.created_at)
         assert newest.branch == "experiment"
         assert screen.ckpt_tree.chosen_id == newest.id  # the newest checkpoint is shown at start
+        assert gc.isenabled()  # paused while the app starts, back once the tree is drawn
         await pilot.press("up")
         await settle(pilot)
         chosen = screen.detail.meta

@@ -9,7 +9,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
-from crewpoint.screens.browser import BrowserScreen, start_reading
+from crewpoint.screens.browser import BrowserScreen, StoreReader
 from crewpoint.screens.help import HelpScreen, keys_of
 from crewpoint.tui.messages import StoreListed
 from crewpoint.tui.widgets.palette import CheckpointCommands
@@ -20,7 +20,8 @@ class CheckpointApp(App[None]):
 
     TITLE = "crewpoint"
     CSS_PATH = ["app.tcss", "../screens/browser.tcss"]
-    """The browser's own sheet too: it is the app's first screen, which textual does not load a sheet for."""
+    """The browser's sheet too: it is the app's first screen, and textual loads a screen's own sheet only for
+    screens opened later."""
     COMMANDS = App.COMMANDS | {CheckpointCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -32,7 +33,7 @@ class CheckpointApp(App[None]):
         super().__init__()
         self.location = location
         self.follow = follow
-        self._first_read = start_reading(location)
+        self._first_read = StoreReader(location)
         self._collector_paused = False
 
     def on_load(self) -> None:

@@ -34,13 +34,14 @@ class RunsRead(Message):
 
 @dataclass
 class StoreListed(Message):
-    """The store's metadata and run records were (re)read or filtered anew; ``error`` says why the store could
-    not be read."""
+    """The store's metadata was (re)read or filtered anew, with its run records when ``runs`` is set; ``error``
+    says why the store could not be read."""
 
     location: str
     metas: list[CheckpointMeta] = field(default_factory=list)
     index: StoreIndex = field(default_factory=StoreIndex)
-    runs: list[RunInfo] = field(default_factory=list)
+    runs: list[RunInfo] | None = None
+    """The run records, when read with the metadata (None: they come apart, in :class:`RunsRead`)."""
     read_at: float = 0.0
     """When the read began (``time.monotonic``): a read that began earlier than the one shown is dropped."""
     error: str | None = None

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Span, Text
 from textual import on
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -133,6 +136,7 @@ class CheckpointTree(Tree[NodeRef]):
         self._branch_runs: Counter[tuple[EntityKey, str]] = Counter()
         self._branch_runs_of: StoreIndex | None = None
         self._unfolded: set[OlderRef] = set()
+        self._after_drawn: list[Callable[[], object]] = []
 
     # -- the public surface ---------------------------------------------------------------------------
     @property
@@ -363,6 +367,19 @@ class CheckpointTree(Tree[NodeRef]):
         data = event.node.data
         if isinstance(data, CheckpointRef) and data.id in self.index.metas:
             self.post_message(self.Chosen(self.index.metas[data.id]))
+
+    def after_drawn(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the tree has next drawn its lines (on the app's thread; nothing is redrawn for
+        it)."""
+        self._after_drawn.append(callback)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if self._after_drawn:
+            callbacks, self._after_drawn = self._after_drawn, []
+            for callback in callbacks:
+                callback()
+        return lines
 
     # -- labels -----------------------------------------------------------------------------------------
     def render_label(self, node: Node, base_style: Style, style: Style) -> Text:
