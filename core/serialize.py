@@ -22,6 +22,21 @@ TRUST_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 _PATH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _INTERNAL_PACKAGES = frozenset({"crewpoint", "pydantic", "pydantic_core"})
 
+# Modules that stand for the user's program: functions and classes defined in them are saved as
+# ``__main__.name``, and ``__main__.name`` resolves in them. A script loaded through ``--app`` is added.
+_program_modules: list[str] = ["__main__"]
+
+
+def register_program_module(name: str) -> None:
+    """Treat module ``name`` as the user's program (see :data:`_program_modules`)."""
+    if name not in _program_modules:
+        _program_modules.append(name)
+
+
+def program_modules() -> list[str]:
+    """The names of the modules that stand for the user's program, ``"__main__"`` first."""
+    return list(_program_modules)
+
 
 def callable_path(fn: object) -> str | None:
     """The dotted path ``"pkg.module.func"`` that imports ``fn`` back, or None when there is none.
