@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
@@ -32,10 +33,42 @@ class AgentOutput(BaseModel):
         return self.raw
 
 
+@dataclass(frozen=True)
+class AgentStep:
+    """One step of an agent's reasoning loop, passed to ``step_callback``.
+
+    ``kind`` is ``"action"`` (a tool call: ``tool``, ``tool_input`` and the tool's ``observation``) or
+    ``"final"`` (the answer, in ``output``); ``text`` is the model's reply.
+    """
+
+    kind: str
+    text: str
+    output: str = ""
+    tool: str | None = None
+    tool_input: dict[str, Any] | None = None
+    observation: str | None = None
+
+
+def warn_ignored_settings(model: BaseModel, what: str) -> None:
+    """Warn once about keyword arguments a model accepted but does not use (they are not saved either)."""
+    import warnings
+
+    from crewpoint.serialize import _caller_stacklevel
+
+    extra = model.model_extra or {}
+    if extra:
+        names = ", ".join(sorted(extra))
+        warnings.warn(
+            f"{what} ignores the setting(s) {names}: crewpoint does not use them and checkpoints do not save them",
+            UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+
+
 class Agent(BaseModel):
     """An agent. ``llm=None`` uses the configured default (the offline model when none is configured)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     role: str
     goal: str = ""
@@ -46,6 +79,7 @@ class Agent(BaseModel):
     knowledge_sources: list[BaseKnowledgeSource] = Field(default_factory=list)
     checkpoint: CheckpointConfig | bool | None = None
     max_iter: int = 5
+    step_callback: Callable[[AgentStep], Any] | None = None
     verbose: bool = False
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
 
@@ -55,7 +89,17 @@ class Agent(BaseModel):
     _pending: list[dict[str, str]] | None = PrivateAttr(default=None)
     _result: str | None = PrivateAttr(default=None)
     _state: RuntimeState | None = PrivateAttr(default=None)
+    _made_in: tuple[str, str] | None = PrivateAttr(default=None)
     _inputs: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_settings(self) -> Agent:
+        from crewpoint.serialize import check_savable, maker
+
+        self._made_in = maker()
+        check_savable(self.step_callback, "Agent step")
+        warn_ignored_settings(self, f"Agent {self.role!r}")
+        return self
 
     # -- pieces -----------------------------------------------------------------------------------------
     def get_llm(self) -> BaseLLM:
@@ -140,6 +184,7 @@ class Agent(BaseModel):
                 self._conversation.add("assistant", reply)
             messages = [*messages, {"role": "assistant", "content": reply}]
             if kind == "final":
+                self._step(AgentStep(kind="final", text=reply, output=value))
                 return value
             tool = tools.get(value)
             if tool is None:
@@ -147,11 +192,16 @@ class Agent(BaseModel):
             else:
                 safe = {k: v for k, v in args.items() if k not in ("agent_id", "task_id", "agent_role")}
                 observation = tool.run(agent_id=self.id, task_id=task_id, **safe)
+            self._step(AgentStep(kind="action", text=reply, tool=value, tool_input=args, observation=observation))
             note = f"Observation: {observation}"
             if self.memory:
                 self._conversation.add("user", note)
             messages.append({"role": "user", "content": note})
         return parse_reply(reply)[1] if parse_reply(reply)[0] == "final" else reply
+
+    def _step(self, step: AgentStep) -> None:
+        if self.step_callback is not None:
+            self.step_callback(step)
 
     def judge(self, output: str, guardrail: str, task_id: str | None = None) -> str | None:
         """Ask the LLM whether ``output`` meets ``guardrail``: ``None`` if it does, else the reason."""
@@ -175,11 +225,14 @@ class Agent(BaseModel):
         self,
         messages: str | Sequence[Mapping[str, str]] | None = None,
         *,
-        from_checkpoint: CheckpointConfig | None = None,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
     ) -> AgentOutput:
         """Run the agent on its own on ``messages``; resumable and checkpointed like a crew."""
         if from_checkpoint is not None:
-            return Agent.from_checkpoint(from_checkpoint).kickoff(messages)
+            from crewpoint.checkpoint.restore_entities import restore
+
+            restore(from_checkpoint, "agent", fork_branch=None, target=self)
+            return self.kickoff(messages)
         from crewpoint.events import (
             LiteAgentExecutionCompletedEvent,
             LiteAgentExecutionErrorEvent,
@@ -221,7 +274,7 @@ class Agent(BaseModel):
         self,
         messages: str | Sequence[Mapping[str, str]] | None = None,
         *,
-        from_checkpoint: CheckpointConfig | None = None,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
     ) -> AgentOutput:
         import asyncio
 
@@ -243,6 +296,8 @@ class Agent(BaseModel):
         return self._state.config if self._state is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
+        from crewpoint.serialize import callable_path
+
         llm = self._llm if self._llm is not None else self.llm
         return {
             "kind": "agent",
@@ -257,6 +312,8 @@ class Agent(BaseModel):
             "knowledge_sources": [s.to_state() for s in self.knowledge_sources],
             "checkpoint": _config_state(self.checkpoint),
             "max_iter": self.max_iter,
+            "step_callback": callable_path(self.step_callback) if self.step_callback is not None else None,
+            "step_callback_unsaved": self.step_callback is not None and callable_path(self.step_callback) is None,
             "pending": list(self._pending) if self._pending is not None else None,
             "result": self._result,
         }
@@ -265,15 +322,20 @@ class Agent(BaseModel):
     def from_state(cls, data: Mapping[str, Any]) -> Agent:
         from crewpoint.knowledge import knowledge_source_from_state
         from crewpoint.llm import llm_from_state
-        from crewpoint.serialize import callbacks_trusted
+        from crewpoint.serialize import load_callable
         from crewpoint.tools import tool_from_state
 
         llm_data = data.get("llm")
         llm: BaseLLM | str | None
         if isinstance(llm_data, dict):
-            llm = llm_from_state(llm_data, allow_import=callbacks_trusted())
+            llm = llm_from_state(llm_data)
         else:
-            llm = llm_data
+            llm = llm_data if isinstance(llm_data, str) else None
+        step = data.get("step_callback")
+        if data.get("step_callback_unsaved"):
+            from crewpoint.task import _warn_not_saved
+
+            _warn_not_saved(f"agent {data.get('role')!r} step_callback")
         agent = cls(
             id=data["id"],
             role=data["role"],
@@ -285,12 +347,35 @@ class Agent(BaseModel):
             knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
             checkpoint=_config_from_state(data.get("checkpoint")),
             max_iter=data.get("max_iter", 5),
+            step_callback=load_callable(step, f"step_callback of agent {data.get('role')!r}") if step else None,
         )
-        if data.get("conversation") is not None:
-            agent._conversation = ShortTermMemory.from_state(data["conversation"])
-        agent._pending = data.get("pending")
-        agent._result = data.get("result")
+        agent._apply_run_state(data)
         return agent
+
+    def _apply_run_state(self, data: Mapping[str, Any]) -> None:
+        if data.get("conversation") is not None:
+            self._conversation = ShortTermMemory.from_state(data["conversation"])
+        pending = data.get("pending")
+        self._pending = [dict(m) for m in pending] if isinstance(pending, list) else None
+        result = data.get("result")
+        self._result = None if result is None else str(result)
+
+    def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
+        """Why the saved agent ``data`` is not this agent, or None when it is."""
+        saved = str(data.get("role", ""))
+        if saved != self.role:
+            return f"the checkpoint holds agent {saved!r}; this agent is {self.role!r}"
+        return None
+
+    def bind_state(self, data: Mapping[str, Any]) -> None:
+        """Take the saved agent's id, conversation and run; keep this agent's LLM, tools, callbacks, knowledge."""
+        problem = self.shape_mismatch(data)
+        if problem is not None:
+            from crewpoint.providers.base import CheckpointError
+
+            raise CheckpointError(problem)
+        self.id = str(data["id"])
+        self._apply_run_state(data)
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._state = runtime
@@ -319,29 +404,8 @@ class Agent(BaseModel):
         return await asyncio.to_thread(cls.from_checkpoint, config)
 
 
-def _config_state(setting: CheckpointConfig | bool | None) -> Any:
-    if setting is None or isinstance(setting, bool):
-        return setting
-    return {
-        "location": setting.location,
-        "on_events": list(setting.on_events),
-        "provider": setting.provider.kind,
-        "max_checkpoints": setting.max_checkpoints,
-    }
-
-
-def _config_from_state(data: Any) -> CheckpointConfig | bool | None:
-    if data is None or isinstance(data, bool):
-        return data
-    from crewpoint.providers import JsonProvider, SqliteProvider
-
-    provider = SqliteProvider() if data.get("provider") == "sqlite" else JsonProvider()
-    return CheckpointConfig(
-        location=data["location"],
-        on_events=data.get("on_events", ["task_completed"]),
-        provider=provider,
-        max_checkpoints=data.get("max_checkpoints"),
-    )
+_config_state = config_state
+_config_from_state = config_from_state
 
 
 Task.model_rebuild()

@@ -52,11 +52,13 @@ class Crew(BaseModel):
     _knowledge: Knowledge | None = PrivateAttr(default=None)
     _inputs: dict[str, Any] | None = PrivateAttr(default=None)
     _state: RuntimeState | None = PrivateAttr(default=None)
+    _made_in: tuple[str, str] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
-        from crewpoint.serialize import check_savable
+        from crewpoint.serialize import check_savable, maker
 
+        self._made_in = maker()
         check_savable(self.task_callback, "Crew task")
         for task in self.tasks:
             if task.agent is None:
@@ -167,7 +169,10 @@ class Crew(BaseModel):
     ) -> CrewOutput:
         """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped."""
         if from_checkpoint is not None:
-            return Crew.from_checkpoint(from_checkpoint).kickoff(inputs)
+            from crewpoint.checkpoint.restore_entities import restore
+
+            restore(from_checkpoint, "crew", fork_branch=None, target=self)
+            return self.kickoff(inputs)
         from crewpoint.events import (
             CrewKickoffCompletedEvent,
             CrewKickoffFailedEvent,
@@ -323,11 +328,13 @@ class Crew(BaseModel):
             "crew_memory": self._memory.to_state(),
             "knowledge_sources": [s.to_state() for s in self.knowledge_sources],
             "task_callback": callable_path(self.task_callback) if self.task_callback else None,
+            "task_callback_unsaved": self.task_callback is not None and callable_path(self.task_callback) is None,
             "checkpoint": _config_state(self.checkpoint),
         }
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
+        """Rebuild a crew from its saved state, code under the trust rule of :mod:`crewpoint.serialize`."""
         from crewpoint.knowledge import knowledge_source_from_state
         from crewpoint.serialize import load_callable
 
@@ -338,6 +345,11 @@ class Crew(BaseModel):
         for task, saved in zip(tasks, data.get("tasks", []), strict=True):
             if saved.get("context") is not None:
                 task.context = [tasks_by_id[c] for c in saved["context"]]
+        callback = data.get("task_callback")
+        if data.get("task_callback_unsaved"):
+            from crewpoint.task import _warn_not_saved
+
+            _warn_not_saved("the crew's task_callback")
         crew = cls.model_construct(
             agents=agents,
             tasks=tasks,
@@ -345,7 +357,7 @@ class Crew(BaseModel):
             name=data.get("name", "crew"),
             memory=data.get("memory", False),
             knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
-            task_callback=load_callable(data["task_callback"]) if data.get("task_callback") else None,
+            task_callback=load_callable(callback, "crew task_callback") if callback else None,
             checkpoint=_config_from_state(data.get("checkpoint")),
             verbose=False,
             id=data["id"],
@@ -353,6 +365,71 @@ class Crew(BaseModel):
         if data.get("crew_memory") is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])
         return crew
+
+    def _matched_tasks(self, saved: list[Mapping[str, Any]]) -> tuple[list[int], str | None]:
+        """For each of this crew's tasks, the index of its saved task (by name, then position), or a reason."""
+        if len(saved) != len(self.tasks):
+            return [], f"the checkpoint's crew has {len(saved)} tasks; this crew has {len(self.tasks)}"
+        by_name = {str(t.get("name")): i for i, t in enumerate(saved) if t.get("name")}
+        order: list[int] = []
+        for i, task in enumerate(self.tasks):
+            j = by_name.get(task.name) if task.name else None
+            if j is None:
+                j = i
+                saved_name = saved[i].get("name")
+                if task.name and saved_name and saved_name != task.name:
+                    return [], f"task {i + 1} is {saved_name!r} in the checkpoint and {task.name!r} in this crew"
+            order.append(j)
+        if sorted(order) != list(range(len(saved))):
+            return [], "this crew's task names match the checkpoint's tasks more than once"
+        return order, None
+
+    def _matched_agents(self, saved: list[Mapping[str, Any]]) -> tuple[list[int | None], str | None]:
+        """For each of this crew's agents, the index of its saved agent (by role, in order), or a reason."""
+        free: dict[str, list[int]] = {}
+        for i, saved_agent in enumerate(saved):
+            free.setdefault(str(saved_agent.get("role", "")), []).append(i)
+        order: list[int | None] = []
+        for agent in self.agents:
+            slots = free.get(agent.role)
+            order.append(slots.pop(0) if slots else None)
+        missing = [role for role, slots in free.items() if slots]
+        if missing:
+            return [], f"the checkpoint's crew has agent {missing[0]!r}, which this crew does not have"
+        return order, None
+
+    def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
+        """Why the saved crew ``data`` is not this crew, or None when it is the same shape."""
+        _, problem = self._matched_tasks(list(data.get("tasks") or []))
+        if problem is None:
+            _, problem = self._matched_agents(list(data.get("agents") or []))
+        return problem
+
+    def bind_state(self, data: Mapping[str, Any]) -> None:
+        """Apply a checkpoint's state to this crew: task outputs, ids, conversations and crew memory.
+
+        The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
+        matched by name, then position; agents by role. A crew of another shape is refused with one line.
+        """
+        from crewpoint.providers.base import CheckpointError
+
+        saved_tasks = list(data.get("tasks") or [])
+        saved_agents = list(data.get("agents") or [])
+        task_order, problem = self._matched_tasks(saved_tasks)
+        agent_order: list[int | None] = []
+        if problem is None:
+            agent_order, problem = self._matched_agents(saved_agents)
+        if problem is not None:
+            raise CheckpointError(f"cannot resume this crew from the checkpoint: {problem}")
+        self.id = str(data["id"])
+        for task, j in zip(self.tasks, task_order, strict=True):
+            task.bind_state(saved_tasks[j])
+        for agent, k in zip(self.agents, agent_order, strict=True):
+            if k is not None:
+                agent.bind_state(saved_agents[k])
+        if data.get("crew_memory") is not None:
+            self._memory = CrewMemory.from_state(data["crew_memory"])
+        self._state = None
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._state, self._inputs = runtime, inputs

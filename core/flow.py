@@ -153,6 +153,7 @@ class Flow(Generic[StateT]):
         self._finished = False
         self._inputs: dict[str, Any] | None = None
         self._runtime: Any = None
+        self._finished_events: dict[str, str] = {}
         event_bus.emit(self, FlowCreatedEvent(flow_name=self.entity_name, flow_id=self.id))
 
     # -- state ----------------------------------------------------------------------------------------
@@ -208,7 +209,10 @@ class Flow(Generic[StateT]):
     ) -> Any:
         """Run the flow; returns the last method's output."""
         if from_checkpoint is not None:
-            return type(self).from_checkpoint(from_checkpoint).kickoff(inputs)
+            from crewpoint.checkpoint.restore_entities import restore
+
+            restore(from_checkpoint, "flow", fork_branch=None, target=self)
+            return self.kickoff(inputs)
         from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
         from crewpoint.runtime import RuntimeState, current_state, running
 
@@ -237,12 +241,12 @@ class Flow(Generic[StateT]):
     akickoff = kickoff_async
 
     def _walk(self) -> Any:
-        queue: list[tuple[str, Any, bool]] = [(name, None, False) for name in self._starts]
+        queue: list[tuple[str, Any, bool, str | None]] = [(name, None, False, None) for name in self._starts]
         fired: set[str] = set()
         last: Any = None
         while queue:
-            name, arg, has_arg = queue.pop(0)
-            output = self._call(name, arg, has_arg)
+            name, arg, has_arg, trigger = queue.pop(0)
+            output = self._call(name, arg, has_arg, trigger)
             last = output
             fired.add(name)
             triggers = [name]
@@ -254,10 +258,10 @@ class Flow(Generic[StateT]):
                     continue
                 if cond.mode == "and" and not all(n in fired for n in cond.names):
                     continue
-                queue.append((listener, output, True))
+                queue.append((listener, output, True, self._finished_events.get(name)))
         return last
 
-    def _call(self, name: str, arg: Any, has_arg: bool) -> Any:
+    def _call(self, name: str, arg: Any, has_arg: bool, trigger: str | None = None) -> Any:
         from crewpoint.events import (
             MethodExecutionFailedEvent,
             MethodExecutionFinishedEvent,
@@ -272,7 +276,12 @@ class Flow(Generic[StateT]):
             return output
         self._replay = self._replay[:index]
         method = getattr(self, name)
-        event_bus.emit(self, MethodExecutionStartedEvent(flow_name=self.entity_name, flow_id=self.id, method_name=name))
+        event_bus.emit(
+            self,
+            MethodExecutionStartedEvent(
+                flow_name=self.entity_name, flow_id=self.id, method_name=name, triggered_by_event_id=trigger
+            ),
+        )
         try:
             params = [
                 p
@@ -292,12 +301,13 @@ class Flow(Generic[StateT]):
             )
             raise
         self._log.append((name, to_jsonable(output)))
-        event_bus.emit(
+        finished = event_bus.emit(
             self,
             MethodExecutionFinishedEvent(
                 flow_name=self.entity_name, flow_id=self.id, method_name=name, result=_text(output)
             ),
         )
+        self._finished_events[name] = finished.event_id
         return output
 
     # -- checkpoint entity protocol --------------------------------------------------------------------
@@ -318,14 +328,15 @@ class Flow(Generic[StateT]):
 
     def to_state(self) -> dict[str, Any]:
         from crewpoint.agent import _config_state
+        from crewpoint.serialize import class_path
 
         cls = self._state_class()
         return {
             "kind": "flow",
             "id": self.id,
             "name": self.entity_name,
-            "class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "state_class": f"{cls.__module__}.{cls.__qualname__}" if cls is not None else None,
+            "class": class_path(type(self)),
+            "state_class": class_path(cls) if cls is not None else None,
             "state": self._state_dump(),
             "method_outputs": [[n, o] for n, o in self._log],
             "finished": self._finished,
@@ -341,15 +352,36 @@ class Flow(Generic[StateT]):
         with event_bus.scoped_handlers():
             flow = cls.__new__(cls)
             Flow.__init__(flow, checkpoint=_config_from_state(data.get("checkpoint")))
-        flow.id = data["id"]
-        saved = data.get("state") or {}
-        state_cls = flow._state_class()
-        flow._state = state_cls.model_validate(saved) if state_cls is not None else dict(saved)
-        flow._log = [(n, o) for n, o in data.get("method_outputs", [])]
-        flow._replay = list(flow._log)
-        flow._finished = bool(data.get("finished"))
-        flow._result = data.get("result")
+        flow._apply_run_state(data)
         return flow
+
+    def _apply_run_state(self, data: Mapping[str, Any]) -> None:
+        self.id = str(data["id"])
+        saved = data.get("state") or {}
+        state_cls = self._state_class()
+        self._state = state_cls.model_validate(saved) if state_cls is not None else dict(saved)
+        self._log = [(str(n), o) for n, o in data.get("method_outputs", [])]
+        self._replay = list(self._log)
+        self._finished = bool(data.get("finished"))
+        self._result = data.get("result")
+
+    def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
+        """Why the saved flow ``data`` is not one of this flow's class, or None when it is."""
+        saved = str(data.get("class", ""))
+        mine = type(self).__qualname__
+        if saved.rpartition(".")[2] != mine:
+            return f"the checkpoint holds a flow of class {saved or '?'}; this flow is a {mine}"
+        return None
+
+    def bind_state(self, data: Mapping[str, Any]) -> None:
+        """Take the saved flow's id, state and method outputs; keep this flow's methods and settings."""
+        problem = self.shape_mismatch(data)
+        if problem is not None:
+            from crewpoint.providers.base import CheckpointError
+
+            raise CheckpointError(f"cannot resume this flow from the checkpoint: {problem}")
+        self._apply_run_state(data)
+        self._runtime = None
 
     def attach_runtime(self, runtime: Any, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs = runtime, inputs

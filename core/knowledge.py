@@ -7,6 +7,7 @@ path, so a restored source answers the same way even after the file moved or cha
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -25,7 +26,8 @@ from crewpoint.events import (
     event_bus,
 )
 from crewpoint.memory import keywords
-from crewpoint.serialize import import_path, load_callable
+
+log = logging.getLogger("crewpoint.knowledge")
 
 CHUNK_SIZE = 400
 _PARAGRAPH_RE = re.compile(r"\n\s*\n")
@@ -112,8 +114,15 @@ class BaseKnowledgeSource(BaseModel):
             return list(self._chunks)
 
     def to_state(self) -> dict[str, Any]:
-        """The source as JSON data: its class path and fields."""
-        return {"class": _class_path(type(self)), "fields": self.model_dump(mode="json")}
+        """The source as JSON data: its class path, fields and passages (what an untrusted restore searches)."""
+        from crewpoint.serialize import class_path
+
+        state: dict[str, Any] = {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
+        try:
+            state["chunks"] = self.chunks()
+        except Exception as exc:  # a source that cannot be read now is saved without passages
+            log.debug("knowledge source %s not read for its checkpoint: %s", type(self).__name__, exc)
+        return state
 
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> BaseKnowledgeSource:
@@ -127,6 +136,22 @@ class StringKnowledgeSource(BaseKnowledgeSource):
 
     def load_texts(self) -> list[str]:
         return [self.content]
+
+
+class StoredKnowledgeSource(BaseKnowledgeSource):
+    """Passages saved in a checkpoint: what a source comes back as when the checkpoint is not trusted.
+
+    It reads nothing: no file, no URL. ``origin`` names the class it was saved from.
+    """
+
+    passages: list[str] = Field(default_factory=list)
+    origin: str = ""
+
+    def load_texts(self) -> list[str]:
+        return list(self.passages)
+
+    def chunks(self) -> list[str]:
+        return list(self.passages)
 
 
 class TextFileKnowledgeSource(BaseKnowledgeSource):
@@ -174,6 +199,7 @@ class TextFileKnowledgeSource(BaseKnowledgeSource):
     def to_state(self) -> dict[str, Any]:
         """Paths and, for every file that can be read now, its contents."""
         state = super().to_state()
+        state.pop("chunks", None)  # the contents below are the passages' source
         contents: dict[str, str] = {}
         for path in self.file_paths:
             try:
@@ -191,14 +217,27 @@ class TextFileKnowledgeSource(BaseKnowledgeSource):
 def knowledge_source_from_state(state: dict[str, Any]) -> BaseKnowledgeSource:
     """Rebuild a source saved by ``to_state``.
 
-    crewpoint's own source classes come back directly; another class is imported under the
-    ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` rule.
+    Trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``), the saved class comes back with its fields. Otherwise a
+    string source comes back as it is and any other source as the passages saved with it
+    (:class:`StoredKnowledgeSource`): a checkpoint never makes crewpoint read a file or reach a server.
     """
+    from crewpoint.serialize import callbacks_trusted, load_class
+
     path = str(state.get("class", ""))
-    cls = import_path(path) if path.startswith("crewpoint.") else load_callable(path)
-    if not (isinstance(cls, type) and issubclass(cls, BaseKnowledgeSource)):
-        raise ValueError(f"cannot restore knowledge source: {path!r} is not a BaseKnowledgeSource class")
-    return cls._from_state(state)
+    if callbacks_trusted():
+        cls = load_class(path, BaseKnowledgeSource, "knowledge source class")
+        return cls._from_state(state)
+    fields = state.get("fields") if isinstance(state.get("fields"), dict) else {}
+    assert isinstance(fields, dict)
+    if path == _class_path(StringKnowledgeSource) and isinstance(fields.get("content"), str):
+        return StringKnowledgeSource(content=fields["content"], chunk_size=fields.get("chunk_size", CHUNK_SIZE))
+    passages = state.get("chunks")
+    if not isinstance(passages, list):
+        size = fields.get("chunk_size", CHUNK_SIZE)
+        contents = state.get("contents") if isinstance(state.get("contents"), dict) else {}
+        assert isinstance(contents, dict)
+        passages = [c for text in contents.values() if isinstance(text, str) for c in chunk_text(text, size)]
+    return StoredKnowledgeSource(passages=[str(p) for p in passages], origin=path)
 
 
 def _score(wanted: set[str], passage: str) -> tuple[int, int]:
@@ -284,6 +323,7 @@ class Knowledge:
 __all__ = [
     "BaseKnowledgeSource",
     "Knowledge",
+    "StoredKnowledgeSource",
     "StringKnowledgeSource",
     "TextFileKnowledgeSource",
     "chunk_text",

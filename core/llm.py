@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import json
 import logging
 import os
@@ -219,8 +218,9 @@ class BaseLLM(BaseModel):
     # -- checkpoints -----------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         """``{"class": "<module>.<QualName>", "fields": {...}}``, JSON-ready, with no secret in it."""
-        cls = type(self)
-        return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": self.model_dump(mode="json")}
+        from crewpoint.serialize import class_path
+
+        return {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
 
 
 def _check_text(llm: BaseLLM, value: object) -> str:
@@ -232,65 +232,30 @@ def _check_text(llm: BaseLLM, value: object) -> str:
 # -- restoring from a checkpoint --------------------------------------------------------------------------
 
 
-def _class_path(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+def llm_from_state(data: dict[str, Any], *, allow_import: bool | None = None) -> BaseLLM:
+    """Rebuild an LLM saved by :meth:`BaseLLM.to_state` as the same class, never another model.
 
-
-def _builtin_classes() -> dict[str, type[BaseLLM]]:
-    """crewpoint's own LLM classes that are loaded, by dotted path (no import needed to find them)."""
-    found: dict[str, type[BaseLLM]] = {}
-    pending: list[type[BaseLLM]] = [BaseLLM]
-    while pending:
-        cls = pending.pop()
-        for sub in cls.__subclasses__():
-            pending.append(sub)
-            if sub.__module__ == "crewpoint" or sub.__module__.startswith("crewpoint."):
-                found[_class_path(sub)] = sub
-    return found
-
-
-def _import_class(path: str) -> object:
-    parts = path.split(".")
-    if "<locals>" in parts or len(parts) < 2:
-        raise ValueError(f"the checkpoint names LLM class {path}, which cannot be imported")
-    for cut in range(len(parts) - 1, 0, -1):
-        module_name = ".".join(parts[:cut])
-        try:
-            obj: object = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            break
-        return obj
-    raise ValueError(f"the checkpoint names LLM class {path}, which cannot be imported")
-
-
-def llm_from_state(data: dict[str, Any], *, allow_import: bool) -> BaseLLM:
-    """Rebuild an LLM saved by :meth:`BaseLLM.to_state` as the same class with the same fields.
-
-    crewpoint's own classes always come back. Any other class is imported only when ``allow_import`` is
-    true (callers pass ``os.environ.get("CREWPOINT_DESERIALIZE_CALLBACKS") == "1"``); otherwise, or when the
-    class cannot be imported, this raises ``ValueError``. Another model is never swapped in.
+    The class resolves when the running program already defines it (crewpoint's own classes, or the user's,
+    ``__main__.MyLLM`` included); anything else is imported only for a trusted checkpoint
+    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``). Untrusted, fields that reach outside the process (base URL, key
+    variable, headers, paths) are not taken from the checkpoint: :class:`LLM` gets its base URL from
+    ``CREWPOINT_BASE_URL`` and reads its key from ``OPENAI_API_KEY``. ``allow_import`` overrides the trust
+    setting. Raises ``ValueError`` with a one-line reason.
     """
+    from crewpoint.serialize import callbacks_trusted, is_reach_field, load_class
+
     if not isinstance(data, dict) or not isinstance(data.get("class"), str):
         raise ValueError("the checkpoint's LLM entry is damaged: it has no class name")
     path: str = data["class"]
     fields = data.get("fields") or {}
     if not isinstance(fields, dict):
         raise ValueError(f"the checkpoint's LLM entry for {path} is damaged: its fields are not a mapping")
-    cls: object = _builtin_classes().get(path)
-    if cls is None:
-        if not allow_import:
-            raise ValueError(
-                f"the checkpoint names LLM class {path}; set {DESERIALIZE_ENV}=1 to import it "
-                "if you trust this checkpoint"
-            )
-        cls = _import_class(path)
-    if not (isinstance(cls, type) and issubclass(cls, BaseLLM)):
-        raise ValueError(f"the checkpoint names LLM class {path}, which is not a crewpoint BaseLLM subclass")
+    trusted = callbacks_trusted() if allow_import is None else allow_import
+    cls = load_class(path, BaseLLM, "LLM class", trusted=trusted)
+    if not trusted:
+        fields = {k: v for k, v in fields.items() if not is_reach_field(k)}
+        if issubclass(cls, LLM):
+            fields["base_url"] = os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL
     try:
         return cls.model_validate(fields)
     except ValueError as exc:

@@ -86,7 +86,18 @@ class RuntimeState:
         self.written = 0
         self.failed = 0
         self.pending_signal: str | None = None
+        self._origin: dict[str, Any] | None = None
+        self._origin_known = False
         self._lock = threading.Lock()
+
+    @property
+    def origin(self) -> dict[str, Any] | None:
+        """Where the run's entity came from (script or module, attribute), found once, at the first checkpoint."""
+        if not self._origin_known:
+            from crewpoint.checkpoint.program import origin_of
+
+            self._origin, self._origin_known = origin_of(self.root), True
+        return self._origin
 
     # -- lineage ------------------------------------------------------------------------------------
     @property
@@ -142,6 +153,7 @@ class RuntimeState:
             },
             "trigger": trigger,
             "created_at": now,
+            "origin": self.origin,
         }
         return CheckpointRecord(meta=meta, body=body)
 

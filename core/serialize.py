@@ -1,9 +1,14 @@
-"""How callables are saved in checkpoints: as dotted paths of module-level functions, and nothing else.
+"""How code is named in checkpoints, and the trust rule that decides what a checkpoint may bring back.
 
-A checkpoint is data. Restoring one may name functions to import; they are imported only when the user trusts
-the checkpoint and sets ``CREWPOINT_DESERIALIZE_CALLBACKS=1``. Lambdas, closures, bound methods,
-``functools.partial`` objects, callable instances and builtins cannot be named this way: passing one where a
-callback is saved warns, and the callback does not come back after a restore.
+A checkpoint is data. Code (LLM classes, tools, callbacks, guardrails, knowledge sources, flow classes) is saved
+as dotted paths: module-level functions and classes only, ``__main__.name`` for those of the user's script.
+Rebuilding from a checkpoint, a class resolves only when the running program already defines it and it is of the
+expected kind, and nothing is imported; a function (callback, guardrail, tool function) or anything that needs an
+import comes back only when the user trusts the checkpoint and sets ``CREWPOINT_DESERIALIZE_CALLBACKS=1``. No
+package is exempt, crewpoint included. Fields that reach outside the process (URLs, key variables, headers, file
+paths, locations) come from the program unless the checkpoint is trusted. Lambdas, closures, bound methods,
+``functools.partial`` objects, callable instances and builtins cannot be named: passing one where a callback is
+saved warns, and it does not come back after a restore.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 TRUST_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 
@@ -38,31 +45,38 @@ def program_modules() -> list[str]:
     return list(_program_modules)
 
 
+def _in_program(module_name: str) -> bool:
+    return module_name in _program_modules
+
+
 def callable_path(fn: object) -> str | None:
-    """The dotted path ``"pkg.module.func"`` that imports ``fn`` back, or None when there is none.
+    """The dotted path ``"pkg.module.func"`` that names ``fn``, or None when there is none.
 
     Only plain module-level functions qualify: a function whose module attribute of the same name is the
-    function itself. Lambdas, nested functions, methods, ``functools.partial``, callable instances, builtins
-    and functions defined in ``__main__`` give None.
+    function itself. Functions of the user's program (a script run as ``__main__``, or loaded through
+    ``--app``) are named ``__main__.func``, as the script sees them. Lambdas, nested functions, methods,
+    ``functools.partial``, callable instances and builtins give None.
     """
     if not inspect.isfunction(fn):
         return None
     name = fn.__name__
     qualname = fn.__qualname__
     module_name = fn.__module__
-    if name == "<lambda>" or "<locals>" in qualname or "." in qualname or qualname != name:
-        return None
-    if not module_name or module_name == "__main__":
+    if name == "<lambda>" or "<locals>" in qualname or "." in qualname or qualname != name or not module_name:
         return None
     module = sys.modules.get(module_name)
     if module is None:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            return None
-    if getattr(module, name, None) is not fn:
         return None
-    return f"{module_name}.{name}"
+    attr = getattr(module, name, None)
+    if attr is not fn and getattr(attr, "func", None) is not fn:  # a @tool keeps its function as .func
+        return None
+    return f"__main__.{name}" if _in_program(module_name) else f"{module_name}.{name}"
+
+
+def class_path(cls: type) -> str:
+    """The dotted path that names ``cls``: ``__main__.Name`` for a class of the user's program."""
+    module = "__main__" if _in_program(cls.__module__) else cls.__module__
+    return f"{module}.{cls.__qualname__}"
 
 
 def _caller_stacklevel() -> int:
@@ -76,6 +90,26 @@ def _caller_stacklevel() -> int:
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return 2
+
+
+_ENTITY_MODULES = frozenset({"crewpoint.crew", "crewpoint.agent", "crewpoint.task", "crewpoint.flow"})
+
+
+def maker() -> tuple[str, str] | None:
+    """``(module, function)`` of the module-level function that is constructing an entity right now, if any.
+
+    Recorded at construction so a checkpoint can say which factory made its crew (``module:factory``).
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.split(".", 1)[0] not in ("pydantic", "pydantic_core") and module not in _ENTITY_MODULES:
+            name = frame.f_code.co_name
+            if name.startswith("<") or frame.f_code.co_qualname != name:
+                return None
+            return (module, name)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 def check_savable(fn: Callable[..., Any] | None, what: str, *, stacklevel: int | None = None) -> None:
@@ -94,18 +128,53 @@ def check_savable(fn: Callable[..., Any] | None, what: str, *, stacklevel: int |
 
 
 def callbacks_trusted() -> bool:
-    """True when the user allows checkpoints to import the callbacks they name."""
+    """True when the user trusts checkpoints: ``CREWPOINT_DESERIALIZE_CALLBACKS=1``."""
     return os.environ.get(TRUST_ENV) == "1"
 
 
-def import_path(path: str) -> Any:
-    """Import the object a dotted path names, without the trust check (for crewpoint's own classes).
+WAYS_OUT = (
+    f"set {TRUST_ENV}=1 if you trust this checkpoint, or resume your own program: "
+    "crew.kickoff(from_checkpoint=...), or `crewpoint checkpoint resume ID --app FILE.py:crew`"
+)
 
-    Raises ValueError naming the path when it is malformed or cannot be imported.
-    """
+
+def _split(path: str) -> tuple[str, str]:
     if not isinstance(path, str) or not _PATH_RE.match(path):
         raise ValueError(f"{path!r} is not a dotted path like 'package.module.function'")
     module_name, _, attr = path.rpartition(".")
+    return module_name, attr
+
+
+def defined(path: str) -> Any:
+    """The object ``path`` names if the running program already has it, else None. Imports nothing.
+
+    ``__main__.name`` is looked up in the user's program (the script run as ``__main__``, or loaded through
+    ``--app``); any other module must already be imported.
+    """
+    try:
+        module_name, attr = _split(path)
+    except ValueError:
+        return None
+    names = _program_modules if module_name == "__main__" else [module_name]
+    for name in names:
+        module = sys.modules.get(name)
+        if module is not None and attr in vars(module):
+            return vars(module)[attr]
+    return None
+
+
+def import_path(path: str) -> Any:
+    """Import the object a dotted path names (``__main__.name`` from the user's program).
+
+    Only for checkpoints the user trusts: callers check :func:`callbacks_trusted` first. Raises ValueError naming
+    the path when it is malformed or cannot be imported.
+    """
+    module_name, attr = _split(path)
+    if module_name == "__main__":
+        found = defined(path)
+        if found is None:
+            raise ValueError(f"cannot import {path!r}: the running program defines no {attr!r}")
+        return found
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
@@ -116,18 +185,52 @@ def import_path(path: str) -> Any:
         raise ValueError(f"cannot import {path!r}: module {module_name!r} has no attribute {attr!r}") from None
 
 
-def load_callable(path: str) -> Callable[..., Any]:
-    """Import the callable a checkpoint names, only when ``CREWPOINT_DESERIALIZE_CALLBACKS=1``.
+def load_callable(path: str, what: str = "callback", *, trusted: bool | None = None) -> Callable[..., Any]:
+    """The callable a checkpoint names as ``what``, imported only when ``CREWPOINT_DESERIALIZE_CALLBACKS=1``.
 
-    Raises ValueError saying what to do when the variable is not set, and ValueError naming the path when it
-    cannot be imported or does not name a callable.
+    A function is code: a checkpoint that is not trusted never picks one, not even one of crewpoint's. Raises
+    ValueError naming the field and the ways out, or naming the path when it cannot be used.
     """
-    if not callbacks_trusted():
-        raise ValueError(
-            f"this checkpoint names the callback {path!r}; set {TRUST_ENV}=1 to import it if you trust the "
-            "checkpoint, or restore with from_checkpoint() and set the callback again before kickoff()"
-        )
+    if not (callbacks_trusted() if trusted is None else trusted):
+        raise ValueError(f"this checkpoint names the {what} {path!r}; {WAYS_OUT}")
     obj = import_path(path)
     if not callable(obj):
-        raise ValueError(f"cannot use {path!r} as a callback: it names a {type(obj).__name__}, not a callable")
+        raise ValueError(f"cannot use {path!r} as a {what}: it names a {type(obj).__name__}, not a callable")
     return obj  # type: ignore[no-any-return]
+
+
+def load_class(path: str, base: type[T], what: str, *, trusted: bool | None = None) -> type[T]:
+    """The class a checkpoint names as ``what``, which must be a subclass of ``base``.
+
+    Untrusted, it resolves only when the running program already defines it, and nothing is imported; trusted
+    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``), it is imported as saved.
+    """
+    obj = defined(path)
+    if obj is None:
+        if not (callbacks_trusted() if trusted is None else trusted):
+            raise ValueError(
+                f"this checkpoint names the {what} {path!r}, which this program does not define; {WAYS_OUT}"
+            )
+        obj = import_path(path)
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ValueError(f"this checkpoint names the {what} {path!r}, which is not a {base.__name__}")
+    return obj
+
+
+_REACH_WORDS = frozenset(
+    "url urls uri endpoint host hostname port key token secret password passwd env environ header headers path "
+    "paths file files dir directory folder location proxy socket dsn credentials".split()
+)
+
+
+def is_reach_field(name: str) -> bool:
+    """Does a field of that name reach outside the process (a URL, key variable, header, file path, ...)?"""
+    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)
+    return any(word.lower() in _REACH_WORDS for word in words if word)
+
+
+def program_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The saved fields a checkpoint may set: all of them when trusted, else those that reach nowhere."""
+    if callbacks_trusted():
+        return dict(fields)
+    return {k: v for k, v in fields.items() if not is_reach_field(k)}

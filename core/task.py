@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
 from crewpoint.text import interpolate, placeholders
 
 if TYPE_CHECKING:
@@ -154,36 +154,62 @@ class Task(BaseModel):
             "callback_unsaved": self.callback is not None and callback is None,
             "guardrail": guardrail,
             "guardrail_max_retries": self.guardrail_max_retries,
+            "checkpoint": config_state(self.checkpoint),
             "output": self.output.to_state() if self.output is not None else None,
         }
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any], agents: Mapping[str, Agent]) -> Task:
-        """Rebuild a task (context is linked by the caller once every task exists)."""
+        """Rebuild a task (context is linked by the caller once every task exists).
+
+        A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
+        """
         from crewpoint.serialize import load_callable
 
+        label = str(data.get("name") or _shorten(str(data.get("description", ""))))
         guardrail: Any = None
         g = data.get("guardrail")
         if g:
             if "text" in g:
-                guardrail = g["text"]
+                guardrail = str(g["text"])
             elif g.get("path"):
-                guardrail = load_callable(g["path"])
-        callback = load_callable(data["callback"]) if data.get("callback") else None
+                guardrail = load_callable(g["path"], f"guardrail of task {label!r}")
+            elif g.get("unsaved"):
+                _warn_not_saved(f"task {label!r} guardrail")
+        callback = load_callable(data["callback"], f"callback of task {label!r}") if data.get("callback") else None
+        if data.get("callback_unsaved"):
+            _warn_not_saved(f"task {label!r} callback")
         output = data.get("output")
         return cls.model_construct(
-            id=data["id"],
+            id=str(data["id"]),
             name=data.get("name"),
-            description=data["description"],
-            expected_output=data.get("expected_output", ""),
+            description=str(data["description"]),
+            expected_output=str(data.get("expected_output", "")),
             agent=agents.get(data["agent"]) if data.get("agent") else None,
             context=None,
             callback=callback,
             guardrail=guardrail,
-            guardrail_max_retries=data.get("guardrail_max_retries", 2),
-            checkpoint=None,
+            guardrail_max_retries=int(data.get("guardrail_max_retries", 2)),
+            checkpoint=config_from_state(data.get("checkpoint")),
             output=TaskOutput(**output) if output else None,
         )
+
+    def bind_state(self, data: Mapping[str, Any]) -> None:
+        """Take the saved task's id and output; keep this task's code (callback, guardrail, agent)."""
+        self.id = str(data["id"])
+        output = data.get("output")
+        self.output = TaskOutput(**output) if output else None
+
+
+def _warn_not_saved(what: str) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{what} was not saved in the checkpoint (it was not a module-level function) and is not used in this "
+        "run; resume your own program to keep it",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _shorten(text: str, width: int = 48) -> str:

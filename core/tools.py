@@ -5,7 +5,7 @@ A tool run never raises into the agent: a failure comes back as an ``"Error: ...
 
 In a checkpoint a tool is saved by reference: the dotted path of its class (``BaseTool`` subclasses) or of
 its function (``@tool`` tools), plus its name, description, plain fields and its ``cache_function``'s path.
-Restoring imports those paths under the ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` trust rule. A
+Rebuilding follows the trust rule of :mod:`crewpoint.serialize`. A
 ``cache_function`` that could not be saved (a lambda, a closure, ...) comes back as :func:`cache_nothing`.
 """
 
@@ -23,7 +23,15 @@ from typing import Any, overload
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from crewpoint.events import ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent, event_bus
-from crewpoint.serialize import callable_path, check_savable, import_path, load_callable
+from crewpoint.serialize import (
+    callable_path,
+    check_savable,
+    class_path,
+    defined,
+    load_callable,
+    load_class,
+    program_fields,
+)
 
 log = logging.getLogger("crewpoint.tools")
 
@@ -208,16 +216,11 @@ class BaseTool(BaseModel):
 
     # -- checkpoint state ---------------------------------------------------------------------------
     def _reference(self) -> tuple[str, str | None]:
-        """``(kind, dotted path or None)`` naming what to import to rebuild this tool."""
+        """``(kind, dotted path or None)`` naming the class that rebuilds this tool."""
         cls = type(self)
         module = sys.modules.get(cls.__module__)
-        importable = (
-            cls.__module__ != "__main__"
-            and "." not in cls.__qualname__
-            and module is not None
-            and getattr(module, cls.__qualname__, None) is cls
-        )
-        return "class", f"{cls.__module__}.{cls.__qualname__}" if importable else None
+        named = "." not in cls.__qualname__ and module is not None and getattr(module, cls.__qualname__, None) is cls
+        return "class", class_path(cls) if named else None
 
     def _fields_state(self) -> tuple[dict[str, Any], list[str]]:
         fields: dict[str, Any] = {}
@@ -269,16 +272,7 @@ class FunctionTool(BaseTool):
         return _signature_spec(self.func)
 
     def _reference(self) -> tuple[str, str | None]:
-        fn = self.func
-        if not inspect.isfunction(fn):
-            return "function", None
-        if fn.__name__ == "<lambda>" or fn.__qualname__ != fn.__name__ or fn.__module__ == "__main__":
-            return "function", None
-        module = sys.modules.get(fn.__module__)
-        attr = getattr(module, fn.__name__, None) if module is not None else None
-        if attr is fn or (isinstance(attr, FunctionTool) and attr.func is fn):
-            return "function", f"{fn.__module__}.{fn.__name__}"
-        return "function", None
+        return "function", callable_path(self.func)
 
     def _fields_state(self) -> tuple[dict[str, Any], list[str]]:
         return {}, []
@@ -325,41 +319,53 @@ def tool(
 def _restore_cache_function(state: dict[str, Any]) -> CacheFunction | None:
     path = state.get("cache_function")
     if path:
-        return load_callable(path)
+        return load_callable(path, f"cache_function of tool {state.get('name')!r}")
     if state.get("cache_function_unsavable"):
         return cache_nothing
     return None
 
 
+def _program_tool(path: str) -> FunctionTool | None:
+    """The ``@tool`` the running program defines at ``path``, if any (nothing is imported)."""
+    found = defined(path)
+    return found if isinstance(found, FunctionTool) else None
+
+
 def tool_from_state(state: dict[str, Any]) -> BaseTool:
     """Rebuild a tool saved by :meth:`BaseTool.to_state`.
 
-    Imports the tool's class or function under the ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` rule (crewpoint's
-    own tool classes excepted) and raises ValueError saying what to do when it cannot.
+    A ``@tool`` comes back when the running program defines it (``__main__.name`` included); a tool class when the
+    program defines it and it is a ``BaseTool``. Anything else is imported only for a trusted checkpoint
+    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``); a plain function is never taken for a tool otherwise. Raises
+    ValueError saying what to do when the tool cannot come back.
     """
     name = str(state.get("name", "tool"))
     path = state.get("path")
-    if not path:
+    if not path or not isinstance(path, str):
         what = "function" if state.get("kind") == "function" else "class"
         raise ValueError(
-            f"tool {name!r} was not saved in this checkpoint: its {what} is not importable by a module path; "
-            "define it at module level, or pass the tool again after restoring"
+            f"tool {name!r} was not saved in this checkpoint (its {what} is not defined at module level); "
+            "resume your own program so its tools are used: crew.kickoff(from_checkpoint=...) or "
+            "`crewpoint checkpoint resume ID --app FILE.py:crew`"
         )
     cache_function = _restore_cache_function(state)
+    description = str(state.get("description", ""))
     if state.get("kind") == "function":
-        obj = import_path(path) if path.startswith("crewpoint.") else load_callable(path)
-        func = obj.func if isinstance(obj, FunctionTool) else obj
-        return FunctionTool(
-            name=name, description=state.get("description", ""), func=func, cache_function=cache_function
-        )
-    cls = import_path(path) if path.startswith("crewpoint.") else load_callable(path)
-    if not (isinstance(cls, type) and issubclass(cls, BaseTool)):
-        raise ValueError(f"cannot restore tool {name!r}: {path!r} is not a BaseTool class")
+        program_tool = _program_tool(path)
+        if program_tool is not None:
+            func = program_tool.func
+        else:
+            obj = load_callable(path, f"tool {name!r}")
+            func = obj.func if isinstance(obj, FunctionTool) else obj
+        return FunctionTool(name=name, description=description, func=func, cache_function=cache_function)
+    cls = load_class(path, BaseTool, f"tool {name!r} class")
+    if cls is FunctionTool:
+        raise ValueError(f"tool {name!r}: a function tool must be saved by its function, not as {path!r}")
     return cls.model_validate(
         {
-            **state.get("fields", {}),
+            **program_fields(state.get("fields") or {}),
             "name": name,
-            "description": state.get("description", ""),
+            "description": description,
             "cache_function": cache_function,
         }
     )

@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner, Result
 from demo_stores import make_store
 
 from crewpoint.checkpoint import ops
-from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS
 from crewpoint.flow import Flow, start
 from crewpoint.providers import JsonProvider
@@ -241,16 +239,6 @@ class PlainFlow(Flow[dict[str, Any]]):
     @start()
     def only(self) -> str:
         return "ran"
-
-
-def test_flow_checkpoints_need_trust_to_import_their_class(monkeypatch: pytest.MonkeyPatch) -> None:
-    PlainFlow(checkpoint=CheckpointConfig(location=".checkpoints", on_events=["flow_started"])).kickoff()
-    first = ops.list_checkpoints(".checkpoints")[0]
-    assert_one_line_error(cli("checkpoint", "resume", first.id), "CREWPOINT_DESERIALIZE_CALLBACKS=1")
-    assert "flow PlainFlow" in cli("checkpoint", "info", first.id).stdout
-    monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
-    result = cli("checkpoint", "resume", first.id)
-    assert result.exit_code == 0 and result.stdout.strip() == "ran"
 
 
 def test_the_installed_command_runs_headless_without_textual(tmp_path: Path) -> None:

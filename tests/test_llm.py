@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from crewpoint.events import (
     event_bus,
 )
 from crewpoint.llm import (
+    DEFAULT_BASE_URL,
     LLM,
     BaseLLM,
     LLMError,
@@ -425,22 +427,35 @@ def test_builtin_models_round_trip_without_trust(monkeypatch: pytest.MonkeyPatch
     offline = OfflineLLM(delay=0.5, temperature=0.1)
     back = llm_from_state(offline.to_state(), allow_import=trusted())
     assert type(back) is OfflineLLM and back.model_dump() == offline.model_dump()
-    remote = LLM(model="llama3", base_url="http://127.0.0.1:11434/v1", stream=True, max_tokens=99, timeout=5)
+    remote = LLM(model="llama3", base_url="http://127.0.0.1:11434/v1", api_key_env="MY_KEY", stream=True, max_tokens=99)
     state = remote.to_state()
     assert state["class"] == "crewpoint.llm.LLM"
     restored = llm_from_state(state, allow_import=trusted())
-    assert type(restored) is LLM and restored.model_dump() == remote.model_dump()
+    # untrusted, the base URL and key variable come from the program's environment, never the checkpoint
+    assert type(restored) is LLM and restored.model == "llama3" and restored.max_tokens == 99 and restored.stream
+    assert restored.base_url == DEFAULT_BASE_URL and restored.api_key_env == "OPENAI_API_KEY"
+    monkeypatch.setenv("CREWPOINT_BASE_URL", "http://127.0.0.1:9/v1")
+    assert llm_from_state(state).base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
+    assert llm_from_state(state).model_dump() == remote.model_dump()
 
 
-def test_user_model_needs_trust_to_come_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_user_model_comes_back_when_the_program_defines_it_else_needs_trust(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     original = ShoutingLLM(volume=7, suffix="?", temperature=0.9)
     state = original.to_state()
     assert state["class"].endswith("test_llm.ShoutingLLM")
 
     monkeypatch.delenv("CREWPOINT_DESERIALIZE_CALLBACKS", raising=False)
+    assert type(llm_from_state(state)) is ShoutingLLM  # this program defines the class: nothing to import
+    elsewhere = {**state, "class": "json.decoder.JSONDecoder"}
+    with pytest.raises(ValueError, match="not a BaseLLM"):
+        llm_from_state(elsewhere)
     with pytest.raises(ValueError) as info:
-        llm_from_state(state, allow_import=trusted())
-    assert state["class"] in str(info.value) and "CREWPOINT_DESERIALIZE_CALLBACKS=1" in str(info.value)
+        llm_from_state({**state, "class": "no_such_pkg_xyz.Model"})
+    assert "no_such_pkg_xyz.Model" in str(info.value) and "CREWPOINT_DESERIALIZE_CALLBACKS=1" in str(info.value)
+    assert "no_such_pkg_xyz" not in sys.modules
 
     monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
     back = llm_from_state(state, allow_import=trusted())
@@ -450,11 +465,11 @@ def test_user_model_needs_trust_to_come_back(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_unimportable_or_foreign_classes_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"nowhere_pkg\.Model.*cannot be imported"):
+    with pytest.raises(ValueError, match=r"nowhere_pkg\.Model.*failed to import"):
         llm_from_state({"class": "nowhere_pkg.Model", "fields": {}}, allow_import=True)
-    with pytest.raises(ValueError, match=r"test_llm\.Missing.*cannot be imported"):
+    with pytest.raises(ValueError, match=r"test_llm\.Missing.*has no attribute"):
         llm_from_state({"class": f"{__name__}.Missing", "fields": {}}, allow_import=True)
-    with pytest.raises(ValueError, match="not a crewpoint BaseLLM"):
+    with pytest.raises(ValueError, match="not a BaseLLM"):
         llm_from_state({"class": "collections.OrderedDict", "fields": {}}, allow_import=True)
     with pytest.raises(ValueError, match="damaged"):
         llm_from_state({"fields": {}}, allow_import=True)

@@ -18,6 +18,7 @@ from crewpoint.events import (
 from crewpoint.knowledge import (
     BaseKnowledgeSource,
     Knowledge,
+    StoredKnowledgeSource,
     StringKnowledgeSource,
     TextFileKnowledgeSource,
     chunk_text,
@@ -264,18 +265,22 @@ class GlossarySource(BaseKnowledgeSource):
         return [f"{term}: {meaning}" for term, meaning in self.terms.items()]
 
 
-def test_custom_source_restores_only_when_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_custom_source_comes_back_as_its_saved_passages_unless_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
     state = _json(GlossarySource(terms={"lineage": "the root run's id"}).to_state())
     monkeypatch.delenv(TRUST_ENV, raising=False)
-    with pytest.raises(ValueError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
-        knowledge_source_from_state(state)
+    stored = knowledge_source_from_state(state)
+    assert isinstance(stored, StoredKnowledgeSource) and stored.origin.endswith("GlossarySource")
+    assert Knowledge([stored]).query("what is lineage") == ["lineage: the root run's id"]
     monkeypatch.setenv(TRUST_ENV, "1")
     restored = knowledge_source_from_state(state)
     assert isinstance(restored, GlossarySource)
     assert Knowledge([restored]).query("what is lineage") == ["lineage: the root run's id"]
 
 
-def test_restore_with_an_unsaved_missing_file_fails_only_when_queried(tmp_path: Path) -> None:
+def test_restore_with_an_unsaved_missing_file_fails_only_when_queried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TRUST_ENV, "1")  # trusted: the saved paths are read when their contents were not saved
     doc = tmp_path / "later.txt"
     doc.write_text(PARIS, encoding="utf-8")
     state = _json(TextFileKnowledgeSource(file_paths=[doc]).to_state())

@@ -199,15 +199,15 @@ class NoteFlow(Flow[dict[str, Any]]):
         return previous + " two"
 
 
-def test_a_flow_class_is_imported_only_when_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flow_class_comes_from_the_running_program_or_a_trusted_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     config = CheckpointConfig(location=".checkpoints", on_events=["method_execution_finished"])
     NoteFlow(checkpoint=config).kickoff()
     first = ops.list_checkpoints(".checkpoints")[-1]
-    with pytest.raises(CheckpointError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
-        ops.run_from(first.id, fork=True, location=".checkpoints")
-    monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
     assert ops.run_from(first.id, fork=True, branch="again", location=".checkpoints") == "one two"
-    monkeypatch.delenv("CREWPOINT_DESERIALIZE_CALLBACKS")
+    record = ops.load(first.id, ".checkpoints")
+    record.body["entity"]["class"] = "no_such_package_xyz.Flow"
+    with pytest.raises(CheckpointError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
+        ops.prepare_run(first.id, fork=True, location=".checkpoints", record=record)
     TriageFlow(checkpoint=CheckpointConfig(location="triage", on_events=["method_execution_finished"])).kickoff()
     start_meta = ops.list_checkpoints("triage")[-1]
     assert "on-call" in ops.run_from(start_meta.id, fork=True, location="triage")

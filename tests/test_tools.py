@@ -124,9 +124,9 @@ def test_callable_path_refuses_what_cannot_be_imported_back() -> None:
     assert callable_path(Notifier.on_done) is None  # a method, even unbound, is not module-level
 
 
-def test_callable_path_refuses_a_function_shadowed_in_its_module() -> None:
-    # the module attribute ``count_words`` is the tool, not the function inside it
-    assert callable_path(count_words.func) is None
+def test_callable_path_names_a_tool_function_by_the_tool_that_wraps_it() -> None:
+    # the module attribute ``count_words`` is the tool; its function is saved under the tool's name
+    assert callable_path(count_words.func) == f"{__name__}.count_words"
 
 
 # -- check_savable ------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def test_load_callable_refuses_without_trust(monkeypatch: pytest.MonkeyPatch) ->
     message = str(info.value)
     assert path in message
     assert "CREWPOINT_DESERIALIZE_CALLBACKS=1" in message
-    assert "from_checkpoint()" in message
+    assert "from_checkpoint=" in message and "--app" in message
 
     monkeypatch.setenv(TRUST_ENV, "true")  # only exactly "1" trusts
     with pytest.raises(ValueError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
@@ -353,11 +353,14 @@ def test_subclass_tool_state_round_trip(monkeypatch: pytest.MonkeyPatch) -> None
     assert restored.run(who="Cy") == "Ahoy, Cy!"
 
 
-def test_restoring_a_tool_needs_trust(monkeypatch: pytest.MonkeyPatch) -> None:
-    state = _round_trip(count_words.to_state())
+def test_a_tool_the_program_defines_comes_back_without_trust(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TRUST_ENV, raising=False)
-    with pytest.raises(ValueError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
-        tool_from_state(state)
+    restored = tool_from_state(_round_trip(count_words.to_state()))
+    assert isinstance(restored, FunctionTool) and restored.func is count_words.func
+    # a plain function is never taken for a tool, even one the program (or crewpoint) defines
+    for path in (f"{__name__}.module_callback", "crewpoint.serialize.import_path", "shutil.rmtree"):
+        with pytest.raises(ValueError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
+            tool_from_state({**_round_trip(count_words.to_state()), "path": path})
 
 
 def test_function_tool_restores_in_a_fresh_process() -> None:
@@ -434,7 +437,7 @@ def test_tool_without_module_path_cannot_be_restored(monkeypatch: pytest.MonkeyP
 
     state = _round_trip(local.to_state())
     assert state["path"] is None
-    with pytest.raises(ValueError, match="define it at module level"):
+    with pytest.raises(ValueError, match=r"not defined at module level.*--app"):
         tool_from_state(state)
 
 
@@ -442,5 +445,5 @@ def test_a_path_that_is_not_a_tool_class_is_refused(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(TRUST_ENV, "1")
     state = _round_trip(GreeterTool().to_state())
     state["path"] = f"{__name__}.Notifier"
-    with pytest.raises(ValueError, match="not a BaseTool class"):
+    with pytest.raises(ValueError, match="not a BaseTool"):
         tool_from_state(state)

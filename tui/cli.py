@@ -384,6 +384,15 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 # -- resume and fork --------------------------------------------------------------------------------------------
 
 PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
+APP_HELP = (
+    "Your program, whose crew, flow or agent runs with the checkpoint's state: FILE.py:attr or module:attr "
+    "(a Crew/Flow/Agent, its class, or a function making one). Default: [tool.crewpoint] app in pyproject.toml; "
+    "without one, the entity is rebuilt from the checkpoint alone."
+)
+
+
+def _app_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
 
 
 def _run(
@@ -396,14 +405,18 @@ def _run(
     branch: str | None = None,
     inputs: tuple[str, ...] = (),
     outputs: tuple[str, ...] = (),
+    app: str | None = None,
 ) -> None:
+    import crewpoint.demo  # noqa: F401  # the bundled demo's crew, tools and flow are part of this program
     from crewpoint.checkpoint import ops
+    from crewpoint.checkpoint.program import project_app
     from crewpoint.tui.progress import make_progress, result_text
 
     where = _location(ctx, location)
     prepared: PreparedRun | None = None
     try:
         with _bad_input(ctx):
+            app = app or project_app()
             new_inputs = ops.parse_assignments(inputs, "--input")
             edits = ops.parse_assignments(outputs, "--set-output")
             full = ops.resolve_id(where, ref)
@@ -417,6 +430,7 @@ def _run(
                 outputs=new_outputs or None,
                 location=where,
                 record=record,
+                app=app,
             )
         if not fork:
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
@@ -466,15 +480,16 @@ def _found_by_default(store: str) -> bool:
 @checkpoint.command()
 @click.argument("ref", metavar="ID")
 @_location_option
+@_app_option
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
 @click.pass_context
-def resume(ctx: click.Context, ref: str, location: str | None, progress: str) -> None:
+def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, progress: str) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
     The run's result is printed on stdout. Exit 1 if the run fails, 130 if interrupted.
     """
-    _run(ctx, ref, location, progress, fork=False)
+    _run(ctx, ref, location, progress, fork=False, app=app)
 
 
 @checkpoint.command()
@@ -489,6 +504,7 @@ def resume(ctx: click.Context, ref: str, location: str | None, progress: str) ->
     metavar="N=TEXT",
     help="Replace finished task N's output; N is a number from 1 or a task name (repeatable).",
 )
+@_app_option
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
 @click.pass_context
 def fork(
@@ -498,6 +514,7 @@ def fork(
     branch: str | None,
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
+    app: str | None,
     progress: str,
 ) -> None:
     """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
@@ -505,7 +522,7 @@ def fork(
     Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
     that depend on them are the only ones run again. The original branch is left untouched.
     """
-    _run(ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs)
+    _run(ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs, app=app)
 
 
 # -- diff ------------------------------------------------------------------------------------------------------

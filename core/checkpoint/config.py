@@ -75,3 +75,36 @@ def resolve(*settings: CheckpointSetting) -> CheckpointConfig | None:
             return CheckpointConfig()
         return setting
     return None
+
+
+def config_state(setting: CheckpointSetting) -> Any:
+    """A ``checkpoint=`` setting as JSON data for a checkpoint body."""
+    if setting is None or isinstance(setting, bool):
+        return setting
+    return {
+        "location": setting.location,
+        "on_events": list(setting.on_events),
+        "provider": setting.provider.kind,
+        "max_checkpoints": setting.max_checkpoints,
+    }
+
+
+def config_from_state(data: Any) -> CheckpointSetting:
+    """A ``checkpoint=`` setting saved by :func:`config_state`.
+
+    The saved location is where the original run wrote; a restore that does not trust the checkpoint points it
+    back at the store the checkpoint came from (see ``restore_entities``).
+    """
+    if data is None or isinstance(data, bool):
+        return data
+    if not isinstance(data, dict):
+        raise ValueError(f"a saved checkpoint setting is damaged: {type(data).__name__}, not a mapping")
+    from crewpoint.providers import provider_for
+
+    location = str(data.get("location") or "./.checkpoints")
+    return CheckpointConfig(
+        location=location,
+        on_events=data.get("on_events", ["task_completed"]),
+        provider=provider_for(location),
+        max_checkpoints=data.get("max_checkpoints"),
+    )

@@ -94,25 +94,18 @@ def plan_fork(
 
 
 def flow_class(record: CheckpointRecord) -> type[Any]:
-    """The flow class a flow checkpoint names.
-
-    crewpoint's own flows always load; any other class is imported only with
-    ``CREWPOINT_DESERIALIZE_CALLBACKS=1``, because importing it runs its module's code.
-    """
+    """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
+    checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
     from crewpoint.flow import Flow
-    from crewpoint.serialize import TRUST_ENV, callbacks_trusted, import_path
+    from crewpoint.serialize import load_class
 
     path = record.body["entity"].get("class")
     if not isinstance(path, str) or not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
-    if not path.startswith("crewpoint.") and not callbacks_trusted():
-        raise CheckpointError(
-            f"this checkpoint holds a flow of class {path}; set {TRUST_ENV}=1 to import it if you trust the checkpoint"
-        )
-    cls = import_path(path)
-    if not (isinstance(cls, type) and issubclass(cls, Flow)):
-        raise CheckpointError(f"the checkpoint names flow class {path}, which is not a crewpoint Flow")
-    return cls
+    try:
+        return load_class(path, Flow, "flow class")
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 @dataclass
@@ -168,10 +161,14 @@ def prepare_run(
     outputs: dict[int, str] | None = None,
     location: str | None = None,
     record: CheckpointRecord | None = None,
+    app: str | None = None,
 ) -> PreparedRun:
     """Restore the checkpoint ``ref`` names (onto a new branch with ``fork``) and apply the edits; no run yet.
 
-    ``record`` is the checkpoint already loaded from ``ref``, if the caller has it.
+    ``app`` names the user's program (``FILE.py:attr`` or ``module:attr``): its entity is built and the
+    checkpoint's state bound to it, so its LLMs, tools and callbacks run. Without it the entity is rebuilt from
+    the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
+    has it.
     """
     from crewpoint.checkpoint.restore_entities import restore
 
@@ -184,9 +181,16 @@ def prepare_run(
         raise ValueError("a branch name is for forks: use fork to start a new branch")
     if fork and branch:
         _check_new_branch(store, branch)
-    flow_cls = flow_class(record) if kind == "flow" else None
     source = record.meta.location or ref
-    entity = restore(source, kind, fork_branch=(branch or "") if fork else None, flow_cls=flow_cls)
+    fork_branch = (branch or "") if fork else None
+    if app:
+        from crewpoint.checkpoint.program import load_app
+
+        target = load_app(app, kind)
+        entity = restore(source, kind, fork_branch=fork_branch, target=target)
+    else:
+        flow_cls = flow_class(record) if kind == "flow" else None
+        entity = restore(source, kind, fork_branch=fork_branch, flow_cls=flow_cls)
     crew = entity if kind == "crew" else None
     if crew is not None:
         _apply_edits(crew, inputs, outputs)
@@ -212,8 +216,9 @@ def run_from(
     inputs: dict[str, Any] | None = None,
     outputs: dict[int, str] | None = None,
     location: str | None = None,
+    app: str | None = None,
 ) -> Any:
     """Restore the checkpoint (forking onto ``branch`` when ``fork``), apply edits, run it here, return the
     result (a ``CrewOutput``, a flow's last output, or an ``AgentOutput``)."""
-    prepared = prepare_run(ref, fork=fork, branch=branch, inputs=inputs, outputs=outputs, location=location)
+    prepared = prepare_run(ref, fork=fork, branch=branch, inputs=inputs, outputs=outputs, location=location, app=app)
     return prepared.kickoff()

@@ -53,12 +53,37 @@ def origin_of(entity: object) -> dict[str, Any] | None:
         origin = _origin_in(module, entity)
         if origin is not None:
             return origin
+    made = _made_by(entity)
+    if made is not None:
+        return made
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     path = getattr(main, "__file__", None)
     if path is None:
         return None
     return {"file": os.path.abspath(path), "module": _real_name(spec), "attr": None}
+
+
+def _made_by(entity: object) -> dict[str, Any] | None:
+    """The module-level factory function (or flow class) that made ``entity``, when there is one."""
+    from crewpoint.serialize import program_modules
+
+    cls = type(entity)
+    if cls.__name__ not in ("Crew", "Agent"):
+        module_name, attr = cls.__module__, cls.__qualname__
+    else:
+        made_in = getattr(entity, "_made_in", None)
+        if not made_in:
+            return None
+        module_name, attr = made_in
+    module = sys.modules.get(module_name)
+    if module is None or not _ATTR_RE.match(attr) or getattr(module, attr, None) is None:
+        return None
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return None
+    real = None if module_name in program_modules() else _real_name(getattr(module, "__spec__", None))
+    return {"file": os.path.abspath(path), "module": real, "attr": attr}
 
 
 def _origin_in(module: Any, entity: object) -> dict[str, Any] | None:

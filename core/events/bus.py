@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,34 @@ def _positional_arity(fn: Handler) -> int:
         if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
             count += 1
     return count
+
+
+# The ``*_started`` events still open in this context, innermost last: (type prefix, event id).
+_open_scopes: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("crewpoint_event_scopes", default=())
+_END_SUFFIXES = ("_completed", "_finished", "_failed", "_error")
+
+
+def _nest(event: BaseEvent) -> None:
+    """Link ``event`` into the nesting of the run: a ``*_started`` event opens a scope its inner events are
+    children of; the matching ``*_completed``/``*_finished``/``*_failed``/``*_error`` closes it and points back
+    to its start."""
+    scopes = _open_scopes.get()
+    kind = event.type
+    for suffix in _END_SUFFIXES:
+        if kind.endswith(suffix):
+            prefix = kind[: -len(suffix)]
+            for depth in range(len(scopes) - 1, -1, -1):
+                if scopes[depth][0] == prefix:
+                    if event.started_event_id is None:
+                        event.started_event_id = scopes[depth][1]
+                    scopes = scopes[:depth]
+                    _open_scopes.set(scopes)
+                    break
+            break
+    if event.parent_event_id is None and scopes and scopes[-1][1] != event.event_id:
+        event.parent_event_id = scopes[-1][1]
+    if kind.endswith("_started"):
+        _open_scopes.set((*scopes, (kind[: -len("_started")], event.event_id)))
 
 
 class EventBus:
@@ -122,9 +151,11 @@ class EventBus:
 
     # -- emission -----------------------------------------------------------------------------------
     def emit(self, source: Any, event: BaseEvent) -> BaseEvent:
-        """Publish ``event``; returns it with its ``sequence`` set."""
+        """Publish ``event``; returns it with its ``sequence`` set and linked to the events around it
+        (``parent_event_id``, ``started_event_id``), unless the emitter set those itself."""
         if not event.sequence:
             event.sequence = next_sequence()
+        _nest(event)
         with self._lock:
             observers = list(self._observers)
             subs = [s for s in self._subs if s.matches(event)]
