@@ -1,0 +1,280 @@
+"""A real user's crew, defined in their own script, resumes after kill -9 without the trust variable.
+
+The script defines its own LLM class (counting its calls into a file), a ``@tool`` and a module-level task
+callback. Its first run is killed with SIGKILL once task 1's checkpoint is on disk (task 2's model call waits
+for a release file that the first run never gets). Then each way in finishes the run: the script itself with
+``kickoff(from_checkpoint=...)``, and ``crewpoint checkpoint resume --app script.py:crew``. No finished task's
+model call is repeated, the tool and the callback work, and ``CREWPOINT_DESERIALIZE_CALLBACKS`` is never set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crewpoint.checkpoint import ops
+from crewpoint.providers.base import CheckpointMeta
+
+CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
+
+SCRIPT = '''
+import os
+import sys
+import threading
+
+from crewpoint import Agent, CheckpointConfig, Crew, Task
+from crewpoint.llm import BaseLLM
+from crewpoint.tools import tool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(name, line):
+    with open(os.path.join(HERE, name), "a", encoding="utf-8") as f:
+        f.write(line + "\\n")
+
+
+class CountingLLM(BaseLLM):
+    """Uses the lookup tool once per task, then answers; task B waits for a release file."""
+
+    model: str = "counting"
+
+    def call(self, messages, **kwargs):
+        prompt = messages[1]["content"]
+        task = prompt.split("Current task: step ", 1)[1][0]
+        log("calls.log", task)
+        if task == "B":
+            release = os.path.join(HERE, "release")
+            while not os.path.exists(release):
+                threading.Event().wait(0.05)
+        if not messages[-1]["content"].startswith("Observation:"):
+            return 'Action: lookup\\nAction Input: {"topic": "%s"}' % task
+        return "Final Answer: answer %s (%s)" % (task, messages[-1]["content"])
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up in the team's notes."""
+    log("tools.log", topic)
+    return "notes on " + topic
+
+
+def on_done(output):
+    log("callbacks.log", output.raw[:8])
+
+
+llm = CountingLLM()
+writer = Agent(role="Writer", goal="write", backstory="", llm=llm, tools=[lookup])
+crew = Crew(
+    agents=[writer],
+    tasks=[
+        Task(name="a", description="step A: gather", expected_output="notes", agent=writer, callback=on_done),
+        Task(name="b", description="step B: draft", expected_output="draft", agent=writer, callback=on_done),
+        Task(name="c", description="step C: polish", expected_output="text", agent=writer, callback=on_done),
+    ],
+    checkpoint=CheckpointConfig(location=os.path.join(HERE, "store")),
+)
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        result = crew.kickoff(from_checkpoint=sys.argv[1])
+    else:
+        result = crew.kickoff()
+    print("RESULT", result.raw)
+'''
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CREWPOINT_DESERIALIZE_CALLBACKS"}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+@pytest.fixture
+def killed_run(tmp_path: Path) -> Path:
+    """A project folder whose crew was killed with SIGKILL after task 1's checkpoint was written."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_crew.py").write_text(SCRIPT, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "my_crew.py"],
+        cwd=project,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ops_has_checkpoint(project / "store"):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the first run wrote no checkpoint"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert _lines(project / "calls.log")[:2] == ["A", "A"]
+    assert _lines(project / "callbacks.log") == ["answer", "A"]
+    (project / "release").write_text("", encoding="utf-8")
+    return project
+
+
+def ops_has_checkpoint(store: Path) -> bool:
+    if not store.exists():
+        return False
+    try:
+        return any(m.tasks_done >= 1 and not m.damaged for m in ops.list_checkpoints(str(store)))
+    except Exception:
+        return False
+
+
+def _first_checkpoint(project: Path) -> CheckpointMeta:
+    metas = [m for m in ops.list_checkpoints(str(project / "store")) if not m.damaged]
+    assert [m.tasks_done for m in metas] == [1]
+    return metas[0]
+
+
+def _check_finished(project: Path, out: str) -> None:
+    calls = _lines(project / "calls.log")
+    assert calls.count("A") == 2, calls  # task 1's two model calls (tool, answer) were never repeated
+    assert calls.count("B") >= 2 and calls.count("C") == 2, calls
+    assert _lines(project / "tools.log").count("A") == 1
+    assert "B" in _lines(project / "tools.log") and "C" in _lines(project / "tools.log")
+    assert _lines(project / "callbacks.log") == ["answer", "A", "answer", "B", "answer", "C"]
+    assert "answer C (Observation: notes on C)" in out
+    metas = [m for m in ops.list_checkpoints(str(project / "store")) if not m.damaged]
+    assert [m.tasks_done for m in metas] == [3, 2, 1]
+    assert metas[0].lineage == metas[-1].lineage
+    body = ops.load(metas[0].id, str(project / "store")).body
+    agent = body["entity"]["agents"][0]
+    assert agent["llm"]["class"] == "__main__.CountingLLM"
+    assert agent["tools"][0]["path"] == "__main__.lookup"
+    assert body["entity"]["tasks"][0]["callback"] == "__main__.on_done"
+
+
+def test_the_script_resumes_its_own_crew_with_from_checkpoint(killed_run: Path) -> None:
+    first = _first_checkpoint(killed_run)
+    proc = subprocess.run(
+        [sys.executable, "my_crew.py", first.location],
+        cwd=killed_run,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    _check_finished(killed_run, proc.stdout)
+
+
+def test_the_cli_resumes_the_users_crew_named_by_app(killed_run: Path) -> None:
+    first = _first_checkpoint(killed_run)
+    record = ops.load(first.id, str(killed_run / "store"))
+    assert record.body["origin"]["attr"] == "crew"
+    assert record.body["origin"]["file"] == str(killed_run / "my_crew.py")
+    elsewhere = killed_run.parent / "elsewhere"
+    elsewhere.mkdir()
+    refused = subprocess.run(
+        [CREWPOINT, "checkpoint", "resume", first.id, "--location", str(killed_run / "store")],
+        cwd=elsewhere,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "__main__.CountingLLM" in refused.stderr
+    assert "--app" in refused.stderr and "CREWPOINT_DESERIALIZE_CALLBACKS=1" in refused.stderr
+    proc = subprocess.run(
+        [
+            CREWPOINT,
+            "checkpoint",
+            "resume",
+            first.id[:10],
+            "--location",
+            str(killed_run / "store"),
+            "--app",
+            str(killed_run / "my_crew.py") + ":crew",
+        ],
+        cwd=elsewhere,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    _check_finished(killed_run, proc.stdout)
+
+
+def test_the_projects_pyproject_names_the_app(killed_run: Path) -> None:
+    (killed_run / "pyproject.toml").write_text('[tool.crewpoint]\napp = "my_crew.py:crew"\n', encoding="utf-8")
+    first = _first_checkpoint(killed_run)
+    proc = subprocess.run(
+        [CREWPOINT, "checkpoint", "resume", first.id, "--location", "store", "--progress", "json"],
+        cwd=killed_run,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert events[-1]["event"] == "finished"
+    _check_finished(killed_run, json.dumps(events))
+
+
+def test_a_crew_of_another_shape_is_refused_with_one_line(killed_run: Path) -> None:
+    first = _first_checkpoint(killed_run)
+    other = killed_run / "other.py"
+    other.write_text(
+        SCRIPT.replace('Task(name="c", description="step C: polish"', 'Task(name="z", description="step C: polish"'),
+        encoding="utf-8",
+    )
+    before = sorted(p.name for p in (killed_run / "store").rglob("*.json"))
+    proc = subprocess.run(
+        [CREWPOINT, "checkpoint", "fork", first.id, "--location", "store", "--app", "other.py:crew"],
+        cwd=killed_run,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "crewpoint: cannot resume this crew from the checkpoint: task 3 is 'c' in the checkpoint and 'z' in this crew\n"
+    )
+    assert sorted(p.name for p in (killed_run / "store").rglob("*.json")) == before
+    assert _lines(killed_run / "calls.log").count("B") == 1  # only the killed run's waiting call
+
+
+def test_bad_app_specs_say_what_to_fix(killed_run: Path) -> None:
+    first = _first_checkpoint(killed_run)
+    for spec, fragment in [
+        ("missing.py:crew", "no such file"),
+        ("my_crew.py:nothing", "has no attribute 'nothing'"),
+        ("my_crew.py:llm", "is a CountingLLM, not a crew"),
+        ("my_crew.py:bad-name", "is not an attribute name"),
+        ("no_such_module_xyz:crew", "no module named 'no_such_module_xyz'"),
+    ]:
+        proc = subprocess.run(
+            [CREWPOINT, "checkpoint", "resume", first.id, "--location", "store", "--app", spec],
+            cwd=killed_run,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2, (spec, proc.stderr)
+        assert fragment in proc.stderr and proc.stderr.count("\n") == 1, (spec, proc.stderr)
