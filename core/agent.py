@@ -380,6 +380,33 @@ class Agent(BaseModel):
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._state = runtime
 
+    @property
+    def runtime_state(self) -> RuntimeState | None:
+        return self._state
+
+    # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
+    @classmethod
+    def check_edits(
+        cls, data: Mapping[str, Any], inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
+    ) -> None:
+        if outputs:
+            raise ValueError("task outputs can be edited in crew checkpoints only; this one holds an agent")
+        if inputs:
+            raise ValueError("an agent checkpoint takes no inputs; resume or fork it as it is")
+
+    def apply_edits(self, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None) -> None:
+        return None
+
+    def rerun(self) -> list[int]:
+        return []
+
+    def resume(self) -> AgentOutput:
+        return self.kickoff()
+
+    @classmethod
+    def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+        return None
+
     @classmethod
     def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Agent:
         """Rebuild the agent saved in a checkpoint; ``kickoff()`` then continues its run."""

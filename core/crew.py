@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
 
 
+def _short(text: str, width: int = 48) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 class CrewOutput(BaseModel):
     """A finished crew run: ``raw`` is the last task's output."""
 
@@ -433,6 +438,57 @@ class Crew(BaseModel):
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._state, self._inputs = runtime, inputs
+
+    @property
+    def runtime_state(self) -> RuntimeState | None:
+        return self._state
+
+    # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
+    @classmethod
+    def check_edits(
+        cls, data: Mapping[str, Any], inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
+    ) -> None:
+        """Refuse edits the saved crew ``data`` cannot take: a task that does not exist or has not run."""
+        saved = list(data.get("tasks") or [])
+        for index in outputs or {}:
+            if not 0 <= index < len(saved):
+                raise ValueError(f"task {index + 1} does not exist: the crew has tasks 1 to {len(saved)}")
+            if saved[index].get("output") is None:
+                label = saved[index].get("name") or _short(str(saved[index].get("description", "")))
+                raise ValueError(
+                    f"task {index + 1} ({label}) has not run at this checkpoint: only finished tasks' outputs "
+                    "can be edited"
+                )
+
+    def apply_edits(self, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None) -> None:
+        """Change inputs and replace finished outputs; exactly the tasks that depend on them are reset."""
+        if inputs:
+            self.set_inputs(dict(inputs))
+        for index, text in sorted((outputs or {}).items()):
+            self.override_output(index, text)
+
+    def rerun(self) -> list[int]:
+        """Indexes of the tasks the next kickoff runs."""
+        return [i for i, task in enumerate(self.tasks) if task.output is None]
+
+    def resume(self) -> CrewOutput:
+        return self.kickoff()
+
+    @classmethod
+    def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> Crew:
+        """The saved crew without any code (LLMs, tools, callbacks, knowledge): enough to plan, never to run."""
+        import copy
+
+        plain: dict[str, Any] = copy.deepcopy(dict(data))
+        plain.update(task_callback=None, task_callback_unsaved=False, knowledge_sources=[], checkpoint=None)
+        for agent in plain.get("agents", []):
+            agent.update(llm=None, tools=[], knowledge_sources=[], checkpoint=None, step_callback=None)
+            agent["step_callback_unsaved"] = False
+        for task in plain.get("tasks", []):
+            task.update(callback=None, callback_unsaved=False, guardrail=None, checkpoint=None)
+        crew = cls.from_state(plain)
+        crew._inputs = dict(inputs)
+        return crew
 
     @classmethod
     def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Crew:

@@ -386,6 +386,32 @@ class Flow(Generic[StateT]):
     def attach_runtime(self, runtime: Any, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs = runtime, inputs
 
+    @property
+    def runtime_state(self) -> Any:
+        return self._runtime
+
+    # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
+    @classmethod
+    def check_edits(
+        cls, data: Mapping[str, Any], inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
+    ) -> None:
+        if outputs:
+            raise ValueError("task outputs can be edited in crew checkpoints only; this one holds a flow")
+
+    def apply_edits(self, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None) -> None:
+        """Inputs are applied to the state when the resumed run starts."""
+        self._edited_inputs = dict(inputs) if inputs else None
+
+    def rerun(self) -> list[int]:
+        return []
+
+    def resume(self) -> Any:
+        return self.kickoff(getattr(self, "_edited_inputs", None))
+
+    @classmethod
+    def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+        return None
+
     @classmethod
     def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
         """Rebuild this flow from a checkpoint; ``kickoff()`` continues after the methods that already ran."""

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crewpoint.checkpoint.describe import _label
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 
@@ -22,55 +20,20 @@ class ForkPlan:
     rerun: list[int]
 
 
-def _planning_state(entity: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a crew's saved state without anything that imports code: enough to plan, never to run."""
-    data: dict[str, Any] = copy.deepcopy(dict(entity))
-    data["task_callback"] = None
-    data["knowledge_sources"] = []
-    for agent in data.get("agents", []):
-        agent.update(llm=None, tools=[], knowledge_sources=[], checkpoint=None)
-    for task in data.get("tasks", []):
-        task.update(callback=None, guardrail=None)
-    data["checkpoint"] = None
-    return data
-
-
-def _check_edits(
-    record: CheckpointRecord, kind: str, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
-) -> None:
-    if outputs and kind != "crew":
-        raise ValueError(f"task outputs can be edited in crew checkpoints only; this one holds a {kind}")
-    if inputs and kind == "agent":
-        raise ValueError("an agent checkpoint takes no inputs; resume or fork it as it is")
-    if outputs:
-        saved = record.body["entity"].get("tasks", [])
-        for index in outputs:
-            if not 0 <= index < len(saved):
-                raise ValueError(f"task {index + 1} does not exist: the crew has tasks 1 to {len(saved)}")
-            if saved[index].get("output") is None:
-                raise ValueError(
-                    f"task {index + 1} ({_label(saved[index])}) has not run at this checkpoint: "
-                    "only finished tasks' outputs can be edited"
-                )
-
-
-def _apply_edits(crew: Any, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None) -> None:
-    if inputs:
-        crew.set_inputs(dict(inputs))
-    for index, text in sorted((outputs or {}).items()):
-        crew.override_output(index, text)
+def _kind(record: CheckpointRecord) -> str:
+    return str(record.body["entity"].get("kind", record.meta.entity_kind))
 
 
 def _plan(
-    record: CheckpointRecord, crew: Any | None, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
+    record: CheckpointRecord, entity: Any | None, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
 ) -> ForkPlan:
     old_inputs = dict(record.body.get("inputs") or {})
     changed = {k: v for k, v in (inputs or {}).items() if k not in old_inputs or old_inputs[k] != v}
-    saved = record.body["entity"].get("tasks", []) if crew is not None else []
+    saved = record.body["entity"].get("tasks", [])
     edited = {
         i: text for i, text in sorted((outputs or {}).items()) if (saved[i].get("output") or {}).get("raw") != text
     }
-    rerun = [i for i, task in enumerate(crew.tasks) if task.output is None] if crew is not None else []
+    rerun = entity.rerun() if entity is not None else []
     return ForkPlan(changed_inputs=changed, edited_outputs=edited, rerun=rerun)
 
 
@@ -81,16 +44,15 @@ def plan_fork(
 
     ``rerun`` lists the crew tasks that will run: those not done at the checkpoint and those the edits reset.
     """
-    kind = str(record.body["entity"].get("kind", record.meta.entity_kind))
-    _check_edits(record, kind, inputs, outputs)
-    if kind != "crew":
-        return _plan(record, None, inputs, outputs)
-    from crewpoint.crew import Crew
+    from crewpoint.checkpoint.restore_entities import entity_class
 
-    crew = Crew.from_state(_planning_state(record.body["entity"]))
-    crew._inputs = dict(record.body.get("inputs") or {})
-    _apply_edits(crew, inputs, outputs)
-    return _plan(record, crew, inputs, outputs)
+    cls = entity_class(_kind(record))
+    data = record.body["entity"]
+    cls.check_edits(data, inputs, outputs)
+    planning = cls.planning_copy(data, dict(record.body.get("inputs") or {}))
+    if planning is not None:
+        planning.apply_edits(inputs, outputs)
+    return _plan(record, planning, inputs, outputs)
 
 
 def flow_class(record: CheckpointRecord) -> type[Any]:
@@ -124,8 +86,8 @@ class PreparedRun:
 
     @property
     def state(self) -> RuntimeState | None:
-        attr = {"crew": "_state", "agent": "_state", "flow": "_runtime"}[self.kind]
-        return getattr(self.entity, attr, None)
+        state: RuntimeState | None = self.entity.runtime_state
+        return state
 
     @property
     def branch(self) -> str:
@@ -139,9 +101,7 @@ class PreparedRun:
         return (state.checkpoint_id if state is not None else None) or self.source.id
 
     def kickoff(self) -> Any:
-        if self.kind == "flow":
-            return self.entity.kickoff(self.inputs or None)
-        return self.entity.kickoff()
+        return self.entity.resume()
 
 
 def _check_new_branch(store: str, branch: str) -> None:
@@ -170,12 +130,12 @@ def prepare_run(
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
     has it.
     """
-    from crewpoint.checkpoint.restore_entities import restore
+    from crewpoint.checkpoint.restore_entities import entity_class, restore
 
     if record is None:
         record = load(ref, location)
-    kind = str(record.body["entity"].get("kind", record.meta.entity_kind))
-    _check_edits(record, kind, inputs, outputs)
+    kind = _kind(record)
+    entity_class(kind).check_edits(record.body["entity"], inputs, outputs)
     store = store_of(record)
     if branch is not None and not fork:
         raise ValueError("a branch name is for forks: use fork to start a new branch")
@@ -191,20 +151,18 @@ def prepare_run(
     else:
         flow_cls = flow_class(record) if kind == "flow" else None
         entity = restore(source, kind, fork_branch=fork_branch, flow_cls=flow_cls)
-    crew = entity if kind == "crew" else None
-    if crew is not None:
-        _apply_edits(crew, inputs, outputs)
-    plan = _plan(record, crew, inputs, outputs)
+    entity.apply_edits(inputs, outputs)
+    tasks = list(getattr(entity, "tasks", None) or [])
     return PreparedRun(
         entity=entity,
         kind=kind,
         source=record.meta,
-        plan=plan,
+        plan=_plan(record, entity, inputs, outputs),
         store=store,
         fork=fork,
-        inputs=dict(inputs) if inputs and kind == "flow" else None,
-        task_ids=[t.id for t in crew.tasks] if crew is not None else [],
-        task_names=[t.label for t in crew.tasks] if crew is not None else [],
+        inputs=dict(inputs) if inputs else None,
+        task_ids=[t.id for t in tasks],
+        task_names=[t.label for t in tasks],
     )
 
 

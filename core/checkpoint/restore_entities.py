@@ -58,22 +58,31 @@ def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) 
     )
 
 
-def build_entity(record: CheckpointRecord, kind: str, flow_cls: type[Any] | None = None) -> Any:
-    """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``)."""
-    data = record.body["entity"]
+def entity_class(kind: str) -> type[Any]:
+    """crewpoint's class for an entity kind (crew, flow, agent); each has the same resume and fork interface."""
     if kind == "crew":
         from crewpoint.crew import Crew
 
-        return Crew.from_state(data)
+        return Crew
     if kind == "agent":
         from crewpoint.agent import Agent
 
-        return Agent.from_state(data)
+        return Agent
+    if kind == "flow":
+        from crewpoint.flow import Flow
+
+        return Flow
+    raise CheckpointError(f"unknown entity kind {kind!r}")
+
+
+def build_entity(record: CheckpointRecord, kind: str, flow_cls: type[Any] | None = None) -> Any:
+    """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``)."""
+    cls = entity_class(kind)
     if kind == "flow":
         if flow_cls is None:
             raise CheckpointError("restore a flow through its class: MyFlow.from_checkpoint(...)")
-        return flow_cls.from_state(data)
-    raise CheckpointError(f"unknown entity kind {kind!r}")
+        cls = flow_cls
+    return cls.from_state(record.body["entity"])
 
 
 def _settings_of(entity: Any) -> list[Any]:
