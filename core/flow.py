@@ -154,6 +154,7 @@ class Flow(Generic[StateT]):
         self._inputs: dict[str, Any] | None = None
         self._runtime: Any = None
         self._finished_events: dict[str, str] = {}
+        self._edited_inputs: dict[str, Any] | None = None
         event_bus.emit(self, FlowCreatedEvent(flow_name=self.entity_name, flow_id=self.id))
 
     # -- state ----------------------------------------------------------------------------------------
@@ -235,8 +236,13 @@ class Flow(Generic[StateT]):
             event_bus.emit(self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result)))
         return result
 
-    async def kickoff_async(self, inputs: Mapping[str, Any] | None = None) -> Any:
-        return await asyncio.to_thread(self.kickoff, inputs)
+    async def kickoff_async(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        from_checkpoint: CheckpointConfig | str | Path | None = None,
+    ) -> Any:
+        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
 
     akickoff = kickoff_async
 
@@ -406,7 +412,7 @@ class Flow(Generic[StateT]):
         return []
 
     def resume(self) -> Any:
-        return self.kickoff(getattr(self, "_edited_inputs", None))
+        return self.kickoff(self._edited_inputs)
 
     @classmethod
     def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:

@@ -173,7 +173,10 @@ def import_path(path: str) -> Any:
     if module_name == "__main__":
         found = defined(path)
         if found is None:
-            raise ValueError(f"cannot import {path!r}: the running program defines no {attr!r}")
+            raise ValueError(
+                f"cannot find {path!r}: it belongs to the script that wrote the checkpoint, which is not running "
+                "here; name it with --app FILE.py:attr, or resume from that script with kickoff(from_checkpoint=...)"
+            )
         return found
     try:
         module = importlib.import_module(module_name)

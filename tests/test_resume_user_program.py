@@ -197,6 +197,16 @@ def test_the_cli_resumes_the_users_crew_named_by_app(killed_run: Path) -> None:
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "__main__.CountingLLM" in refused.stderr
     assert "--app" in refused.stderr and "CREWPOINT_DESERIALIZE_CALLBACKS=1" in refused.stderr
+    trusting = subprocess.run(
+        [CREWPOINT, "checkpoint", "resume", first.id, "--location", str(killed_run / "store")],
+        cwd=elsewhere,
+        env={**_env(), "CREWPOINT_DESERIALIZE_CALLBACKS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert trusting.returncode == 2 and trusting.stderr.count("\n") == 1
+    assert "__main__.CountingLLM" in trusting.stderr and "--app FILE.py:attr" in trusting.stderr
     proc = subprocess.run(
         [
             CREWPOINT,
