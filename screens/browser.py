@@ -23,6 +23,7 @@ from crewpoint.providers.runs import RunInfo, read_runs
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
+from crewpoint.tui.read_only import allows
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree, problem_of
@@ -124,6 +125,9 @@ class BrowserScreen(Screen[None]):
             yield DetailPanel(id="detail")
         yield RunPanel(id="run")
         yield KeyFooter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return allows(self, action)  # read-only hides resume, fork and cancel from the footer
 
     @property
     def ckpt_tree(self) -> CheckpointTree:

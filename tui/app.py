@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
 
 from textual import on
+from textual.actions import ActionParseResult
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.screen import Screen
 
 from crewpoint.screens.browser import BrowserScreen, StoreReader
 from crewpoint.screens.help import HelpScreen, keys_of
 from crewpoint.tui.messages import StoreListed
+from crewpoint.tui.read_only import NOTICE, WRITE_ACTIONS, allows
 from crewpoint.tui.widgets.palette import CheckpointCommands
 
 
@@ -29,10 +33,13 @@ class CheckpointApp(App[None]):
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
 
-    def __init__(self, location: str, *, follow: bool = True) -> None:
+    def __init__(self, location: str, *, follow: bool = True, read_only: bool = False) -> None:
         super().__init__()
         self.location = location
         self.follow = follow
+        self.read_only = read_only
+        if read_only:
+            self.title = f"{self.TITLE} (read-only)"
         self._first_read = StoreReader(location)
         self._collector_paused = False
 
@@ -59,14 +66,33 @@ class CheckpointApp(App[None]):
     def on_unmount(self) -> None:
         self._resume_collector()
 
+    async def run_action(
+        self,
+        action: str | ActionParseResult,
+        default_namespace: DOMNode | None = None,
+        namespaces: Mapping[str, DOMNode] | None = None,
+    ) -> bool:
+        """Every key, palette command and click runs its action through here: read-only refuses the writing ones."""
+        name = action if isinstance(action, str) else action[1]
+        if not allows(self, name):
+            self.notify(NOTICE, severity="warning")
+            return False
+        return await super().run_action(action, default_namespace, namespaces)
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        keys = keys_of(list(BrowserScreen.BINDINGS)) + keys_of(list(self.BINDINGS))
+        bindings = [b for b in BrowserScreen.BINDINGS if not (self.read_only and _action_of(b) in WRITE_ACTIONS)]
+        keys = keys_of(bindings) + keys_of(list(self.BINDINGS))
         keys += [("ctrl+p", "Command palette: every action, themes"), ("↑ ↓ ← → enter", "Move and open in the tree")]
         self.push_screen(HelpScreen(keys))
 
 
-def make_app(location: str, *, watch: bool = True) -> App[None]:
-    """The app on the store at ``location``; ``watch=False`` turns off following changes on disk (tests)."""
-    return CheckpointApp(location, follow=watch)
+def _action_of(binding: BindingType) -> str:
+    return binding.action if isinstance(binding, Binding) else binding[1]
+
+
+def make_app(location: str, *, watch: bool = True, read_only: bool = False) -> App[None]:
+    """The app on the store at ``location``; ``watch=False`` turns off following changes on disk (tests);
+    ``read_only`` turns off resume, fork, edit, cancel and prune."""
+    return CheckpointApp(location, follow=watch, read_only=read_only)

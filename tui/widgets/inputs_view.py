@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.tui.read_only import is_read_only
 from crewpoint.tui.widgets.overview_view import plain
 
 
@@ -63,7 +64,12 @@ class InputsView(VerticalScroll):
             rows.append(
                 Vertical(
                     Label(Text(key)),
-                    Input(value=value, placeholder=f"{{{key}}}", id=f"input-{self._generation}-{position}"),
+                    Input(
+                        value=value,
+                        placeholder=f"{{{key}}}",
+                        disabled=is_read_only(self),
+                        id=f"input-{self._generation}-{position}",
+                    ),
                     classes="input-row",
                 )
             )

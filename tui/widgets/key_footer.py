@@ -34,5 +34,6 @@ class KeyFooter(Footer):
         )
         if keys == self._shown and self._bindings_ready:
             return
-        self._shown = keys
+        if self.app.app_focus:  # a blurred app (a browser tab in the background) draws its keys once focused
+            self._shown = keys
         super().bindings_changed(screen)

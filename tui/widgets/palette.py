@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from crewpoint.tui.read_only import allows
+
 
 @runtime_checkable
 class HasCommands(Protocol):
@@ -23,7 +25,11 @@ class CheckpointCommands(Provider):
         screen = self.screen
         if not isinstance(screen, HasCommands):
             return []
-        return [(title, help, partial(screen.run_action, action)) for title, help, action in screen.palette_commands()]
+        return [
+            (title, help, partial(screen.run_action, action))
+            for title, help, action in screen.palette_commands()
+            if allows(screen, action)
+        ]
 
     async def discover(self) -> Hits:
         for title, help, run in self._commands():

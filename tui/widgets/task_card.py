@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
+from crewpoint.tui.read_only import is_read_only
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 
 
@@ -50,7 +51,13 @@ class TaskCard(Vertical):
         yield Static(Text(task.description), classes="task-note", markup=False)
         yield Static("", classes="task-status -empty", markup=False)
         if task.done:
-            yield TextArea(task.output or "", soft_wrap=True, tab_behavior="focus", id=f"output-{task.index}")
+            yield TextArea(
+                task.output or "",
+                soft_wrap=True,
+                tab_behavior="focus",
+                read_only=is_read_only(self),
+                id=f"output-{task.index}",
+            )
         else:
             yield Static(Text("not run yet", style="dim italic"), markup=False)
 

@@ -1,0 +1,294 @@
+"""``crewpoint checkpoint serve``: a real server on 127.0.0.1, its token on every request, and the app in a real
+headless Chromium following a store another process writes into. Read-only mode in the app itself."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+from chromium import Chromium, stop_group
+from click.testing import CliRunner
+from demo_stores import make_store
+from textual.widgets import Input, TextArea
+
+from crewpoint.checkpoint import ops
+from crewpoint.tui.cli import main
+
+TOKEN = "right-token-0123456789"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return Path(make_store(str(tmp_path / ".checkpoints")))
+
+
+Served = Callable[..., AbstractAsyncContextManager[str]]
+
+
+@pytest.fixture
+def served(store: Path) -> Served:
+    """``async with served(*args) as url``: the server in a process of its own, on a free port of 127.0.0.1; it
+    and every app it started are stopped on the way out."""
+
+    @asynccontextmanager
+    async def serve(*args: str) -> AsyncIterator[str]:
+        command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "serve", "--location", str(store)]
+        process = subprocess.Popen(
+            [*command, "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 20)
+            url = line.decode().strip()
+            assert url.startswith("http://127.0.0.1:"), (url, process.stderr.read() if process.stderr else b"")
+            servers.append(process)
+            yield url
+        finally:
+            stop_group(process)
+
+    return serve
+
+
+servers: list[subprocess.Popen[bytes]] = []
+"""The server processes started, latest last."""
+
+
+def base_of(url: str) -> str:
+    return url.split("/?", 1)[0]
+
+
+# -- the token ---------------------------------------------------------------------------------------------------
+
+
+async def test_every_page_file_and_websocket_needs_the_token(served: Served) -> None:
+    async with served("--token", TOKEN) as url:
+        base = base_of(url)
+        assert url == f"{base}/?token={TOKEN}"
+        async with httpx.AsyncClient() as http:
+            for path in ("/", "/static/js/textual.js", "/static/css/xterm.css", "/download/anything"):
+                assert (await http.get(base + path)).status_code == 401, path
+                assert (await http.get(f"{base}{path}?token=wrong-token-0123456789")).status_code == 403, path
+                wrong = {"Authorization": "Bearer wrong-token-0123456789"}
+                assert (await http.get(base + path, headers=wrong)).status_code == 403, path
+            page = await http.get(url)
+            assert page.status_code == 200
+            assert f'data-session-websocket-url="ws://{base[len("http://") :]}/ws"' in page.text
+            assert page.headers["referrer-policy"] == "no-referrer"
+            assert "HttpOnly" in page.headers["set-cookie"] and "SameSite=Strict" in page.headers["set-cookie"]
+        # the cookie the page set opens its static files; a browser sends nothing else
+        async with httpx.AsyncClient(cookies={"crewpoint_token": TOKEN}) as browser:
+            script = await browser.get(f"{base}/static/js/textual.js")
+            assert script.status_code == 200 and "WebSocket" in script.text
+        async with httpx.AsyncClient(cookies={"crewpoint_token": "wrong-token-0123456789"}) as browser:
+            assert (await browser.get(f"{base}/static/js/textual.js")).status_code == 403
+
+        ws = f"{base.replace('http://', 'ws://')}/ws?width=100&height=30"
+        async with aiohttp.ClientSession() as http:
+            for headers, status in (
+                ({}, 401),
+                ({"Cookie": "crewpoint_token=wrong-token-0123456789"}, 403),
+                ({"Cookie": f"crewpoint_token={TOKEN}", "Origin": "http://evil.example"}, 403),
+            ):
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await http.ws_connect(ws, headers=headers)
+                assert refused.value.status == status
+            async with http.ws_connect(ws, headers={"Cookie": f"crewpoint_token={TOKEN}", "Origin": base}) as socket:
+                drawn = b""
+                while b"research-crew" not in drawn:  # the app runs and draws the store's crew
+                    message = await asyncio.wait_for(socket.receive(), 30)
+                    assert message.type == aiohttp.WSMsgType.BINARY, message
+                    drawn += message.data
+
+
+async def test_a_generated_token_is_new_each_start(served: Served) -> None:
+    async with served() as first, served() as second:
+        tokens = [re.sub(r".*\?token=", "", url) for url in (first, second)]
+        assert tokens[0] != tokens[1] and all(len(t) >= 24 for t in tokens)
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(first)).status_code == 200
+            assert (await http.get(f"{base_of(first)}/?token={tokens[1]}")).status_code == 403
+
+
+async def test_ctrl_c_stops_the_server_and_every_app_it_started(served: Served) -> None:
+    async with served("--token", TOKEN) as url:
+        server = servers[-1]
+        ws = f"{base_of(url).replace('http://', 'ws://')}/ws"
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(ws, headers={"Cookie": f"crewpoint_token={TOKEN}"}) as socket,
+        ):
+            drawn = b""
+            while b"research-crew" not in drawn:
+                message = await asyncio.wait_for(socket.receive(), 30)
+                drawn += message.data if message.type == aiohttp.WSMsgType.BINARY else b""
+            group = os.getpgid(server.pid)
+            server.send_signal(signal.SIGINT)
+            async for _ in socket:  # the server ends the session
+                pass
+        assert await asyncio.to_thread(server.wait, 20) == 0
+        assert server.stderr is not None and b"Traceback" not in server.stderr.read()
+        deadline = time.monotonic() + 10
+        while group_alive(group):  # the app process ends with its session
+            assert time.monotonic() < deadline, "an app process outlived the server"
+            await asyncio.sleep(0.05)
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_bad_token_busy_port_and_missing_store_are_one_line(store: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["checkpoint", "serve", "--location", str(store), "--token", "short"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "crewpoint: the token must be at least 8 characters of A-Z a-z 0-9 . _ ~ -"
+    result = runner.invoke(main, ["checkpoint", "serve", "--location", "nowhere"])
+    assert result.exit_code == 2 and result.stderr.startswith("crewpoint: nowhere") and "Traceback" not in result.stderr
+
+
+async def test_a_busy_port_is_one_line(served: Served, store: Path) -> None:
+    async with served() as url:
+        port = base_of(url).rsplit(":", 1)[1]
+        busy = subprocess.run(
+            [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "serve", "-l", str(store), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert busy.returncode == 2
+    assert busy.stderr.strip().splitlines() == [f"crewpoint: cannot listen on 127.0.0.1:{port}: address already in use"]
+
+
+def test_listening_beyond_this_machine_warns(store: Path) -> None:
+    from crewpoint.tui.serve import display_host, exposure_warning
+
+    assert exposure_warning("127.0.0.1", 8000) is None
+    warning = exposure_warning("0.0.0.0", 8000)
+    assert warning is not None and "0.0.0.0:8000" in warning and "token" in warning
+    assert display_host("0.0.0.0") != "0.0.0.0"  # the printed URL names a host a browser can reach
+
+
+# -- a real browser ----------------------------------------------------------------------------------------------
+
+
+async def test_the_browser_shows_a_checkpoint_another_process_writes(served: Served, store: Path) -> None:
+    before = {m.lineage for m in ops.list_checkpoints(str(store))}
+    async with served("--token", TOKEN) as url, Chromium(width=1400, height=900) as page:
+        await page.open(url)
+        await page.wait_for_text("research-crew")
+        shown = await page.wait_for_text("1 branch, 4 checkpoints")
+        assert "task_completed  4/4" in shown
+
+        writer = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "crewpoint.tui.cli",
+            "demo",
+            "--location",
+            str(store),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert await asyncio.wait_for(writer.wait(), 60) == 0
+        (new_run,) = {m.lineage for m in ops.list_checkpoints(str(store))} - before
+        shown = await page.wait_for_text(f"run {new_run[:6]}")  # the new run's node, named by its id
+        assert "2 branches, 8 checkpoints" in shown or "8 checkpoints" in shown
+
+        await page.press("?")  # keys reach the app: its help opens
+        await page.wait_for_text("Command palette")
+
+
+async def test_read_only_in_the_browser_offers_no_resume_or_fork(served: Served) -> None:
+    async with served("--read-only") as url, Chromium() as page:
+        await page.open(url)
+        await page.wait_for_text("crewpoint (read-only)")
+        await page.wait_for_text("1 branch, 4 checkpoints")
+        await page.press("f")
+        await page.press("e")
+        shown = await page.wait_for_text("Mark for diff")  # a headless page starts blurred: keys show once focused
+        assert "Resume" not in shown and "Fork" not in shown and "Cancel run" not in shown
+        await page.press("?")
+        shown = await page.wait_for_text("Command palette")  # the keys were read; f and e opened nothing
+        assert "Fork" not in shown and "Resume" not in shown
+
+
+# -- read-only in the app ----------------------------------------------------------------------------------------
+
+
+async def test_read_only_app_hides_and_refuses_every_change(store: Path) -> None:
+    from crewpoint.screens.browser import BrowserScreen
+    from crewpoint.tui.app import make_app
+    from crewpoint.tui.widgets.palette import CheckpointCommands
+
+    app = make_app(str(store), watch=False, read_only=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        while not screen.metas or not screen.detail.ready:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert app.title == "crewpoint (read-only)"
+        shown = {binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled}
+        assert not shown & {"resume", "fork", "cancel_run"} and "graph" in shown
+        titles = [title for title, *_ in CheckpointCommands(screen)._commands()]
+        assert titles and not [t for t in titles if t.startswith(("Fork", "Resume", "Cancel"))]
+        for key in ("e", "f", "x"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is screen  # no confirmation opened, no run started
+        assert not screen.run_panel.running
+        assert all(area.read_only for area in screen.query(TextArea))
+        assert all(field.disabled for field in screen.query(Input) if field.id and field.id.startswith("input-"))
+        assert any(n.message.startswith("Read-only") for n in app._notifications)
+
+    writable = make_app(str(store), watch=False)
+    async with writable.run_test(size=(140, 40)) as pilot:
+        screen = writable.screen
+        assert isinstance(screen, BrowserScreen)
+        shown = {binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled}
+        assert {"resume", "fork", "cancel_run"} <= shown
+
+
+def test_the_read_only_flag_opens_the_app_read_only(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[bool] = []
+
+    class Fake:
+        def run(self) -> None:
+            pass
+
+    def fake_make_app(location: str, *, read_only: bool = False) -> Fake:
+        opened.append(read_only)
+        return Fake()
+
+    monkeypatch.setattr("crewpoint.tui.app.make_app", fake_make_app)
+    assert CliRunner().invoke(main, ["checkpoint", "--location", str(store), "--read-only"]).exit_code == 0
+    assert CliRunner().invoke(main, ["checkpoint", "--location", str(store)]).exit_code == 0
+    assert opened == [True, False]
+
+
+def test_the_server_loads_no_textual_and_the_cli_no_server() -> None:
+    """Each browser's app runs in a process of its own; the server itself, like the headless commands, stays light."""
+    code = (
+        "import sys; from crewpoint.tui import cli; a = 'textual_serve' in sys.modules;"
+        " import crewpoint.tui.serve; print(a, 'textual' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
