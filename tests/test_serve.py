@@ -204,13 +204,23 @@ async def test_the_browser_shows_a_checkpoint_another_process_writes(served: Ser
             "demo",
             "--location",
             str(store),
+            "--delay",
+            "0.2",
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        assert await asyncio.wait_for(writer.wait(), 60) == 0
+        try:
+            await page.wait_for_text("● live")  # the run's status, while it runs
+            assert writer.returncode is None
+            assert await asyncio.wait_for(writer.wait(), 60) == 0
+        finally:
+            if writer.returncode is None:
+                writer.kill()
+                await writer.wait()
         (new_run,) = {m.lineage for m in ops.list_checkpoints(str(store))} - before
-        shown = await page.wait_for_text(f"run {new_run[:6]}")  # the new run's node, named by its id
-        assert "2 branches, 8 checkpoints" in shown or "8 checkpoints" in shown
+        # the new run's node, named by its id, with its status once it ended
+        shown = await page.wait_for_text(f"run {new_run[:6]}  4 ckpt  4/4  ✓ done")
+        assert "2 branches, 8 checkpoints" in shown
 
         await page.press("?")  # keys reach the app: its help opens
         await page.wait_for_text("Command palette")
