@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -116,6 +117,32 @@ async def shoot(out: Path) -> list[Path]:
     return saved
 
 
+async def shoot_browser(out: Path) -> Path:
+    """The app served to a real headless Chromium (``crewpoint checkpoint serve``), as a PNG of the page."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from chromium import Chromium, stop_group
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "serve", "--location", STORE, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().decode().strip()
+        async with Chromium(width=1280, height=720) as page:
+            await page.open(url)
+            await page.wait_for_text("experiment")
+            await page.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+            await page.wait_for_text("Mark for diff")
+            path = out / "browser.png"
+            path.write_bytes(await page.screenshot())
+            return path
+    finally:
+        stop_group(server)
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
     out = out.resolve()
@@ -127,6 +154,7 @@ def main() -> None:
         make_store(Path(tmp))
         for path in asyncio.run(shoot(out)):
             print(path)
+        print(asyncio.run(shoot_browser(out)))
 
 
 if __name__ == "__main__":
