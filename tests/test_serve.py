@@ -265,8 +265,14 @@ async def test_read_only_app_hides_and_refuses_every_change(store: Path) -> None
             await pilot.pause()
             assert app.screen is screen  # no confirmation opened, no run started
         assert not screen.run_panel.running
-        assert all(area.read_only for area in screen.query(TextArea))
-        assert all(field.disabled for field in screen.query(Input) if field.id and field.id.startswith("input-"))
+        await pilot.press("2")  # Tasks: finished outputs shown, not editable
+        await pilot.press("3")  # Inputs: shown, not editable
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        areas = list(screen.query(TextArea))
+        fields = [field for field in screen.query(Input) if field.id and field.id.startswith("input-")]
+        assert len(areas) == 4 and all(area.read_only for area in areas)
+        assert len(fields) == 2 and all(field.disabled for field in fields)
         assert any(n.message.startswith("Read-only") for n in app._notifications)
 
     writable = make_app(str(store), watch=False)

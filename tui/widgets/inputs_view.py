@@ -57,7 +57,8 @@ class InputsView(VerticalScroll):
         if not self.keys:
             summary.update(Text("This checkpoint takes no inputs.", style="dim"))
             return
-        summary.update(Text("Inputs from the original kickoff, plus every {placeholder}. Edit, then fork (f)."))
+        hint = " (read-only)" if is_read_only(self) else " Edit, then fork (f)."
+        summary.update(Text(f"Inputs from the original kickoff, plus every {{placeholder}}.{hint}"))
         rows = []
         for position, key in enumerate(self.keys):
             value = plain(self.original[key]) if key in self.original else ""
