@@ -141,6 +141,8 @@ async def shoot_browser(out: Path) -> Path:
             return path
     finally:
         stop_group(server)
+        if server.stdout is not None:
+            server.stdout.close()
 
 
 def main() -> None:

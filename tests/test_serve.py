@@ -59,6 +59,9 @@ def served(store: Path) -> Served:
             yield url
         finally:
             stop_group(process)
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
 
     return serve
 
