@@ -180,13 +180,31 @@ async def test_a_busy_port_is_one_line(served: Served, store: Path) -> None:
     assert busy.stderr.strip().splitlines() == [f"crewpoint: cannot listen on 127.0.0.1:{port}: address already in use"]
 
 
-def test_listening_beyond_this_machine_warns(store: Path) -> None:
+def test_listening_beyond_this_machine_warns(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from crewpoint.tui.serve import display_host, exposure_warning
 
-    assert exposure_warning("127.0.0.1", 8000) is None
-    warning = exposure_warning("0.0.0.0", 8000)
-    assert warning is not None and "0.0.0.0:8000" in warning and "token" in warning
+    assert exposure_warning("127.0.0.1", 8000) is None and exposure_warning("::1", 8000) is None
+    assert exposure_warning("localhost", 8000) is None
     assert display_host("0.0.0.0") != "0.0.0.0"  # the printed URL names a host a browser can reach
+
+    calls: list[dict[str, object]] = []
+
+    def fake_serve(location: str, **options: object) -> None:  # listens nowhere
+        calls.append({"location": location, **options})
+
+    monkeypatch.setattr("crewpoint.tui.serve.serve_app", fake_serve)
+    args = ["checkpoint", "--read-only", "serve", "-l", str(store), "--host", "0.0.0.0", "--port", "8080"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("crewpoint: warning: serving on 0.0.0.0:8080: anyone who can reach it")
+    assert len(result.stderr.splitlines()) == 1
+    assert calls[0]["host"] == "0.0.0.0" and calls[0]["port"] == 8080 and calls[0]["read_only"] is True
+    assert calls[0]["location"] == str(store.resolve())
+
+    calls.clear()
+    result = CliRunner().invoke(main, ["checkpoint", "serve", "-l", str(store)])
+    assert result.exit_code == 0 and result.stderr == ""
+    assert calls[0]["host"] == "127.0.0.1" and calls[0]["port"] == 8000 and calls[0]["read_only"] is False
 
 
 # -- a real browser ----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ as ``Authorization: Bearer …``. No token is 401, a wrong one 403.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import re
@@ -26,7 +27,6 @@ from aiohttp import web
 from textual_serve.server import Server, to_int
 
 TOKEN_COOKIE = "crewpoint_token"
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{8,}")
 TOKEN_RULE = "the token must be at least 8 characters of A-Z a-z 0-9 . _ ~ -"
 
@@ -59,9 +59,18 @@ def display_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
 def exposure_warning(host: str, port: int) -> str | None:
     """The warning printed when the app is reachable from other machines, or None on a loopback address."""
-    if host in LOCAL_HOSTS:
+    if is_loopback(host):
         return None
     return (
         f"warning: serving on {host}:{port}: anyone who can reach it and has the token can watch and steer runs, "
