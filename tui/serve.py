@@ -180,7 +180,10 @@ class TokenServer(Server):
             try:
                 await site.start()
             except OSError as exc:
-                reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+                if isinstance(exc, socket.gaierror):
+                    reason = f"no such address ({exc.strerror})"
+                else:
+                    reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
                 raise OSError(f"cannot listen on {self.host}:{self.port}: {reason}") from exc
             port = runner.addresses[0][1]
             self.public_url = f"http://{display_host(self.host)}:{port}"
