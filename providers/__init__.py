@@ -100,6 +100,9 @@ def has_sqlite_header(path: str) -> bool:
 
 def provider_for(location: str) -> BaseProvider:
     """The provider that can open ``location``; one shared instance per kind (providers are thread-safe)."""
+    crewai = crewai_provider_for(location)
+    if crewai is not None:
+        return crewai
     kind = "sqlite" if is_sqlite_location(location) else "json"
     provider = _shared.get(kind)
     if provider is None:
@@ -111,5 +114,29 @@ def provider_for(location: str) -> BaseProvider:
             from crewpoint.providers.json_provider import JsonProvider
 
             provider = JsonProvider()
+        provider = _shared.setdefault(kind, provider)
+    return provider
+
+
+# -- CrewAI's own stores (read-only), recognised before crewpoint's kinds ----------------------------------------
+
+
+def crewai_provider_for(location: str) -> BaseProvider | None:
+    """The read-only provider for a CrewAI JSON folder or SQLite file at ``location``, else None."""
+    from crewpoint.providers.crewai_detect import crewai_kind
+
+    kind = crewai_kind(location)
+    if kind is None:
+        return None
+    provider = _shared.get(kind)
+    if provider is None:
+        if kind == "crewai-sqlite":
+            from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
+
+            provider = CrewAISqliteProvider()
+        else:
+            from crewpoint.providers.crewai_json import CrewAIJsonProvider
+
+            provider = CrewAIJsonProvider()
         provider = _shared.setdefault(kind, provider)
     return provider

@@ -12,6 +12,8 @@ from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, Check
 
 # No underscore: the JSON provider separates file-name fields with "_".
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}")
+_FOREIGN_ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{1,8}")
+"""CrewAI's ids (``<YYYYmmddTHHMMSS>_<uuid8>``, or a prefix) in ``db#id`` references to its stores."""
 MAX_BRANCH = 200
 _YEAR_10000 = 253402300800.0
 
@@ -76,7 +78,7 @@ def split_ref(ref: str) -> tuple[str, str | None]:
         return ref, None
     if not fragment:
         return location, None
-    if ID_RE.fullmatch(fragment):
+    if ID_RE.fullmatch(fragment) or _FOREIGN_ID_RE.fullmatch(fragment):
         return location, fragment
     return ref, None
 

@@ -233,10 +233,22 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _short_id(checkpoint_id: str) -> str:
+    """An id as list views show it: crewpoint's first 12 characters; CrewAI's ids (``<time>_<uuid8>``) whole,
+    since their unique part is at the end."""
+    return checkpoint_id if "_" in checkpoint_id else checkpoint_id[:12]
+
+
+def _written_by(meta: CheckpointMeta) -> str:
+    if meta.version.startswith("crewai "):
+        return f"{meta.version} (a CrewAI store, read-only)"
+    return f"crewpoint {meta.version or '?'}, schema {meta.schema_version}"
+
+
 def _row(meta: CheckpointMeta) -> list[str]:
     if meta.damaged:
         return [
-            meta.id[:12],
+            _short_id(meta.id),
             _when(meta.created_at),
             meta.branch or "?",
             "-",
@@ -247,8 +259,9 @@ def _row(meta: CheckpointMeta) -> list[str]:
         ]
     entity = f"{meta.entity_kind} {meta.entity_name}".strip()
     progress = f"{meta.tasks_done}/{meta.tasks_total}"
-    parent = meta.parent_id[:12] if meta.parent_id else "-"
-    return [meta.id[:12], _when(meta.created_at), meta.branch, parent, meta.trigger, entity, progress, _size(meta.size)]
+    parent = _short_id(meta.parent_id) if meta.parent_id else "-"
+    when = _when(meta.created_at)
+    return [_short_id(meta.id), when, meta.branch, parent, meta.trigger, entity, progress, _size(meta.size)]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> None:
@@ -314,7 +327,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         ("lineage", meta.lineage),
         ("trigger", meta.trigger),
         ("entity", f"{info.kind} {info.name}"),
-        ("written by", f"crewpoint {meta.version or '?'}, schema {meta.schema_version}"),
+        ("written by", _written_by(meta)),
         ("progress", f"{_bar(done, total)} {unit} done"),
     ]
     for key, value in rows:
@@ -322,7 +335,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
     if len(lineage) > 1:
         click.echo("\nancestry (newest first)")
         for m in lineage:
-            click.echo(f"  {m.id[:12]}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
+            click.echo(f"  {_short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
     click.echo("\ninputs")
     if info.inputs:
         for key, value in info.inputs.items():
@@ -544,8 +557,8 @@ def _print_diff(a: CheckpointMeta, b: CheckpointMeta, entries: list[DiffEntry]) 
     def say(*parts: tuple[str, str]) -> None:
         console.print(Text.assemble(*parts), soft_wrap=True)
 
-    say(("--- ", "red"), (f"{a.id[:12]}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
-    say(("+++ ", "green"), (f"{b.id[:12]}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
+    say(("--- ", "red"), (f"{_short_id(a.id)}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
+    say(("+++ ", "green"), (f"{_short_id(b.id)}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
     if not entries:
         say(("no differences", "dim"))
         return

@@ -1,0 +1,291 @@
+"""CrewAI 1.15 checkpoints: recognising its stores, masking keys, and reading a dump as a crewpoint record.
+
+CrewAI writes a ``RuntimeState`` dump per checkpoint: ``crewai_version``, ``parent_id``, ``branch``, ``trigger``,
+``entities`` (dumps with ``entity_type`` crew, flow or agent; a crew's agent executors follow it as flows) and
+``event_record`` (``nodes``: ``{event_id: {"event": {...}, "edges": {...}}}``). Its ids are
+``<YYYYmmddTHHMMSS>_<uuid8>``.
+
+Reading turns a dump into a body in crewpoint's schema (``entity``, ``inputs``, ``events``, ``lineage``) so
+every view works on it, and keeps the dump itself under ``crewai`` for the raw view. Keys are masked on the
+way in (:func:`mask_text`): nothing read from a CrewAI store shows an ``api_key`` or a key-looking string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from crewpoint.providers.base import CheckpointMeta
+
+MASK = "••••"
+SCHEMA_VERSION = 1
+"""The crewpoint body schema the translated bodies follow."""
+
+ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}")
+FILE_RE = re.compile(r"(\d{8}T\d{6})_([0-9a-f]{8})_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
+_TIME = "%Y%m%dT%H%M%S"
+
+_SECRET_NAMES = (
+    r"[A-Za-z0-9_\-]*(?:api[_\-]?key|secret|password|passwd|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
+    r"|platform[_\-]?token|private[_\-]?key|authorization|x-api-key|bearer)"
+)
+_SECRET_FIELD = re.compile(r'("' + _SECRET_NAMES + r'"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
+_ESCAPED_SECRET_FIELD = re.compile(r'(\\"' + _SECRET_NAMES + r'\\"\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"', re.IGNORECASE)
+_KEY_TEXT = re.compile(
+    r"sk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|github_pat_[A-Za-z0-9_]{30,}"
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"
+    r"|AIza[0-9A-Za-z_\-]{35}"
+    r"|hf_[A-Za-z0-9]{30,}"
+    r"|gsk_[A-Za-z0-9]{30,}"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{16,}=*"
+)
+
+
+def mask_text(text: str) -> str:
+    """``text`` (JSON or plain) with secret fields' values and key-looking strings replaced by ``••••``."""
+    text = _SECRET_FIELD.sub(lambda m: m.group(1) + '"' + MASK + '"', text)
+    text = _ESCAPED_SECRET_FIELD.sub(lambda m: m.group(1) + '\\"' + MASK + '\\"', text)
+    return _KEY_TEXT.sub(MASK, text)
+
+
+def mask_value(value: Any) -> Any:
+    """A copy of a JSON-ready ``value`` with every key masked (see :func:`mask_text`)."""
+    return json.loads(mask_text(json.dumps(value, ensure_ascii=False)))
+
+
+def parse_stamp(stamp: str) -> float:
+    """``YYYYmmddTHHMMSS`` (UTC, as CrewAI writes it) as seconds since the epoch; 0 when it does not parse."""
+    try:
+        return datetime.strptime(stamp[:15], _TIME).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def new_id(now: float | None = None) -> str:
+    """A fresh checkpoint id in CrewAI's form."""
+    import time
+    import uuid
+
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime(_TIME)
+    return f"{stamp}_{uuid.uuid4().hex[:8]}"
+
+
+def main_entity(dump: dict[str, Any]) -> dict[str, Any]:
+    """The entity a checkpoint is about: the first crew, else the first entity (agent executors follow a crew as
+    flows, so the first one wins)."""
+    entities = [e for e in dump.get("entities") or [] if isinstance(e, dict)]
+    if not entities:
+        raise ValueError("the CrewAI checkpoint holds no entities")
+    for entity in entities:
+        if entity.get("entity_type") == "crew":
+            return entity
+    return entities[0]
+
+
+def events_of(dump: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recorded events, in emission order."""
+    record = dump.get("event_record") or {}
+    nodes = record.get("nodes") if isinstance(record, dict) else None
+    if not isinstance(nodes, dict):
+        return []
+    events = [n["event"] for n in nodes.values() if isinstance(n, dict) and isinstance(n.get("event"), dict)]
+    return sorted(events, key=lambda e: (e.get("emission_sequence") or 0, str(e.get("timestamp") or "")))
+
+
+def _output_text(output: Any) -> str | None:
+    if output is None:
+        return None
+    if isinstance(output, dict):
+        raw = output.get("raw")
+        return "" if raw is None else str(raw)
+    return str(output)
+
+
+def _agent_id(agent: Any) -> str:
+    if isinstance(agent, dict):
+        return str(agent.get("id") or agent.get("role") or "")
+    return "" if agent is None else str(agent)
+
+
+def context_ids(task: dict[str, Any]) -> list[str] | None:
+    """The ids of the tasks ``task`` names as context; None when it takes the crew's default (every task before
+    it in a sequential crew, CrewAI's ``NOT_SPECIFIED``)."""
+    context = task.get("context")
+    if not isinstance(context, list):
+        return None
+    return [str(c.get("id")) if isinstance(c, dict) else str(c) for c in context]
+
+
+def translate_crew(entity: dict[str, Any]) -> dict[str, Any]:
+    agents = []
+    for agent in entity.get("agents") or []:
+        if isinstance(agent, dict):
+            agents.append({k: agent.get(k, "") for k in ("role", "goal", "backstory")} | {"id": _agent_id(agent)})
+    tasks = []
+    for task in entity.get("tasks") or []:
+        if not isinstance(task, dict):
+            continue
+        output = _output_text(task.get("output"))
+        tasks.append(
+            {
+                "id": str(task.get("id", "")),
+                "name": task.get("name"),
+                "description": task.get("checkpoint_original_description") or task.get("description", ""),
+                "expected_output": task.get("checkpoint_original_expected_output") or task.get("expected_output", ""),
+                "agent": _agent_id(task.get("agent")),
+                "output": None if output is None else {"raw": output},
+                "context": context_ids(task),
+            }
+        )
+    return {
+        "kind": "crew",
+        "name": entity.get("name") or "crew",
+        "id": str(entity.get("id", "")),
+        "process": entity.get("process"),
+        "agents": agents,
+        "tasks": tasks,
+    }
+
+
+def _flow_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    if entity.get("name"):
+        return str(entity["name"])
+    for event in events:
+        if event.get("flow_name"):
+            return str(event["flow_name"])
+    return "flow"
+
+
+def translate_flow(entity: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    outputs = []
+    for item in entity.get("checkpoint_method_outputs") or []:
+        if isinstance(item, dict) and "method" in item:
+            outputs.append([str(item["method"]), item.get("output")])
+        else:
+            outputs.append(["", item])
+    return {
+        "kind": "flow",
+        "name": _flow_name(entity, events),
+        "state": entity.get("checkpoint_state"),
+        "method_outputs": outputs,
+        "completed_methods": sorted(entity.get("checkpoint_completed_methods") or []),
+    }
+
+
+def translate_agent(entity: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    result = None
+    for event in events:
+        if event.get("type") in ("lite_agent_execution_completed", "agent_execution_completed"):
+            result = event.get("output")
+    asked: list[dict[str, Any]] = []
+    for event in events:
+        messages = event.get("messages") if event.get("type") == "lite_agent_execution_started" else None
+        if isinstance(messages, str):
+            asked = [{"role": "user", "content": messages}]
+        elif isinstance(messages, list):
+            asked = [m for m in messages if isinstance(m, dict)]
+    return {
+        "kind": "agent",
+        "id": str(entity.get("id", "")),
+        "role": entity.get("role") or "agent",
+        "goal": entity.get("goal") or "",
+        "backstory": entity.get("backstory") or "",
+        "pending": asked,
+        "result": result,
+    }
+
+
+def progress(entity: dict[str, Any], events: list[dict[str, Any]] | None = None) -> tuple[int, int]:
+    """(done, total): a crew's tasks, a flow's finished methods, an agent's one run."""
+    kind = entity.get("entity_type")
+    if kind == "crew":
+        tasks = [t for t in entity.get("tasks") or [] if isinstance(t, dict)]
+        return sum(1 for t in tasks if t.get("output") is not None), len(tasks)
+    if kind == "flow":
+        done = len(entity.get("checkpoint_completed_methods") or [])
+        return done, done
+    finished = any(
+        e.get("type") in ("lite_agent_execution_completed", "agent_execution_completed") for e in events or []
+    )
+    return int(finished), 1
+
+
+def entity_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    kind = entity.get("entity_type")
+    if kind == "flow":
+        return _flow_name(entity, events)
+    if kind == "agent":
+        return str(entity.get("role") or "agent")
+    return str(entity.get("name") or kind or "")
+
+
+def describe_dump(dump: dict[str, Any]) -> dict[str, Any]:
+    """What list views need from a dump: kind, name, progress, trigger, version."""
+    entity = main_entity(dump)
+    events = events_of(dump) if entity.get("entity_type") != "crew" else []
+    done, total = progress(entity, events)
+    return {
+        "entity_kind": str(entity.get("entity_type") or ""),
+        "entity_name": mask_text(entity_name(entity, events)),
+        "tasks_done": done,
+        "tasks_total": total,
+        "trigger": str(dump.get("trigger") or ""),
+        "version": f"crewai {dump.get('crewai_version') or '?'}",
+    }
+
+
+def to_body(dump: dict[str, Any], meta: CheckpointMeta) -> dict[str, Any]:
+    """A masked dump as a body in crewpoint's schema; the dump itself stays under ``crewai``."""
+    entity = main_entity(dump)
+    events = events_of(dump)
+    kind = entity.get("entity_type")
+    if kind == "crew":
+        translated = translate_crew(entity)
+        inputs = dict(entity.get("checkpoint_inputs") or {})
+    elif kind == "flow":
+        translated = translate_flow(entity, events)
+        inputs = {}
+    elif kind == "agent":
+        translated = translate_agent(entity, events)
+        inputs = {}
+    else:
+        raise ValueError(f"unknown CrewAI entity type {kind!r}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "format": "crewai",
+        "entity": translated,
+        "inputs": inputs,
+        "events": events,
+        "lineage": {
+            "id": meta.id,
+            "parent_id": meta.parent_id,
+            "branch": meta.branch,
+            "lineage": meta.lineage,
+            "sequence": meta.sequence,
+            "resumed_from": None,
+        },
+        "crewai": dump,
+    }
+
+
+def order(metas: list[CheckpointMeta]) -> list[CheckpointMeta]:
+    """Give each checkpoint its lineage (the oldest ancestor in the store) and a sequence (its place, oldest
+    first: by time, a parent before its children within the same second)."""
+    by_id = {m.id: m for m in metas}
+
+    def depth_and_root(meta: CheckpointMeta) -> tuple[int, str]:
+        depth, current, seen = 0, meta, {meta.id}
+        while current.parent_id and current.parent_id in by_id and current.parent_id not in seen:
+            current = by_id[current.parent_id]
+            seen.add(current.id)
+            depth += 1
+        return depth, current.id
+
+    placed = [(m, *depth_and_root(m)) for m in metas]
+    placed.sort(key=lambda item: (item[0].created_at, item[1], item[0].sequence, item[0].id))
+    return [m.with_(lineage=root, sequence=n) for n, (m, _depth, root) in enumerate(placed, start=1)]

@@ -1,0 +1,48 @@
+"""Is a location one of CrewAI's own checkpoint stores? Cheap checks, tried before crewpoint's own kinds."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from crewpoint.providers.refs import split_ref
+
+_known: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def crewai_kind(location: str) -> str | None:
+    """``"crewai-json"`` for a CrewAI JSON folder or one of its files, ``"crewai-sqlite"`` for a CrewAI SQLite
+    database (or ``db#id``), else None. Only stores that exist are CrewAI's: a new store is crewpoint's."""
+    path = os.path.abspath(split_ref(os.fspath(location))[0])
+    with _lock:
+        known = _known.get(path)
+    if known is not None:
+        return known
+    kind = _detect(path)
+    if kind is not None:
+        with _lock:
+            _known[path] = kind
+    return kind
+
+
+def _detect(path: str) -> str | None:
+    from crewpoint.providers import OPEN_DATABASES, has_sqlite_header
+
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, ".index.jsonl")):
+            return None  # crewpoint's own JSON store
+        from crewpoint.providers.crewai_json import looks_like_crewai_json_store
+
+        return "crewai-json" if looks_like_crewai_json_store(path) else None
+    if not os.path.isfile(path):
+        return None
+    if path.endswith(".json"):
+        from crewpoint.providers.crewai_json import is_crewai_json_file
+
+        return "crewai-json" if is_crewai_json_file(path) else None
+    if path in OPEN_DATABASES or not has_sqlite_header(path):
+        return None
+    from crewpoint.providers.crewai_sqlite import is_crewai_database
+
+    return "crewai-sqlite" if is_crewai_database(path) else None
