@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean
+.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,25 @@ test: lint typecheck pytest
 bench: $(STAMP_DEV)
 	$(PY) bench/run.py
 
+# Opt-in: CrewAI in a venv of its own (never a dependency of crewpoint) resumes a fork crewpoint made.
+CREWAI_VENV := .venv-crewai
+CREWAI_VERSION ?= 1.15.30
+
+$(CREWAI_VENV)/.installed:
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/pip install --quiet "crewai==$(CREWAI_VERSION)" pysqlite3-binary
+	touch $@
+
+test-crewai: $(STAMP_DEV) $(CREWAI_VENV)/.installed
+	OTEL_SDK_DISABLED=true CREWAI_DISABLE_TELEMETRY=true CREWAI_TRACING_ENABLED=false \
+		$(CREWAI_VENV)/bin/python scripts/make_crewai_fixtures.py --roundtrip .crewai-roundtrip $(abspath $(VENV)/bin/crewpoint)
+
+crewai-fixtures: $(CREWAI_VENV)/.installed
+	OTEL_SDK_DISABLED=true CREWAI_DISABLE_TELEMETRY=true CREWAI_TRACING_ENABLED=false \
+		$(CREWAI_VENV)/bin/python scripts/make_crewai_fixtures.py tests/fixtures/crewai
+
 screenshots: $(STAMP_DEV)
 	$(PY) scripts/export_screenshots.py screenshots
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CREWAI_VENV) .crewai-roundtrip .mypy_cache .ruff_cache .pytest_cache

@@ -16,9 +16,9 @@ It writes, offline (a local OpenAI-compatible server on 127.0.0.1 answers every 
 
 The LLM is configured with a made-up key (``sk-fixture-…``) so the stores hold keys the way real ones do.
 
-``--roundtrip SRC DEST`` is the other half of ``make test-crewai``: it resumes the CrewAI checkpoint SRC (a file
-or ``db#id``) with CrewAI and writes a JSON report to DEST: which task descriptions reached the LLM and the
-final task outputs.
+``--roundtrip WORKDIR CREWPOINT`` is ``make test-crewai``: CrewAI runs a crew into a JSON and a SQLite store in
+WORKDIR, the ``crewpoint`` command CREWPOINT forks its last checkpoint with task 2's output edited and has CrewAI
+resume the fork, and the script checks that only task 3 reached the LLM, reading the edited output.
 """
 
 from __future__ import annotations
@@ -236,32 +236,83 @@ def _entity_type(ref: str) -> str:
     return str(entities[0].get("entity_type", ""))
 
 
-def roundtrip(source: str, report: str) -> None:
-    """Resume the checkpoint ``source`` with CrewAI; write which prompts reached the LLM and the outputs."""
-    from crewai import Crew
+def roundtrip(workdir: str, crewpoint: str) -> int:
+    """Fork a CrewAI checkpoint with crewpoint (an edited output) and let CrewAI resume it; 0 when only the task
+    that depends on the edit reached the LLM and the resumed run read the edit."""
+    import shutil
+    import sqlite3
+    import subprocess
+
     from crewai.state.checkpoint_config import CheckpointConfig
+    from crewai.state.provider.json_provider import JsonProvider
+    from crewai.state.provider.sqlite_provider import SqliteProvider
 
     base_url = start_server()
-    crew = Crew.from_checkpoint(CheckpointConfig(restore_from=source))
-    for agent in crew.agents:  # the checkpoint names the fixture's server, long gone: point at this one
-        agent.llm = make_llm(base_url)
-    result = crew.kickoff()
-    with open(report, "w", encoding="utf-8") as handle:
-        json.dump(
-            {
-                "calls": CALLS,
-                "outputs": [t.raw for t in result.tasks_output],
-                "descriptions": [t.description for t in crew.tasks],
-            },
-            handle,
-            indent=2,
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    failures: list[str] = []
+    kinds = [("json", os.path.join(workdir, "json"), JsonProvider())]
+    if sqlite3.sqlite_version_info >= (3, 45, 0):
+        kinds.append(("sqlite", os.path.join(workdir, "store.db"), SqliteProvider()))
+    else:
+        failures.append("sqlite: SQLite 3.45 or newer is needed (pip install pysqlite3-binary)")
+    for kind, store, provider in kinds:
+        crew = make_crew(base_url, CheckpointConfig(location=store, provider=provider))
+        crew.kickoff(inputs={"topic": "tide pools"})
+        _settle()
+        last = _list_ids(store)[-1]
+        source = last.rsplit("#", 1)[1] if "#" in last else os.path.basename(last).split("_p-")[0]
+        before = len(CALLS)
+        done = subprocess.run(
+            [
+                crewpoint,
+                "checkpoint",
+                "fork",
+                source,
+                "--location",
+                store,
+                "--branch",
+                "edited-rt",
+                "--set-output",
+                "2=EDITED OUTLINE: one, two, three.",
+            ],
+            env={**os.environ, "CREWPOINT_CREWAI_PYTHON": sys.executable},
+            capture_output=True,
+            text=True,
+            check=False,
         )
+        calls = CALLS[before:]
+        print(f"[{kind}] crewpoint fork exit {done.returncode}; {len(calls)} LLM call(s)", file=sys.stderr)
+        if done.returncode != 0:
+            failures.append(f"{kind}: crewpoint fork failed: {done.stderr.strip()[-500:]}")
+            continue
+        if len(calls) != 1:
+            failures.append(f"{kind}: expected 1 LLM call (task 3), got {len(calls)}: {[c[:60] for c in calls]}")
+        elif "Write a short article" not in calls[0] or "EDITED OUTLINE" not in calls[0]:
+            failures.append(f"{kind}: the call was not task 3 reading the edited output: {calls[0][:300]!r}")
+        branch_refs = [r for r in _list_ids(store) if "edited-rt" in r or _branch_of(r) == "edited-rt"]
+        if len(branch_refs) < 2:
+            failures.append(f"{kind}: CrewAI wrote no checkpoint on the fork's branch ({branch_refs})")
+    for line in failures:
+        print(f"FAILED {line}", file=sys.stderr)
+    print(f"round trip: {len(kinds) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def _branch_of(ref: str) -> str:
+    if "#" not in ref:
+        return ""
+    import sqlite3
+
+    db, cid = ref.rsplit("#", 1)
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT branch FROM checkpoints WHERE id = ?", (cid,)).fetchone()
+    return str(row[0]) if row else ""
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "--roundtrip":
-        roundtrip(argv[1], argv[2])
-        return 0
+        return roundtrip(argv[1], argv[2])
     if len(argv) == 3 and argv[0] == "--one":
         return make_one(argv[1], argv[2])
     if len(argv) != 1:

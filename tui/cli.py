@@ -427,6 +427,10 @@ def _run(
     from crewpoint.tui.progress import make_progress, result_text
 
     where = _location(ctx, location)
+    crewai_store = _crewai_store(where, ref)
+    if crewai_store is not None:
+        _crewai_run(ctx, crewai_store, ref, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
+        return
     prepared: PreparedRun | None = None
     try:
         with _bad_input(ctx):
@@ -478,6 +482,101 @@ def _run(
     if progress != "json":
         text = result_text(result)
         click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+
+
+def _crewai_store(where: str | None, ref: str) -> str | None:
+    """The CrewAI store ``ref`` (an id in ``where``, a file or ``db#id``) is in, or None for crewpoint's own."""
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers import crewai_provider_for, split_ref
+    from crewpoint.providers.base import CheckpointError
+
+    path = split_ref(ref)[0]
+    candidate = ref if os.path.exists(path) else None
+    try:
+        store = candidate if candidate is not None else ops.find_store(where)
+    except CheckpointError:
+        return None
+    if crewai_provider_for(store) is None:
+        return None
+    return store
+
+
+def _crewai_run(
+    ctx: click.Context,
+    store: str,
+    ref: str,
+    *,
+    fork: bool,
+    branch: str | None,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+) -> None:
+    """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; CrewAI itself runs it."""
+    import subprocess
+
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers import crewai_provider_for, split_ref
+    from crewpoint.providers.crewai_fork import crewai_environment, fork_checkpoint, resume_command
+
+    path, ref_id = split_ref(store)
+    is_file = os.path.isfile(path) and path.endswith(".json")
+    with _bad_input(ctx):
+        if fork:
+            done = fork_checkpoint(
+                store,
+                None if (is_file or ref == store) else ref,
+                branch=branch,
+                inputs=ops.parse_assignments(inputs, "--input"),
+                outputs=ops.parse_assignments(outputs, "--set-output"),
+            )
+            store, target = done.store, done.checkpoint_id
+            click.echo(done.ref)
+            names = done.task_names
+            said = f"forked {done.source.id} to {done.checkpoint_id} on branch {done.branch} (CrewAI format)"
+            if done.edited:
+                said += "; edited " + ", ".join(f"{i + 1}. {names[i]}" for i in done.edited)
+            if done.reset:
+                said += "; reset " + ", ".join(f"{i + 1}. {names[i]}" for i in done.reset)
+            if done.will_run != done.reset:
+                said += "; CrewAI runs " + (", ".join(str(i + 1) for i in done.will_run) or "nothing")
+            click.echo(said, err=True)
+        else:
+            provider = crewai_provider_for(store)
+            assert provider is not None
+            metas = provider.list(path)
+            from crewpoint.providers.refs import match_prefix
+
+            wanted = ref_id or (None if ref == store else ref)
+            if is_file:
+                wanted = metas[0].id if metas else None
+            if wanted is None:
+                raise ValueError(f"name the checkpoint to resume in {path}")
+            target = match_prefix([m.id for m in metas], wanted, path)
+            if is_file:
+                from crewpoint.providers.crewai_json import store_root
+
+                store = store_root(path)
+    provider = crewai_provider_for(store)
+    assert provider is not None
+    meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
+    command = resume_command(meta.location, meta.entity_kind)
+    if command is None:
+        message = (
+            "this is a CrewAI checkpoint, which CrewAI runs, and CrewAI is not installed here "
+            f"(no `crewai` command; CREWPOINT_CREWAI_PYTHON names a Python that has it): resume {meta.location}"
+        )
+        if fork:
+            click.echo(f"note: {message}", err=True)
+            return
+        fail(message, EXIT_FAILED)
+    click.echo(f"CrewAI resumes {meta.location} ({command[0]})", err=True)
+    try:
+        code = subprocess.call(command, env=crewai_environment())
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if code != 0:
+        fail(f"the CrewAI run failed (exit {code})", EXIT_FAILED)
 
 
 def _found_by_default(store: str) -> bool:
