@@ -269,7 +269,7 @@ def to_body(dump: dict[str, Any], meta: CheckpointMeta) -> dict[str, Any]:
             "sequence": meta.sequence,
             "resumed_from": None,
         },
-        "crewai": dump,
+        "crewai": {k: v for k, v in dump.items() if k != "event_record"},  # its events are under "events"
     }
 
 

@@ -68,6 +68,14 @@ def check_meta(meta: CheckpointMeta) -> CheckpointMeta:
     return meta
 
 
+def short_id(checkpoint_id: str, width: int = 8) -> str:
+    """An id as narrow views show it: its first ``width`` characters; for CrewAI's ids
+    (``<YYYYmmddTHHMMSS>_<uuid8>``), whose start is only the time, the part after the ``_``."""
+    if _FOREIGN_ID_RE.fullmatch(checkpoint_id):
+        return checkpoint_id.rpartition("_")[2]
+    return checkpoint_id[:width]
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
     """Split ``path#id`` into ``(path, id)``; a plain path gives ``(path, None)``.
 

@@ -12,6 +12,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.refs import short_id
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps, format_time, problem_of
 
 
@@ -129,7 +130,7 @@ class BranchGraph(OptionList):
         assert meta is not None
         text = Text(row.graph, style="bold")
         text.append("  ")
-        text.append(meta.id[:8], style="yellow")
+        text.append(short_id(meta.id), style="yellow")
         if row.label:
             text.append(" (")
             text.append(row.label, style="bold green")

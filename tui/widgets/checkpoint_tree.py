@@ -23,6 +23,7 @@ from textual.widgets.tree import TreeNode
 
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.refs import short_id
 from crewpoint.tui.widgets.store_index import (
     CheckpointRef,
     EntityKey,
@@ -409,7 +410,7 @@ class CheckpointTree(Tree[NodeRef]):
             return self._segment_label(segment) if segment is not None else Text("")
         if isinstance(data, CheckpointRef):
             meta = self.index.metas.get(data.id)
-            return self._checkpoint_label(meta) if meta is not None else Text(data.id[:8])
+            return self._checkpoint_label(meta) if meta is not None else Text(short_id(data.id))
         return Text("checkpoints")
 
     def _runs_on_branch(self, segment: Segment) -> int:
@@ -455,7 +456,7 @@ class CheckpointTree(Tree[NodeRef]):
         problem = problem_of(meta)
         if problem is not None:
             text.append("✗ ", self._style("damaged"))
-            text.append(meta.id[:8], self._style("damaged"))
+            text.append(short_id(meta.id), self._style("damaged"))
             text.append(f"  {problem}", self._style("damaged"))
             return text
         text.append(format_time(meta.created_at, self._now), self._style("muted"))
@@ -463,5 +464,5 @@ class CheckpointTree(Tree[NodeRef]):
         text.append(meta.trigger or "?")
         if meta.tasks_total:
             text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
-        text.append(f"  {meta.id[:8]}", self._style("muted"))
+        text.append(f"  {short_id(meta.id)}", self._style("muted"))
         return text

@@ -15,6 +15,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.providers.refs import short_id
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 from crewpoint.tui.widgets.diff_view import DiffView
@@ -238,7 +239,7 @@ class DetailPanel(Vertical):
         text = Text()
         text.append(f"{meta.entity_kind} {meta.entity_name}".strip() or "checkpoint")
         text.append(f"  ⎇ {meta.branch}  ", style="bold")
-        text.append(meta.id[:12])
+        text.append(short_id(meta.id, 12))
         if meta.tasks_total:
             text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
         if note:

@@ -73,7 +73,7 @@ class OverviewView(VerticalScroll):
             ("size", size_text(meta.size)),
             ("entity", f"{meta.entity_kind} {meta.entity_name}".strip() or "?"),
             ("progress", f"{meta.tasks_done}/{meta.tasks_total} tasks" if meta.tasks_total else "-"),
-            ("schema", f"{meta.schema_version} (crewpoint {meta.version or '?'})"),
+            ("schema", f"{meta.schema_version} ({_writer(meta.version)})"),
             ("location", meta.location or "?"),
         ]
         parts: list[RenderableType] = [facts_table(rows)]
@@ -107,3 +107,8 @@ class OverviewView(VerticalScroll):
                 parts.append(Text(plain(state)))
         parts.append(Text(f"\n{len(info.events)} events recorded", style="dim"))
         return parts
+
+
+def _writer(version: str) -> str:
+    """Who wrote a checkpoint: crewpoint (its version), or CrewAI for a checkpoint read from a CrewAI store."""
+    return version if version.startswith(("crewai ", "copy of crewai ")) else f"crewpoint {version or '?'}"
