@@ -124,6 +124,25 @@ def plan_edits(
     return edits, reset, changed
 
 
+def plan_body(
+    body: dict[str, Any], inputs: dict[str, Any], outputs: dict[int, str]
+) -> tuple[dict[str, Any], dict[int, str], list[int]]:
+    """For a CrewAI checkpoint read by crewpoint (its dump under ``crewai``): the changed inputs, the edited
+    outputs (0-based) and the tasks CrewAI will run on resuming the fork (0-based), nothing written."""
+    dump = body.get("crewai")
+    if not isinstance(dump, dict):
+        raise CheckpointError("this checkpoint does not hold CrewAI's state")
+    tasks = [t for t in main_entity(dump).get("tasks") or [] if isinstance(t, dict)]
+    current = {i: (t.get("output") or {}).get("raw") for i, t in enumerate(tasks) if isinstance(t.get("output"), dict)}
+    edited = {i: text for i, text in outputs.items() if current.get(i) != text}
+    edits, reset, changed = plan_edits(
+        dump, {k: str(v) for k, v in inputs.items()}, {str(i + 1): t for i, t in edited.items()}
+    )
+    pending = {i for i, t in enumerate(tasks) if t.get("output") is None} | reset
+    first = min(pending) if pending else len(tasks)
+    return changed, edits, list(range(first, len(tasks)))
+
+
 def apply_edits(dump: dict[str, Any], edits: dict[int, str], reset: set[int], inputs: dict[str, Any]) -> None:
     entity = main_entity(dump)
     tasks = [t for t in entity.get("tasks") or [] if isinstance(t, dict)]

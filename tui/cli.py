@@ -431,7 +431,7 @@ def _run(
     where = _location(ctx, location)
     crewai_store = _crewai_store(where, ref)
     if crewai_store is not None:
-        _crewai_run(ctx, crewai_store, ref, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
+        _crewai_run(ctx, crewai_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
         return
     prepared: PreparedRun | None = None
     try:
@@ -507,22 +507,38 @@ def _crewai_run(
     ctx: click.Context,
     store: str,
     ref: str,
+    progress: str,
     *,
     fork: bool,
     branch: str | None,
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
 ) -> None:
-    """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; CrewAI itself runs it."""
+    """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; the user's CrewAI runs it.
+
+    With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
+    ``checkpoint`` event, and CrewAI's own output follows line by line.
+    """
     import subprocess
 
     from crewpoint.checkpoint import ops
     from crewpoint.providers import crewai_provider_for, split_ref
     from crewpoint.providers.crewai_fork import crewai_environment, fork_checkpoint, resume_command
+    from crewpoint.providers.refs import match_prefix
+
+    streaming = progress == "json"
+
+    def say(text: str) -> None:
+        if streaming:
+            click.echo(json.dumps({"event": "log", "text": text}, ensure_ascii=False))
+        else:
+            click.echo(text, err=True)
 
     path, ref_id = split_ref(store)
     is_file = os.path.isfile(path) and path.endswith(".json")
     with _bad_input(ctx):
+        provider = crewai_provider_for(store)
+        assert provider is not None
         if fork:
             done = fork_checkpoint(
                 store,
@@ -532,7 +548,6 @@ def _crewai_run(
                 outputs=ops.parse_assignments(outputs, "--set-output"),
             )
             store, target = done.store, done.checkpoint_id
-            click.echo(done.ref)
             names = done.task_names
             said = f"forked {done.source.id} to {done.checkpoint_id} on branch {done.branch} (CrewAI format)"
             if done.edited:
@@ -541,13 +556,14 @@ def _crewai_run(
                 said += "; reset " + ", ".join(f"{i + 1}. {names[i]}" for i in done.reset)
             if done.will_run != done.reset:
                 said += "; CrewAI runs " + (", ".join(str(i + 1) for i in done.will_run) or "nothing")
-            click.echo(said, err=True)
+            if streaming:
+                event = {"event": "checkpoint", "checkpoint_id": target, "branch": done.branch, "ref": done.ref}
+                click.echo(json.dumps(event, ensure_ascii=False))
+            else:
+                click.echo(done.ref)
+            say(said)
         else:
-            provider = crewai_provider_for(store)
-            assert provider is not None
             metas = provider.list(path)
-            from crewpoint.providers.refs import match_prefix
-
             wanted = ref_id or (None if ref == store else ref)
             if is_file:
                 wanted = metas[0].id if metas else None
@@ -558,9 +574,7 @@ def _crewai_run(
                 from crewpoint.providers.crewai_json import store_root
 
                 store = store_root(path)
-    provider = crewai_provider_for(store)
-    assert provider is not None
-    meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
+        meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
     command = resume_command(meta.location, meta.entity_kind)
     if command is None:
         message = (
@@ -568,10 +582,11 @@ def _crewai_run(
             f"(no `crewai` command; CREWPOINT_CREWAI_PYTHON names a Python that has it): resume {meta.location}"
         )
         if fork:
-            click.echo(f"note: {message}", err=True)
+            say(f"note: {message}")
             return
         fail(message, EXIT_FAILED)
-    click.echo(f"CrewAI resumes {meta.location} ({command[0]})", err=True)
+    say(f"CrewAI resumes {meta.location} ({command[0]})")
+    sys.stdout.flush()
     try:
         code = subprocess.call(command, env=crewai_environment())
     except KeyboardInterrupt:

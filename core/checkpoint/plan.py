@@ -44,6 +44,10 @@ def plan_fork(
 
     ``rerun`` lists the crew tasks that will run: those not done at the checkpoint and those the edits reset.
     """
+    if record.body.get("format") == "crewai":  # CrewAI's own checkpoint: planned on its dump, run by CrewAI
+        from crewpoint.providers.crewai_fork import plan_body
+
+        return ForkPlan(*plan_body(record.body, inputs or {}, outputs or {}))
     from crewpoint.checkpoint.restore_entities import entity_class
 
     cls = entity_class(_kind(record))
