@@ -27,35 +27,74 @@ ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}")
 FILE_RE = re.compile(r"(\d{8}T\d{6})_([0-9a-f]{8})_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
 _TIME = "%Y%m%dT%H%M%S"
 
+_SECRET_NAME = re.compile(
+    r"(?:api[_\-]?key|secret|password|passwd|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
+    r"|platform[_\-]?token|private[_\-]?key|authorization|bearer)$",
+    re.IGNORECASE,
+)
 _SECRET_NAMES = (
     r"[A-Za-z0-9_\-]*(?:api[_\-]?key|secret|password|passwd|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
-    r"|platform[_\-]?token|private[_\-]?key|authorization|x-api-key|bearer)"
+    r"|platform[_\-]?token|private[_\-]?key|authorization|bearer)"
 )
 _SECRET_FIELD = re.compile(r'("' + _SECRET_NAMES + r'"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
 _ESCAPED_SECRET_FIELD = re.compile(r'(\\"' + _SECRET_NAMES + r'\\"\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"', re.IGNORECASE)
-_KEY_TEXT = re.compile(
-    r"sk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|github_pat_[A-Za-z0-9_]{30,}"
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"
-    r"|AIza[0-9A-Za-z_\-]{35}"
-    r"|hf_[A-Za-z0-9]{30,}"
-    r"|gsk_[A-Za-z0-9]{30,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{16,}=*"
+_ESCAPED_HINTS = ('key\\"', 'secret\\"', 'password\\"', 'passwd\\"', 'token\\"', 'authorization\\"', 'bearer\\"')
+# Key-looking strings, each behind a literal prefix so a search skips text without it at C speed.
+_KEY_PATTERNS = (
+    ("sk-", re.compile(r"sk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}")),
+    ("AKIA", re.compile(r"AKIA[0-9A-Z]{16}")),
+    ("gh", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("github_pat_", re.compile(r"github_pat_[A-Za-z0-9_]{30,}")),
+    ("xox", re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("AIza", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+    ("hf_", re.compile(r"hf_[A-Za-z0-9]{30,}")),
+    ("gsk_", re.compile(r"gsk_[A-Za-z0-9]{30,}")),
 )
+_BEARER = re.compile(r"(Bearer )[A-Za-z0-9._~+/\-]{16,}=*")
+_secret_names: dict[str, bool] = {}
+
+
+def _mask_keys_in(text: str) -> str:
+    for literal, pattern in _KEY_PATTERNS:
+        if literal in text:
+            text = pattern.sub(MASK, text)
+    if "Bearer " in text:
+        text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    if '\\"' in text:
+        lower = text.lower()
+        if any(hint in lower for hint in _ESCAPED_HINTS):
+            text = _ESCAPED_SECRET_FIELD.sub(lambda m: m.group(1) + '\\"' + MASK + '\\"', text)
+    return text
+
+
+def is_secret_name(name: str) -> bool:
+    known = _secret_names.get(name)
+    if known is None:
+        known = _secret_names[name] = _SECRET_NAME.search(name) is not None
+    return known
+
+
+def _hide_secret_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: (MASK if isinstance(v, str) and v and is_secret_name(k) else v) for k, v in pairs}
 
 
 def mask_text(text: str) -> str:
     """``text`` (JSON or plain) with secret fields' values and key-looking strings replaced by ``••••``."""
-    text = _SECRET_FIELD.sub(lambda m: m.group(1) + '"' + MASK + '"', text)
-    text = _ESCAPED_SECRET_FIELD.sub(lambda m: m.group(1) + '\\"' + MASK + '\\"', text)
-    return _KEY_TEXT.sub(MASK, text)
+    text = _mask_keys_in(text)
+    if '"' in text:
+        text = _SECRET_FIELD.sub(lambda m: m.group(1) + '"' + MASK + '"', text)
+    return text
+
+
+def loads_masked(text: str) -> Any:
+    """Parse JSON ``text`` with every key masked: key-looking strings anywhere, and the value of every field
+    whose name says it holds a secret (``api_key``, ``OPENAI_API_KEY``, ``Authorization``, ``client_secret``…)."""
+    return json.loads(_mask_keys_in(text), object_pairs_hook=_hide_secret_fields)
 
 
 def mask_value(value: Any) -> Any:
-    """A copy of a JSON-ready ``value`` with every key masked (see :func:`mask_text`)."""
-    return json.loads(mask_text(json.dumps(value, ensure_ascii=False)))
+    """A copy of a JSON-ready ``value`` with every key masked (see :func:`loads_masked`)."""
+    return loads_masked(json.dumps(value, ensure_ascii=False))
 
 
 def parse_stamp(stamp: str) -> float:
@@ -277,15 +316,87 @@ def order(metas: list[CheckpointMeta]) -> list[CheckpointMeta]:
     """Give each checkpoint its lineage (the oldest ancestor in the store) and a sequence (its place, oldest
     first: by time, a parent before its children within the same second)."""
     by_id = {m.id: m for m in metas}
+    known: dict[str, tuple[int, str]] = {}  # id -> (depth, root), filled along each chain once
 
     def depth_and_root(meta: CheckpointMeta) -> tuple[int, str]:
-        depth, current, seen = 0, meta, {meta.id}
-        while current.parent_id and current.parent_id in by_id and current.parent_id not in seen:
-            current = by_id[current.parent_id]
-            seen.add(current.id)
+        chain: list[str] = []
+        current: CheckpointMeta | None = meta
+        while current is not None and current.id not in known and current.id not in chain:
+            chain.append(current.id)
+            parent = current.parent_id
+            current = by_id.get(parent) if parent else None
+        if current is not None and current.id in known:
+            depth, root = known[current.id]
             depth += 1
-        return depth, current.id
+        else:  # the chain's top is in this store (or a loop): it is the root
+            depth, root = 0, chain[-1]
+        for cid in reversed(chain):
+            known[cid] = (depth, root)
+            depth += 1
+        return known[meta.id]
 
     placed = [(m, *depth_and_root(m)) for m in metas]
     placed.sort(key=lambda item: (item[0].created_at, item[1], item[0].sequence, item[0].id))
     return [m.with_(lineage=root, sequence=n) for n, (m, _depth, root) in enumerate(placed, start=1)]
+
+
+class FactsCache:
+    """What listings learned from a store's checkpoints (kind, name, progress, trigger), kept between processes
+    in crewpoint's cache folder (``$XDG_CACHE_HOME/crewpoint/crewai``), never in the CrewAI store: CrewAI's
+    names hold no progress, so a listing would otherwise parse every checkpoint. An entry counts only while the
+    checkpoint's size and stamp (modification time; 0 for a database row) are unchanged. Names are masked."""
+
+    def __init__(self, store: str) -> None:
+        import hashlib
+        import os
+
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        digest = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        self.path = os.path.join(base, "crewpoint", "crewai", f"{digest}.json")
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        try:
+            with open(self.path, "rb") as handle:
+                loaded = json.loads(handle.read())
+            if isinstance(loaded, dict) and loaded.get("version") == 1 and isinstance(loaded.get("entries"), dict):
+                self.entries = loaded["entries"]
+        except (OSError, ValueError):
+            pass
+
+    def get(self, key: str, size: int, stamp: int) -> dict[str, Any] | None:
+        entry = self.entries.get(key)
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == size and entry[1] == stamp:
+            facts = entry[2]
+            return facts if isinstance(facts, dict) else None
+        return None
+
+    def put(self, key: str, size: int, stamp: int, facts: dict[str, Any]) -> None:
+        self.entries[key] = [size, stamp, facts]
+        self.dirty = True
+
+    def keep_only(self, keys: set[str]) -> None:
+        gone = [k for k in self.entries if k not in keys]
+        for key in gone:
+            del self.entries[key]
+        self.dirty = self.dirty or bool(gone)
+
+    def save(self) -> None:
+        """Write the cache atomically (0600 in a 0700 folder); a cache that cannot be written is skipped."""
+        import os
+
+        if not self.dirty:
+            return
+        folder = os.path.dirname(self.path)
+        temp = f"{self.path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"version": 1, "entries": self.entries}, handle, ensure_ascii=False, separators=(",", ":"))
+            os.replace(temp, self.path)
+            self.dirty = False
+        except OSError:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass

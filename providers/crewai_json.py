@@ -27,7 +27,15 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import FILE_RE, describe_dump, mask_text, order, parse_stamp, to_body
+from crewpoint.providers.crewai_common import (
+    FILE_RE,
+    FactsCache,
+    describe_dump,
+    loads_masked,
+    order,
+    parse_stamp,
+    to_body,
+)
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import match_prefix, split_ref
 
@@ -107,7 +115,7 @@ class CrewAIJsonProvider(BaseProvider):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[int, int, CheckpointMeta]] = {}
+        self._caches: dict[str, FactsCache] = {}
 
     def __repr__(self) -> str:
         return "CrewAIJsonProvider()"
@@ -142,29 +150,37 @@ class CrewAIJsonProvider(BaseProvider):
 
     def _list_root(self, root: str) -> builtins.list[CheckpointMeta]:
         root = os.path.abspath(root)
-        found: builtins.list[CheckpointMeta] = []
-        for folder, _dirs, files in _walk(root, limit=100_000):
-            if folder == root:
-                continue
-            branch = os.path.relpath(folder, root).replace(os.sep, "/")
-            for name in files:
-                match = FILE_RE.fullmatch(name)
-                if match is None:
+        with self._lock:
+            cache = self._caches.get(root)
+            if cache is None:
+                cache = self._caches[root] = FactsCache(root)
+            found: builtins.list[CheckpointMeta] = []
+            seen: set[str] = set()
+            for folder, _dirs, files in _walk(root, limit=100_000):
+                if folder == root:
                     continue
-                full = os.path.join(folder, name)
-                try:
-                    stat = os.lstat(full)
-                except OSError:
-                    continue
-                found.append(self._meta(full, branch, match, stat.st_size, stat.st_mtime_ns))
+                branch = os.path.relpath(folder, root).replace(os.sep, "/")
+                for name in files:
+                    match = FILE_RE.fullmatch(name)
+                    if match is None:
+                        continue
+                    full = os.path.join(folder, name)
+                    try:
+                        stat = os.lstat(full)
+                    except OSError:
+                        continue
+                    key = f"{branch}/{name}"
+                    seen.add(key)
+                    found.append(self._meta(cache, key, full, branch, match, stat.st_size, stat.st_mtime_ns))
+            cache.keep_only(seen)
+            cache.save()
         ranked = sorted(found, key=lambda m: (m.created_at, m.sequence))
         return newest_first(order([m.with_(sequence=n) for n, m in enumerate(ranked)]))
 
-    def _meta(self, path: str, branch: str, match: Any, size: int, mtime_ns: int) -> CheckpointMeta:
-        with self._lock:
-            cached = self._cache.get(path)
-        if cached is not None and cached[0] == size and cached[1] == mtime_ns:
-            return cached[2]
+    @staticmethod
+    def _meta(
+        cache: FactsCache, key: str, path: str, branch: str, match: Any, size: int, mtime_ns: int
+    ) -> CheckpointMeta:
         stamp, short, parent = match.groups()
         base = CheckpointMeta(
             id=f"{stamp}_{short}",
@@ -178,14 +194,17 @@ class CrewAIJsonProvider(BaseProvider):
             size=size,
             location=path,
         )
+        facts = cache.get(key, size, mtime_ns)
+        if facts is None:
+            try:
+                facts = describe_dump(_load(path, masked=False))  # only non-secret facts are kept (the name masked)
+            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                return base.with_(damaged=_reason(exc))
+            cache.put(key, size, mtime_ns, facts)
         try:
-            dump = _load(path)
-            meta = base.with_(**describe_dump(dump))
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
-            return base.with_(damaged=_reason(exc))
-        with self._lock:
-            self._cache[path] = (size, mtime_ns, meta)
-        return meta
+            return base.with_(**facts)
+        except TypeError:
+            return base.with_(damaged="unreadable cached facts: list again")
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
@@ -233,7 +252,7 @@ def _load(path: str, masked: bool = True) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
-        dump = json.loads(mask_text(text) if masked else text)
+        dump = loads_masked(text) if masked else json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON, truncated or damaged (line {exc.lineno} column {exc.colno})") from None
     if not isinstance(dump, dict) or "entities" not in dump:

@@ -27,7 +27,7 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import describe_dump, mask_text, order, parse_stamp, to_body
+from crewpoint.providers.crewai_common import FactsCache, describe_dump, loads_masked, order, parse_stamp, to_body
 from crewpoint.providers.crewai_json import READ_ONLY
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import match_prefix, split_ref
@@ -99,7 +99,7 @@ class CrewAISqliteProvider(BaseProvider):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._caches: dict[str, FactsCache] = {}
 
     def __repr__(self) -> str:
         return "CrewAISqliteProvider()"
@@ -124,22 +124,35 @@ class CrewAISqliteProvider(BaseProvider):
         path = os.path.abspath(split_ref(location)[0])
         if not os.path.isfile(path):
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
+        damaged: dict[str, dict[str, Any]] = {}
         with self._lock:
+            cache = self._caches.get(path)
+            if cache is None:
+                cache = self._caches[path] = FactsCache(path)
             try:
                 with connect(path) as con:
                     rows = list(
                         con.execute("SELECT rowid, id, created_at, parent_id, branch, length(data) FROM checkpoints")
                     )
-                    missing = [r[1] for r in rows if (path, str(r[1]), r[5] or 0) not in self._cache]
+                    missing = [str(r[1]) for r in rows if cache.get(str(r[1]), r[5] or 0, 0) is None]
                     for start in range(0, len(missing), 500):
                         chunk = missing[start : start + 500]
                         marks = ",".join("?" * len(chunk))
                         query = f"SELECT id, length(data), json(data) FROM checkpoints WHERE id IN ({marks})"
                         for cid, length, text in con.execute(query, chunk):
-                            self._cache[(path, str(cid), length or 0)] = _facts(text)
+                            found = _facts(text)
+                            if "damaged" not in found:
+                                cache.put(str(cid), length or 0, 0, found)
+                            else:
+                                damaged[str(cid)] = found
             except _errors() as exc:
                 raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
-            facts = [self._cache.get((path, str(r[1]), r[5] or 0), {"damaged": "row vanished"}) for r in rows]
+            facts = [
+                cache.get(str(r[1]), r[5] or 0, 0) or damaged.get(str(r[1])) or {"damaged": "row vanished"}
+                for r in rows
+            ]
+            cache.keep_only({str(r[1]) for r in rows})
+            cache.save()
         metas = []
         for (rowid, cid, created, parent, row_branch, length), known in zip(rows, facts, strict=True):
             meta = CheckpointMeta(
@@ -192,7 +205,7 @@ def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, A
     if not rows:
         raise CheckpointNotFound(f"no checkpoint {checkpoint_id!r} in {path}")
     try:
-        dump = json.loads(mask_text(rows[0][0]) if masked else rows[0][0])
+        dump = loads_masked(rows[0][0]) if masked else json.loads(rows[0][0])
     except (TypeError, ValueError) as exc:
         raise DamagedCheckpoint(f"{path}#{checkpoint_id}: the data is not JSON ({exc})") from None
     if not isinstance(dump, dict) or "entities" not in dump:
