@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai
+.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai crewai-fixtures
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
