@@ -137,14 +137,11 @@ class CrewAISqliteProvider(BaseProvider):
                     missing = [str(r[1]) for r in rows if cache.get(str(r[1]), r[5] or 0, 0) is None]
                     for start in range(0, len(missing), 500):
                         chunk = missing[start : start + 500]
-                        marks = ",".join("?" * len(chunk))
-                        query = f"SELECT id, length(data), json(data) FROM checkpoints WHERE id IN ({marks})"
-                        for cid, length, text in con.execute(query, chunk):
-                            found = _facts(text)
+                        for cid, length, found in _read_facts(con, chunk):
                             if "damaged" not in found:
-                                cache.put(str(cid), length or 0, 0, found)
+                                cache.put(cid, length, 0, found)
                             else:
-                                damaged[str(cid)] = found
+                                damaged[cid] = found
             except _errors() as exc:
                 raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
             facts = [
@@ -211,6 +208,22 @@ def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, A
     if not isinstance(dump, dict) or "entities" not in dump:
         raise DamagedCheckpoint(f"{path}#{checkpoint_id}: not a CrewAI checkpoint (no entities)")
     return dump
+
+
+def _read_facts(con: Any, ids: builtins.list[str]) -> builtins.list[tuple[str, int, dict[str, Any]]]:
+    """(id, length, facts) of the rows ``ids``; a row whose blob SQLite cannot read is damaged on its own."""
+    marks = ",".join("?" * len(ids))
+    query = f"SELECT id, length(data), json(data) FROM checkpoints WHERE id IN ({marks})"
+    try:
+        return [(str(cid), int(length or 0), _facts(text)) for cid, length, text in con.execute(query, ids)]
+    except _errors():
+        if len(ids) == 1:
+            reason = {"damaged": "the data is not readable JSONB (damaged or half-written)"}
+            return [(ids[0], -1, reason)]
+        out = []
+        for one in ids:
+            out += _read_facts(con, [one])
+        return out
 
 
 def _facts(text: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static, TextArea
 
 from crewpoint.screens.browser import BrowserScreen
+from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.widgets.task_card import TaskCard
@@ -141,6 +143,25 @@ async def test_a_checkpoint_crewai_writes_appears_while_the_app_watches(json_sto
         assert fresh.branch == "live" and fresh.parent_id == CREW_LAST_JSON and not fresh.damaged
 
 
+async def test_a_row_crewai_adds_appears_while_the_app_watches(tmp_path: Path) -> None:
+    database = tmp_path / "crewai.db"
+    shutil.copy(FIXTURES / "store.db", database)
+    app = make_app(str(database), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: len(browser(pilot).metas) == 13)
+        screen = browser(pilot)
+        con = sqlite3.connect(database)
+        with con:  # a copy of a row on a new branch, blob and all, as CrewAI's next checkpoint would land
+            con.execute(
+                "INSERT INTO checkpoints SELECT ?, created_at, id, 'live', data FROM checkpoints WHERE id = ?",
+                ("20261130T160000_0badc0de", "20261130T150420_08a9f6c2"),
+            )
+        con.close()
+        await wait_until(pilot, lambda: any(m.id == "20261130T160000_0badc0de" for m in screen.metas))
+        fresh = next(m for m in screen.metas if m.id == "20261130T160000_0badc0de")
+        assert (fresh.branch, fresh.parent_id, fresh.tasks_done) == ("live", "20261130T150420_08a9f6c2", 3)
+
+
 async def test_fork_from_the_app_writes_crewai_format_and_says_crewai_is_missing(json_store: Path) -> None:
     before = {p: p.read_bytes() for p in json_store.rglob("*.json")}
     app = make_app(str(json_store), watch=False)
@@ -174,3 +195,20 @@ async def test_fork_from_the_app_writes_crewai_format_and_says_crewai_is_missing
     for path, data in before.items():
         assert path.read_bytes() == data
     assert os.stat(written).st_mode & 0o777 == 0o600
+
+
+async def test_resume_from_the_app_says_crewai_is_missing(json_store: Path) -> None:
+    before = {p: p.read_bytes() for p in json_store.rglob("*.json")}
+    app = make_app(str(json_store), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await choose(pilot, CREW_FIRST_JSON)
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause()
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-failed"))
+        log = " ".join(strip.text for strip in screen.run_panel.query_one(RichLog).lines)
+        assert "CrewAI is not installed here" in " ".join(log.split())
+    assert {p: p.read_bytes() for p in json_store.rglob("*.json")} == before

@@ -276,3 +276,20 @@ def test_masking_hides_keys_and_key_looking_strings(text: str, hidden: str) -> N
 def test_masking_keeps_what_is_not_a_key() -> None:
     value = {"max_tokens": 100, "token_usage": {"total_tokens": 5}, "task": "ask for the api key politely"}
     assert mask_value(value) == value
+
+
+def test_a_damaged_database_row_is_damaged_and_hides_nothing(sqlite_store: Path) -> None:
+    con = sqlite3.connect(sqlite_store)
+    with con:
+        con.execute(
+            "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
+            ("20261130T170000_0badf00d", "20261130T170000", None, "main", b"\xff\x00not jsonb"),
+        )
+    con.close()
+    provider = provider_for(str(sqlite_store))
+    metas = provider.list(str(sqlite_store))
+    damaged = [m for m in metas if m.damaged]
+    assert len(metas) == 14 and [m.id for m in damaged] == ["20261130T170000_0badf00d"]
+    with pytest.raises(DamagedCheckpoint):
+        provider.read(str(sqlite_store), "20261130T170000_0badf00d")
+    assert provider.read(str(sqlite_store), "20261130T150420_08a9f6c2").meta.tasks_done == 3
