@@ -293,3 +293,16 @@ def test_a_damaged_database_row_is_damaged_and_hides_nothing(sqlite_store: Path)
     with pytest.raises(DamagedCheckpoint):
         provider.read(str(sqlite_store), "20261130T170000_0badf00d")
     assert provider.read(str(sqlite_store), "20261130T150420_08a9f6c2").meta.tasks_done == 3
+
+
+def test_the_crewai_modules_load_neither_textual_nor_the_engine() -> None:
+    code = (
+        "import sys\n"
+        "import crewpoint.providers.crewai_json, crewpoint.providers.crewai_sqlite, crewpoint.providers.crewai_fork\n"
+        "import crewpoint.providers.crewai_copy, crewpoint.providers.crewai_detect\n"
+        "layers = ('textual', 'crewpoint.checkpoint', 'crewpoint.crew', 'crewpoint.runtime', 'crewpoint.tui',"
+        " 'crewpoint.screens', 'pydantic')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(layers)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
