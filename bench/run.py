@@ -69,8 +69,9 @@ def bench_kickoff() -> list[Row]:
 def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
+    from crewai_bench import crewai_benches
 
-    return [bench_import, bench_kickoff, *checkpoint_benches(), *app_benches()]
+    return [bench_import, bench_kickoff, *checkpoint_benches(), *app_benches(), *crewai_benches()]
 
 
 def main() -> None:

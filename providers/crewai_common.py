@@ -99,8 +99,16 @@ def mask_value(value: Any) -> Any:
 
 def parse_stamp(stamp: str) -> float:
     """``YYYYmmddTHHMMSS`` (UTC, as CrewAI writes it) as seconds since the epoch; 0 when it does not parse."""
+    import calendar
+
     try:
-        return datetime.strptime(stamp[:15], _TIME).replace(tzinfo=UTC).timestamp()
+        if len(stamp) < 15 or stamp[8] != "T":
+            raise ValueError(stamp)
+        parts = (stamp[0:4], stamp[4:6], stamp[6:8], stamp[9:11], stamp[11:13], stamp[13:15])
+        year, month, day, hour, minute, second = (int(p) for p in parts)
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 62):
+            raise ValueError(stamp)
+        return float(calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)))
     except ValueError:
         return 0.0
 

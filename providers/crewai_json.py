@@ -174,37 +174,36 @@ class CrewAIJsonProvider(BaseProvider):
                     found.append(self._meta(cache, key, full, branch, match, stat.st_size, stat.st_mtime_ns))
             cache.keep_only(seen)
             cache.save()
-        ranked = sorted(found, key=lambda m: (m.created_at, m.sequence))
-        return newest_first(order([m.with_(sequence=n) for n, m in enumerate(ranked)]))
+        return newest_first(order(found))
 
     @staticmethod
     def _meta(
         cache: FactsCache, key: str, path: str, branch: str, match: Any, size: int, mtime_ns: int
     ) -> CheckpointMeta:
         stamp, short, parent = match.groups()
-        base = CheckpointMeta(
-            id=f"{stamp}_{short}",
-            parent_id=None if parent == "none" else parent,
-            branch=branch,
-            lineage="",
-            sequence=mtime_ns,
-            created_at=parse_stamp(stamp),
-            trigger="",
-            schema_version=1,
-            size=size,
-            location=path,
-        )
+        fields: dict[str, Any] = {
+            "id": f"{stamp}_{short}",
+            "parent_id": None if parent == "none" else parent,
+            "branch": branch,
+            "lineage": "",
+            "sequence": mtime_ns,
+            "created_at": parse_stamp(stamp),
+            "trigger": "",
+            "schema_version": 1,
+            "size": size,
+            "location": path,
+        }
         facts = cache.get(key, size, mtime_ns)
         if facts is None:
             try:
                 facts = describe_dump(_load(path, masked=False))  # only non-secret facts are kept (the name masked)
             except (OSError, ValueError, TypeError, AttributeError) as exc:
-                return base.with_(damaged=_reason(exc))
+                return CheckpointMeta(**fields, damaged=_reason(exc))
             cache.put(key, size, mtime_ns, facts)
         try:
-            return base.with_(**facts)
+            return CheckpointMeta(**(fields | facts))
         except TypeError:
-            return base.with_(damaged="unreadable cached facts: list again")
+            return CheckpointMeta(**fields, damaged="unreadable cached facts: list again")
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)

@@ -152,18 +152,21 @@ class CrewAISqliteProvider(BaseProvider):
             cache.save()
         metas = []
         for (rowid, cid, created, parent, row_branch, length), known in zip(rows, facts, strict=True):
-            meta = CheckpointMeta(
-                id=str(cid),
-                parent_id=str(parent) if parent else None,
-                branch=str(row_branch or "main"),
-                lineage="",
-                sequence=int(rowid),
-                created_at=parse_stamp(str(created or cid)),
-                trigger="",
-                size=int(length or 0),
-                location=f"{path}#{cid}",
-            )
-            metas.append(meta.with_(**known))
+            fields: dict[str, Any] = {
+                "id": str(cid),
+                "parent_id": str(parent) if parent else None,
+                "branch": str(row_branch or "main"),
+                "lineage": "",
+                "sequence": int(rowid),
+                "created_at": parse_stamp(str(created or cid)),
+                "trigger": "",
+                "size": int(length or 0),
+                "location": f"{path}#{cid}",
+            }
+            try:
+                metas.append(CheckpointMeta(**(fields | known)))
+            except TypeError:
+                metas.append(CheckpointMeta(**fields, damaged="unreadable cached facts: list again"))
         ordered = newest_first(order(metas))
         return ordered if branch is None else [m for m in ordered if m.branch == branch]
 

@@ -1,0 +1,86 @@
+"""CrewAI's own stores: listing 1,000 checkpoints the first time (every file parsed) and again (facts cached)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from run import Row, bench_env
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "crewai"
+
+
+def make_json_store(target: Path, count: int) -> None:
+    """``count`` crew checkpoints in one chain on ``main``, copies of the fixtures' crew dumps."""
+    dumps = []
+    for path in sorted((FIXTURES / "json" / "main").glob("*.json")):
+        if json.loads(path.read_text())["entities"][0]["entity_type"] == "crew":
+            dumps.append(path.read_text())
+    (target / "main").mkdir(parents=True)
+    parent = "none"
+    for i in range(count):
+        cid = f"20260101T{i // 3600:02d}{(i // 60) % 60:02d}{i % 60:02d}_{i:08x}"
+        (target / "main" / f"{cid}_p-{parent}.json").write_text(dumps[i % len(dumps)])
+        parent = cid
+
+
+def make_sqlite_store(target: Path, count: int) -> None:
+    import apsw
+
+    shutil.copy(FIXTURES / "store.db", target)
+    con = apsw.Connection(str(target))
+    rows = list(
+        con.execute("SELECT json(data) FROM checkpoints WHERE json_extract(data, '$.entities[0].entity_type') = 'crew'")
+    )
+    con.execute("BEGIN")
+    parent = None
+    for i in range(count):
+        cid = f"20260101T{i // 3600:02d}{(i // 60) % 60:02d}{i % 60:02d}_{i:08x}"
+        con.execute(
+            "INSERT INTO checkpoints VALUES (?, ?, ?, 'main', jsonb(?))",
+            (cid, cid[:15], parent, rows[i % len(rows)][0]),
+        )
+        parent = cid
+    con.execute("COMMIT")
+    con.close()
+
+
+def _list_time(store: Path, cache: Path, fresh: bool) -> float:
+    if fresh:
+        shutil.rmtree(cache, ignore_errors=True)
+    env = {**bench_env(), "XDG_CACHE_HOME": str(cache)}
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "list", str(store)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return time.perf_counter() - started
+
+
+def bench_crewai_list() -> list[Row]:
+    rows = []
+    for kind, make in (("JSON", make_json_store), ("SQLite", make_sqlite_store)):
+        store = Path(os.getcwd()) / (f"crewai-{kind.lower()}" + (".db" if kind == "SQLite" else ""))
+        make(store, 1000)
+        cache = Path(os.getcwd()) / f"cache-{kind.lower()}"
+        first = statistics.median(_list_time(store, cache, fresh=True) for _ in range(3))
+        _list_time(store, cache, fresh=False)
+        again = statistics.median(_list_time(store, cache, fresh=False) for _ in range(5))
+        rows.append(Row(f"CrewAI {kind} store, `checkpoint list`, 1,000 checkpoints, first time", first, "s", None))
+        rows.append(
+            Row(f"CrewAI {kind} store, `checkpoint list`, 1,000 checkpoints, again", again, "s", 0.15, "CrewAI: 1.6 s")
+        )
+    return rows
+
+
+def crewai_benches() -> list[Callable[[], list[Row]]]:
+    return [bench_crewai_list]
