@@ -114,6 +114,7 @@ async def test_every_tab_shows_the_checkpoint_and_no_key(store: Path) -> None:
                 await pilot.press(tab)
                 await settle(pilot)
                 shown.append(screen_text(pilot))
+                assert "sk-fixture" not in pilot.app.export_screenshot()  # what a screenshot would keep
             everything = "\n".join(shown)
             assert "sk-fixture" not in everything
             assert meta.id.rpartition("_")[2] in everything
