@@ -270,3 +270,14 @@ def test_copy_into_a_crewai_store_is_refused(json_store: Path, sqlite_store: Pat
     result = cli("checkpoint", "copy", str(json_store), str(sqlite_store))
     assert result.exit_code == 2 and "CrewAI store" in result.output
     assert digest(sqlite_store) == before
+
+
+@pytest.mark.parametrize("kind", ["flow", "agent"])
+def test_a_flow_or_agent_forks_as_it_is_and_refuses_edits(kind: str, sqlite_store: Path) -> None:
+    meta = next(m for m in provider_for(str(sqlite_store)).list(str(sqlite_store)) if m.entity_kind == kind)
+    refused = cli("checkpoint", "fork", meta.id, "--location", str(sqlite_store), "--input", "topic=x")
+    assert refused.exit_code == 2 and f"holds a {kind}" in refused.output
+    result = cli("checkpoint", "fork", meta.id, "--location", str(sqlite_store), "--branch", f"{kind}-copy")
+    assert result.exit_code == 0, result.output
+    forked = provider_for(str(sqlite_store)).list(str(sqlite_store), branch=f"{kind}-copy")
+    assert [(m.parent_id, m.entity_kind, m.tasks_done) for m in forked] == [(meta.id, kind, meta.tasks_done)]
