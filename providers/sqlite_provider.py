@@ -35,13 +35,17 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     UnsupportedSchema,
+    walk_parents,
 )
 from crewpoint.providers.json_provider import make_private_dirs
-from crewpoint.providers.prune import newest_first, plan_prune
-from crewpoint.providers.refs import ID_RE, check_meta, match_prefix, split_ref
+from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
+from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
+from crewpoint.providers.runs import RunInfo, run_from_dict
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+    from crewpoint.providers.watch import WatchSpec
 
 
 class Db(Protocol):
@@ -80,7 +84,7 @@ def _database(db: Db) -> Database:
     return db if not isinstance(db, _Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 _COLUMNS = (
@@ -135,18 +139,30 @@ def _schema_v1(db: Database) -> None:
     db.execute("CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID")
 
 
+_RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
+
+
+def _schema_v2(db: Database) -> None:
+    """Run records (heartbeats) live in the store, written through the provider's own connection. A v1 store
+    may already hold this table (earlier versions added it beside the schema)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
+        "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, "
+        "checkpoint_id TEXT)"
+    )
+
+
 Migration = Callable[["Database"], None]
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
-
-
-# Tables other parts of crewpoint may add to a store (run heartbeats); they do not make it someone else's.
-AUXILIARY_TABLES = frozenset({"runs"})
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2)
 
 
 def read_schema_version(db: Db) -> int | None:
-    """The store's schema version; 0 for an empty database; ``None`` if it is some other database."""
-    names = [n for n in db.table_names() if not n.startswith("sqlite_") and n not in AUXILIARY_TABLES]
+    """The store's schema version; 0 for an empty database; ``None`` if it is some other database.
+
+    Only reads: nothing is written to a database before it is known to be a crewpoint store.
+    """
+    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
     if "schema_meta" not in names:
         return 0 if not names else None
     row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
@@ -164,7 +180,7 @@ def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> 
     with _immediate(db):
         version = read_schema_version(db)
         if version is None:
-            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
         _refuse_newer(path, version, target)
         full = _database(db) if version < target else db
         for step in migrations[version:]:
@@ -180,13 +196,12 @@ def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> 
 
 
 def _settle_version(db: Db, path: str) -> int:
-    """The store's schema version, migrating an older crewpoint store; refuses other and newer databases."""
+    """The store's schema version; refuses other and newer databases. Reading never migrates (an older store
+    is read as it is, so a store in a read-only folder still opens); the first write migrates it."""
     version = read_schema_version(db)
     if version is None:
-        raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+        raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
     _refuse_newer(path, version, SCHEMA_VERSION)
-    if 0 < version < SCHEMA_VERSION:
-        version = migrate(db, path)
     return version
 
 
@@ -235,6 +250,7 @@ class _Store:
     db: Db
     version: int
     file: tuple[int, int] | None
+    read_only: str | None = None
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -311,6 +327,8 @@ class SqliteProvider(BaseProvider):
             if store.version == 0 and not create:
                 # An empty database another process may have set up since: look again.
                 store.version = self._guard(path, lambda: _settle_version(store.db, path))
+            if create and store.read_only is not None:
+                raise CheckpointError(f"cannot write to {path}: {store.read_only}")
             if create and store.version < SCHEMA_VERSION:
                 store.version = self._guard(path, lambda: migrate(store.db, path))
             try:
@@ -327,15 +345,44 @@ class SqliteProvider(BaseProvider):
             self._guard(path, lambda: _create_store(path))
         elif os.path.getsize(path) and not has_sqlite_header(path):
             raise CheckpointError(f"{path} is not a crewpoint SQLite store")
-        conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        try:
+            return self._connect(path, read_only=None)
+        except _CannotWrite as exc:
+            if create:
+                raise CheckpointError(f"cannot write to {path}: {exc}") from None
+        # A store in a folder this process cannot write to: read it without creating -wal/-shm files.
+        try:
+            return self._connect(path, read_only="its folder or file is read-only")
+        except _CannotWrite:
+            return self._connect(path, read_only="its folder or file is read-only", immutable=True)
+
+    def _connect(self, path: str, read_only: str | None, immutable: bool = False) -> _Store:
+        if read_only is None:
+            conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        else:
+            from urllib.parse import quote
+
+            flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+            uri = f"file:{quote(os.path.abspath(path))}?{flags}"
+            conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, check_same_thread=False)
         OPEN_DATABASES.add(os.path.abspath(path))
         try:
             db = _Conn(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = wal")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # Is it a crewpoint store? Asked before anything is written: a foreign database is never changed.
             version = _settle_version(db, path)
+            if read_only is None:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = wal")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                # Reading a WAL database needs its -shm file: fails here when the folder is read-only.
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            text = str(exc)
+            if "readonly" in text or "unable to open" in text or "read-only" in text:
+                raise _CannotWrite(text) from exc
+            raise _as_error(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             conn.close()
             if "not a database" in str(exc) or "encrypted" in str(exc):
@@ -344,7 +391,7 @@ class SqliteProvider(BaseProvider):
         except BaseException:
             conn.close()
             raise
-        return _Store(path, db, version, _file_id(path))
+        return _Store(path, db, version, _file_id(path), read_only)
 
     @staticmethod
     def _guard(path: str, action: Callable[[], int]) -> int:
@@ -411,6 +458,21 @@ class SqliteProvider(BaseProvider):
                 return None
             return self._latest(store.db, path, branch)
 
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        """One indexed row per parent instead of a listing of the whole store."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            db = store.db
+            with _snapshot(db):
+
+                def lookup(wanted: str) -> CheckpointMeta | None:
+                    row = db.execute(_SELECT_META + " WHERE id = ?", [wanted]).fetchone()
+                    return None if row is None else _row_meta(row, path)
+
+                return walk_parents(lookup, checkpoint_id)
+
     def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
@@ -421,13 +483,22 @@ class SqliteProvider(BaseProvider):
             except CheckpointNotFound:
                 return None
 
-    @staticmethod
-    def _latest(db: Db, path: str, branch: str | None) -> CheckpointMeta | None:
-        """The first checkpoint ``list`` would give, from the newest few rows instead of all of them."""
+    @classmethod
+    def _latest(cls, db: Db, path: str, branch: str | None) -> CheckpointMeta | None:
+        """The first good checkpoint ``list`` would give, from the head (highest sequence) of each run's
+        branch instead of every row: order never depends on the clock within a branch."""
         where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
-        rows = db.execute(_SELECT_META + where + " ORDER BY created_at DESC LIMIT 64", args).fetchall()
-        metas = newest_first(_row_meta(row, path) for row in rows)
-        return metas[0] if metas else None
+        heads = db.execute(
+            _SELECT_META
+            + " AS c JOIN (SELECT lineage AS hl, branch AS hb, max(sequence) AS hs FROM checkpoints"
+            + where
+            + " GROUP BY lineage, branch) ON c.lineage = hl AND c.branch = hb AND c.sequence = hs",
+            args,
+        ).fetchall()
+        metas = newest_first(_row_meta(row, path) for row in heads)
+        if any(m.damaged for m in metas):  # a damaged head hides its branch's newest good row: look at all
+            metas = cls._list(db, path, branch)
+        return next((m for m in metas if m.damaged is None), None)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         path, _ = split_ref(location)
@@ -444,6 +515,8 @@ class SqliteProvider(BaseProvider):
         with self._use(path, create=False) as store:
             if store.version == 0:
                 return 0
+            if store.read_only is not None:
+                raise CheckpointError(f"cannot delete from {path}: {store.read_only}")
             with _immediate(store.db):
                 return self._delete(store.db, wanted)
 
@@ -454,6 +527,10 @@ class SqliteProvider(BaseProvider):
         branch: str | None = None,
         protect: Iterable[str] = (),
         dry_run: bool = False,
+        *,
+        lineage: str | None = None,
+        head: str | None = None,
+        own_run: str | None = None,
     ) -> builtins.list[str]:
         """As :meth:`BaseProvider.prune`, planned and applied in one transaction."""
         path, _ = split_ref(location)
@@ -461,8 +538,12 @@ class SqliteProvider(BaseProvider):
         with self._use(path, create=False) as store:
             if store.version == 0:
                 return []
+            if store.read_only is not None:
+                raise CheckpointError(f"cannot prune {path}: {store.read_only}")
             with _immediate(store.db):
-                doomed = plan_prune(self._list(store.db, path, None), keep, branch, protected)
+                metas = self._list(store.db, path, None)
+                protected |= live_checkpoints(metas, _runs(store.db), own_run)
+                doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
                 if doomed and not dry_run:
                     self._delete(store.db, doomed)
         return doomed
@@ -520,6 +601,39 @@ class SqliteProvider(BaseProvider):
                 "chunk_bytes": int(chunk_bytes),
                 "manifest_bytes": int(manifest_bytes[0]),
             }
+
+    # the store
+
+    def store_at(self, location: str) -> str:
+        path, _ = split_ref(location)
+        with self._use(path, create=False):
+            return path
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        path, _ = split_ref(location)
+        if not os.path.exists(path):
+            return False  # the store is made by the first checkpoint, not by a run record
+        values = [getattr(run, c) for c in _RUN_COLUMNS]
+        with self._use(path, create=True) as store:
+            with _immediate(store.db):
+                store.db.execute(
+                    f"INSERT OR REPLACE INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({_marks(len(values))})", values
+                )
+        return True
+
+    def read_runs(self, location: str) -> builtins.list[RunInfo]:
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            return _runs(store.db)
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        from crewpoint.providers.watch import WatchSpec, waiting_spec
+
+        path = os.path.abspath(split_ref(location)[0])
+        if not os.path.exists(path):
+            return waiting_spec(location, path)
+        names = {path, f"{path}-wal", f"{path}-journal"}
+        return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
     # inside a transaction
 
@@ -589,9 +703,23 @@ class SqliteProvider(BaseProvider):
         return removed
 
 
+class _CannotWrite(Exception):
+    """The database (or its folder) cannot be written by this process."""
+
+
+def _runs(db: Db) -> builtins.list[RunInfo]:
+    """The run records in the store (none before schema v2), newest start first; damaged rows skipped."""
+    if "runs" not in db.table_names():
+        return []
+    rows = db.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs").fetchall()
+    runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
+    return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
 def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
-    fields: dict[str, Any] = dict(zip(_COLUMNS, row, strict=True))
-    return CheckpointMeta(**fields, location=f"{path}#{row[0]}")
+    """One row's metadata; a row with a wrong-typed field comes back damaged, with the reason."""
+    # the columns are the first fields of CheckpointMeta, in order (id ... version, size)
+    return checked(CheckpointMeta(*row, location=f"{path}#{row[0]}"))  # type: ignore[misc]
 
 
 def _load(db: Db, hashes: list[bytes]) -> dict[bytes, bytes]:
