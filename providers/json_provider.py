@@ -471,7 +471,7 @@ class JsonProvider(BaseProvider):
                 return not changed.endswith(".tmp")
 
             def runs_only(changed: str) -> bool:
-                return os.path.dirname(changed) == runs
+                return changed == runs or os.path.dirname(changed) == runs
 
             return WatchSpec(location, True, path, True, keep, runs_only)
         return waiting_spec(location, path)

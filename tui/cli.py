@@ -465,6 +465,10 @@ def _run(
     if progress != "json":
         text = result_text(result)
         click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+    state = prepared.state if prepared is not None else None
+    lost = state.failure_summary() if state is not None else None
+    if lost is not None:  # the run finished, but not every checkpoint reached the store
+        fail(lost, EXIT_FAILED)
 
 
 def _found_by_default(store: str) -> bool:
