@@ -171,6 +171,11 @@ class BaseProvider(abc.ABC):
             self.delete(location, doomed)
         return doomed
 
+    def clean(self, location: str) -> int:
+        """Remove what interrupted writes left behind (temporary files of writers that died); return how
+        many. Never touches a checkpoint. Default: nothing to clean."""
+        return 0
+
     # -- the store -------------------------------------------------------------------------------------------
 
     def store_at(self, location: str) -> str:

@@ -605,9 +605,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temp_files(folder: str, now: float | None = None) -> int:
-    """Remove the temporary files a writer killed mid-write left in ``folder``: those whose writer process is
-    gone, and unnamed ones older than :data:`STALE_TEMP_AGE`. Return how many were removed."""
+def remove_stale_temp_files(folder: str, now: float | None = None, prefix: str = ".") -> int:
+    """Remove the temporary files a writer killed mid-write left in ``folder`` (names starting with
+    ``prefix``): those whose writer process is gone, and unnamed ones older than :data:`STALE_TEMP_AGE`.
+    Return how many were removed."""
     try:
         names = os.listdir(folder)
     except OSError:
@@ -615,7 +616,7 @@ def remove_stale_temp_files(folder: str, now: float | None = None) -> int:
     now = time.time() if now is None else now
     removed = 0
     for name in names:
-        if not name.startswith("."):
+        if not name.startswith(prefix):
             continue
         match = _TEMP_RE.fullmatch(name)
         path = os.path.join(folder, name)

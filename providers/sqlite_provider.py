@@ -604,6 +604,13 @@ class SqliteProvider(BaseProvider):
 
     # the store
 
+    def clean(self, location: str) -> int:
+        """Remove half-made stores (``.<name>.<pid>-<n>.new``) that a process killed while creating left."""
+        from crewpoint.providers.json_provider import remove_stale_temp_files
+
+        path, _ = split_ref(location)
+        return remove_stale_temp_files(os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
+
     def store_at(self, location: str) -> str:
         path, _ = split_ref(location)
         with self._use(path, create=False):
@@ -741,7 +748,7 @@ def _create_store(path: str) -> int:
 
     folder, name = os.path.split(os.path.abspath(path))
     make_private_dirs(folder)
-    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.new")
+    temp = os.path.join(folder, f".{name}.{os.getpid()}-{os.urandom(4).hex()}.new")
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:

@@ -74,8 +74,10 @@ def plan_prune(
 
 
 def delete_checkpoints(location: str, ids: list[str]) -> int:
-    """Delete checkpoints by id from the store, oldest first; returns how many were removed."""
-    if not ids:
-        return 0
+    """Delete checkpoints by id from the store, oldest first, and what interrupted writes left behind;
+    returns how many checkpoints were removed."""
     store = find_store(location)
-    return int(_provider(store).delete(store, ids))
+    provider = _provider(store)
+    removed = int(provider.delete(store, ids)) if ids else 0
+    provider.clean(store)
+    return removed
