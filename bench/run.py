@@ -69,8 +69,9 @@ def bench_kickoff() -> list[Row]:
 def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
+    from store_bench import store_benches
 
-    return [bench_import, bench_kickoff, *checkpoint_benches(), *app_benches()]
+    return [bench_import, bench_kickoff, *checkpoint_benches(), *store_benches(), *app_benches()]
 
 
 def main() -> None:

@@ -46,6 +46,10 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
 )
 from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
+from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
+from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
+from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale_temp_files, temp_name
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import (
     MAX_SEQUENCE,
@@ -107,43 +111,6 @@ def _file_text(meta: CheckpointMeta, body: dict[str, Any], encode: Callable[[Any
             out.append(encode(value))
     out.append("}}\n")
     return "".join(out)
-
-
-def make_private_dirs(path: str) -> None:
-    """Create ``path`` and missing parents, each new folder 0700 whatever the umask."""
-    missing: list[str] = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            if os.path.isdir(folder):
-                continue
-            raise CheckpointError(f"cannot create folder {folder}: a file is in the way") from None
-        except OSError as exc:
-            raise CheckpointError(f"cannot create folder {folder}: {exc.strerror}") from exc
-        os.chmod(folder, 0o700)
-
-
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def fsync_dir(path: str) -> None:
-    """Make a rename in ``path`` durable (where the platform can open folders)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _Entry(NamedTuple):
@@ -589,57 +556,6 @@ def _run_dict(run: RunInfo) -> dict[str, Any]:
     return {f: getattr(run, f) for f in RunInfo.__dataclass_fields__}
 
 
-_TEMP_RE = re.compile(r"\..+\.(\d+)-[0-9a-f]+\.(?:tmp|new)")
-_OLD_TEMP_RE = re.compile(r"\..+\.[0-9a-f]{12}\.(?:tmp|new)")
-STALE_TEMP_AGE = 3600.0
-"""A temporary file of unknown owner older than this is a leftover (an hour: no write takes that long)."""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
-def remove_stale_temp_files(folder: str, now: float | None = None, prefix: str = ".") -> int:
-    """Remove the temporary files a writer killed mid-write left in ``folder`` (names starting with
-    ``prefix``): those whose writer process is gone, and unnamed ones older than :data:`STALE_TEMP_AGE`.
-    Return how many were removed."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return 0
-    now = time.time() if now is None else now
-    removed = 0
-    for name in names:
-        if not name.startswith(prefix):
-            continue
-        match = _TEMP_RE.fullmatch(name)
-        path = os.path.join(folder, name)
-        try:
-            stat = os.lstat(path)
-        except OSError:
-            continue
-        if not S_ISREG(stat.st_mode):
-            continue
-        if match is not None:
-            stale = int(match.group(1)) != os.getpid() and not _pid_alive(int(match.group(1)))
-            stale = stale or now - stat.st_mtime > STALE_TEMP_AGE
-        else:
-            stale = _OLD_TEMP_RE.fullmatch(name) is not None and now - stat.st_mtime > STALE_TEMP_AGE
-        if stale:
-            try:
-                os.unlink(path)
-                removed += 1
-            except OSError:
-                continue
-    return removed
-
-
 def _root(location: str) -> tuple[str, str | None]:
     """The store folder (or file) and the id a ``folder#id`` reference names."""
     path, ref_id = split_ref(location)
@@ -651,7 +567,7 @@ def _inside(path: str, top: str) -> bool:
 
 
 def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
-    temp = os.path.join(folder, f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    temp = os.path.join(folder, temp_name(name))
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
     try:
         try:
@@ -672,9 +588,6 @@ def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_r
             pass
         raise
     return stat
-
-
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class _NotRegular(Exception):

@@ -37,7 +37,7 @@ from crewpoint.providers.base import (
     UnsupportedSchema,
     walk_parents,
 )
-from crewpoint.providers.json_provider import make_private_dirs
+from crewpoint.providers.files import make_private_dirs, remove_stale_temp_files, temp_name
 from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
 from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
@@ -492,11 +492,14 @@ class SqliteProvider(BaseProvider):
             _SELECT_META
             + " AS c JOIN (SELECT lineage AS hl, branch AS hb, max(sequence) AS hs FROM checkpoints"
             + where
-            + " GROUP BY lineage, branch) ON c.lineage = hl AND c.branch = hb AND c.sequence = hs",
+            + " GROUP BY lineage, branch) ON c.lineage = hl AND c.branch = hb AND c.sequence = hs"
+            " ORDER BY c.created_at DESC, c.sequence DESC, c.id DESC LIMIT 8",
             args,
         ).fetchall()
         metas = newest_first(_row_meta(row, path) for row in heads)
-        if any(m.damaged for m in metas):  # a damaged head hides its branch's newest good row: look at all
+        odd = db.execute("SELECT 1 FROM checkpoints WHERE typeof(sequence) != 'integer' LIMIT 1").fetchone()
+        if odd is not None or (metas and metas[0].damaged):
+            # a damaged row may stand in for its branch's head: look at every row
             metas = cls._list(db, path, branch)
         return next((m for m in metas if m.damaged is None), None)
 
@@ -606,8 +609,6 @@ class SqliteProvider(BaseProvider):
 
     def clean(self, location: str) -> int:
         """Remove half-made stores (``.<name>.<pid>-<n>.new``) that a process killed while creating left."""
-        from crewpoint.providers.json_provider import remove_stale_temp_files
-
         path, _ = split_ref(location)
         return remove_stale_temp_files(os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
 
@@ -748,7 +749,7 @@ def _create_store(path: str) -> int:
 
     folder, name = os.path.split(os.path.abspath(path))
     make_private_dirs(folder)
-    temp = os.path.join(folder, f".{name}.{os.getpid()}-{os.urandom(4).hex()}.new")
+    temp = os.path.join(folder, temp_name(name, "new"))
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:
