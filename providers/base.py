@@ -125,6 +125,10 @@ class BaseProvider(abc.ABC):
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         """Metadata of every checkpoint, newest first, without reading bodies; damaged ones included."""
 
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """The first ``limit`` checkpoints :meth:`list` gives; a store that can should not read the rest."""
+        return self.list(location, branch)[: max(0, limit)]
+
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
         """The newest checkpoint that is not damaged."""
         return next((m for m in self.list(location, branch) if m.damaged is None), None)

@@ -143,8 +143,18 @@ _RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
 
 
 def _schema_v2(db: Database) -> None:
-    """Run records (heartbeats) live in the store, written through the provider's own connection. A v1 store
-    may already hold this table (earlier versions added it beside the schema)."""
+    """Run records (heartbeats) live in the store, written through the provider's own connection (a v1 store
+    may already hold this table: earlier versions added it beside the schema). An index by time serves
+    ``list --limit``; ``order`` in ``schema_meta`` records whether a clock ever stepped back within a run's
+    branch (then only a full listing orders it right)."""
+    db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_time ON checkpoints (created_at, sequence, id)")
+    db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    stepped = db.execute(
+        "SELECT 1 FROM checkpoints a JOIN checkpoints b ON a.lineage = b.lineage AND a.branch = b.branch"
+        " AND a.sequence < b.sequence AND a.created_at >= b.created_at LIMIT 1"
+    ).fetchone()
+    order = "stepped" if stepped is not None else "by-time"
+    db.execute("INSERT OR IGNORE INTO schema_meta (key, value) VALUES ('order', ?)", [order])
     db.execute(
         "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
         "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, "
@@ -422,8 +432,41 @@ class SqliteProvider(BaseProvider):
                     row,
                 )
                 db.execute("INSERT INTO bodies (id, manifest) VALUES (?, ?)", [meta.id, zlib.compress(parts.manifest)])
+                self._note_clock_step(db, meta)
         self._memos[key] = parts.memo
         return f"{path}#{meta.id}"
+
+    @staticmethod
+    def _note_clock_step(db: Db, meta: CheckpointMeta) -> None:
+        """Record once that time and sequence disagree within a run's branch (a clock stepped back)."""
+        stepped = db.execute(
+            "SELECT 1 FROM checkpoints WHERE lineage = ? AND branch = ? AND id != ?"
+            " AND ((sequence < ? AND created_at >= ?) OR (sequence > ? AND created_at <= ?)) LIMIT 1",
+            [meta.lineage, meta.branch, meta.id, meta.sequence, meta.created_at, meta.sequence, meta.created_at],
+        ).fetchone()
+        if stepped is not None:
+            db.execute("UPDATE schema_meta SET value = 'stepped' WHERE key = 'order'")
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """The first ``limit`` of :meth:`list`, from the index by time while no clock ever stepped back in the
+        store (else from a full listing)."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            db = store.db
+            with _snapshot(db):
+                order = None
+                if store.version >= 2:
+                    order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
+                if order is None or order[0] != "by-time":
+                    return self._list(db, path, branch)[: max(0, limit)]
+                where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
+                rows = db.execute(
+                    _SELECT_META + where + " ORDER BY created_at DESC, sequence DESC, id DESC LIMIT ?",
+                    [*args, max(0, limit)],
+                ).fetchall()
+        return newest_first(_row_meta(row, path) for row in rows)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)

@@ -51,8 +51,12 @@ def _provider(location: str) -> Any:
 def list_checkpoints(location: str, branch: str | None = None, limit: int | None = None) -> list[CheckpointMeta]:
     """Metadata of the checkpoints in ``location``, newest first; reads no checkpoint bodies."""
     store = find_store(location)
-    metas: list[CheckpointMeta] = _provider(store).list(store, branch)
-    return metas if limit is None else metas[: max(0, limit)]
+    provider = _provider(store)
+    if limit is not None:
+        newest: list[CheckpointMeta] = provider.list_newest(store, limit, branch)
+        return newest
+    metas: list[CheckpointMeta] = provider.list(store, branch)
+    return metas
 
 
 _PATH_SUFFIXES = (".json", ".db", ".sqlite", ".sqlite3")

@@ -309,3 +309,17 @@ def test_every_kind_declares_what_it_can_do() -> None:
         "sqlite": (True, False),
         "memory": (False, True),
     }
+
+
+def test_list_newest_is_the_head_of_the_full_listing(store: Store) -> None:
+    chain(store, 1, 6)
+    chain(store, 21, 24, lineage="run-b")
+    everything = store.provider.list(store.location)
+    for limit in (0, 1, 3, 50):
+        assert store.provider.list_newest(store.location, limit) == everything[:limit]
+    # a clock step: the head of the listing still follows sequence order
+    store.provider.write(store.location, CheckpointRecord(meta(7, 6, created=T0 - 500), body(7)))
+    everything = store.provider.list(store.location)
+    assert [m.id for m in everything[:6]] == ["cp0024", "cp0023", "cp0022", "cp0021", "cp0007", "cp0006"]
+    for limit in (1, 5, 6, 50):
+        assert store.provider.list_newest(store.location, limit) == everything[:limit]
