@@ -401,6 +401,10 @@ class SqliteProvider(BaseProvider):
         except BaseException:
             conn.close()
             raise
+        if read_only is None and not (
+            os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+        ):
+            read_only = "the database or its folder is read-only"
         return _Store(path, db, version, _file_id(path), read_only)
 
     @staticmethod
@@ -827,6 +831,8 @@ def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return CheckpointError(f"{path} is busy: another process kept it locked too long ({text})")
+    if "readonly" in text or "read-only" in text:
+        return CheckpointError(f"cannot write to {path}: the database or its folder is read-only ({text})")
     if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
         return DamagedCheckpoint(f"{path} is damaged: {text}")
     return CheckpointError(f"{path}: SQLite error: {text}")

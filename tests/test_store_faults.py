@@ -374,3 +374,62 @@ def test_10_an_interrupted_json_prune_leaves_no_gap(monkeypatch: pytest.MonkeyPa
     left = [m.sequence for m in crew_metas(store)]
     assert left == list(range(max(left), max(left) - len(left), -1))  # what is left is the newest, unbroken
     assert len(left) == len(metas) - 1
+
+
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists() or not Path(SYSTEM_PYTHON).exists(),
+    reason="needs root to run a reader as another user (root itself ignores folder permissions)",
+)
+def test_10_a_sqlite_store_in_a_read_only_folder_can_be_listed_and_read() -> None:
+    import tempfile
+
+    import crewpoint.providers
+
+    folder = Path(tempfile.mkdtemp(prefix="crewpoint-ro-"))
+    try:
+        folder.chmod(0o755)
+        demo_crew(checkpoint=CheckpointConfig(location=str(folder / "s.db"), provider=SqliteProvider())).kickoff(
+            inputs=DEMO_INPUTS
+        )
+        SqliteProvider().close()
+        for name in os.listdir(folder):
+            (folder / name).chmod(0o644)  # readable by everyone, writable by nobody but root: no -shm can be made
+        package_root = str(Path(crewpoint.providers.__file__).parents[2])
+        code = (
+            "import sys\n"
+            "from crewpoint.providers import SqliteProvider, CheckpointError\n"
+            "p = SqliteProvider()\n"
+            "metas = p.list(sys.argv[1])\n"
+            "print(len(metas), p.read(sys.argv[1]).meta.id == metas[0].id)\n"
+            "try:\n"
+            "    p.write(sys.argv[1], p.read(sys.argv[1]))\n"
+            "except CheckpointError as exc:\n"
+            "    print('refused:', exc)\n"
+        )
+        proc = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                SYSTEM_PYTHON,
+                "-c",
+                code,
+                str(folder / "s.db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": package_root, "HOME": "/tmp"},
+        )
+        assert proc.returncode == 0, proc.stderr
+        first, second = proc.stdout.splitlines()
+        assert first == "4 True"
+        assert second.startswith("refused: cannot write to") and "read-only" in second
+    finally:
+        import shutil
+
+        shutil.rmtree(folder)
