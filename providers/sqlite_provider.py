@@ -831,6 +831,10 @@ def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return CheckpointError(f"{path} is busy: another process kept it locked too long ({text})")
+    if "disk is full" in text or "disk I/O error" in text:
+        return CheckpointError(
+            f"{path}: no room to write ({text}); SQLite needs a little free space even to delete: free some and retry"
+        )
     if "readonly" in text or "read-only" in text:
         return CheckpointError(f"cannot write to {path}: the database or its folder is read-only ({text})")
     if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):

@@ -433,3 +433,24 @@ def test_10_a_sqlite_store_in_a_read_only_folder_can_be_listed_and_read() -> Non
         import shutil
 
         shutil.rmtree(folder)
+
+
+def test_10_prune_frees_a_json_store_when_no_file_can_grow() -> None:
+    """A full disk: no file may grow (RLIMIT_FSIZE 0); pruning a JSON store still deletes, and a SQLite store
+    that cannot record its delete says so in one line instead of a bare I/O error."""
+    for _ in range(3):
+        make_store("full")
+        make_store("full.db")
+    for store, code in (("full", 0), ("full.db", 2)):
+        proc = subprocess.run(
+            [CREWPOINT, "checkpoint", "prune", store, "--keep", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: _file_size_limit(0),
+        )
+        assert proc.returncode == code, proc.stderr
+        if code == 0:
+            assert len(crew_metas(store)) == 3  # one per run, the others deleted
+        else:
+            assert "free some and retry" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -683,6 +683,8 @@ def prune(
                 "deleted": [] if dry_run else [m.to_dict() for m in plan.doomed],
                 "would_delete": [m.to_dict() for m in plan.doomed] if dry_run else [],
                 "kept_fork_points": sorted(plan.kept_fork_points),
+                "kept_live": sorted(plan.kept_live),
+                "damaged": plan.damaged,
             }
         )
         return
@@ -694,6 +696,10 @@ def prune(
     if plan.kept_fork_points:
         n = len(plan.kept_fork_points)
         summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"
+    if plan.kept_live:
+        summary += f"; kept {len(plan.kept_live)} of running runs"
+    if plan.damaged:
+        summary += f"; {plan.damaged} damaged left as they are (see list)"
     click.echo(summary, err=True)
 
 
