@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from demo_stores import make_store
+from llm_server import LLMServer, llm_server
 
 from crewpoint import CheckpointConfig, Crew
 from crewpoint.checkpoint import ops
@@ -25,6 +26,7 @@ from crewpoint.providers.json_provider import file_name
 from crewpoint.tui.cli import main
 
 CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
+__all__ = ["llm_server"]
 
 
 def cli(*args: str) -> Result:
@@ -454,3 +456,18 @@ def test_10_prune_frees_a_json_store_when_no_file_can_grow() -> None:
             assert len(crew_metas(store)) == 3  # one per run, the others deleted
         else:
             assert "free some and retry" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_10_a_server_error_echoing_the_key_never_shows_any_of_it(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crewpoint.llm import LLM, LLMError
+
+    key = "test-key-0123456789abcdefghijklmnop"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    llm_server.mode = "unauthorized"
+    llm_server.error_message = "x" * 180 + f" key {key} revoked"  # the key straddles the clipping point
+    with pytest.raises(LLMError) as info:
+        LLM(model="m", base_url=llm_server.base_url).invoke([{"role": "user", "content": "hi"}])
+    shown = str(info.value)
+    assert "sk-test-01234" not in shown and key[:8] not in shown
