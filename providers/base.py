@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +128,11 @@ class BaseProvider(abc.ABC):
     def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         """The first ``limit`` checkpoints :meth:`list` gives; a store that can should not read the rest."""
         return self.list(location, branch)[: max(0, limit)]
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        """What :meth:`list` gives, in the same order, as it is read: a big store can show its first rows before
+        the last are read. Default: the whole listing, then its items."""
+        yield from self.list(location, branch)
 
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
         """The newest checkpoint that is not damaged."""

@@ -17,6 +17,7 @@ at once. Each provider keeps one connection per database file (reopened after ``
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
 import sqlite3
 import threading
@@ -465,12 +466,33 @@ class SqliteProvider(BaseProvider):
                     order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
                 if order is None or order[0] != "by-time":
                     return self._list(db, path, branch)[: max(0, limit)]
+        return builtins.list(itertools.islice(self.iter_list(location, branch), max(0, limit)))
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        """Rows stream from the index by time while no clock ever stepped back in the store."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return
+            db = store.db
+            with _snapshot(db):
+                order = None
+                if store.version >= 2:
+                    order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
+                if order is None or order[0] != "by-time":
+                    yield from self._list(db, path, branch)
+                    return
                 where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
-                rows = db.execute(
-                    _SELECT_META + where + " ORDER BY created_at DESC, sequence DESC, id DESC LIMIT ?",
-                    [*args, max(0, limit)],
-                ).fetchall()
-        return newest_first(_row_meta(row, path) for row in rows)
+                cursor = db.execute(_SELECT_META + where + " ORDER BY created_at DESC, sequence DESC, id DESC", args)
+                damaged: builtins.list[CheckpointMeta] = []
+                while rows := cursor.fetchmany(2000):
+                    for row in rows:
+                        meta = _row_meta(row, path)
+                        if meta.damaged is not None and meta.created_at == 0.0:
+                            damaged.append(meta)  # a time that is no number: listed last, as list() does
+                        else:
+                            yield meta
+                yield from newest_first(damaged)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)

@@ -323,3 +323,12 @@ def test_list_newest_is_the_head_of_the_full_listing(store: Store) -> None:
     assert [m.id for m in everything[:6]] == ["cp0024", "cp0023", "cp0022", "cp0021", "cp0007", "cp0006"]
     for limit in (1, 5, 6, 50):
         assert store.provider.list_newest(store.location, limit) == everything[:limit]
+
+
+def test_iter_list_streams_what_list_gives(store: Store) -> None:
+    chain(store, 1, 6)
+    chain(store, 21, 24, lineage="run-b")
+    assert list(store.provider.iter_list(store.location)) == store.provider.list(store.location)
+    assert list(store.provider.iter_list(store.location, "main")) == store.provider.list(store.location, "main")
+    store.provider.write(store.location, CheckpointRecord(meta(7, 6, created=T0 - 500), body(7)))  # clock step
+    assert list(store.provider.iter_list(store.location)) == store.provider.list(store.location)
