@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import KINDS, Store
+from provider_kinds import KINDS, Store
 
 from crewpoint.providers import (
     AmbiguousCheckpoint,
