@@ -332,3 +332,23 @@ def test_iter_list_streams_what_list_gives(store: Store) -> None:
     assert list(store.provider.iter_list(store.location, "main")) == store.provider.list(store.location, "main")
     store.provider.write(store.location, CheckpointRecord(meta(7, 6, created=T0 - 500), body(7)))  # clock step
     assert list(store.provider.iter_list(store.location)) == store.provider.list(store.location)
+
+
+def test_run_status_reads_back_running_finished_and_crashed(store: Store) -> None:
+    from crewpoint.providers.runs import classify
+
+    chain(store, 1, 1)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    now = time.time()
+    runs = [
+        RunInfo("alive", os.getpid(), this_host(), now, now, lineage="a"),
+        RunInfo("done", os.getpid(), this_host(), now - 1, now, status="finished", lineage="b"),
+        RunInfo("gone", dead.pid, this_host(), now - 2, now, lineage="c"),  # its process died without a word
+        RunInfo("stale", os.getpid(), "elsewhere", now - 3, now - 600, lineage="d"),  # no beat for ten minutes
+    ]
+    for run in runs:
+        assert store.provider.write_run(store.location, run)
+    read = {r.run_id: classify(r) for r in store.provider.read_runs(store.location)}
+    assert read == {"alive": "running", "done": "finished", "gone": "crashed", "stale": "crashed"}
+    assert [r.run_id for r in store.provider.read_runs(store.location)] == ["alive", "done", "gone", "stale"]
