@@ -471,3 +471,13 @@ def test_10_a_server_error_echoing_the_key_never_shows_any_of_it(
         LLM(model="m", base_url=llm_server.base_url).invoke([{"role": "user", "content": "hi"}])
     shown = str(info.value)
     assert "sk-test-01234" not in shown and key[:8] not in shown
+
+
+def test_5_the_demo_command_reports_checkpoints_it_could_not_write() -> None:
+    Path("blocked").write_text("a file where the store folder should be")
+    result = cli("demo", "--location", "blocked/store")
+    assert result.exit_code == 1
+    assert "== triage flow" in result.stdout  # the runs themselves finished
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("crewpoint: ") and "checkpoints were not written to blocked/store" in last
+    assert "a file is in the way" in last

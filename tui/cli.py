@@ -119,6 +119,14 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str, live: b
     if live:
         _live_demo(location, provider, delay or 3.0)
         return
+    from crewpoint.events import CheckpointFailedEvent, event_bus
+
+    lost: list[str] = []
+
+    def on_failed(source: Any, event: CheckpointFailedEvent) -> None:
+        lost.append(event.error or "unknown error")
+
+    event_bus.register(CheckpointFailedEvent, on_failed)
     try:
         result, flow_result = run_demo(location=location, delay=delay, provider=provider)
     except KeyboardInterrupt:
@@ -128,11 +136,16 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str, live: b
         if ctx.obj.get("debug"):
             raise
         fail(str(exc), EXIT_FAILED)
+    finally:
+        event_bus.off(on_failed)
     for output in result.tasks_output:
         click.echo(f"== {output.name or output.description} ({output.agent})")
         click.echo(output.raw)
         click.echo()
     click.echo(f"== triage flow\n{flow_result}")
+    if lost:  # the runs finished, but not every checkpoint reached the store
+        plural = "s were" if len(lost) != 1 else " was"
+        fail(f"{len(lost)} checkpoint{plural} not written to {location}: {lost[-1]}", EXIT_FAILED)
     click.echo(f"\ncheckpoints: {location}", err=True)
 
 
