@@ -425,9 +425,9 @@ class Heartbeat:
 def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
     """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
     copied into new checkpoints."""
-    from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, branch_problem
+    from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, stored_branch_problem
 
-    problem = branch_problem(branch)
+    problem = stored_branch_problem(branch)
     if problem is None and lineage is not None and not isinstance(lineage, str):
         problem = f"lineage must be text, not {type(lineage).__name__}"
     if problem is None and parent_id is not None and (not isinstance(parent_id, str) or not ID_RE.fullmatch(parent_id)):

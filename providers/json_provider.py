@@ -53,8 +53,8 @@ from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import (
     MAX_SEQUENCE,
-    check_branch,
     check_meta,
+    check_stored_branch,
     match_prefix,
     meta_problem,
     split_ref,
@@ -241,7 +241,7 @@ class JsonProvider(BaseProvider):
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         root = _root(location)[0]
         if branch is not None:
-            check_branch(branch)
+            check_stored_branch(branch)
         if os.path.isfile(root):
             single = _file_meta(root, None)
             return [single] if branch is None or single.branch == branch else []
@@ -449,7 +449,7 @@ class JsonProvider(BaseProvider):
     def _branch_folder(root: str, branch: str, create: bool) -> str | None:
         """The folder of ``branch`` under ``root`` (created if asked). Every part must be a real folder:
         a symbolic link anywhere below ``root`` is refused, so the path cannot leave the store."""
-        check_branch(branch)
+        check_stored_branch(branch)
         current = root
         for part in branch.split("/"):
             step = os.path.join(current, part)

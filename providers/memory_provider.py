@@ -26,7 +26,7 @@ from crewpoint.providers.base import (
 )
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import check_branch, check_meta, checked, match_prefix, split_ref
+from crewpoint.providers.refs import check_meta, check_stored_branch, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo
 
 SCHEME = "memory://"
@@ -124,7 +124,7 @@ class MemoryProvider(BaseProvider):
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         if branch is not None:
-            check_branch(branch)
+            check_stored_branch(branch)
         with _lock:
             _, store = self._store(location)
             metas = [m for m, _ in store.records.values() if branch is None or m.branch == branch]

@@ -27,12 +27,12 @@ def check_id(value: object, what: str = "checkpoint id") -> str:
 
 
 def check_branch(name: object) -> str:
-    """Return ``name`` if it is a safe branch name, else raise :class:`CheckpointError`.
+    """Return ``name`` if it is a good name for a new branch, else raise :class:`CheckpointError`.
 
-    This is the one rule for branch names, used by the API (``fork(branch=...)``), the command line and the
-    app. A branch may contain ``/`` (``fork/2024-x``); each part must be non-empty, must not start with ``.``
-    (which also rules out ``.`` and ``..``) nor end with ``.json`` (the JSON store's file names), and must not
-    contain whitespace, a backslash, NUL or another control character.
+    This is the one rule for naming branches, checked when a fork is made, before any work, by the API
+    (``fork(branch=...)``), the command line and the app (:func:`branch_problem`). A branch may contain ``/``
+    (``fork/2024-x``); each part must be non-empty, must not start with ``.`` (which also rules out ``.`` and
+    ``..``) nor end with ``.json`` (the JSON store's file names); no whitespace, backslash or control character.
     """
     problem = branch_problem(name)
     if problem is not None:
@@ -41,30 +41,50 @@ def check_branch(name: object) -> str:
     return name
 
 
+def check_stored_branch(name: object) -> str:
+    """Return ``name`` if a store can keep it safely, else raise. As :func:`check_branch`, but whitespace is
+    allowed: branches named before the naming rule refused it stay readable and can be continued."""
+    problem = stored_branch_problem(name)
+    if problem is not None:
+        raise CheckpointError(problem)
+    assert isinstance(name, str)
+    return name
+
+
 _GOOD_BRANCHES: set[str] = set()
+_STORABLE_BRANCHES: set[str] = set()
 
 
 def branch_problem(name: object) -> str | None:
-    """Why ``name`` is not a usable branch name (one line), or ``None`` when it is."""
-    if isinstance(name, str) and name in _GOOD_BRANCHES:
+    """Why ``name`` is not a good name for a new branch (one line), or ``None`` when it is."""
+    return _problem(name, _GOOD_BRANCHES, new=True)
+
+
+def stored_branch_problem(name: object) -> str | None:
+    """Why a store cannot keep a branch of this name (one line), or ``None``."""
+    return _problem(name, _STORABLE_BRANCHES, new=False)
+
+
+def _problem(name: object, known: set[str], new: bool) -> str | None:
+    if isinstance(name, str) and name in known:
         return None
     try:
-        _check_branch(name)
+        _check_branch(name, new)
     except CheckpointError as exc:
         return str(exc)
-    if len(_GOOD_BRANCHES) < 4096:
-        _GOOD_BRANCHES.add(name)  # type: ignore[arg-type]
+    if len(known) < 4096:
+        known.add(name)  # type: ignore[arg-type]
     return None
 
 
-def _check_branch(name: object) -> str:
+def _check_branch(name: object, new: bool) -> str:
     if not isinstance(name, str) or not name:
         raise CheckpointError("invalid branch name: it is empty")
     if len(name) > MAX_BRANCH:
         raise CheckpointError(f"invalid branch name {name[:40]!r}...: longer than {MAX_BRANCH} characters")
     if name.startswith("/"):
         raise CheckpointError(f"invalid branch name {name!r}: it is an absolute path")
-    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 or c.isspace() for c in name):
+    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 or (new and c.isspace()) for c in name):
         raise CheckpointError(f"invalid branch name {name!r}: spaces, backslashes and control characters are refused")
     for part in name.split("/"):
         if part == "..":
@@ -93,7 +113,7 @@ def meta_problem(meta: CheckpointMeta) -> str | None:
         return f"invalid checkpoint id {meta.id!r}"
     if meta.parent_id is not None and (not isinstance(meta.parent_id, str) or not ID_RE.fullmatch(meta.parent_id)):
         return f"invalid parent id {meta.parent_id!r}"
-    problem = branch_problem(meta.branch)
+    problem = stored_branch_problem(meta.branch)
     if problem is not None:
         return problem
     if not isinstance(meta.lineage, str):

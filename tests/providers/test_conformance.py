@@ -120,8 +120,7 @@ def test_bad_records_are_refused_on_write_and_nothing_is_stored(store: Store) ->
     chain(store, 1, 1)
     bad = [
         meta(2).with_(sequence=10**30),  # fault 10: it would sort above every later checkpoint
-        meta(2).with_(branch="a b"),  # fault 9: the one branch rule
-        meta(2).with_(branch="../x"),
+        meta(2).with_(branch="../x"),  # fault 9: a branch never leaves the store
         meta(2).with_(lineage=["not", "text"]),
         meta(2).with_(id="has_underscore"),
     ]
@@ -132,6 +131,17 @@ def test_bad_records_are_refused_on_write_and_nothing_is_stored(store: Store) ->
     with pytest.raises(CheckpointError, match="not JSON-ready"):
         store.provider.write(store.location, CheckpointRecord(meta(3), {"x": object()}))
     assert ids(store) == ["cp0001"]
+
+
+def test_a_branch_named_before_the_naming_rule_stays_readable(store: Store) -> None:
+    """New branches may not hold spaces (fault 9: one naming rule); a store still keeps and lists old ones."""
+    from crewpoint.providers.refs import check_branch
+
+    with pytest.raises(CheckpointError, match="invalid branch name"):
+        check_branch("a b")
+    chain(store, 1, 2, branch="old name")
+    assert [m.id for m in store.provider.list(store.location, "old name")] == ["cp0002", "cp0001"]
+    assert all(m.damaged is None for m in store.provider.list(store.location))
 
 
 async def test_async_write_and_read(store: Store) -> None:
