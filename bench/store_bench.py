@@ -63,7 +63,22 @@ def bench_store_cli() -> list[Row]:
             "s",
             0.2,
         ),
+        Row(
+            "store: first row of a full listing, 1,000,000-row SQLite (provider, process start included)",
+            _wall([sys.executable, "-c", _FIRST_ROW, s["db1m"]], runs=3),
+            "s",
+            0.2,
+            "iter_list; the CLI table does not stream yet",
+        ),
     ]
+
+
+_FIRST_ROW = (
+    "import sys\n"
+    "from crewpoint.providers import provider_for\n"
+    "rows = provider_for(sys.argv[1]).iter_list(sys.argv[1])\n"
+    "print(next(rows).id)\n"
+)
 
 
 _CREW = """

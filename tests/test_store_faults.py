@@ -481,3 +481,20 @@ def test_5_the_demo_command_reports_checkpoints_it_could_not_write() -> None:
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("crewpoint: ") and "checkpoints were not written to blocked/store" in last
     assert "a file is in the way" in last
+
+
+def test_10_a_huge_sequence_never_hides_newer_checkpoints() -> None:
+    """A file named and marked with sequence 10**30 is listed, as damaged; it is never the latest."""
+    store = make_store()
+    newest = crew_metas(store)[0]
+    huge = newest.with_(id="huge-1", parent_id=newest.id, sequence=10**30)
+    path = Path(store, "main", file_name(huge))
+    text = Path(newest.location).read_text().split("\n", 1)[1]
+    meta = {k: v for k, v in huge.to_dict().items() if k not in ("size", "location", "damaged")}
+    path.write_text('{"meta":' + json.dumps(meta) + ",\n" + text)
+    listed = {m.id: m for m in ops.list_checkpoints(store)}
+    assert "huge-1" in listed and "sequence" in (listed["huge-1"].damaged or "")
+    info = cli("checkpoint", "info", store, "--json")
+    assert info.exit_code == 0 and json.loads(info.stdout)["meta"]["id"] == newest.id
+    with pytest.raises(CheckpointError, match="sequence"):
+        JsonProvider().write(store, ops_record().__class__(huge.with_(id="huge-2"), {}))
