@@ -70,8 +70,9 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
+    from store_bench import store_benches
 
-    return [bench_import, bench_kickoff, *checkpoint_benches(), *app_benches(), *crewai_benches()]
+    return [bench_import, bench_kickoff, *checkpoint_benches(), *store_benches(), *app_benches(), *crewai_benches()]
 
 
 def main() -> None:

@@ -10,23 +10,66 @@ from crewpoint.providers.base import BaseProvider, CheckpointRecord
 
 
 def demo_records() -> list[CheckpointRecord]:
-    """The four records one demo crew run captures (nothing written)."""
+    """The four records one demo crew run captures, written to an in-memory store and read back."""
     from crewpoint.checkpoint.config import CheckpointConfig
     from crewpoint.demo import DEMO_INPUTS, demo_crew
-    from crewpoint.runtime import RuntimeState
+    from crewpoint.providers import MemoryProvider
 
-    records: list[CheckpointRecord] = []
-    original = RuntimeState.submit
-
-    def keep(self: RuntimeState, record: CheckpointRecord, config: Any) -> None:
-        records.append(record)
-
-    RuntimeState.submit = keep  # type: ignore[method-assign]
-    try:
-        demo_crew(checkpoint=CheckpointConfig(location="unused")).kickoff(inputs=DEMO_INPUTS)
-    finally:
-        RuntimeState.submit = original  # type: ignore[method-assign]
+    location = f"memory://bench-{uuid.uuid4().hex}"
+    provider = MemoryProvider()
+    demo_crew(checkpoint=CheckpointConfig(location=location, provider=provider)).kickoff(inputs=DEMO_INPUTS)
+    metas = sorted((m for m in provider.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)
+    records = [provider.read(location, m.id) for m in metas]
+    provider.drop(location)
     return records
+
+
+def clone_sqlite_rows(path: str, total: int) -> None:
+    """Grow the SQLite store at ``path`` (holding at least one checkpoint) to ``total`` rows by cloning its
+    first checkpoint's metadata in runs of four, all sharing its body: a million rows in seconds."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    columns = [r[1] for r in con.execute("PRAGMA table_info(checkpoints)")]
+    first = con.execute("SELECT * FROM checkpoints ORDER BY sequence LIMIT 1").fetchone()
+    manifest = con.execute("SELECT manifest FROM bodies WHERE id = ?", [first[0]]).fetchone()[0]
+    have = con.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    row = dict(zip(columns, first, strict=True))
+    now = 1_790_000_000.0
+    batch_rows: list[tuple[object, ...]] = []
+    bodies: list[tuple[str, bytes]] = []
+    parent: str | None = None
+    lineage = ""
+    for n in range(total - have):
+        seq = n % 4 + 1
+        if seq == 1:
+            lineage, parent = uuid.uuid4().hex, None
+        cid = uuid.uuid4().hex
+        values = {**row, "id": cid, "parent_id": parent, "lineage": lineage, "sequence": seq, "created_at": now + n}
+        batch_rows.append(tuple(values[c] for c in columns))
+        bodies.append((cid, manifest))
+        parent = cid
+        if len(batch_rows) >= 50_000:
+            _flush(con, columns, batch_rows, bodies)
+    _flush(con, columns, batch_rows, bodies)
+    # every clone's manifest refers to the same chunks as the body it copies
+    import zlib
+
+    from crewpoint.providers import chunks
+
+    roots = chunks.children_of(zlib.decompress(manifest))
+    con.executemany("UPDATE chunk_refs SET refs = refs + ? WHERE hash = ?", [(total - have, h) for h in roots])
+    con.commit()
+    con.close()
+
+
+def _flush(con: Any, columns: list[str], rows: list[tuple[object, ...]], bodies: list[tuple[str, bytes]]) -> None:
+    marks = ",".join("?" * len(columns))
+    con.executemany(f"INSERT INTO checkpoints ({','.join(columns)}) VALUES ({marks})", rows)
+    con.executemany("INSERT INTO bodies (id, manifest) VALUES (?, ?)", bodies)
+    con.commit()
+    rows.clear()
+    bodies.clear()
 
 
 def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:

@@ -595,7 +595,11 @@ class LLM(BaseLLM):
         return LLMError(message, status=status)
 
     def _status_error(self, status: int, body: bytes | str) -> LLMError:
-        detail = _server_message(body)
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        key = os.environ.get(self.api_key_env, "")
+        if key:  # before the message is clipped: a clipped key would no longer match
+            text = text.replace(key, "***")
+        detail = _server_message(text)
         what = f"returned HTTP {status}" + (f": {detail}" if detail else "")
         if status in (401, 403):
             what += f" (check the {self.api_key_env} environment variable)"

@@ -21,7 +21,7 @@ from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
 from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
-from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord
+from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 
 log = logging.getLogger("crewpoint.checkpoint")
 
@@ -73,6 +73,7 @@ class RuntimeState:
         sequence: int = 0,
         resumed_from: str | None = None,
     ) -> None:
+        _check_lineage(branch, lineage, parent_id, sequence)
         self.root = root
         self.config = config
         self.inputs: dict[str, Any] = dict(inputs or {})
@@ -80,14 +81,23 @@ class RuntimeState:
         self.branch = branch
         self.lineage = lineage or uuid.uuid4().hex
         self.checkpoint_id: str | None = parent_id
+        """The newest checkpoint of this run (at first: the one it resumes from). It may be on its way to the
+        store; once every write is done (the end of a run) it is the newest actually written."""
+        self.written_id: str | None = parent_id
+        """The newest checkpoint of this run actually written (or the one it resumes from)."""
+        self._lost: set[str] = set()
         self.sequence = sequence
         self.resumed_from = resumed_from
         self.last_ref: str | None = None
         self.written = 0
         self.failed = 0
+        self.failures: list[str] = []
+        """One line per checkpoint that could not be written (the newest last)."""
         self.pending_signal: str | None = None
         self._origin: dict[str, Any] | None = None
         self._origin_known = False
+        self.run_id = uuid.uuid4().hex[:16]
+        self.heartbeat: Heartbeat | None = None
         self._lock = threading.Lock()
 
     @property
@@ -106,8 +116,11 @@ class RuntimeState:
         return self.checkpoint_id
 
     def fork(self, branch: str | None = None) -> str:
-        """Continue on a new branch: the next checkpoint's parent is the current one."""
-        self.branch = branch or new_branch_name()
+        """Continue on a new branch: the next checkpoint's parent is the current one. The branch name is
+        checked here, before any work (one rule everywhere: :func:`crewpoint.providers.refs.check_branch`)."""
+        from crewpoint.providers.refs import check_branch
+
+        self.branch = check_branch(branch) if branch else new_branch_name()
         return self.branch
 
     # -- capture ------------------------------------------------------------------------------------
@@ -168,60 +181,119 @@ class RuntimeState:
         return provider_for(str(location)), str(location)
 
     def submit(self, record: CheckpointRecord, config: CheckpointConfig) -> None:
-        """Hand a captured record to the background writer (best effort; pruning after the write)."""
+        """Hand a captured record to the background writer (best effort; pruning after the write).
+
+        Writes happen in capture order. Just before a record is written, a parent that failed to be written
+        is replaced by the newest checkpoint that was, so the chain never names a missing parent.
+        """
 
         def done(ref: str | None, error: BaseException | None) -> None:
-            from crewpoint.events import CheckpointCompletedEvent, CheckpointFailedEvent, event_bus
-
             if error is not None or ref is None:
-                self.failed += 1
-                event_bus.emit(
-                    self,
-                    CheckpointFailedEvent(checkpoint_id=record.meta.id, location=config.location, error=str(error)),
-                )
+                self._write_failed(record, config.location, error)
                 return
-            self.written += 1
-            self.last_ref = ref
-            event_bus.emit(
-                self,
-                CheckpointCompletedEvent(
-                    checkpoint_id=record.meta.id,
-                    location=ref,
-                    trigger=record.meta.trigger,
-                    branch=record.meta.branch,
-                ),
-            )
+            self._write_done(record, ref)
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
-        writer.submit(config.provider, config.location, record, done)
+        writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
+
+    def _reparent(self, record: CheckpointRecord) -> CheckpointRecord:
+        """``record`` with its parent set to the newest checkpoint written, if the one it names was lost."""
+        parent = record.meta.parent_id
+        if parent is None or parent not in self._lost:
+            return record
+        written = self.written_id
+        body = dict(record.body)
+        if isinstance(body.get("lineage"), dict):
+            body["lineage"] = {**body["lineage"], "parent_id": written}
+        return CheckpointRecord(meta=record.meta.with_(parent_id=written), body=body)
+
+    def _write_done(self, record: CheckpointRecord, ref: str) -> None:
+        from crewpoint.events import CheckpointCompletedEvent, event_bus
+
+        self.written += 1
+        self.last_ref = ref
+        self.written_id = record.meta.id
+        heartbeat = self.heartbeat
+        if heartbeat is not None and not heartbeat.recorded:
+            heartbeat.beat()  # the store exists now: record the run at once rather than at the next beat
+        event_bus.emit(
+            self,
+            CheckpointCompletedEvent(
+                checkpoint_id=record.meta.id,
+                location=ref,
+                trigger=record.meta.trigger,
+                branch=record.meta.branch,
+            ),
+        )
+
+    def _write_failed(self, record: CheckpointRecord, location: str, error: BaseException | None) -> None:
+        from crewpoint.events import CheckpointFailedEvent, event_bus
+
+        reason = " ".join(str(error).split()) if error is not None else "no reference returned"
+        with self._lock:
+            self.failed += 1
+            self._lost.add(record.meta.id)
+            if self.checkpoint_id == record.meta.id:  # the next checkpoint's parent: the newest written
+                self.checkpoint_id = self.written_id
+        self.failures.append(f"checkpoint {record.meta.id[:12]} ({record.meta.trigger}) was not written: {reason}")
+        event_bus.emit(
+            self,
+            CheckpointFailedEvent(checkpoint_id=record.meta.id, location=location, error=reason),
+        )
+
+    def failure_summary(self) -> str | None:
+        """One line telling what was not written, or ``None`` when every checkpoint was."""
+        if not self.failed:
+            return None
+        latest = self.written_id[:12] if self.written_id else "none"
+        plural = "s were" if self.failed != 1 else " was"
+        return f"{self.failed} checkpoint{plural} not written ({self.failures[-1]}); latest written: {latest}"
 
     def _prune(self, provider: BaseProvider, location: str, keep: int) -> None:
-        protect = {p for p in (self.resumed_from, self.checkpoint_id) if p}
+        """Keep this run's newest ``keep`` checkpoints: its own chain on its branch, never another live run's,
+        never the checkpoint it resumed from."""
+        head = self.written_id
+        protect = {p for p in (self.resumed_from, head, self.checkpoint_id) if p}
         try:
-            provider.prune(location, keep, branch=self.branch, protect=protect)
+            provider.prune(
+                location,
+                keep,
+                branch=self.branch,
+                protect=protect,
+                lineage=self.lineage,
+                head=head,
+                own_run=self.run_id,
+            )
         except Exception as exc:
             log.warning("pruning %s failed: %s", location, exc)
 
     def checkpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
-        """Write a checkpoint now and return where it went (a file path, or ``db#id``)."""
+        """Write a checkpoint now and return where it went (a file path, or ``db#id``); a failed write raises
+        :class:`CheckpointError` (and is counted and reported like a failed background write)."""
         provider, loc = self._provider_for(None if location is None else str(location))
         writer.flush()
         record = self.capture(trigger)
-        ref = provider.write(loc, record)
-        provider.flush()
-        self.written += 1
-        self.last_ref = ref
+        try:
+            ref = provider.write(loc, record)
+            provider.flush()
+        except Exception as exc:
+            self._write_failed(record, loc, exc)
+            raise
+        self._write_done(record, ref)
         return ref
 
     async def acheckpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
         provider, loc = self._provider_for(None if location is None else str(location))
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
-        ref = await provider.awrite(loc, record)
-        await asyncio.to_thread(provider.flush)
-        self.written += 1
-        self.last_ref = ref
+        try:
+            ref = await provider.awrite(loc, record)
+            await asyncio.to_thread(provider.flush)
+        except Exception as exc:
+            self._write_failed(record, loc, exc)
+            raise
+        self._write_done(record, ref)
         return ref
 
     # -- events ----------------------------------------------------------------------------------------
@@ -276,6 +348,7 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     token = _current.set(state)
     previous = _install_signal_handlers(state)
     heartbeat = Heartbeat(state) if state.config is not None else None
+    state.heartbeat = heartbeat
     status = "finished"
     try:
         yield state
@@ -291,6 +364,10 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
         writer.flush()
         if heartbeat is not None:
             heartbeat.stop(status)
+            state.heartbeat = None
+        summary = state.failure_summary()
+        if summary is not None:
+            log.warning("%s", summary)
 
 
 class Heartbeat:
@@ -302,10 +379,12 @@ class Heartbeat:
         assert state.config is not None
         self.state = state
         self.location = state.config.location
-        self.sqlite = state.config.provider.kind == "sqlite"
+        self.provider = state.config.provider
+        self.recorded = False
+        self._beat_lock = threading.Lock()
         now = time.time()
         self.info = RunInfo(
-            run_id=uuid.uuid4().hex[:16],
+            run_id=state.run_id,
             pid=os.getpid(),
             host=this_host(),
             started_at=now,
@@ -317,29 +396,46 @@ class Heartbeat:
             checkpoint_id=state.checkpoint_id,
         )
         self._stop = threading.Event()
-        self._beat()
+        self.beat()
         self._thread = threading.Thread(target=self._loop, name="crewpoint-heartbeat", daemon=True)
         self._thread.start()
 
-    def _beat(self, status: str = "running") -> None:
-        from crewpoint.providers.runs import write_run
-
-        self.info = self.info.beat(status=status, branch=self.state.branch, checkpoint_id=self.state.checkpoint_id)
-        try:
-            write_run(self.location, self.info, sqlite=self.sqlite)
-        except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
-            log.debug("heartbeat for %s not written: %s", self.location, exc)
+    def beat(self, status: str = "running") -> None:
+        """Write the run's record through the store's provider (which makes no store for it)."""
+        with self._beat_lock:
+            state = self.state
+            self.info = self.info.beat(status=status, branch=state.branch, checkpoint_id=state.checkpoint_id)
+            try:
+                self.recorded = self.provider.write_run(self.location, self.info) or self.recorded
+            except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
+                log.debug("heartbeat for %s not written: %s", self.location, exc)
 
     def _loop(self) -> None:
         from crewpoint.providers.runs import BEAT_INTERVAL
 
         while not self._stop.wait(BEAT_INTERVAL):
-            self._beat()
+            self.beat()
 
     def stop(self, status: str) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        self._beat(status)
+        self.beat(status)
+
+
+def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
+    """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
+    copied into new checkpoints."""
+    from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, stored_branch_problem
+
+    problem = stored_branch_problem(branch)
+    if problem is None and lineage is not None and not isinstance(lineage, str):
+        problem = f"lineage must be text, not {type(lineage).__name__}"
+    if problem is None and parent_id is not None and (not isinstance(parent_id, str) or not ID_RE.fullmatch(parent_id)):
+        problem = f"invalid parent id {parent_id!r}"
+    if problem is None and (type(sequence) is not int or not 0 <= sequence <= MAX_SEQUENCE):
+        problem = f"sequence must be an integer from 0, not {sequence!r}"
+    if problem is not None:
+        raise DamagedCheckpoint(f"damaged checkpoint lineage: {problem}")
 
 
 def _emit_signal(state: RuntimeState, name: str) -> None:

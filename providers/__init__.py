@@ -1,12 +1,20 @@
-"""Checkpoint storage: a JSON folder or a SQLite file, behind one interface.
+"""Checkpoint storage behind one interface, and the one resolver from a location to its provider.
+
+A location is a folder (JSON), a database file (SQLite), ``file.db#id`` (one checkpoint in it), or a URL
+(``memory://name``; later ``postgresql://``). :func:`provider_for` asks each registered provider's detection
+function, highest priority first; nothing outside this package decides what kind of store a location is.
 
 Importing this package is cheap: the providers load on first use, and sqlite-utils only when a SQLite store
-is opened.
+is created.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import (
@@ -17,12 +25,14 @@ from crewpoint.providers.base import (
     CheckpointNotFound,
     CheckpointRecord,
     DamagedCheckpoint,
+    StoreChange,
     UnsupportedSchema,
 )
 from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
     from crewpoint.providers.json_provider import JsonProvider
+    from crewpoint.providers.memory_provider import MemoryProvider
     from crewpoint.providers.sqlite_provider import SqliteProvider
 
 __all__ = [
@@ -34,28 +44,33 @@ __all__ = [
     "CheckpointRecord",
     "DamagedCheckpoint",
     "JsonProvider",
+    "MemoryProvider",
+    "ProviderEntry",
     "SqliteProvider",
+    "StoreChange",
     "UnsupportedSchema",
     "is_sqlite_location",
     "provider_for",
+    "provider_kind",
+    "provider_named",
+    "register_provider",
+    "registered_providers",
     "split_ref",
 ]
 
 _LAZY = {
     "JsonProvider": "crewpoint.providers.json_provider",
     "SqliteProvider": "crewpoint.providers.sqlite_provider",
+    "MemoryProvider": "crewpoint.providers.memory_provider",
 }
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_shared: dict[str, BaseProvider] = {}
 
 
 def __getattr__(name: str) -> Any:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'crewpoint.providers' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
@@ -65,78 +80,186 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-def is_sqlite_location(location: str) -> bool:
-    """True for a ``path#id`` ref, a ``.db``/``.sqlite``/``.sqlite3`` path or an existing SQLite file.
+# -- the resolver ---------------------------------------------------------------------------------------------
 
-    An existing folder is never SQLite (``folder#id`` names a checkpoint in a JSON store).
+
+@dataclass(frozen=True)
+class ProviderEntry:
+    """A registered kind of store.
+
+    ``factory`` is ``"module:Class"`` (imported on first use) or a callable making the shared instance;
+    ``detect`` answers, cheaply and without writing anything, whether a location is this kind of store;
+    higher ``priority`` is asked first; ``read_only`` declares that the store is only read.
     """
-    path, ref_id = split_ref(location)
-    if os.path.isdir(path):
-        return False
-    if ref_id is not None or path.lower().endswith(SQLITE_SUFFIXES):
-        return True
-    return has_sqlite_header(path)
 
+    name: str
+    factory: str | Callable[[], BaseProvider]
+    detect: Callable[[str], bool]
+    priority: int = 0
+    read_only: bool = False
+
+    def make(self) -> BaseProvider:
+        if callable(self.factory):
+            return self.factory()
+        module_name, _, attr = self.factory.partition(":")
+        cls = getattr(importlib.import_module(module_name), attr)
+        provider: BaseProvider = cls()
+        return provider
+
+
+_registry: dict[str, ProviderEntry] = {}
+_shared: dict[str, BaseProvider] = {}
+_lock = threading.Lock()
+
+
+def register_provider(
+    name: str,
+    factory: str | Callable[[], BaseProvider],
+    detect: Callable[[str], bool],
+    *,
+    priority: int = 0,
+    read_only: bool = False,
+) -> None:
+    """Add (or replace) a kind of store the resolver can pick."""
+    with _lock:
+        _registry[name] = ProviderEntry(name, factory, detect, priority, read_only)
+        _shared.pop(name, None)
+
+
+def registered_providers() -> list[ProviderEntry]:
+    """The registered kinds of store, in the order the resolver asks them."""
+    return sorted(_registry.values(), key=lambda e: -e.priority)
+
+
+def provider_kind(location: str) -> str:
+    """The name of the provider that owns ``location``; raises :class:`CheckpointError` if none does."""
+    location = os.fspath(location)
+    for entry in registered_providers():
+        if entry.detect(location):
+            return entry.name
+    scheme = location.partition("://")[0]
+    raise CheckpointError(f"no checkpoint store kind handles {scheme}:// locations ({location})")
+
+
+def provider_named(name: str) -> BaseProvider:
+    """The shared provider registered as ``name`` (providers are thread-safe)."""
+    provider = _shared.get(name)
+    if provider is None:
+        entry = _registry.get(name)
+        if entry is None:
+            known = ", ".join(sorted(_registry))
+            raise CheckpointError(f"unknown checkpoint store kind {name!r} (known: {known})")
+        made = entry.make()
+        with _lock:
+            provider = _shared.setdefault(name, made)
+    return provider
+
+
+def provider_for(location: str) -> BaseProvider:
+    """The provider that owns ``location``; one shared instance per kind."""
+    return provider_named(provider_kind(location))
+
+
+# -- detection of the built-in kinds --------------------------------------------------------------------------
 
 OPEN_DATABASES: set[str] = set()
 """Absolute paths of the SQLite files this process holds connections to (kept by SqliteProvider)."""
 
 
 def has_sqlite_header(path: str) -> bool:
-    """Does the file start with the SQLite header?
+    """Does the regular file at ``path`` start with the SQLite header?
 
     Never opens a database this process is connected to: closing any descriptor of a file drops every POSIX
     lock the process holds on it, SQLite's included, and another process could then checkpoint and delete the
-    WAL under our live connection.
+    WAL under our live connection. Never opens a FIFO or device (it could block).
     """
     if os.path.abspath(path) in OPEN_DATABASES:
         return True
     try:
-        with open(path, "rb") as handle:
-            return handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.read(fd, len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
-def provider_for(location: str) -> BaseProvider:
-    """The provider that can open ``location``; one shared instance per kind (providers are thread-safe)."""
-    crewai = crewai_provider_for(location)
-    if crewai is not None:
-        return crewai
-    kind = "sqlite" if is_sqlite_location(location) else "json"
-    provider = _shared.get(kind)
-    if provider is None:
-        if kind == "sqlite":
-            from crewpoint.providers.sqlite_provider import SqliteProvider
+def _has_scheme(location: str) -> bool:
+    head, sep, _ = location.partition("://")
+    return bool(sep) and head.isidentifier()
 
-            provider = SqliteProvider()
-        else:
-            from crewpoint.providers.json_provider import JsonProvider
 
-            provider = JsonProvider()
-        provider = _shared.setdefault(kind, provider)
-    return provider
+def is_sqlite_location(location: str) -> bool:
+    """Is ``location`` a SQLite store: an existing SQLite file (by its header), ``path#id`` in one, or a path
+    that does not exist yet ending in ``.db``, ``.sqlite`` or ``.sqlite3``? A folder never is."""
+    if _has_scheme(location):
+        return False
+    path, _ = split_ref(location)
+    if os.path.isdir(path):
+        return False
+    if os.path.lexists(path):
+        if has_sqlite_header(path):
+            return True
+        try:
+            empty = os.path.getsize(path) == 0
+        except OSError:
+            return False
+        return empty and path.lower().endswith(SQLITE_SUFFIXES)
+    return path.lower().endswith(SQLITE_SUFFIXES)
+
+
+def _is_json_location(location: str) -> bool:
+    return not _has_scheme(location)
+
+
+def _is_memory_location(location: str) -> bool:
+    return location.startswith("memory://")
+
+
+register_provider("memory", "crewpoint.providers.memory_provider:MemoryProvider", _is_memory_location, priority=100)
+register_provider("sqlite", "crewpoint.providers.sqlite_provider:SqliteProvider", is_sqlite_location, priority=10)
+register_provider("json", "crewpoint.providers.json_provider:JsonProvider", _is_json_location, priority=0)
 
 
 # -- CrewAI's own stores (read-only), recognised before crewpoint's kinds ----------------------------------------
 
 
+def _is_crewai(kind: str) -> Callable[[str], bool]:
+    def detect(location: str) -> bool:
+        from crewpoint.providers.crewai_detect import crewai_kind
+
+        return not _has_scheme(location) and crewai_kind(location) == kind
+
+    return detect
+
+
+register_provider(
+    "crewai-sqlite",
+    "crewpoint.providers.crewai_sqlite:CrewAISqliteProvider",
+    _is_crewai("crewai-sqlite"),
+    priority=20,
+    read_only=True,
+)
+register_provider(
+    "crewai-json",
+    "crewpoint.providers.crewai_json:CrewAIJsonProvider",
+    _is_crewai("crewai-json"),
+    priority=5,
+    read_only=True,
+)
+
+
 def crewai_provider_for(location: str) -> BaseProvider | None:
     """The read-only provider for a CrewAI JSON folder or SQLite file at ``location``, else None."""
-    from crewpoint.providers.crewai_detect import crewai_kind
-
-    kind = crewai_kind(location)
-    if kind is None:
+    try:
+        kind = provider_kind(location)
+    except CheckpointError:
         return None
-    provider = _shared.get(kind)
-    if provider is None:
-        if kind == "crewai-sqlite":
-            from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
-
-            provider = CrewAISqliteProvider()
-        else:
-            from crewpoint.providers.crewai_json import CrewAIJsonProvider
-
-            provider = CrewAIJsonProvider()
-        provider = _shared.setdefault(kind, provider)
-    return provider
+    return provider_named(kind) if kind.startswith("crewai-") else None

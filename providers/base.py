@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crewpoint.providers.runs import RunInfo
+    from crewpoint.providers.watch import WatchSpec
 
 
 class CheckpointError(Exception):
@@ -74,14 +78,33 @@ class CheckpointRecord:
     body: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StoreChange:
+    """Something changed in a store. ``runs_only``: only run records (heartbeats) changed, no checkpoint."""
+
+    location: str
+    runs_only: bool = False
+
+
 class BaseProvider(abc.ABC):
-    """Storage backend interface. ``location`` is a folder (JSON) or a database file (SQLite)."""
+    """A checkpoint store. The provider owns the store: its layout, what counts as one of its locations, run
+    records (heartbeats) and change notification. Nothing outside ``crewpoint.providers`` reads its files.
+
+    Every record is isolated: a damaged one is listed with ``damaged`` set to its reason, never hides, stops or
+    gets the others deleted. Order is by sequence within a run's branch (``lineage``, ``branch``), by time
+    across them. Capabilities a provider lacks are declared (``read_only``), not skipped silently.
+    """
 
     kind: str = "base"
+    read_only: bool = False
+    """A read-only provider lists, reads and watches; writes, deletes and run records are refused."""
+
+    # -- records ---------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
     def write(self, location: str, record: CheckpointRecord) -> str:
-        """Store ``record`` atomically; return its reference (a file path, or ``db#id``)."""
+        """Store ``record`` atomically; return its reference (a file path, or ``db#id``). A failed write raises
+        :class:`CheckpointError` and leaves nothing behind."""
 
     async def awrite(self, location: str, record: CheckpointRecord) -> str:
         import asyncio
@@ -99,23 +122,37 @@ class BaseProvider(abc.ABC):
         return await asyncio.to_thread(self.read, location, checkpoint_id)
 
     @abc.abstractmethod
-    def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
-        """Metadata of every checkpoint, newest first, without reading bodies."""
+    def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """Metadata of every checkpoint, newest first, without reading bodies; damaged ones included."""
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """The first ``limit`` checkpoints :meth:`list` gives; a store that can should not read the rest."""
+        return self.list(location, branch)[: max(0, limit)]
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        """What :meth:`list` gives, in the same order, as it is read: a big store can show its first rows before
+        the last are read. Default: the whole listing, then its items."""
+        yield from self.list(location, branch)
 
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
-        metas = self.list(location, branch)
-        return metas[0] if metas else None
+        """The newest checkpoint that is not damaged."""
+        return next((m for m in self.list(location, branch) if m.damaged is None), None)
 
     def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
         """The metadata of one checkpoint by its full id, or ``None`` (no body is read)."""
         return next((m for m in self.list(location) if m.id == checkpoint_id), None)
+
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        """The checkpoint and its parents, nearest first, as far as they are in the store."""
+        by_id = {m.id: m for m in self.list(location)}
+        return walk_parents(by_id.get, checkpoint_id)
 
     def flush(self) -> None:  # noqa: B027 - most providers have nothing to do
         """Make every write so far durable (called at the end of a run and on signals). Default: nothing to do."""
 
     @abc.abstractmethod
     def delete(self, location: str, ids: Iterable[str]) -> int:
-        """Delete checkpoints by id; return how many were removed."""
+        """Delete checkpoints by id, oldest first (an interrupted delete leaves no gap); return how many."""
 
     def prune(
         self,
@@ -124,11 +161,79 @@ class BaseProvider(abc.ABC):
         branch: str | None = None,
         protect: Iterable[str] = (),
         dry_run: bool = False,
+        *,
+        lineage: str | None = None,
+        head: str | None = None,
+        own_run: str | None = None,
     ) -> builtins.list[str]:
-        """Keep the newest ``keep`` per branch; never delete a fork point or an id in ``protect``."""
-        from crewpoint.providers.prune import plan_prune
+        """Keep the newest ``keep`` of each run's branch (``lineage``, ``branch``); see
+        :func:`crewpoint.providers.prune.plan_prune` for what is never deleted. ``head`` limits the plan to one
+        run's own chain (the checkpoint it wrote last and its parents). The checkpoints of live runs other than
+        ``own_run`` are never deleted."""
+        from crewpoint.providers.prune import live_checkpoints, plan_prune
 
-        doomed = plan_prune(self.list(location), keep=keep, branch=branch, protect=set(protect))
+        self._refuse_if_read_only(location)
+        metas = self.list(location)
+        spared = set(protect) | live_checkpoints(metas, self.read_runs(location), own_run)
+        doomed = plan_prune(metas, keep=keep, branch=branch, protect=spared, lineage=lineage, head=head)
         if doomed and not dry_run:
             self.delete(location, doomed)
         return doomed
+
+    def clean(self, location: str) -> int:
+        """Remove what interrupted writes left behind (temporary files of writers that died); return how
+        many. Never touches a checkpoint. Default: nothing to clean."""
+        return 0
+
+    # -- the store -------------------------------------------------------------------------------------------
+
+    def store_at(self, location: str) -> str:
+        """The store ``location`` names (itself, or the store holding the checkpoint it names); raises
+        :class:`CheckpointNotFound` with a one-line reason when there is none."""
+        return location
+
+    def store_of(self, meta: CheckpointMeta) -> str:
+        """The store that holds the checkpoint ``meta`` describes (from ``meta.location``)."""
+        from crewpoint.providers.refs import split_ref
+
+        return split_ref(meta.location)[0]
+
+    def _refuse_if_read_only(self, location: str) -> None:
+        if self.read_only:
+            raise CheckpointError(f"{location} is opened read-only ({self.kind} store): nothing is written to it")
+
+    # -- run records (heartbeats) ----------------------------------------------------------------------------
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        """Record ``run`` in the store, replacing its previous beat; return whether it was recorded. A store
+        that does not exist yet is not made by a run record (False). Default: run records are not kept."""
+        return False
+
+    def read_runs(self, location: str) -> builtins.list[RunInfo]:
+        """Every run recorded in the store, newest start first; damaged records are skipped."""
+        return []
+
+    # -- change notification ---------------------------------------------------------------------------------
+
+    def watch(self, location: str, stop: Any, debounce_ms: int = 200) -> AsyncIterator[StoreChange]:
+        """Yield a :class:`StoreChange` whenever the store changes (bursts coalesced), until ``stop`` (an
+        ``asyncio.Event``) is set. A store that does not exist yet is waited for."""
+        from crewpoint.providers.watch import watch_files
+
+        return watch_files(lambda: self.watch_spec(location), stop, debounce_ms)
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        """What to watch on disk for :meth:`watch` (file-based providers)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot watch {location}")
+
+
+def walk_parents(lookup: Callable[[str], CheckpointMeta | None], checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+    """Follow parent ids from ``checkpoint_id`` through ``lookup``, nearest first, stopping at a cycle."""
+    chain: builtins.list[CheckpointMeta] = []
+    seen: set[str] = set()
+    current = lookup(checkpoint_id)
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
+        chain.append(current)
+        current = lookup(current.parent_id) if current.parent_id else None
+    return chain

@@ -256,7 +256,8 @@ def fork_checkpoint(
 
 def _write_file(root: str, branch: str, name: str, text: str) -> str:
     """Write ``text`` to ``<root>/<branch>/<name>`` atomically (temp file, fsync, rename), 0600."""
-    from crewpoint.providers.json_provider import JsonProvider, fsync_dir
+    from crewpoint.providers.files import fsync_dir
+    from crewpoint.providers.json_provider import JsonProvider
 
     folder = JsonProvider._branch_folder(root, branch, create=True)
     assert folder is not None

@@ -112,6 +112,7 @@ class CrewAIJsonProvider(BaseProvider):
     """Reads CrewAI's JSON checkpoint folders; every key in them is masked."""
 
     kind = "crewai-json"
+    read_only = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -124,16 +125,6 @@ class CrewAIJsonProvider(BaseProvider):
         raise CheckpointError(READ_ONLY)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
-        raise CheckpointError(READ_ONLY)
-
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-    ) -> builtins.list[str]:
         raise CheckpointError(READ_ONLY)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:

@@ -96,6 +96,7 @@ class CrewAISqliteProvider(BaseProvider):
     """Reads CrewAI's SQLite checkpoint stores; every key in them is masked."""
 
     kind = "crewai-sqlite"
+    read_only = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -108,16 +109,6 @@ class CrewAISqliteProvider(BaseProvider):
         raise CheckpointError(READ_ONLY)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
-        raise CheckpointError(READ_ONLY)
-
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-    ) -> builtins.list[str]:
         raise CheckpointError(READ_ONLY)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:

@@ -32,7 +32,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from stat import S_ISDIR, S_ISLNK, S_ISREG
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from crewpoint.providers.watch import WatchSpec
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -43,12 +46,24 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
 )
 from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
+from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
+from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
+from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale_temp_files, temp_name
 from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import check_branch, check_meta, match_prefix, split_ref
+from crewpoint.providers.refs import (
+    MAX_SEQUENCE,
+    check_meta,
+    check_stored_branch,
+    match_prefix,
+    meta_problem,
+    split_ref,
+)
+from crewpoint.providers.runs import RunInfo, run_from_dict
 
 INDEX = ".index.jsonl"
 NAME_RE = re.compile(
-    r"(\d{1,19})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
+    r"(\d{1,40})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
 )
 _NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
 _TIME = "%Y%m%dT%H%M%S.%f"
@@ -98,43 +113,6 @@ def _file_text(meta: CheckpointMeta, body: dict[str, Any], encode: Callable[[Any
     return "".join(out)
 
 
-def make_private_dirs(path: str) -> None:
-    """Create ``path`` and missing parents, each new folder 0700 whatever the umask."""
-    missing: list[str] = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            if os.path.isdir(folder):
-                continue
-            raise CheckpointError(f"cannot create folder {folder}: a file is in the way") from None
-        except OSError as exc:
-            raise CheckpointError(f"cannot create folder {folder}: {exc.strerror}") from exc
-        os.chmod(folder, 0o700)
-
-
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def fsync_dir(path: str) -> None:
-    """Make a rename in ``path`` durable (where the platform can open folders)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class _Entry(NamedTuple):
     branch: str
     path: str
@@ -153,7 +131,7 @@ class _Entry(NamedTuple):
             parent_id=parent,
             branch=self.branch,
             lineage="",
-            sequence=int(seq),
+            sequence=int(seq) if int(seq) <= MAX_SEQUENCE else 0,
             created_at=created,
             trigger="",
             size=size,
@@ -178,6 +156,7 @@ class JsonProvider(BaseProvider):
         self._dirty: dict[str, float] = {}
         self._synced: dict[str, float] = {}
         self._dir_lock = threading.Lock()
+        self._cleaned: set[str] = set()
 
     def flush(self) -> None:
         """fsync every folder that has renames not yet on disk."""
@@ -221,11 +200,17 @@ class JsonProvider(BaseProvider):
         return self.write_encoded(location, meta, data)
 
     def write_encoded(self, location: str, meta: CheckpointMeta, data: bytes) -> str:
-        """Store a checkpoint file already encoded by :func:`encode_file`: atomically, 0600, fsync'd."""
-        root = _root(location)[0]
+        """Store a checkpoint file already encoded by :func:`encode_file`: atomically, 0600, fsync'd.
+
+        ``location`` is taken as written: a ``#`` in it is part of the folder's name, never a reference.
+        """
+        root = _write_root(location)
         make_private_dirs(root)
         folder = self._branch_folder(root, meta.branch, create=True)
         assert folder is not None
+        if folder not in self._cleaned:
+            self._cleaned.add(folder)
+            remove_stale_temp_files(folder)
         name = file_name(meta)
         try:
             stat = _atomic_write(folder, name, data, self.fsync)
@@ -244,10 +229,10 @@ class JsonProvider(BaseProvider):
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
         if wanted is None:
-            metas = self.list(root)
-            if not metas:
-                raise CheckpointNotFound(f"no checkpoints in {root}")
-            return _read_file(metas[0].location, follow=False)
+            latest = self.latest(root)
+            if latest is None:
+                raise CheckpointNotFound(f"no readable checkpoints in {root}")
+            return _read_file(latest.location, follow=False)
         entries = self._scan(root)
         found = match_prefix([e.id for e in entries], wanted, root)
         chosen = max((e for e in entries if e.id == found), key=lambda e: (int(e.match.group(1)), e.match.group(2)))
@@ -256,7 +241,7 @@ class JsonProvider(BaseProvider):
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         root = _root(location)[0]
         if branch is not None:
-            check_branch(branch)
+            check_stored_branch(branch)
         if os.path.isfile(root):
             single = _file_meta(root, None)
             return [single] if branch is None or single.branch == branch else []
@@ -280,11 +265,13 @@ class JsonProvider(BaseProvider):
             cached = index.get(entry.match.group(3))
             if cached is not None and cached[0] == size and cached[1] == mtime and cached[_BRANCH] == entry.branch:
                 try:
-                    append(_meta_of(cached, size, entry.path))
+                    from_index = _meta_of(cached, size, entry.path)
+                except TypeError:
+                    from_index = None
+                if from_index is not None and meta_problem(from_index) is None:
+                    append(from_index)
                     good.append(cached)
                     continue
-                except TypeError:
-                    pass
             found = _file_meta(entry.path, entry, size)
             if found.damaged is None:
                 line = [size, mtime, *_values(found)]
@@ -304,24 +291,157 @@ class JsonProvider(BaseProvider):
             return 0
         removed = 0
         folders: set[str] = set()
-        for entry in self._scan(root):
-            if entry.id in wanted:
-                try:
-                    os.unlink(entry.path)
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    raise CheckpointError(f"cannot delete {entry.path}: {exc.strerror}") from exc
-                removed += 1
-                folders.add(os.path.dirname(entry.path))
+        # Oldest first: a delete cut short (a crash, a full disk) leaves each branch's newest part whole.
+        doomed = sorted((e for e in self._scan(root) if e.id in wanted), key=lambda e: int(e.match.group(1)))
+        for entry in doomed:
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CheckpointError(f"cannot delete {entry.path}: {exc.strerror}") from exc
+            removed += 1
+            folders.add(os.path.dirname(entry.path))
         if self.fsync:
             for folder in folders:
-                fsync_dir(folder)
+                try:
+                    fsync_dir(folder)
+                except OSError:
+                    continue
         if removed:
             index, _ = _load_index(root)
             remaining = {e.id for e in self._scan(root)}
             _rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
         return removed
+
+    def prune(
+        self,
+        location: str,
+        keep: int,
+        branch: str | None = None,
+        protect: Iterable[str] = (),
+        dry_run: bool = False,
+        *,
+        lineage: str | None = None,
+        head: str | None = None,
+        own_run: str | None = None,
+    ) -> builtins.list[str]:
+        """As :meth:`BaseProvider.prune`; also removes temporary files that writers killed mid-write left."""
+        doomed = super().prune(location, keep, branch, protect, dry_run, lineage=lineage, head=head, own_run=own_run)
+        if not dry_run:
+            self.clean(location)
+        return doomed
+
+    def clean(self, location: str) -> int:
+        """Remove temporary files left by writers that died mid-write; return how many."""
+        root = _root(location)[0]
+        removed = remove_stale_temp_files(root)
+        for entry_folder in {os.path.dirname(e.path) for e in self._scan(root)} | self._folders(root):
+            removed += remove_stale_temp_files(entry_folder)
+        return removed
+
+    def _folders(self, root: str) -> set[str]:
+        found: set[str] = set()
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith("."):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    if S_ISDIR(os.lstat(path).st_mode):
+                        found.add(path)
+                        stack.append(path)
+                except OSError:
+                    continue
+        return found
+
+    # the store
+
+    def store_at(self, location: str) -> str:
+        """A folder that is a JSON store (empty, or with checkpoint files under it), or the store holding the
+        checkpoint file ``location`` names."""
+        path = _root(location)[0]
+        if os.path.isdir(path):
+            if _looks_like_store(path):
+                return path
+            raise CheckpointNotFound(f"{path}: this folder holds no checkpoints")
+        if not os.path.lexists(path):
+            raise CheckpointNotFound(f"{path}: no such file or folder")
+        if path.endswith(".json"):
+            try:
+                return _root_of(path, _file_meta(path, None).branch)
+            except CheckpointError:
+                return os.path.dirname(os.path.dirname(os.path.abspath(path)))
+        raise CheckpointNotFound(f"{path}: not a checkpoint store (a checkpoint folder or a SQLite database)")
+
+    def store_of(self, meta: CheckpointMeta) -> str:
+        path, _ = split_ref(meta.location)
+        if os.path.isdir(path):
+            return path
+        return _root_of(path, meta.branch)
+
+    # run records: one small file per run under .runs/, never through a link
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        root = _write_root(location)
+        if not os.path.isdir(root):
+            return False  # the store is made by the first checkpoint, not by a run record
+        folder = os.path.join(root, RUNS)
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        mode = os.lstat(folder).st_mode
+        if not S_ISDIR(mode):
+            raise CheckpointError(f"{folder} is not a folder (a link or a file): run records are not written")
+        _atomic_write(folder, f"{run.run_id}.json", encode_json(_run_dict(run)).encode("utf-8"), fsync=False)
+        return True
+
+    def read_runs(self, location: str) -> builtins.list[RunInfo]:
+        folder = os.path.join(_root(location)[0], RUNS)
+        try:
+            if not S_ISDIR(os.lstat(folder).st_mode):
+                return []
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        runs: builtins.list[RunInfo] = []
+        for name in names:
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            try:
+                data = _read_regular(os.path.join(folder, name), follow=False)
+                run = run_from_dict(json.loads(data))
+            except (OSError, ValueError, RecursionError, _NotRegular):
+                continue
+            if run is not None:
+                runs.append(run)
+        runs.sort(key=lambda r: r.started_at, reverse=True)
+        return runs
+
+    # change notification
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        from crewpoint.providers.watch import WatchSpec, waiting_spec
+
+        path = os.path.abspath(_root(location)[0])
+        if os.path.isdir(path):
+            runs = os.path.join(path, RUNS)
+
+            def keep(changed: str) -> bool:
+                return not changed.endswith(".tmp")
+
+            def runs_only(changed: str) -> bool:
+                return changed == runs or os.path.dirname(changed) == runs
+
+            return WatchSpec(location, True, path, True, keep, runs_only)
+        return waiting_spec(location, path)
 
     # folders
 
@@ -329,7 +449,7 @@ class JsonProvider(BaseProvider):
     def _branch_folder(root: str, branch: str, create: bool) -> str | None:
         """The folder of ``branch`` under ``root`` (created if asked). Every part must be a real folder:
         a symbolic link anywhere below ``root`` is refused, so the path cannot leave the store."""
-        check_branch(branch)
+        check_stored_branch(branch)
         current = root
         for part in branch.split("/"):
             step = os.path.join(current, part)
@@ -392,6 +512,50 @@ class JsonProvider(BaseProvider):
         return entries
 
 
+RUNS = ".runs"
+"""The folder of a store's run records."""
+
+_MAX_DEPTH = 4
+_MAX_FOLDERS = 500
+
+
+def _write_root(location: str) -> str:
+    """The folder a write to ``location`` goes to: the location as written (a ``#`` is part of the name)."""
+    return location.rstrip(os.sep) or location
+
+
+def _root_of(path: str, branch: str) -> str:
+    """The store folder of the checkpoint file ``path`` on ``branch`` (``<store>/<branch>/<file>``)."""
+    root = os.path.dirname(os.path.abspath(path)) if os.path.isabs(path) else os.path.dirname(path)
+    for _ in branch.split("/") if branch else [""]:
+        root = os.path.dirname(root)
+    return root or "."
+
+
+def _looks_like_store(path: str) -> bool:
+    """An empty folder (a store nothing has written to yet) or one with checkpoint files under it."""
+    try:
+        entries = [e for e in os.listdir(path) if not e.startswith(".")]
+    except OSError:
+        return False
+    if not entries or os.path.lexists(os.path.join(path, INDEX)):
+        return True
+    seen = 0
+    for top, dirs, files in os.walk(path):
+        depth = top[len(path) :].count(os.sep)
+        dirs[:] = [d for d in dirs if not d.startswith(".")] if depth < _MAX_DEPTH else []
+        if top != path and any(NAME_RE.fullmatch(f) for f in files):
+            return True
+        seen += 1
+        if seen >= _MAX_FOLDERS:  # a big folder that is no store: stop looking
+            break
+    return False
+
+
+def _run_dict(run: RunInfo) -> dict[str, Any]:
+    return {f: getattr(run, f) for f in RunInfo.__dataclass_fields__}
+
+
 def _root(location: str) -> tuple[str, str | None]:
     """The store folder (or file) and the id a ``folder#id`` reference names."""
     path, ref_id = split_ref(location)
@@ -403,7 +567,7 @@ def _inside(path: str, top: str) -> bool:
 
 
 def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
-    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+    temp = os.path.join(folder, temp_name(name))
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
     try:
         try:
@@ -426,8 +590,28 @@ def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_r
     return stat
 
 
-def _open_nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | _O_NOFOLLOW)
+class _NotRegular(Exception):
+    """A path named like a checkpoint is a FIFO, device, socket or folder: it is never read."""
+
+
+def _open_regular(path: str, follow: bool) -> int:
+    """Open ``path`` for reading only if it is a regular file (never blocking on a FIFO); inside a store
+    (``follow=False``) a symbolic link is not followed."""
+    flags = os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | (0 if follow else _O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise _NotRegular(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: str, follow: bool) -> bytes:
+    fd = _open_regular(path, follow)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def _damage(path: str, reason: str) -> DamagedCheckpoint:
@@ -464,20 +648,20 @@ def _meta_from(raw: Any, size: int, location: str) -> CheckpointMeta:
     fields.setdefault("lineage", "")
     fields.setdefault("trigger", "")
     meta = CheckpointMeta(**fields, size=size, location=location)
-    try:
-        check_meta(meta)
-    except CheckpointError as exc:
-        raise ValueError(f"bad metadata: {exc}") from None
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise ValueError(f"bad metadata: {problem}")
     return meta
 
 
 def _read_file(path: str, follow: bool = True) -> CheckpointRecord:
     """Read and check one checkpoint file; inside a store (``follow=False``) a link is not followed."""
     try:
-        with open(path, "rb", opener=None if follow else _open_nofollow) as handle:
-            data = handle.read()
+        data = _read_regular(path, follow)
     except FileNotFoundError:
         raise CheckpointNotFound(f"no checkpoint at {path}") from None
+    except _NotRegular:
+        raise DamagedCheckpoint(f"{path}: not a regular file (a FIFO, device or folder): never read") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise CheckpointError(f"{path} is a symbolic link inside the checkpoint store: refused") from None
@@ -498,7 +682,7 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
     A file that cannot be read gives damaged metadata when its name parses (``entry``), else raises.
     """
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(_open_regular(path, follow=entry is None), "rb") as handle:
             head = handle.read(_HEAD_BYTES)
             end = head.find(b"\n")
             if head.startswith(_HEADER) and end > len(_HEADER) and head[end - 1 : end] == b",":
@@ -506,7 +690,7 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
                     size = os.fstat(handle.fileno()).st_size
                 try:
                     return _meta_from(json.loads(head[len(_HEADER) : end - 1]), size, path)
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
             data = head + handle.read()
         size = len(data)
@@ -518,6 +702,10 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         if entry is None:
             raise _damage(path, str(exc)) from None
         return entry.damaged(str(exc), size or 0)
+    except _NotRegular:
+        if entry is None:
+            raise _damage(path, "not a regular file (a FIFO, device or folder): never read") from None
+        return entry.damaged("not a regular file (a FIFO, device or folder): never read", size or 0)
     except OSError as exc:
         if entry is None:
             raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
@@ -551,16 +739,15 @@ def _index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
 def _load_index(root: str) -> tuple[dict[str, list[Any]], int]:
     """``{id: [size, mtime_ns, *values]}`` and the number of lines read."""
     try:
-        with open(os.path.join(root, INDEX), "rb") as handle:
-            data = handle.read()
-    except OSError:
+        data = _read_regular(os.path.join(root, INDEX), follow=False)
+    except (OSError, _NotRegular):
         return {}, 0
     data = data.strip(b"\n")
     if not data:
         return {}, 0
     try:
         items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         items = list(_each_line(data.split(b"\n")))
     out: dict[str, list[Any]] = {}
     width = 2 + len(STORED_FIELDS)
@@ -577,16 +764,22 @@ def _each_line(lines: list[bytes]) -> Iterator[Any]:
     for line in lines:
         try:
             yield json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
 
 
 def _append_index(root: str, lines: list[str]) -> None:
     try:
-        fd = os.open(os.path.join(root, INDEX), os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o600)
+        fd = os.open(
+            os.path.join(root, INDEX),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW | _O_NONBLOCK,
+            0o600,
+        )
     except OSError:
-        return
+        return  # a link (never followed out of the store) or no write access: the index is only a cache
     try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return
         if os.fstat(fd).st_size == 0:
             os.fchmod(fd, 0o600)
             lines = [_INDEX_HEADER, *lines]

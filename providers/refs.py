@@ -6,6 +6,7 @@ exactly the same set so a checkpoint can move between stores.
 
 from __future__ import annotations
 
+import os
 import re
 
 from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, CheckpointMeta, CheckpointNotFound
@@ -28,20 +29,65 @@ def check_id(value: object, what: str = "checkpoint id") -> str:
 
 
 def check_branch(name: object) -> str:
-    """Return ``name`` if it is a safe branch name, else raise :class:`CheckpointError`.
+    """Return ``name`` if it is a good name for a new branch, else raise :class:`CheckpointError`.
 
-    A branch may contain ``/`` (``fork/2024-x``); each part must be non-empty, must not start with ``.``
-    (which also rules out ``.`` and ``..``) nor end with ``.json`` (the JSON store's file names), and must not
-    contain a backslash, NUL or control character.
+    This is the one rule for naming branches, checked when a fork is made, before any work, by the API
+    (``fork(branch=...)``), the command line and the app (:func:`branch_problem`). A branch may contain ``/``
+    (``fork/2024-x``); each part must be non-empty, must not start with ``.`` (which also rules out ``.`` and
+    ``..``) nor end with ``.json`` (the JSON store's file names); no whitespace, backslash or control character.
     """
+    problem = branch_problem(name)
+    if problem is not None:
+        raise CheckpointError(problem)
+    assert isinstance(name, str)
+    return name
+
+
+def check_stored_branch(name: object) -> str:
+    """Return ``name`` if a store can keep it safely, else raise. As :func:`check_branch`, but whitespace is
+    allowed: branches named before the naming rule refused it stay readable and can be continued."""
+    problem = stored_branch_problem(name)
+    if problem is not None:
+        raise CheckpointError(problem)
+    assert isinstance(name, str)
+    return name
+
+
+_GOOD_BRANCHES: set[str] = set()
+_STORABLE_BRANCHES: set[str] = set()
+
+
+def branch_problem(name: object) -> str | None:
+    """Why ``name`` is not a good name for a new branch (one line), or ``None`` when it is."""
+    return _problem(name, _GOOD_BRANCHES, new=True)
+
+
+def stored_branch_problem(name: object) -> str | None:
+    """Why a store cannot keep a branch of this name (one line), or ``None``."""
+    return _problem(name, _STORABLE_BRANCHES, new=False)
+
+
+def _problem(name: object, known: set[str], new: bool) -> str | None:
+    if isinstance(name, str) and name in known:
+        return None
+    try:
+        _check_branch(name, new)
+    except CheckpointError as exc:
+        return str(exc)
+    if len(known) < 4096:
+        known.add(name)  # type: ignore[arg-type]
+    return None
+
+
+def _check_branch(name: object, new: bool) -> str:
     if not isinstance(name, str) or not name:
         raise CheckpointError("invalid branch name: it is empty")
     if len(name) > MAX_BRANCH:
         raise CheckpointError(f"invalid branch name {name[:40]!r}...: longer than {MAX_BRANCH} characters")
     if name.startswith("/"):
         raise CheckpointError(f"invalid branch name {name!r}: it is an absolute path")
-    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise CheckpointError(f"invalid branch name {name!r}: backslashes and control characters are refused")
+    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 or (new and c.isspace()) for c in name):
+        raise CheckpointError(f"invalid branch name {name!r}: spaces, backslashes and control characters are refused")
     for part in name.split("/"):
         if part == "..":
             raise CheckpointError(f"invalid branch name {name!r}: '..' would leave the checkpoint store")
@@ -54,18 +100,81 @@ def check_branch(name: object) -> str:
     return name
 
 
-def check_meta(meta: CheckpointMeta) -> CheckpointMeta:
-    """Check what a store relies on: ids, branch, a sequence of 0 or more and a finite creation time."""
-    check_id(meta.id)
-    if meta.parent_id is not None:
-        check_id(meta.parent_id, "parent id")
-    check_branch(meta.branch)
-    if not isinstance(meta.sequence, int) or isinstance(meta.sequence, bool) or meta.sequence < 0:
-        raise CheckpointError(f"checkpoint {meta.id}: sequence must be an integer of 0 or more, not {meta.sequence!r}")
+MAX_SEQUENCE = 2**63 - 1
+"""The largest sequence number a store keeps (SQLite's INTEGER); a larger one is refused on write and makes a
+stored record damaged, so it can never sort above every later checkpoint."""
+
+_TEXT_FIELDS = ("trigger", "entity_kind", "entity_name", "version")
+_COUNT_FIELDS = ("tasks_done", "tasks_total", "schema_version")
+
+
+def meta_problem(meta: CheckpointMeta) -> str | None:
+    """Why ``meta`` cannot be trusted (one line), or ``None``. Every field is checked for its type, so a
+    record whose metadata was edited by hand or damaged can be shown as damaged instead of breaking a sort."""
+    if not isinstance(meta.id, str) or not ID_RE.fullmatch(meta.id):
+        return f"invalid checkpoint id {meta.id!r}"
+    if meta.parent_id is not None and (not isinstance(meta.parent_id, str) or not ID_RE.fullmatch(meta.parent_id)):
+        return f"invalid parent id {meta.parent_id!r}"
+    problem = stored_branch_problem(meta.branch)
+    if problem is not None:
+        return problem
+    if not isinstance(meta.lineage, str):
+        return f"lineage must be text, not {type(meta.lineage).__name__}"
+    sequence = meta.sequence
+    if type(sequence) is not int or not 0 <= sequence <= MAX_SEQUENCE:
+        return f"sequence must be an integer from 0 to 2**63-1, not {_short(sequence)}"
     created = meta.created_at
-    if not isinstance(created, int | float) or isinstance(created, bool) or not 0 <= created < _YEAR_10000:
-        raise CheckpointError(f"checkpoint {meta.id}: created_at must be a time in seconds, not {created!r}")
+    if type(created) not in (int, float) or not 0 <= created < _YEAR_10000:
+        return f"created_at must be a time in seconds, not {_short(created)}"
+    for name in _TEXT_FIELDS:
+        if not isinstance(getattr(meta, name), str):
+            return f"{name} must be text, not {type(getattr(meta, name)).__name__}"
+    for name in _COUNT_FIELDS:
+        value = getattr(meta, name)
+        if type(value) is not int or value < 0:
+            return f"{name} must be a count, not {_short(value)}"
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_meta(meta: CheckpointMeta) -> CheckpointMeta:
+    """Return ``meta`` if a store can keep it (see :func:`meta_problem`), else raise :class:`CheckpointError`."""
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise CheckpointError(f"checkpoint {meta.id!r}: {problem}" if isinstance(meta.id, str) else problem)
     return meta
+
+
+def damaged_meta(meta: CheckpointMeta, reason: str) -> CheckpointMeta:
+    """``meta`` marked damaged, with every field a list view sorts or groups on made safe to use."""
+    seq = meta.sequence if type(meta.sequence) is int and 0 <= meta.sequence <= MAX_SEQUENCE else 0
+    created = meta.created_at
+    if type(created) not in (int, float) or not 0 <= created < _YEAR_10000:
+        created = 0.0
+    return CheckpointMeta(
+        id=meta.id if isinstance(meta.id, str) else str(meta.id),
+        parent_id=meta.parent_id if isinstance(meta.parent_id, str) else None,
+        branch=meta.branch if isinstance(meta.branch, str) else "",
+        lineage=meta.lineage if isinstance(meta.lineage, str) else "",
+        sequence=seq,
+        created_at=float(created),
+        trigger=meta.trigger if isinstance(meta.trigger, str) else "",
+        entity_kind=meta.entity_kind if isinstance(meta.entity_kind, str) else "",
+        entity_name=meta.entity_name if isinstance(meta.entity_name, str) else "",
+        size=meta.size if type(meta.size) is int else 0,
+        location=meta.location,
+        damaged=reason,
+    )
+
+
+def checked(meta: CheckpointMeta) -> CheckpointMeta:
+    """``meta`` as it is when it can be trusted, else marked damaged with the reason."""
+    problem = meta_problem(meta)
+    return meta if problem is None else damaged_meta(meta, problem)
 
 
 def short_id(checkpoint_id: str, width: int = 8) -> str:
@@ -79,10 +188,13 @@ def short_id(checkpoint_id: str, width: int = 8) -> str:
 def split_ref(ref: str) -> tuple[str, str | None]:
     """Split ``path#id`` into ``(path, id)``; a plain path gives ``(path, None)``.
 
-    A ``#`` followed by something that is not an id (``/tmp/a#b/store``) is part of the path.
+    A ``#`` followed by something that is not an id (``/tmp/a#b/store``) is part of the path, and so is a
+    ``#`` in a path that exists as written (a folder named ``run#1`` is that folder, never ``run`` cut short).
     """
     location, sep, fragment = ref.rpartition("#")
     if not sep or not location:
+        return ref, None
+    if os.path.lexists(ref):
         return ref, None
     if not fragment:
         return location, None

@@ -4,17 +4,16 @@ A run beats every few seconds while it goes and writes its final status when it 
 running, finished, failed, interrupted and crashed runs apart: a run still marked ``running`` whose beat is
 stale, or whose process is gone from this host, has crashed.
 
-JSON stores keep one small file per run under ``<location>/.runs/``; SQLite stores keep a ``runs`` table.
+Each provider keeps run records its own way (a JSON store: one small file per run under ``.runs/``; a SQLite
+store: a ``runs`` table); :func:`read_runs` and :func:`write_run` go through the provider of a location.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import sqlite3
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 BEAT_INTERVAL = 2.0
@@ -74,82 +73,45 @@ def classify(run: RunInfo, now: float | None = None, host: str | None = None) ->
     return "running"
 
 
-def _is_sqlite(location: str) -> bool:
-    from crewpoint.providers import is_sqlite_location
-
-    return is_sqlite_location(location)
-
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
-    "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, checkpoint_id TEXT)"
-)
+def live(runs: list[RunInfo], now: float | None = None) -> list[RunInfo]:
+    """The runs among ``runs`` that are still going (see :func:`classify`)."""
+    return [r for r in runs if classify(r, now) == "running"]
 
 
-def write_run(location: str, run: RunInfo, sqlite: bool | None = None) -> None:
-    """Record ``run`` in the store at ``location`` (atomically replacing its previous beat). ``sqlite`` says the
-    store's kind when the caller knows it (a store nothing has been written to yet cannot be sniffed)."""
-    if sqlite if sqlite is not None else _is_sqlite(location):
-        from crewpoint.providers import split_ref
+def run_from_dict(data: object) -> RunInfo | None:
+    """A run record from stored data, or ``None`` when it is not one (a damaged record is skipped)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        run = RunInfo.from_dict(data)
+    except TypeError:
+        return None
+    types = (
+        isinstance(run.run_id, str)
+        and type(run.pid) is int
+        and isinstance(run.host, str)
+        and type(run.started_at) in (int, float)
+        and type(run.last_beat) in (int, float)
+        and run.status in STATUSES
+        and isinstance(run.branch, str)
+        and isinstance(run.lineage, str)
+        and (run.checkpoint_id is None or isinstance(run.checkpoint_id, str))
+    )
+    return run if types else None
 
-        path = split_ref(location)[0]
-        if not os.path.exists(path):
-            return  # the store is made by the first checkpoint, not by a heartbeat
-        con = sqlite3.connect(path, timeout=10)
-        try:
-            con.execute(_SCHEMA)
-            fields = asdict(run)
-            names = ", ".join(fields)
-            marks = ", ".join("?" for _ in fields)
-            con.execute(f"INSERT OR REPLACE INTO runs ({names}) VALUES ({marks})", list(fields.values()))
-            con.commit()
-        finally:
-            con.close()
-        return
-    folder = os.path.join(location, ".runs")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    target = os.path.join(folder, f"{run.run_id}.json")
-    temp = f"{target}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(asdict(run), handle)
-    os.replace(temp, target)
+
+def write_run(location: str, run: RunInfo) -> None:
+    """Record ``run`` in the store at ``location``, through the provider that owns it."""
+    from crewpoint.providers import provider_for
+
+    provider_for(location).write_run(location, run)
 
 
 def read_runs(location: str) -> list[RunInfo]:
-    """Every run recorded in the store, newest start first. A store without runs gives an empty list."""
-    runs: list[RunInfo] = []
-    if _is_sqlite(location):
-        from crewpoint.providers import split_ref
+    """Every run recorded in the store at ``location``, newest start first (through its provider)."""
+    from crewpoint.providers import provider_for
 
-        path = split_ref(location)[0]
-        if not os.path.exists(path):
-            return []
-        try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        except sqlite3.Error:
-            return []
-        try:
-            con.row_factory = sqlite3.Row
-            rows = con.execute("SELECT * FROM runs").fetchall()
-            runs = [RunInfo.from_dict(dict(row)) for row in rows]
-        except sqlite3.Error:
-            return []
-        finally:
-            con.close()
-    else:
-        folder = os.path.join(location, ".runs")
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return []
-        for name in names:
-            if not name.endswith(".json"):
-                continue
-            try:
-                with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                    runs.append(RunInfo.from_dict(json.load(handle)))
-            except (OSError, ValueError, TypeError):
-                continue
-    runs.sort(key=lambda r: r.started_at, reverse=True)
-    return runs
+    try:
+        return provider_for(location).read_runs(location)
+    except Exception:  # run records are a convenience: a store that cannot tell has none
+        return []

@@ -17,6 +17,7 @@ at once. Each provider keeps one connection per database file (reopened after ``
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
 import sqlite3
 import threading
@@ -35,13 +36,17 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     UnsupportedSchema,
+    walk_parents,
 )
-from crewpoint.providers.json_provider import make_private_dirs
-from crewpoint.providers.prune import newest_first, plan_prune
-from crewpoint.providers.refs import ID_RE, check_meta, match_prefix, split_ref
+from crewpoint.providers.files import make_private_dirs, remove_stale_temp_files, temp_name
+from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
+from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
+from crewpoint.providers.runs import RunInfo, run_from_dict
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+    from crewpoint.providers.watch import WatchSpec
 
 
 class Db(Protocol):
@@ -80,7 +85,7 @@ def _database(db: Db) -> Database:
     return db if not isinstance(db, _Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 _COLUMNS = (
@@ -135,18 +140,40 @@ def _schema_v1(db: Database) -> None:
     db.execute("CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID")
 
 
+_RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
+
+
+def _schema_v2(db: Database) -> None:
+    """Run records (heartbeats) live in the store, written through the provider's own connection (a v1 store
+    may already hold this table: earlier versions added it beside the schema). An index by time serves
+    ``list --limit``; ``order`` in ``schema_meta`` records whether a clock ever stepped back within a run's
+    branch (then only a full listing orders it right)."""
+    db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_time ON checkpoints (created_at, sequence, id)")
+    db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    stepped = db.execute(
+        "SELECT 1 FROM checkpoints a JOIN checkpoints b ON a.lineage = b.lineage AND a.branch = b.branch"
+        " AND a.sequence < b.sequence AND a.created_at >= b.created_at LIMIT 1"
+    ).fetchone()
+    order = "stepped" if stepped is not None else "by-time"
+    db.execute("INSERT OR IGNORE INTO schema_meta (key, value) VALUES ('order', ?)", [order])
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
+        "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, "
+        "checkpoint_id TEXT)"
+    )
+
+
 Migration = Callable[["Database"], None]
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
-
-
-# Tables other parts of crewpoint may add to a store (run heartbeats); they do not make it someone else's.
-AUXILIARY_TABLES = frozenset({"runs"})
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2)
 
 
 def read_schema_version(db: Db) -> int | None:
-    """The store's schema version; 0 for an empty database; ``None`` if it is some other database."""
-    names = [n for n in db.table_names() if not n.startswith("sqlite_") and n not in AUXILIARY_TABLES]
+    """The store's schema version; 0 for an empty database; ``None`` if it is some other database.
+
+    Only reads: nothing is written to a database before it is known to be a crewpoint store.
+    """
+    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
     if "schema_meta" not in names:
         return 0 if not names else None
     row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
@@ -164,7 +191,7 @@ def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> 
     with _immediate(db):
         version = read_schema_version(db)
         if version is None:
-            raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
         _refuse_newer(path, version, target)
         full = _database(db) if version < target else db
         for step in migrations[version:]:
@@ -180,13 +207,12 @@ def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> 
 
 
 def _settle_version(db: Db, path: str) -> int:
-    """The store's schema version, migrating an older crewpoint store; refuses other and newer databases."""
+    """The store's schema version; refuses other and newer databases. Reading never migrates (an older store
+    is read as it is, so a store in a read-only folder still opens); the first write migrates it."""
     version = read_schema_version(db)
     if version is None:
-        raise CheckpointError(f"{path} is not a crewpoint SQLite store")
+        raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
     _refuse_newer(path, version, SCHEMA_VERSION)
-    if 0 < version < SCHEMA_VERSION:
-        version = migrate(db, path)
     return version
 
 
@@ -235,6 +261,7 @@ class _Store:
     db: Db
     version: int
     file: tuple[int, int] | None
+    read_only: str | None = None
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -311,6 +338,8 @@ class SqliteProvider(BaseProvider):
             if store.version == 0 and not create:
                 # An empty database another process may have set up since: look again.
                 store.version = self._guard(path, lambda: _settle_version(store.db, path))
+            if create and store.read_only is not None:
+                raise CheckpointError(f"cannot write to {path}: {store.read_only}")
             if create and store.version < SCHEMA_VERSION:
                 store.version = self._guard(path, lambda: migrate(store.db, path))
             try:
@@ -327,15 +356,44 @@ class SqliteProvider(BaseProvider):
             self._guard(path, lambda: _create_store(path))
         elif os.path.getsize(path) and not has_sqlite_header(path):
             raise CheckpointError(f"{path} is not a crewpoint SQLite store")
-        conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        try:
+            return self._connect(path, read_only=None)
+        except _CannotWrite as exc:
+            if create:
+                raise CheckpointError(f"cannot write to {path}: {exc}") from None
+        # A store in a folder this process cannot write to: read it without creating -wal/-shm files.
+        try:
+            return self._connect(path, read_only="its folder or file is read-only")
+        except _CannotWrite:
+            return self._connect(path, read_only="its folder or file is read-only", immutable=True)
+
+    def _connect(self, path: str, read_only: str | None, immutable: bool = False) -> _Store:
+        if read_only is None:
+            conn = sqlite3.connect(path, timeout=self.busy_timeout, check_same_thread=False)
+        else:
+            from urllib.parse import quote
+
+            flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+            uri = f"file:{quote(os.path.abspath(path))}?{flags}"
+            conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, check_same_thread=False)
         OPEN_DATABASES.add(os.path.abspath(path))
         try:
             db = _Conn(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = wal")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # Is it a crewpoint store? Asked before anything is written: a foreign database is never changed.
             version = _settle_version(db, path)
+            if read_only is None:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = wal")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                # Reading a WAL database needs its -shm file: fails here when the folder is read-only.
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            text = str(exc)
+            if "readonly" in text or "unable to open" in text or "read-only" in text:
+                raise _CannotWrite(text) from exc
+            raise _as_error(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             conn.close()
             if "not a database" in str(exc) or "encrypted" in str(exc):
@@ -344,7 +402,11 @@ class SqliteProvider(BaseProvider):
         except BaseException:
             conn.close()
             raise
-        return _Store(path, db, version, _file_id(path))
+        if read_only is None and not (
+            os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+        ):
+            read_only = "the database or its folder is read-only"
+        return _Store(path, db, version, _file_id(path), read_only)
 
     @staticmethod
     def _guard(path: str, action: Callable[[], int]) -> int:
@@ -375,8 +437,62 @@ class SqliteProvider(BaseProvider):
                     row,
                 )
                 db.execute("INSERT INTO bodies (id, manifest) VALUES (?, ?)", [meta.id, zlib.compress(parts.manifest)])
+                self._note_clock_step(db, meta)
         self._memos[key] = parts.memo
         return f"{path}#{meta.id}"
+
+    @staticmethod
+    def _note_clock_step(db: Db, meta: CheckpointMeta) -> None:
+        """Record once that time and sequence disagree within a run's branch (a clock stepped back)."""
+        stepped = db.execute(
+            "SELECT 1 FROM checkpoints WHERE lineage = ? AND branch = ? AND id != ?"
+            " AND ((sequence < ? AND created_at >= ?) OR (sequence > ? AND created_at <= ?)) LIMIT 1",
+            [meta.lineage, meta.branch, meta.id, meta.sequence, meta.created_at, meta.sequence, meta.created_at],
+        ).fetchone()
+        if stepped is not None:
+            db.execute("UPDATE schema_meta SET value = 'stepped' WHERE key = 'order'")
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """The first ``limit`` of :meth:`list`, from the index by time while no clock ever stepped back in the
+        store (else from a full listing)."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            db = store.db
+            with _snapshot(db):
+                order = None
+                if store.version >= 2:
+                    order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
+                if order is None or order[0] != "by-time":
+                    return self._list(db, path, branch)[: max(0, limit)]
+        return builtins.list(itertools.islice(self.iter_list(location, branch), max(0, limit)))
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        """Rows stream from the index by time while no clock ever stepped back in the store."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return
+            db = store.db
+            with _snapshot(db):
+                order = None
+                if store.version >= 2:
+                    order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
+                if order is None or order[0] != "by-time":
+                    yield from self._list(db, path, branch)
+                    return
+                where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
+                cursor = db.execute(_SELECT_META + where + " ORDER BY created_at DESC, sequence DESC, id DESC", args)
+                damaged: builtins.list[CheckpointMeta] = []
+                while rows := cursor.fetchmany(2000):
+                    for row in rows:
+                        meta = _row_meta(row, path)
+                        if meta.damaged is not None and meta.created_at == 0.0:
+                            damaged.append(meta)  # a time that is no number: listed last, as list() does
+                        else:
+                            yield meta
+                yield from newest_first(damaged)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
@@ -411,6 +527,21 @@ class SqliteProvider(BaseProvider):
                 return None
             return self._latest(store.db, path, branch)
 
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        """One indexed row per parent instead of a listing of the whole store."""
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return []
+            db = store.db
+            with _snapshot(db):
+
+                def lookup(wanted: str) -> CheckpointMeta | None:
+                    row = db.execute(_SELECT_META + " WHERE id = ?", [wanted]).fetchone()
+                    return None if row is None else _row_meta(row, path)
+
+                return walk_parents(lookup, checkpoint_id)
+
     def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
@@ -421,13 +552,25 @@ class SqliteProvider(BaseProvider):
             except CheckpointNotFound:
                 return None
 
-    @staticmethod
-    def _latest(db: Db, path: str, branch: str | None) -> CheckpointMeta | None:
-        """The first checkpoint ``list`` would give, from the newest few rows instead of all of them."""
+    @classmethod
+    def _latest(cls, db: Db, path: str, branch: str | None) -> CheckpointMeta | None:
+        """The first good checkpoint ``list`` would give, from the head (highest sequence) of each run's
+        branch instead of every row: order never depends on the clock within a branch."""
         where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
-        rows = db.execute(_SELECT_META + where + " ORDER BY created_at DESC LIMIT 64", args).fetchall()
-        metas = newest_first(_row_meta(row, path) for row in rows)
-        return metas[0] if metas else None
+        heads = db.execute(
+            _SELECT_META
+            + " AS c JOIN (SELECT lineage AS hl, branch AS hb, max(sequence) AS hs FROM checkpoints"
+            + where
+            + " GROUP BY lineage, branch) ON c.lineage = hl AND c.branch = hb AND c.sequence = hs"
+            " ORDER BY c.created_at DESC, c.sequence DESC, c.id DESC LIMIT 8",
+            args,
+        ).fetchall()
+        metas = newest_first(_row_meta(row, path) for row in heads)
+        odd = db.execute("SELECT 1 FROM checkpoints WHERE typeof(sequence) != 'integer' LIMIT 1").fetchone()
+        if odd is not None or (metas and metas[0].damaged):
+            # a damaged row may stand in for its branch's head: look at every row
+            metas = cls._list(db, path, branch)
+        return next((m for m in metas if m.damaged is None), None)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         path, _ = split_ref(location)
@@ -444,6 +587,8 @@ class SqliteProvider(BaseProvider):
         with self._use(path, create=False) as store:
             if store.version == 0:
                 return 0
+            if store.read_only is not None:
+                raise CheckpointError(f"cannot delete from {path}: {store.read_only}")
             with _immediate(store.db):
                 return self._delete(store.db, wanted)
 
@@ -454,6 +599,10 @@ class SqliteProvider(BaseProvider):
         branch: str | None = None,
         protect: Iterable[str] = (),
         dry_run: bool = False,
+        *,
+        lineage: str | None = None,
+        head: str | None = None,
+        own_run: str | None = None,
     ) -> builtins.list[str]:
         """As :meth:`BaseProvider.prune`, planned and applied in one transaction."""
         path, _ = split_ref(location)
@@ -461,8 +610,12 @@ class SqliteProvider(BaseProvider):
         with self._use(path, create=False) as store:
             if store.version == 0:
                 return []
+            if store.read_only is not None:
+                raise CheckpointError(f"cannot prune {path}: {store.read_only}")
             with _immediate(store.db):
-                doomed = plan_prune(self._list(store.db, path, None), keep, branch, protected)
+                metas = self._list(store.db, path, None)
+                protected |= live_checkpoints(metas, _runs(store.db), own_run)
+                doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
                 if doomed and not dry_run:
                     self._delete(store.db, doomed)
         return doomed
@@ -520,6 +673,44 @@ class SqliteProvider(BaseProvider):
                 "chunk_bytes": int(chunk_bytes),
                 "manifest_bytes": int(manifest_bytes[0]),
             }
+
+    # the store
+
+    def clean(self, location: str) -> int:
+        """Remove half-made stores (``.<name>.<pid>-<n>.new``) that a process killed while creating left."""
+        path, _ = split_ref(location)
+        return remove_stale_temp_files(os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
+
+    def store_at(self, location: str) -> str:
+        path, _ = split_ref(location)
+        with self._use(path, create=False):
+            return path
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        path, _ = split_ref(location)
+        if not os.path.exists(path):
+            return False  # the store is made by the first checkpoint, not by a run record
+        values = [getattr(run, c) for c in _RUN_COLUMNS]
+        with self._use(path, create=True) as store:
+            with _immediate(store.db):
+                store.db.execute(
+                    f"INSERT OR REPLACE INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({_marks(len(values))})", values
+                )
+        return True
+
+    def read_runs(self, location: str) -> builtins.list[RunInfo]:
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            return _runs(store.db)
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        from crewpoint.providers.watch import WatchSpec, waiting_spec
+
+        path = os.path.abspath(split_ref(location)[0])
+        if not os.path.exists(path):
+            return waiting_spec(location, path)
+        names = {path, f"{path}-wal", f"{path}-journal"}
+        return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
     # inside a transaction
 
@@ -589,9 +780,23 @@ class SqliteProvider(BaseProvider):
         return removed
 
 
+class _CannotWrite(Exception):
+    """The database (or its folder) cannot be written by this process."""
+
+
+def _runs(db: Db) -> builtins.list[RunInfo]:
+    """The run records in the store (none before schema v2), newest start first; damaged rows skipped."""
+    if "runs" not in db.table_names():
+        return []
+    rows = db.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs").fetchall()
+    runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
+    return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
 def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
-    fields: dict[str, Any] = dict(zip(_COLUMNS, row, strict=True))
-    return CheckpointMeta(**fields, location=f"{path}#{row[0]}")
+    """One row's metadata; a row with a wrong-typed field comes back damaged, with the reason."""
+    # the columns are the first fields of CheckpointMeta, in order (id ... version, size)
+    return checked(CheckpointMeta(*row, location=f"{path}#{row[0]}"))  # type: ignore[misc]
 
 
 def _load(db: Db, hashes: list[bytes]) -> dict[bytes, bytes]:
@@ -613,7 +818,7 @@ def _create_store(path: str) -> int:
 
     folder, name = os.path.split(os.path.abspath(path))
     make_private_dirs(folder)
-    temp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.new")
+    temp = os.path.join(folder, temp_name(name, "new"))
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     except OSError as exc:
@@ -648,6 +853,12 @@ def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return CheckpointError(f"{path} is busy: another process kept it locked too long ({text})")
+    if "disk is full" in text or "disk I/O error" in text:
+        return CheckpointError(
+            f"{path}: no room to write ({text}); SQLite needs a little free space even to delete: free some and retry"
+        )
+    if "readonly" in text or "read-only" in text:
+        return CheckpointError(f"cannot write to {path}: the database or its folder is read-only ({text})")
     if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
         return DamagedCheckpoint(f"{path} is damaged: {text}")
     return CheckpointError(f"{path}: SQLite error: {text}")

@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.refs import branch_problem
 from crewpoint.tui.widgets.overview_view import plain
 
 
@@ -140,8 +141,8 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             problem = "give the new branch a name"
         elif branch in self.taken:
             problem = f"branch {branch!r} already exists: choose another name"
-        elif branch.startswith(".") or "/" in branch or "\\" in branch or any(c.isspace() for c in branch):
-            problem = "a branch name has no spaces or slashes and does not start with a dot"
+        else:
+            problem = branch_problem(branch)  # the one rule the API and the command line apply too
         if problem is not None:
             error.update(Text(problem))
             self.query_one("#fork-branch", Input).focus()

@@ -8,6 +8,8 @@ import json
 import logging
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -501,3 +503,30 @@ def test_rwlock_allows_many_readers_and_one_writer() -> None:
     for t in [*readers, w]:
         t.join()
     assert order == ["read", "read", "read", "write"]
+
+
+def test_the_lazy_catalogue_tables_match_the_classes() -> None:
+    """The names, classes and never-emitted set are tables in ``crewpoint.events.types``; the classes live in
+    family modules built on first use. Building every class must give exactly the tables."""
+    from crewpoint.events import types
+
+    classes = [types.EVENT_TYPES[name] for name in types.EVENT_TYPES]
+    assert [cls.model_fields["type"].default for cls in classes] == list(types.EVENT_TYPES)
+    assert {name for name, cls in zip(types.EVENT_TYPES, classes, strict=True) if not cls.emitted} == set(
+        types.NEVER_EMITTED
+    )
+    assert len(set(classes)) == len(classes) == len(types.EVENT_TYPES)
+    for cls in classes:
+        assert getattr(types, cls.__name__) is cls
+    assert set(types.CheckpointEventType.__args__) == set(types.EVENT_TYPES)
+
+
+def test_importing_the_api_builds_no_event_class_it_does_not_use() -> None:
+    code = (
+        "import sys\n"
+        "from crewpoint import Agent, Crew, Task\n"
+        "built = sorted(m for m in sys.modules if m.startswith('crewpoint.events.family_'))\n"
+        "assert 'crewpoint.events.family_a2a' not in built, built\n"
+        "assert len(built) <= 4, built\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

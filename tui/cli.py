@@ -119,6 +119,14 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str, live: b
     if live:
         _live_demo(location, provider, delay or 3.0)
         return
+    from crewpoint.events import CheckpointFailedEvent, event_bus
+
+    lost: list[str] = []
+
+    def on_failed(source: Any, event: CheckpointFailedEvent) -> None:
+        lost.append(event.error or "unknown error")
+
+    event_bus.register(CheckpointFailedEvent, on_failed)
     try:
         result, flow_result = run_demo(location=location, delay=delay, provider=provider)
     except KeyboardInterrupt:
@@ -128,11 +136,16 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str, live: b
         if ctx.obj.get("debug"):
             raise
         fail(str(exc), EXIT_FAILED)
+    finally:
+        event_bus.off(on_failed)
     for output in result.tasks_output:
         click.echo(f"== {output.name or output.description} ({output.agent})")
         click.echo(output.raw)
         click.echo()
     click.echo(f"== triage flow\n{flow_result}")
+    if lost:  # the runs finished, but not every checkpoint reached the store
+        plural = "s were" if len(lost) != 1 else " was"
+        fail(f"{len(lost)} checkpoint{plural} not written to {location}: {lost[-1]}", EXIT_FAILED)
     click.echo(f"\ncheckpoints: {location}", err=True)
 
 
@@ -484,6 +497,10 @@ def _run(
     if progress != "json":
         text = result_text(result)
         click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+    state = prepared.state if prepared is not None else None
+    lost = state.failure_summary() if state is not None else None
+    if lost is not None:  # the run finished, but not every checkpoint reached the store
+        fail(lost, EXIT_FAILED)
 
 
 def _crewai_store(where: str | None, ref: str) -> str | None:
@@ -808,6 +825,8 @@ def prune(
                 "deleted": [] if dry_run else [m.to_dict() for m in plan.doomed],
                 "would_delete": [m.to_dict() for m in plan.doomed] if dry_run else [],
                 "kept_fork_points": sorted(plan.kept_fork_points),
+                "kept_live": sorted(plan.kept_live),
+                "damaged": plan.damaged,
             }
         )
         return
@@ -819,6 +838,10 @@ def prune(
     if plan.kept_fork_points:
         n = len(plan.kept_fork_points)
         summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"
+    if plan.kept_live:
+        summary += f"; kept {len(plan.kept_live)} of running runs"
+    if plan.damaged:
+        summary += f"; {plan.damaged} damaged left as they are (see list)"
     click.echo(summary, err=True)
 
 

@@ -29,16 +29,10 @@ def reference_of(config: CheckpointConfig | str | Path) -> str:
 
 
 def store_root(meta: CheckpointMeta) -> str:
-    """The store (a JSON folder or a database file) that holds the checkpoint ``meta`` describes."""
-    from crewpoint.providers import is_sqlite_location, split_ref
+    """The store that holds the checkpoint ``meta`` describes, as its provider tells."""
+    from crewpoint.providers import provider_for
 
-    location = meta.location
-    if is_sqlite_location(location):
-        return split_ref(location)[0]
-    path = Path(location).parent
-    for _ in meta.branch.split("/"):
-        path = path.parent
-    return str(path)
+    return provider_for(meta.location).store_of(meta)
 
 
 def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) -> CheckpointConfig:
@@ -46,7 +40,7 @@ def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) 
     from crewpoint.providers import provider_for
 
     root = store_root(record.meta)
-    provider = provider_for(root)
+    provider = provider_for(record.meta.location)
     resolved = resolve(saved)
     if resolved is None:
         return CheckpointConfig(location=root, provider=provider)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from crewpoint.providers.base import UnsupportedSchema
+from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 
 SCHEMA_VERSION = 1
 
@@ -59,4 +59,25 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
     while version < SCHEMA_VERSION:
         body = MIGRATIONS[version](body)
         version += 1
+    problem = lineage_problem(body.get("lineage"))
+    if problem is not None:
+        raise DamagedCheckpoint(f"{source}: damaged checkpoint: {problem}")
     return body
+
+
+def lineage_problem(lineage: Any) -> str | None:
+    """Why a body's ``lineage`` block cannot be continued from (one line), or ``None``. A damaged block is
+    refused here, so a resumed run never copies wrong-typed lineage into its new checkpoints."""
+    if not isinstance(lineage, dict):
+        return "its lineage block is missing" if lineage is None else "its lineage block is not an object"
+    for key in ("branch", "lineage"):
+        value = lineage.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"lineage {key} must be text, not {type(value).__name__}"
+    parent = lineage.get("parent_id")
+    if parent is not None and not isinstance(parent, str):
+        return f"lineage parent_id must be text, not {type(parent).__name__}"
+    sequence = lineage.get("sequence")
+    if sequence is not None and (type(sequence) is not int or sequence < 0):
+        return f"lineage sequence must be a count, not {type(sequence).__name__}"
+    return None

@@ -1,4 +1,8 @@
-"""Finding stores and checkpoints: a location, an id or prefix, a file; ancestors and children."""
+"""Finding stores and checkpoints: a location, an id or prefix, a file; ancestors and children.
+
+Every question about a store's files goes to its provider (:func:`crewpoint.providers.provider_for`); this
+module never reads them itself.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,18 @@ from typing import Any
 from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound, CheckpointRecord, DamagedCheckpoint
 
 DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
-SQLITE_MAGIC = b"SQLite format 3\x00"
-_MAX_DEPTH = 4
-_MAX_FOLDERS = 500
+
+
+def _has_scheme(location: str) -> bool:
+    head, sep, _ = location.partition("://")
+    return bool(sep) and head.isidentifier()
 
 
 def find_store(location: str | None) -> str:
     """The checkpoint store at ``location``; with None, ``./.checkpoints`` or ``./.checkpoints.db``.
 
-    A path to one checkpoint file stands for the store that holds it. Raises :class:`CheckpointNotFound`
-    when there is no store there.
+    A reference to one checkpoint (a file, ``db#id``) stands for the store that holds it. Raises
+    :class:`CheckpointNotFound` when there is no store there.
     """
     if location is None:
         for candidate in DEFAULT_STORES:
@@ -28,51 +34,12 @@ def find_store(location: str | None) -> str:
         )
     from crewpoint.providers import split_ref
 
-    path, _ = split_ref(os.fspath(location))
-    if not os.path.exists(path):
+    location = os.fspath(location)
+    path, _ = split_ref(location)
+    if not _has_scheme(path) and not os.path.lexists(path):
         raise CheckpointNotFound(f"{path}: no such file or folder")
-    if os.path.isdir(path):
-        if _looks_like_json_store(path):
-            return path
-        raise CheckpointNotFound(f"{path}: this folder holds no checkpoints")
-    if _is_sqlite(path):
-        return path
-    if path.endswith(".json"):
-        metas = _provider(path).list(path)
-        if metas and not metas[0].damaged:
-            return _root_of(path, metas[0].branch)
-        return os.path.dirname(os.path.dirname(os.path.abspath(path)))
-    raise CheckpointNotFound(f"{path}: not a checkpoint store (a checkpoint folder or a SQLite database)")
-
-
-def _is_sqlite(path: str) -> bool:
-    from crewpoint.providers import has_sqlite_header
-
-    if not os.path.isfile(path):
-        return False
-    if os.path.getsize(path) == 0:
-        return path.endswith((".db", ".sqlite", ".sqlite3"))
-    return has_sqlite_header(path)
-
-
-def _looks_like_json_store(path: str) -> bool:
-    """An empty folder (a store nothing has written to yet) or one with checkpoint files under it."""
-    try:
-        entries = [e for e in os.listdir(path) if not e.startswith(".")]
-    except OSError:
-        return False
-    if not entries or os.path.exists(os.path.join(path, ".index.jsonl")):
-        return True
-    seen = 0
-    for top, dirs, files in os.walk(path):
-        depth = top[len(path) :].count(os.sep)
-        dirs[:] = [d for d in dirs if not d.startswith(".")] if depth < _MAX_DEPTH else []
-        if top != path and any(f.endswith(".json") for f in files):
-            return True
-        seen += 1
-        if seen >= _MAX_FOLDERS:  # a big folder that is no store: stop looking
-            break
-    return False
+    store: str = _provider(path).store_at(path)
+    return store
 
 
 def _provider(location: str) -> Any:
@@ -84,19 +51,23 @@ def _provider(location: str) -> Any:
 def list_checkpoints(location: str, branch: str | None = None, limit: int | None = None) -> list[CheckpointMeta]:
     """Metadata of the checkpoints in ``location``, newest first; reads no checkpoint bodies."""
     store = find_store(location)
-    metas: list[CheckpointMeta] = _provider(store).list(store, branch)
-    return metas if limit is None else metas[: max(0, limit)]
+    provider = _provider(store)
+    if limit is not None:
+        newest: list[CheckpointMeta] = provider.list_newest(store, limit, branch)
+        return newest
+    metas: list[CheckpointMeta] = provider.list(store, branch)
+    return metas
 
 
 _PATH_SUFFIXES = (".json", ".db", ".sqlite", ".sqlite3")
 
 
 def _is_path_ref(ref: str) -> bool:
-    """Does ``ref`` name a file or folder (rather than an id)? Ids never hold a slash."""
+    """Does ``ref`` name a store or file (rather than an id)? Ids never hold a slash."""
     from crewpoint.providers import split_ref
 
     path, _ = split_ref(ref)
-    if os.path.exists(path):
+    if _has_scheme(path) or os.path.lexists(path):
         return True
     if "/" in path or os.sep in path or path.lower().endswith(_PATH_SUFFIXES):
         raise CheckpointNotFound(f"{path}: no such file or folder")
@@ -137,52 +108,39 @@ def _ref_of(store: str, meta: CheckpointMeta) -> str:
     return f"{store}#{meta.id}"
 
 
+def _names_a_store(ref: str) -> bool:
+    """Is ``ref`` a whole store (a folder, a database, ``memory://name``) rather than one checkpoint?"""
+    from crewpoint.providers import split_ref
+
+    path, fragment = split_ref(ref)
+    if fragment is not None or not (_has_scheme(path) or os.path.lexists(path)):
+        return False
+    try:
+        store = _provider(path).store_at(path)
+    except CheckpointNotFound:
+        return False
+    return bool(os.path.normpath(store) == os.path.normpath(path))
+
+
 def load(ref: str, location: str | None = None) -> CheckpointRecord:
     """Read and migrate one checkpoint: ``ref`` is a file, a folder or database (its latest), ``db#id``, or
     an id or id prefix looked up in ``location``."""
     from crewpoint.checkpoint.restore import load_record
 
     ref = os.fspath(ref)
-    if os.path.isdir(ref) or (os.path.isfile(ref) and _is_sqlite(ref)):
-        find_store(ref)
+    if _names_a_store(ref):
         return load_record(ref)
     return load_record(resolve_id(location, ref))
 
 
-def _root_of(path: str, branch: str) -> str:
-    """The store folder of the JSON checkpoint file ``path`` on ``branch`` (``<store>/<branch>/<file>``)."""
-    root = os.path.dirname(path)
-    for _ in branch.split("/"):
-        root = os.path.dirname(root)
-    return root or "."
-
-
 def store_of(record: CheckpointRecord) -> str:
     """The store (folder or database) a loaded checkpoint belongs to."""
-    from crewpoint.providers import split_ref
-
-    path, _ = split_ref(record.meta.location)
-    if os.path.isfile(path) and not _is_sqlite(path):
-        return _root_of(path, record.meta.branch)
-    return path
+    return str(_provider(record.meta.location).store_of(record.meta))
 
 
 def ancestors(store: str, checkpoint_id: str) -> list[CheckpointMeta]:
     """The checkpoint and its parents, nearest first, as far as they are in ``store`` (no bodies read)."""
-    provider = _provider(store)
-    # JSON: one listing (an index read) beats a file lookup per parent; SQLite: one indexed row per parent.
-    by_id = {m.id: m for m in provider.list(store)} if provider.kind != "sqlite" else None
-
-    def lookup(wanted: str) -> CheckpointMeta | None:
-        return by_id.get(wanted) if by_id is not None else provider.meta(store, wanted)
-
-    chain: list[CheckpointMeta] = []
-    seen: set[str] = set()
-    current = lookup(checkpoint_id)
-    while current is not None and current.id not in seen:
-        seen.add(current.id)
-        chain.append(current)
-        current = lookup(current.parent_id) if current.parent_id else None
+    chain: list[CheckpointMeta] = _provider(store).ancestors(store, checkpoint_id)
     return chain
 
 

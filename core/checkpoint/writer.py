@@ -14,6 +14,7 @@ from crewpoint.providers.base import BaseProvider, CheckpointRecord
 log = logging.getLogger("crewpoint.checkpoint")
 
 Done = Callable[[str | None, BaseException | None], None]
+Prepare = Callable[[CheckpointRecord], CheckpointRecord]
 
 
 @dataclass(slots=True)
@@ -22,6 +23,7 @@ class _Job:
     location: str
     record: CheckpointRecord
     done: Done | None
+    prepare: Prepare | None = None
 
 
 class BackgroundWriter:
@@ -35,9 +37,18 @@ class BackgroundWriter:
         self.failed = 0
         self._used: list[BaseProvider] = []
 
-    def submit(self, provider: BaseProvider, location: str, record: CheckpointRecord, done: Done | None) -> None:
+    def submit(
+        self,
+        provider: BaseProvider,
+        location: str,
+        record: CheckpointRecord,
+        done: Done | None,
+        prepare: Prepare | None = None,
+    ) -> None:
+        """Queue ``record``; ``prepare`` may adjust it just before it is written (after every earlier write of
+        the queue finished), ``done`` is told the reference written or the error."""
         self._ensure_thread()
-        self._queue.put(_Job(provider, location, record, done))
+        self._queue.put(_Job(provider, location, record, done, prepare))
 
     def flush(self, timeout: float | None = 30.0) -> None:
         """Block until every queued write has been attempted."""
@@ -73,6 +84,8 @@ class BackgroundWriter:
             ref: str | None = None
             error: BaseException | None = None
             try:
+                if job.prepare is not None:
+                    job.record = job.prepare(job.record)
                 ref = job.provider.write(job.location, job.record)
                 self.written += 1
             except Exception as exc:  # best effort: log, count, go on

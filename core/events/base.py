@@ -25,7 +25,7 @@ class BaseEvent(BaseModel):
     Subclasses set ``type`` to their catalogue name with a ``Literal`` default.
     """
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, defer_build=True)
 
     type: str = "event"
     event_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])

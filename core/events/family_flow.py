@@ -1,0 +1,87 @@
+"""Event classes: Flow. Built when first used (see :mod:`crewpoint.events.types`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from crewpoint.events.base import BaseEvent
+
+
+class FlowEvent(BaseEvent):
+    """Events about a flow run."""
+
+    flow_name: str | None = None
+
+
+class FlowCreatedEvent(FlowEvent):
+    type: Literal["flow_created"] = "flow_created"
+    inputs: dict[str, Any] | None = None
+
+
+class FlowStartedEvent(FlowEvent):
+    type: Literal["flow_started"] = "flow_started"
+    inputs: dict[str, Any] | None = None
+
+
+class FlowFinishedEvent(FlowEvent):
+    type: Literal["flow_finished"] = "flow_finished"
+    result: str | None = None
+
+
+class FlowPausedEvent(FlowEvent):
+    type: Literal["flow_paused"] = "flow_paused"
+    method_name: str | None = None
+    reason: str | None = None
+    emitted: ClassVar[bool] = False
+
+
+class MethodEvent(FlowEvent):
+    """Events about one method of a flow."""
+
+    method_name: str | None = None
+
+
+class MethodExecutionStartedEvent(MethodEvent):
+    type: Literal["method_execution_started"] = "method_execution_started"
+    params: dict[str, Any] | None = None
+
+
+class MethodExecutionFinishedEvent(MethodEvent):
+    type: Literal["method_execution_finished"] = "method_execution_finished"
+    result: str | None = None
+
+
+class MethodExecutionFailedEvent(MethodEvent):
+    type: Literal["method_execution_failed"] = "method_execution_failed"
+    error: str | None = None
+
+
+class MethodExecutionPausedEvent(MethodEvent):
+    type: Literal["method_execution_paused"] = "method_execution_paused"
+    reason: str | None = None
+    emitted: ClassVar[bool] = False
+
+
+class HumanFeedbackRequestedEvent(MethodEvent):
+    type: Literal["human_feedback_requested"] = "human_feedback_requested"
+    message: str | None = None
+    emitted: ClassVar[bool] = False
+
+
+class HumanFeedbackReceivedEvent(MethodEvent):
+    type: Literal["human_feedback_received"] = "human_feedback_received"
+    feedback: str | None = None
+    outcome: str | None = None
+    emitted: ClassVar[bool] = False
+
+
+class FlowInputRequestedEvent(MethodEvent):
+    type: Literal["flow_input_requested"] = "flow_input_requested"
+    prompt: str | None = None
+    emitted: ClassVar[bool] = False
+
+
+class FlowInputReceivedEvent(MethodEvent):
+    type: Literal["flow_input_received"] = "flow_input_received"
+    value: str | None = None
+    emitted: ClassVar[bool] = False

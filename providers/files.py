@@ -1,0 +1,103 @@
+"""File helpers every file-based store shares: private folders, durable renames, leftovers of dead writers."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from stat import S_ISREG
+
+from crewpoint.providers.base import CheckpointError
+
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def make_private_dirs(path: str) -> None:
+    """Create ``path`` and missing parents, each new folder 0700 whatever the umask."""
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if os.path.isdir(folder):
+                continue
+            raise CheckpointError(f"cannot create folder {folder}: a file is in the way") from None
+        except OSError as exc:
+            raise CheckpointError(f"cannot create folder {folder}: {exc.strerror}") from exc
+        os.chmod(folder, 0o700)
+
+
+def fsync_dir(path: str) -> None:
+    """Make a rename in ``path`` durable (where the platform can open folders)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name(name: str, suffix: str = "tmp") -> str:
+    """A hidden temporary name for ``name`` that tells which process writes it (so leftovers can be told)."""
+    return f".{name}.{os.getpid()}-{os.urandom(4).hex()}.{suffix}"
+
+
+_TEMP_RE = re.compile(r"\..+\.(\d+)-[0-9a-f]+\.(?:tmp|new)")
+_OLD_TEMP_RE = re.compile(r"\..+\.[0-9a-f]{12}\.(?:tmp|new)")
+STALE_TEMP_AGE = 3600.0
+"""A temporary file of unknown owner older than this is a leftover (an hour: no write takes that long)."""
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temp_files(folder: str, now: float | None = None, prefix: str = ".") -> int:
+    """Remove the temporary files a writer killed mid-write left in ``folder`` (names starting with
+    ``prefix``): those whose writer process is gone, and unnamed ones older than :data:`STALE_TEMP_AGE`.
+    Return how many were removed."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    now = time.time() if now is None else now
+    removed = 0
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        match = _TEMP_RE.fullmatch(name)
+        path = os.path.join(folder, name)
+        try:
+            stat = os.lstat(path)
+        except OSError:
+            continue
+        if not S_ISREG(stat.st_mode):
+            continue
+        if match is not None:
+            stale = int(match.group(1)) != os.getpid() and not pid_alive(int(match.group(1)))
+            stale = stale or now - stat.st_mtime > STALE_TEMP_AGE
+        else:
+            stale = _OLD_TEMP_RE.fullmatch(name) is not None and now - stat.st_mtime > STALE_TEMP_AGE
+        if stale:
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                continue
+    return removed

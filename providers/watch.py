@@ -1,0 +1,75 @@
+"""Change notification for stores kept in files: one ``watchfiles.awatch`` loop per watch.
+
+A provider describes what to watch (:class:`WatchSpec`); :func:`watch_files` turns file-system events into
+:class:`~crewpoint.providers.base.StoreChange` items. A store that does not exist yet is waited for in the
+nearest folder that does, then watched itself. watchfiles is imported only when a watch starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from crewpoint.providers.base import StoreChange
+
+
+def _never(_path: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """What to watch for one store: ``folder`` (recursively or not), the changed paths that count (``keep``),
+    and which of those are run records only (``runs_only``)."""
+
+    location: str
+    exists: bool
+    folder: str
+    recursive: bool
+    keep: Callable[[str], bool]
+    runs_only: Callable[[str], bool] = field(default=_never)
+
+
+def existing_parent(path: str) -> str:
+    """The nearest folder above ``path`` that exists."""
+    current = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    return current
+
+
+def waiting_spec(location: str, path: str) -> WatchSpec:
+    """Watch for a store at ``path`` to appear."""
+    prefix = os.path.abspath(path)
+    return WatchSpec(location, False, existing_parent(path), False, lambda changed: changed.startswith(prefix))
+
+
+async def watch_files(
+    spec_of: Callable[[], WatchSpec], stop: Any, debounce_ms: int = 200
+) -> AsyncIterator[StoreChange]:
+    """Yield one :class:`StoreChange` per burst of changes that ``spec_of()`` says count, until ``stop``."""
+    from watchfiles import awatch
+
+    while not stop.is_set():
+        spec = spec_of()
+
+        def keep(_change: Any, changed: str, spec: WatchSpec = spec) -> bool:
+            return spec.keep(changed)
+
+        async for changes in awatch(
+            spec.folder,
+            watch_filter=keep,
+            recursive=spec.recursive,
+            debounce=debounce_ms,
+            step=50,
+            stop_event=stop,
+            ignore_permission_denied=True,
+        ):
+            paths = [changed for _change, changed in changes]
+            yield StoreChange(spec.location, runs_only=bool(paths) and all(spec.runs_only(p) for p in paths))
+            if not spec.exists and spec_of().exists:
+                break  # the store appeared: watch the store itself from now on
+        else:
+            return

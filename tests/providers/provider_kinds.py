@@ -1,0 +1,91 @@
+"""The providers every conformance test runs against. A new provider is one more :class:`Kind` in ``KINDS``.
+
+A kind says what it can do (``processes``: several processes may write one store); a test of a capability
+runs for the kinds that declare it, so what a provider lacks is written down, not skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crewpoint.providers import BaseProvider, CheckpointMeta, CheckpointRecord, MemoryProvider, SqliteProvider
+from crewpoint.providers.json_provider import JsonProvider, file_name
+
+Inject = Callable[[BaseProvider, str, CheckpointMeta, dict[str, Any]], None]
+
+
+def _inject_json(provider: BaseProvider, location: str, meta: CheckpointMeta, bad: dict[str, Any]) -> None:
+    """A file named for ``meta`` whose metadata line holds the ``bad`` values."""
+    raw = {k: v for k, v in meta.to_dict().items() if k not in ("size", "location", "damaged")}
+    raw.update(bad)
+    folder = Path(location, meta.branch)
+    folder.mkdir(parents=True, exist_ok=True)
+    text = '{"meta":' + json.dumps(raw) + ',\n"body":{}}\n'
+    (folder / file_name(meta)).write_text(text)
+
+
+def _inject_sqlite(provider: BaseProvider, location: str, meta: CheckpointMeta, bad: dict[str, Any]) -> None:
+    """A good row for ``meta``, then the ``bad`` values written into its columns by another connection."""
+    provider.write(location, CheckpointRecord(meta, {}))
+    con = sqlite3.connect(location)
+    for field, value in bad.items():
+        stored = json.dumps(value).encode() if isinstance(value, list | dict) else value
+        stored = float(stored) if isinstance(stored, int) and stored > 2**63 else stored
+        con.execute(f'UPDATE checkpoints SET "{field}" = ? WHERE id = ?', [stored, meta.id])
+    con.commit()
+    con.close()
+
+
+def _inject_memory(provider: BaseProvider, location: str, meta: CheckpointMeta, bad: dict[str, Any]) -> None:
+    from crewpoint.providers import memory_provider
+
+    provider.write(location, CheckpointRecord(meta, {}))
+    store = memory_provider._stores[location]
+    stored, text = store.records[meta.id]
+    store.records[meta.id] = (dataclasses.replace(stored, **bad), text)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    make: Callable[[Path], tuple[BaseProvider, str]]
+    inject: Inject
+    processes: bool
+    """Several processes can write one store (files, a server); an in-memory store lives in one process."""
+    tells_runs_apart: bool
+    """Its change notification says when only run records changed (a SQLite file changes as a whole)."""
+
+
+KINDS = [
+    Kind("json", lambda tmp: (JsonProvider(), str(tmp / "store")), _inject_json, processes=True, tells_runs_apart=True),
+    Kind(
+        "sqlite",
+        lambda tmp: (SqliteProvider(), str(tmp / "store.db")),
+        _inject_sqlite,
+        processes=True,
+        tells_runs_apart=False,
+    ),
+    Kind(
+        "memory",
+        lambda tmp: (MemoryProvider(), f"memory://{tmp.name}"),
+        _inject_memory,
+        processes=False,
+        tells_runs_apart=True,
+    ),
+]
+
+
+@dataclass
+class Store:
+    kind: Kind
+    provider: BaseProvider
+    location: str
+
+    def inject(self, meta: CheckpointMeta, **bad: Any) -> None:
+        self.kind.inject(self.provider, self.location, meta, bad)
