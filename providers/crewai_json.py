@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Iterable
 from stat import S_ISDIR, S_ISREG
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -38,6 +38,9 @@ from crewpoint.providers.crewai_common import (
 )
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import match_prefix, split_ref
+
+if TYPE_CHECKING:
+    from crewpoint.providers.watch import WatchSpec
 
 READ_ONLY = (
     "CrewAI stores are read-only in crewpoint: fork a checkpoint, or copy the store with `crewpoint checkpoint copy`"
@@ -126,6 +129,16 @@ class CrewAIJsonProvider(BaseProvider):
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
         raise CheckpointError(READ_ONLY)
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        """The store folder, recursively (CrewAI's fork branches nest); any ``.json`` file counts."""
+        from crewpoint.providers.watch import WatchSpec, waiting_spec
+
+        path = split_ref(location)[0]
+        path = os.path.abspath(os.path.dirname(os.path.dirname(path)) if os.path.isfile(path) else path)
+        if os.path.isdir(path):
+            return WatchSpec(location, True, path, True, lambda changed: changed.endswith(".json"))
+        return waiting_spec(location, path)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         path = split_ref(location)[0]

@@ -17,7 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -31,6 +31,9 @@ from crewpoint.providers.crewai_common import FactsCache, describe_dump, loads_m
 from crewpoint.providers.crewai_json import READ_ONLY
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import match_prefix, split_ref
+
+if TYPE_CHECKING:
+    from crewpoint.providers.watch import WatchSpec
 
 JSONB_VERSION = (3, 45, 0)
 INSTALL_HINT = (
@@ -110,6 +113,16 @@ class CrewAISqliteProvider(BaseProvider):
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
         raise CheckpointError(READ_ONLY)
+
+    def watch_spec(self, location: str) -> WatchSpec:
+        """The database file and its WAL or journal."""
+        from crewpoint.providers.watch import WatchSpec, waiting_spec
+
+        path = os.path.abspath(split_ref(location)[0])
+        if not os.path.exists(path):
+            return waiting_spec(location, path)
+        names = {path, f"{path}-wal", f"{path}-journal"}
+        return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         path = os.path.abspath(split_ref(location)[0])
