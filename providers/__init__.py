@@ -1,7 +1,7 @@
 """Checkpoint storage behind one interface, and the one resolver from a location to its provider.
 
 A location is a folder (JSON), a database file (SQLite), ``file.db#id`` (one checkpoint in it), or a URL
-(``memory://name``; later ``postgresql://``). :func:`provider_for` asks each registered provider's detection
+(``memory://name``, ``postgresql://user@host/db``). :func:`provider_for` asks each registered provider's detection
 function, highest priority first; nothing outside this package decides what kind of store a location is.
 
 Importing this package is cheap: the providers load on first use, and sqlite-utils only when a SQLite store
@@ -33,6 +33,7 @@ from crewpoint.providers.refs import split_ref
 if TYPE_CHECKING:
     from crewpoint.providers.json_provider import JsonProvider
     from crewpoint.providers.memory_provider import MemoryProvider
+    from crewpoint.providers.postgres_provider import PostgresProvider
     from crewpoint.providers.sqlite_provider import SqliteProvider
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "DamagedCheckpoint",
     "JsonProvider",
     "MemoryProvider",
+    "PostgresProvider",
     "ProviderEntry",
     "SqliteProvider",
     "StoreChange",
@@ -62,6 +64,7 @@ _LAZY = {
     "JsonProvider": "crewpoint.providers.json_provider",
     "SqliteProvider": "crewpoint.providers.sqlite_provider",
     "MemoryProvider": "crewpoint.providers.memory_provider",
+    "PostgresProvider": "crewpoint.providers.postgres_provider",
 }
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -223,6 +226,13 @@ def _is_memory_location(location: str) -> bool:
     return location.startswith("memory://")
 
 
+def _is_postgres_location(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+register_provider(
+    "postgres", "crewpoint.providers.postgres_provider:PostgresProvider", _is_postgres_location, priority=100
+)
 register_provider("memory", "crewpoint.providers.memory_provider:MemoryProvider", _is_memory_location, priority=100)
 register_provider("sqlite", "crewpoint.providers.sqlite_provider:SqliteProvider", is_sqlite_location, priority=10)
 register_provider("json", "crewpoint.providers.json_provider:JsonProvider", _is_json_location, priority=0)

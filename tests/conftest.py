@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the PostgreSQL server if a test started one (its watchdog stops it too if the run dies)."""
+    from pg_server import stop_session_server
+
+    stop_session_server()
+
+
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     home = tmp_path / "home"

@@ -214,3 +214,34 @@ class LocalServer:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+_session: LocalServer | None = None
+
+
+def session_server() -> LocalServer:
+    """The server of this test run, started on first use (and ``PGPASSFILE`` set for every client of it).
+
+    It is stopped by :func:`stop_session_server` at the end of the run, or by its watchdog if the run dies.
+    """
+    global _session
+    if _session is None:
+        server = LocalServer().start()
+        os.environ.update(server.env())
+        _session = server
+    return _session
+
+
+def stop_session_server() -> None:
+    global _session
+    server, _session = _session, None
+    if server is not None:
+        server.stop()
+
+
+def store_url(name: str, server: LocalServer | None = None) -> str:
+    """A location for a fresh store on the session's server: its own schema, named after ``name``."""
+    import re
+
+    schema = "t_" + re.sub(r"[^a-z0-9_]", "_", name.lower())[:40]
+    return f"{(server or session_server()).url}?schema={schema}"

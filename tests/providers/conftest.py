@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from provider_kinds import KINDS, Kind, Store
 
-from crewpoint.providers import MemoryProvider, SqliteProvider
+from crewpoint.providers import MemoryProvider, PostgresProvider, SqliteProvider
 
 
 @pytest.fixture(params=KINDS, ids=[k.name for k in KINDS])
@@ -17,7 +17,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     kind: Kind = request.param
     provider, location = kind.make(tmp_path)
     yield Store(kind, provider, location)
-    if isinstance(provider, SqliteProvider):
+    if isinstance(provider, SqliteProvider | PostgresProvider):
         provider.close()
     if isinstance(provider, MemoryProvider):
         provider.drop(location)
@@ -29,5 +29,5 @@ def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sto
     kind: Kind = request.param
     provider, location = kind.make(tmp_path)
     yield Store(kind, provider, location)
-    if isinstance(provider, SqliteProvider):
+    if isinstance(provider, SqliteProvider | PostgresProvider):
         provider.close()

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crewpoint.providers import BaseProvider, CheckpointMeta, CheckpointRecord, MemoryProvider, SqliteProvider
+from crewpoint.providers import (
+    BaseProvider,
+    CheckpointMeta,
+    CheckpointRecord,
+    MemoryProvider,
+    PostgresProvider,
+    SqliteProvider,
+)
 from crewpoint.providers.json_provider import JsonProvider, file_name
 
 Inject = Callable[[BaseProvider, str, CheckpointMeta, dict[str, Any]], None]
@@ -51,6 +58,42 @@ def _inject_memory(provider: BaseProvider, location: str, meta: CheckpointMeta, 
     store.records[meta.id] = (dataclasses.replace(stored, **bad), text)
 
 
+_PG_NUMBERS = {"sequence", "created_at", "tasks_done", "tasks_total", "schema_version", "size"}
+
+
+def _pg_storable(field: str, value: Any) -> Any:
+    """``value`` as a hand edit of a typed column could leave it: a number that does not fit or is not a number
+    becomes one that is just as wrong (negative, NaN); text that is not text becomes NULL."""
+    if field in _PG_NUMBERS:
+        if type(value) in (int, float) and -(2**63) <= value < 2**63:
+            return value
+        return float("nan") if field == "created_at" else -1
+    return value if value is None or isinstance(value, str) else None
+
+
+def _inject_postgres(provider: BaseProvider, location: str, meta: CheckpointMeta, bad: dict[str, Any]) -> None:
+    """A good row for ``meta``, then the ``bad`` values written into its columns by another connection."""
+    import psycopg
+
+    from crewpoint.providers.pg_location import parse
+
+    provider.write(location, CheckpointRecord(meta, {}))
+    where = parse(location)
+    with psycopg.connect(where.conninfo, autocommit=True) as conn:
+        for field, value in bad.items():
+            conn.execute(
+                f'UPDATE "{where.schema}".checkpoints SET "{field}" = %s WHERE id = %s',
+                [_pg_storable(field, value), meta.id],
+            )
+
+
+def _make_postgres(tmp: Path) -> tuple[BaseProvider, str]:
+    """A store in its own schema on this test run's server (started on first use)."""
+    from pg_server import store_url
+
+    return PostgresProvider(), store_url(tmp.name)
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -78,6 +121,7 @@ KINDS = [
         processes=False,
         tells_runs_apart=True,
     ),
+    Kind("postgres", _make_postgres, _inject_postgres, processes=True, tells_runs_apart=True),
 ]
 
 

@@ -318,6 +318,7 @@ def test_every_kind_declares_what_it_can_do() -> None:
         "json": (True, True),
         "sqlite": (True, False),
         "memory": (False, True),
+        "postgres": (True, True),
     }
 
 

@@ -1,0 +1,723 @@
+"""PostgreSQL store: one schema in a team's database, shared by runs on many machines and watched live.
+
+Tables in the store's schema (``crewpoint`` unless the location says ``?schema=NAME``), schema v1:
+
+* ``checkpoints``: one row of metadata per checkpoint in indexed columns; list views read only this table;
+* ``bodies``: per checkpoint, a zlib-compressed manifest of its body;
+* ``chunks``: content-addressed, zlib-compressed pieces of bodies with a reference count, shared by every
+  checkpoint that contains them (the same split as the SQLite store, :mod:`crewpoint.providers.chunks`);
+* ``runs``: run records (heartbeats) of runs on any host;
+* ``schema_meta``: the store's own schema version; older stores are migrated in order, newer ones refused, and
+  a schema that is not a crewpoint store is never written to.
+
+Every write is one short transaction. Writers hold the store's advisory lock in shared mode, so they run side
+by side; deletes and prunes hold it alone, so a chunk a writer counts on is never removed under it. Each
+checkpoint, run record and delete sends a ``NOTIFY`` on the store's channel when it commits: :meth:`watch`
+listens instead of polling, for writers on any host.
+
+psycopg (3) and psycopg-pool are imported when a store is first used; ``import crewpoint`` never loads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+import threading
+import zlib
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from crewpoint.providers import chunks
+from crewpoint.providers.base import (
+    BaseProvider,
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    CheckpointRecord,
+    DamagedCheckpoint,
+    StoreChange,
+    UnsupportedSchema,
+    walk_parents,
+)
+from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
+from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
+from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
+from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+SCHEMA_VERSION = 1
+_COLUMNS = (
+    "id",
+    "parent_id",
+    "branch",
+    "lineage",
+    "sequence",
+    "created_at",
+    "trigger",
+    "entity_kind",
+    "entity_name",
+    "tasks_done",
+    "tasks_total",
+    "schema_version",
+    "version",
+    "size",
+)
+_RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
+_SELECT = ", ".join(f'"{c}"' for c in _COLUMNS)
+# Payloads of the store's notifications: what changed, and on which host.
+CHECKPOINT, RUN, DELETE = "c", "r", "d"
+
+
+def _schema_v1(s: str) -> list[str]:
+    """Statements that make schema v1 in the PostgreSQL schema ``s`` (already quoted)."""
+    return [
+        f"""CREATE TABLE {s}.checkpoints (
+            id text COLLATE "C" PRIMARY KEY, parent_id text, branch text, lineage text, sequence bigint,
+            created_at double precision, "trigger" text, entity_kind text, entity_name text, tasks_done bigint,
+            tasks_total bigint, schema_version bigint, version text, size bigint,
+            written_at timestamptz NOT NULL DEFAULT now())""",
+        f"CREATE INDEX ON {s}.checkpoints (lineage, branch, sequence)",
+        f"CREATE INDEX ON {s}.checkpoints (branch)",
+        f"CREATE INDEX ON {s}.checkpoints (parent_id)",
+        f"CREATE INDEX ON {s}.checkpoints (created_at DESC, sequence DESC, id DESC)",
+        f'CREATE TABLE {s}.bodies (id text COLLATE "C" PRIMARY KEY, manifest bytea NOT NULL)',
+        f"CREATE TABLE {s}.chunks (hash bytea PRIMARY KEY, data bytea NOT NULL, refs bigint NOT NULL)",
+        # chunks are zlib-compressed already: PostgreSQL need not try again
+        f"ALTER TABLE {s}.chunks ALTER COLUMN data SET STORAGE EXTERNAL",
+        f"""CREATE TABLE {s}.runs (
+            run_id text PRIMARY KEY, pid bigint, host text, started_at double precision,
+            last_beat double precision, status text, branch text, lineage text, entity_kind text,
+            entity_name text, checkpoint_id text)""",
+    ]
+
+
+# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
+MIGRATIONS = (_schema_v1,)
+
+# Pools inherited through fork(): the child must neither use nor close them (closing would end the parent's
+# sessions on the shared sockets).
+_inherited: list[Any] = []
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - the extra is part of dev installs
+        raise CheckpointError("PostgreSQL stores need psycopg: pip install 'crewpoint[postgres]'") from exc
+    return psycopg
+
+
+class _Store:
+    """What the provider knows of one store: its location and its schema version (0: not made yet)."""
+
+    def __init__(self, where: PgLocation) -> None:
+        self.where = where
+        self.version = 0
+        self.s = f'"{where.schema}"'
+        self.memo: chunks.Memo | None = None
+
+
+class PostgresProvider(BaseProvider):
+    """Checkpoints in a PostgreSQL database; ``location`` is ``postgresql://user@host:port/db[?schema=NAME]``,
+    and ``location#id`` names one checkpoint.
+
+    ``pool_size`` is the most connections one process opens per server; ``connect_timeout`` is how long a
+    connection attempt may take (seconds).
+    """
+
+    kind = "postgres"
+
+    def __init__(self, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+        self.pool_size = pool_size
+        self.connect_timeout = connect_timeout
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.RLock()
+        self._pools: dict[str, ConnectionPool[Any]] = {}
+        self._stores: dict[str, _Store] = {}
+        self._secrets: dict[str, PgLocation] = {}
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"pool_size": self.pool_size, "connect_timeout": self.connect_timeout}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.pool_size = int(state.get("pool_size", 4))
+        self.connect_timeout = float(state.get("connect_timeout", 10.0))
+        self._reset()
+
+    def __repr__(self) -> str:
+        return f"PostgresProvider(pool_size={self.pool_size}, connect_timeout={self.connect_timeout})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PostgresProvider) and (other.pool_size, other.connect_timeout) == (
+            self.pool_size,
+            self.connect_timeout,
+        )
+
+    def __hash__(self) -> int:
+        return hash((PostgresProvider, self.pool_size, self.connect_timeout))
+
+    def close(self) -> None:
+        """Close this provider's connections (it opens them again when used)."""
+        with self._lock:
+            pools, self._pools = self._pools, {}
+            self._stores = {}
+            if os.getpid() == self._pid:
+                for pool in pools.values():
+                    pool.close()
+
+    # locations and connections
+
+    def _where(self, location: str) -> tuple[PgLocation, str | None]:
+        path, ref_id = split_ref(location)
+        try:
+            where = parse(path)
+        except BadLocation as exc:
+            raise CheckpointError(str(exc)) from None
+        if where.password is not None:
+            with self._lock:
+                self._secrets[where.server] = where
+        else:
+            # A location seen with a password in this process connects with it later too (refs never hold it).
+            known = self._secrets.get(where.server)
+            if known is not None:
+                where = PgLocation(where.name, where.server, known.conninfo, where.schema, known.password)
+        return where, ref_id
+
+    def _pool(self, where: PgLocation) -> ConnectionPool[Any]:
+        if os.getpid() != self._pid:
+            _inherited.extend(self._pools.values())
+            self._reset()
+        pool = self._pools.get(where.server)
+        if pool is not None:
+            return pool
+        with self._lock:
+            pool = self._pools.get(where.server)
+            if pool is None:
+                pool = self._open_pool(where)
+                self._pools[where.server] = pool
+        return pool
+
+    def _open_pool(self, where: PgLocation) -> ConnectionPool[Any]:
+        psycopg = _psycopg()
+        from psycopg_pool import ConnectionPool
+
+        kwargs = {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout))}
+        try:  # one connection first: a server that cannot be reached is reported at once, with libpq's reason
+            psycopg.connect(where.conninfo, **kwargs).close()
+        except psycopg.Error as exc:
+            raise _connect_error(where, exc) from None
+        pool: ConnectionPool[Any] = ConnectionPool(
+            where.conninfo,
+            min_size=1,
+            max_size=max(1, self.pool_size),
+            kwargs=kwargs,
+            timeout=self.connect_timeout,
+            name=f"crewpoint-{os.getpid()}",
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    @contextmanager
+    def _conn(self, where: PgLocation) -> Iterator[psycopg.Connection[Any]]:
+        psycopg = _psycopg()
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool(where).connection() as conn:
+                yield conn
+        except CheckpointError:
+            raise
+        except PoolTimeout as exc:
+            raise CheckpointError(
+                f"{where.name}: no connection to the server within {self.connect_timeout:g} s"
+            ) from exc
+        except psycopg.errors.UndefinedTable as exc:
+            with self._lock:
+                self._stores.pop(where.name, None)  # the store was dropped under us
+            raise CheckpointNotFound(f"no checkpoint store at {where.name}") from exc
+        except psycopg.Error as exc:
+            first = where.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            raise CheckpointError(f"{where.name}: PostgreSQL error: {first}") from None
+
+    def _store(self, where: PgLocation, conn: psycopg.Connection[Any], create: bool) -> _Store:
+        """The store at ``where`` with its schema version known; made or migrated first when ``create``."""
+        store = self._stores.get(where.name)
+        if store is None:
+            store = _Store(where)
+        if store.version < SCHEMA_VERSION:
+            store.version = _read_version(conn, where)
+            if create and store.version < SCHEMA_VERSION:
+                store.version = _migrate(conn, where)
+            if store.version:
+                with self._lock:
+                    self._stores.setdefault(where.name, store)
+                store = self._stores.get(where.name, store)
+        if not create and store.version == 0:
+            raise CheckpointNotFound(f"no checkpoint store at {where.name}")
+        return store
+
+    # the provider interface
+
+    def write(self, location: str, record: CheckpointRecord) -> str:
+        where, _ = self._where(location)
+        meta = check_meta(record.meta)
+        known = self._stores.get(where.name)
+        try:
+            parts = chunks.split(record.body, known.memo if known is not None else None)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
+        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size]
+        manifest = zlib.compress(parts.manifest)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=True)
+            s = store.s
+            for exclusive in (False, True):
+                with conn.transaction():
+                    lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+                    cur = conn.execute(
+                        f"SELECT {lock}(%s), EXISTS (SELECT 1 FROM {s}.checkpoints WHERE id = %s)",
+                        [where.lock_key, meta.id],
+                    )
+                    _, exists = cur.fetchone()  # type: ignore[misc]
+                    if exists and not exclusive:
+                        continue  # overwriting a checkpoint deletes: done holding the lock alone
+                    if exists:
+                        _delete(conn, s, [meta.id])
+                    _put_chunks(conn, s, parts)
+                    conn.execute(
+                        f"INSERT INTO {s}.checkpoints ({_SELECT}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})", row
+                    )
+                    conn.execute(
+                        f"WITH b AS (INSERT INTO {s}.bodies (id, manifest) VALUES (%s, %s) RETURNING id)"
+                        " SELECT pg_notify(%s, %s) FROM b",
+                        [meta.id, manifest, where.channel, f"{CHECKPOINT} {this_host()} {meta.id}"],
+                    )
+                    break
+        store.memo = parts.memo
+        return f"{where.name}#{meta.id}"
+
+    def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
+        where, ref_id = self._where(location)
+        wanted = checkpoint_id or ref_id
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            s = store.s
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if wanted is None:
+                    meta = _latest(conn, store, None)
+                    if meta is None:
+                        raise CheckpointNotFound(f"no checkpoints in {where.name}")
+                else:
+                    meta = _meta(conn, store, _resolve(conn, store, wanted))
+                    if meta is None:
+                        raise CheckpointNotFound(f"no checkpoint {wanted!r} in {where.name}")
+                found = conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = %s", [meta.id]).fetchone()
+                if found is None:
+                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: the checkpoint body is missing")
+                try:
+                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: _load(conn, s, hashes))
+                except chunks.MissingChunk as exc:
+                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data chunk {exc} is missing") from exc
+                except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data is corrupt ({exc})") from exc
+        return CheckpointRecord(meta, body)
+
+    def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            return _list(conn, store, branch)
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        """The newest ``limit`` checkpoints from the time index, without listing the store. Within those, each
+        run's branch is in sequence order whatever the clock did."""
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
+            rows = conn.execute(
+                f"SELECT {_SELECT} FROM {store.s}.checkpoints {filter_}"
+                "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT %s",
+                [*args, max(0, limit)],
+            ).fetchall()
+        return newest_first(_row_meta(row, where.name) for row in rows)
+
+    def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            return _latest(conn, store, branch)
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            return _meta(conn, store, checkpoint_id)
+
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        """One indexed row per parent instead of a listing of the whole store."""
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return walk_parents(lambda wanted: _meta(conn, store, wanted), checkpoint_id)
+
+    def delete(self, location: str, ids: Iterable[str]) -> int:
+        where, _ = self._where(location)
+        wanted = sorted(set(ids))
+        if not wanted:
+            return 0
+        with self._conn(where) as conn:
+            try:
+                store = self._store(where, conn, create=False)
+            except CheckpointNotFound:
+                return 0
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
+                removed = _delete(conn, store.s, wanted)
+                if removed:
+                    _notify(conn, where, DELETE)
+        return removed
+
+    def prune(
+        self,
+        location: str,
+        keep: int,
+        branch: str | None = None,
+        protect: Iterable[str] = (),
+        dry_run: bool = False,
+        *,
+        lineage: str | None = None,
+        head: str | None = None,
+        own_run: str | None = None,
+    ) -> builtins.list[str]:
+        """As :meth:`BaseProvider.prune`, planned and applied in one transaction holding the store's lock
+        alone: a writer on another process or host waits for it, and is never half pruned."""
+        where, _ = self._where(location)
+        protected = set(protect)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
+                metas = _list(conn, store, None)
+                protected |= live_checkpoints(metas, _runs(conn, store), own_run)
+                doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
+                if doomed and not dry_run:
+                    _delete(conn, store.s, doomed)
+                    _notify(conn, where, DELETE)
+        return doomed
+
+    def stats(self, location: str) -> dict[str, int]:
+        """Counts and stored bytes: ``checkpoints``, ``chunks``, ``chunk_bytes``, ``manifest_bytes``."""
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            s = self._store(where, conn, create=False).s
+            row = conn.execute(
+                f"SELECT (SELECT count(*) FROM {s}.checkpoints), (SELECT count(*) FROM {s}.chunks),"
+                f" (SELECT coalesce(sum(length(data)), 0) FROM {s}.chunks),"
+                f" (SELECT coalesce(sum(length(manifest)), 0) FROM {s}.bodies)"
+            ).fetchone()
+        assert row is not None
+        return dict(zip(("checkpoints", "chunks", "chunk_bytes", "manifest_bytes"), map(int, row), strict=True))
+
+    def store_at(self, location: str) -> str:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            self._store(where, conn, create=False)
+        return where.name
+
+    def store_of(self, meta: CheckpointMeta) -> str:
+        return split_ref(meta.location)[0]
+
+    # run records
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            try:
+                store = self._store(where, conn, create=False)
+            except CheckpointNotFound:
+                return False  # the store is made by the first checkpoint, not by a run record
+            values = [getattr(run, c) for c in _RUN_COLUMNS]
+            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _RUN_COLUMNS[1:])
+            with conn.transaction():
+                conn.execute(
+                    f"INSERT INTO {store.s}.runs ({', '.join(_RUN_COLUMNS)})"
+                    f" VALUES ({', '.join(['%s'] * len(values))}) ON CONFLICT (run_id) DO UPDATE SET {updates}",
+                    values,
+                )
+                _notify(conn, where, RUN, run.run_id)
+        return True
+
+    def read_runs(self, location: str) -> builtins.list[RunInfo]:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            try:
+                store = self._store(where, conn, create=False)
+            except CheckpointNotFound:
+                return []
+            return _runs(conn, store)
+
+    # change notification
+
+    def watch(self, location: str, stop: Any, debounce_ms: int = 200) -> AsyncIterator[StoreChange]:
+        where, _ = self._where(location)
+        return self._watch(where, stop, debounce_ms)
+
+    async def _watch(self, where: PgLocation, stop: Any, debounce_ms: int) -> AsyncIterator[StoreChange]:
+        """LISTEN on the store's channel; one change per burst of notifications. A lost connection is made
+        again, and reported as a change (notifications may have been missed meanwhile)."""
+        psycopg = _psycopg()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        stopped = asyncio.ensure_future(stop.wait())
+        reconnected = False
+        try:
+            while not stop.is_set():
+                try:
+                    conn = await psycopg.AsyncConnection.connect(
+                        where.conninfo, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+                    )
+                except psycopg.Error:
+                    await asyncio.wait({stopped}, timeout=1.0)
+                    reconnected = True
+                    continue
+                try:
+                    await conn.execute(f'LISTEN "{where.channel}"')
+                    reader = asyncio.ensure_future(_read_notifies(conn, queue))
+                    if reconnected:
+                        yield StoreChange(where.name, runs_only=False)
+                    while not stop.is_set():
+                        got = asyncio.ensure_future(queue.get())
+                        done, _ = await asyncio.wait({got, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                        if got not in done:
+                            got.cancel()
+                            return
+                        payloads = [got.result()]
+                        await asyncio.sleep(debounce_ms / 1000)
+                        while not queue.empty():
+                            payloads.append(queue.get_nowait())
+                        if None in payloads:  # the connection was lost
+                            reconnected = True
+                            break
+                        yield StoreChange(where.name, runs_only=all(p.startswith(RUN) for p in payloads if p))
+                finally:
+                    reader.cancel()
+                    await conn.close()
+        finally:
+            stopped.cancel()
+
+
+async def _read_notifies(conn: Any, queue: asyncio.Queue[str | None]) -> None:
+    try:
+        async for note in conn.notifies():
+            queue.put_nowait(note.payload)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        pass
+    queue.put_nowait(None)
+
+
+# -- schema and migrations -------------------------------------------------------------------------------------
+
+
+def _read_version(conn: psycopg.Connection[Any], where: PgLocation) -> int:
+    """The store's schema version; 0 when there is none; refuses foreign and newer schemas. Only reads."""
+    row = conn.execute(
+        "SELECT to_regclass(%s), EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)",
+        [f'"{where.schema}".schema_meta', where.schema],
+    ).fetchone()
+    assert row is not None
+    if row[0] is None:
+        if row[1] and _has_tables(conn, where.schema):
+            raise CheckpointError(
+                f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched"
+            )
+        return 0
+    found = dict(conn.execute(f'SELECT key, value FROM "{where.schema}".schema_meta').fetchall())
+    if found.get("store") != "crewpoint":
+        raise CheckpointError(f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched")
+    try:
+        version = int(found.get("schema_version", ""))
+    except ValueError:
+        raise CheckpointError(f"{where.name}: the store's schema version is unreadable") from None
+    if version > SCHEMA_VERSION:
+        raise UnsupportedSchema(
+            f"{where.name} uses crewpoint PostgreSQL schema v{version}, this crewpoint knows up to"
+            f" v{SCHEMA_VERSION}: upgrade crewpoint to open it"
+        )
+    return version
+
+
+def _has_tables(conn: psycopg.Connection[Any], schema: str) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f'))",
+        [schema],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _migrate(conn: psycopg.Connection[Any], where: PgLocation) -> int:
+    """Make or bring the store up to :data:`SCHEMA_VERSION` in one transaction (one process at a time)."""
+    s = f'"{where.schema}"'
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key ^ 1])
+        version = _read_version(conn, where)
+        if version >= SCHEMA_VERSION:
+            return version
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        for step in MIGRATIONS[version:]:
+            for statement in step(s):
+                conn.execute(statement)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_meta (key text PRIMARY KEY, value text NOT NULL)")
+        conn.execute(
+            f"INSERT INTO {s}.schema_meta (key, value) VALUES ('schema_version', %s), ('store', 'crewpoint')"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            [str(SCHEMA_VERSION)],
+        )
+    return SCHEMA_VERSION
+
+
+# -- inside a connection ---------------------------------------------------------------------------------------
+
+
+def _row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
+    """One row's metadata; a row with a wrong or missing value comes back damaged, with the reason."""
+    return checked(CheckpointMeta(*row, location=f"{name}#{row[0]}"))  # type: ignore[misc]
+
+
+def _list(conn: psycopg.Connection[Any], store: _Store, branch: str | None) -> builtins.list[CheckpointMeta]:
+    if branch is None:
+        rows = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints").fetchall()
+    else:
+        rows = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints WHERE branch = %s", [branch]).fetchall()
+    name = store.where.name
+    return newest_first(_row_meta(row, name) for row in rows)
+
+
+def _meta(conn: psycopg.Connection[Any], store: _Store, checkpoint_id: str) -> CheckpointMeta | None:
+    row = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints WHERE id = %s", [checkpoint_id]).fetchone()
+    return None if row is None else _row_meta(row, store.where.name)
+
+
+def _latest(conn: psycopg.Connection[Any], store: _Store, branch: str | None) -> CheckpointMeta | None:
+    """The first good checkpoint ``list`` would give: the head (highest sequence) of the run's branch that
+    wrote last, found through two index lookups instead of a listing."""
+    s = store.s
+    filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
+    newest = conn.execute(
+        f"SELECT lineage, branch FROM {s}.checkpoints {filter_}"
+        "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT 1",
+        args,
+    ).fetchone()
+    if newest is None:
+        return None
+    head = conn.execute(
+        f"SELECT {_SELECT} FROM {s}.checkpoints WHERE lineage = %s AND branch = %s ORDER BY sequence DESC LIMIT 1",
+        list(newest),
+    ).fetchone()
+    meta = None if head is None else _row_meta(head, store.where.name)
+    if meta is None or meta.damaged is not None:  # a damaged row in the way: look at them all
+        return next((m for m in _list(conn, store, branch) if m.damaged is None), None)
+    return meta
+
+
+def _resolve(conn: psycopg.Connection[Any], store: _Store, prefix: str) -> str:
+    if not ID_RE.fullmatch(prefix):  # ids hold no LIKE wildcards ('%', '_')
+        raise CheckpointNotFound(f"no checkpoint {prefix!r} in {store.where.name}")
+    ids = [
+        r[0] for r in conn.execute(f"SELECT id FROM {store.s}.checkpoints WHERE id LIKE %s LIMIT 11", [prefix + "%"])
+    ]
+    return match_prefix(ids, prefix, store.where.name)
+
+
+def _runs(conn: psycopg.Connection[Any], store: _Store) -> builtins.list[RunInfo]:
+    rows = conn.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM {store.s}.runs").fetchall()
+    runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
+    return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
+def _notify(conn: psycopg.Connection[Any], where: PgLocation, what: str, subject: str = "") -> None:
+    conn.execute("SELECT pg_notify(%s, %s)", [where.channel, f"{what} {this_host()} {subject}".rstrip()])
+
+
+def _load(conn: psycopg.Connection[Any], s: str, hashes: builtins.list[bytes]) -> dict[bytes, bytes]:
+    rows = conn.execute(f"SELECT hash, data FROM {s}.chunks WHERE hash = ANY(%s)", [hashes]).fetchall()
+    return {bytes(h): zlib.decompress(data) for h, data in rows}
+
+
+def _put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:
+    """Store the chunks of a body that are not in the store yet and count the references to them.
+
+    Runs under the shared store lock: no chunk seen here can be deleted before the transaction ends. Of
+    several writers adding the same chunk, the one whose insert lands counts its children; rows are inserted
+    and updated in hash order, so writers never wait on each other in a circle.
+    """
+    hashes = sorted(parts.chunks)
+    present = {bytes(h) for (h,) in conn.execute(f"SELECT hash FROM {s}.chunks WHERE hash = ANY(%s)", [hashes])}
+    new = [h for h in hashes if h not in present]
+    counts: Counter[bytes] = Counter(parts.roots)
+    if new:
+        inserted = conn.execute(
+            f"INSERT INTO {s}.chunks (hash, data, refs)"
+            " SELECT h, d, 0 FROM unnest(%s::bytea[], %s::bytea[]) AS v(h, d) ORDER BY h"
+            " ON CONFLICT (hash) DO NOTHING RETURNING hash",
+            [new, [zlib.compress(parts.chunks[h].payload) for h in new]],
+        ).fetchall()
+        for (digest,) in inserted:
+            counts.update(parts.chunks[bytes(digest)].children)
+    if counts:
+        order = sorted(counts)
+        conn.execute(
+            f"UPDATE {s}.chunks AS c SET refs = c.refs + v.n"
+            " FROM (SELECT h, n FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) ORDER BY h) AS v"
+            " WHERE c.hash = v.h",
+            [order, [counts[h] for h in order]],
+        )
+
+
+def _delete(conn: psycopg.Connection[Any], s: str, ids: Sequence[str]) -> int:
+    """Delete checkpoints and release their chunks; a chunk nobody refers to any more goes, and releases its
+    own. Called holding the store lock alone."""
+    released: Counter[bytes] = Counter()
+    for (manifest,) in conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)]):
+        released.update(chunks.children_of(zlib.decompress(manifest)))
+    cur = conn.execute(f"DELETE FROM {s}.checkpoints WHERE id = ANY(%s)", [list(ids)])
+    removed = cur.rowcount
+    conn.execute(f"DELETE FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)])
+    while released:
+        order = sorted(released)
+        counted = conn.execute(
+            f"UPDATE {s}.chunks AS c SET refs = c.refs - u.n"
+            " FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) WHERE c.hash = u.h RETURNING c.hash, c.refs",
+            [order, [released[h] for h in order]],
+        ).fetchall()
+        released = Counter()
+        gone = [bytes(h) for h, refs in counted if refs <= 0]
+        if not gone:
+            break
+        dead = conn.execute(f"DELETE FROM {s}.chunks WHERE hash = ANY(%s) RETURNING data", [gone]).fetchall()
+        for (data,) in dead:
+            released.update(chunks.children_of(zlib.decompress(data)))
+    return removed
+
+
+def _connect_error(where: PgLocation, exc: Exception) -> CheckpointError:
+    text = where.scrub(" ".join(str(exc).split()))
+    hint = ""
+    if "password" in text:
+        hint = " (crewpoint takes the password from PGPASSWORD, ~/.pgpass or a service file)"
+    return CheckpointError(f"cannot connect to {where.name}: {text}{hint}")
