@@ -28,6 +28,7 @@ import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import chunks
@@ -45,7 +46,7 @@ from crewpoint.providers.base import (
 from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
 from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
 from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
-from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
+from crewpoint.providers.runs import RunInfo, classify, run_from_dict, this_host
 
 if TYPE_CHECKING:
     import psycopg
@@ -468,7 +469,11 @@ class PostgresProvider(BaseProvider):
                 store = self._store(where, conn, create=False)
             except CheckpointNotFound:
                 return []
-            return _runs(conn, store)
+            runs = _runs(conn, store)
+            dead = [r for r in runs if r.status == "running" and r.host == this_host() and classify(r) == "crashed"]
+            if dead:
+                runs = _report_crashed(conn, where, store, runs, dead)
+            return runs
 
     # change notification
 
@@ -648,6 +653,31 @@ def _runs(conn: psycopg.Connection[Any], store: _Store) -> builtins.list[RunInfo
     rows = conn.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM {store.s}.runs").fetchall()
     runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
     return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
+def _report_crashed(
+    conn: psycopg.Connection[Any],
+    where: PgLocation,
+    store: _Store,
+    runs: builtins.list[RunInfo],
+    dead: builtins.list[RunInfo],
+) -> builtins.list[RunInfo]:
+    """Record that runs of this host whose process is gone have crashed, so readers on other hosts (which
+    cannot look at this host's processes and would call them lost) see it too. A run that beat since it was
+    read is left alone."""
+    reported: set[str] = set()
+    with conn.transaction():
+        for run in dead:
+            cur = conn.execute(
+                f"UPDATE {store.s}.runs SET status = 'crashed'"
+                " WHERE run_id = %s AND status = 'running' AND last_beat = %s",
+                [run.run_id, run.last_beat],
+            )
+            if cur.rowcount:
+                reported.add(run.run_id)
+        if reported:
+            _notify(conn, where, RUN, "crashed")
+    return [replace(r, status="crashed") if r.run_id in reported else r for r in runs]
 
 
 def _notify(conn: psycopg.Connection[Any], where: PgLocation, what: str, subject: str = "") -> None:

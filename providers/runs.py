@@ -1,8 +1,10 @@
 """Run heartbeats: a small record per running run (pid, host, start, last beat, status) kept in the store.
 
 A run beats every few seconds while it goes and writes its final status when it ends, so readers can tell
-running, finished, failed, interrupted and crashed runs apart: a run still marked ``running`` whose beat is
-stale, or whose process is gone from this host, has crashed.
+running, finished, failed, interrupted and crashed runs apart: a run of this host still marked ``running``
+whose beat is stale, or whose process is gone, has crashed. A stale beat from another host reads ``lost``:
+from here it cannot be told whether the run died or its host went quiet, until that host reports (a store
+shared by hosts records ``crashed`` when a reader on the run's own host finds its process gone).
 
 Each provider keeps run records its own way (a JSON store: one small file per run under ``.runs/``; a SQLite
 store: a ``runs`` table); :func:`read_runs` and :func:`write_run` go through the provider of a location.
@@ -23,6 +25,10 @@ STALE_AFTER = 3 * BEAT_INTERVAL + 4.0
 """A ``running`` run whose last beat is older than this has crashed."""
 
 STATUSES = ("running", "finished", "failed", "interrupted", "crashed")
+"""What a run record can hold."""
+
+STATES = (*STATUSES, "lost")
+"""What :func:`classify` can say: ``lost`` is a stale beat from another host."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +68,15 @@ def _pid_alive(pid: int) -> bool:
 
 
 def classify(run: RunInfo, now: float | None = None, host: str | None = None) -> str:
-    """The run's state as a reader sees it: a ``running`` record can turn out ``crashed``."""
+    """The run's state as a reader sees it: a ``running`` record can turn out ``crashed`` (this host) or
+    ``lost`` (a stale beat from another host)."""
     if run.status != "running":
         return run.status
     now = time.time() if now is None else now
+    here = run.host == (host or this_host())
     if now - run.last_beat > STALE_AFTER:
-        return "crashed"
-    if run.host == (host or this_host()) and not _pid_alive(run.pid):
+        return "crashed" if here else "lost"
+    if here and not _pid_alive(run.pid):
         return "crashed"
     return "running"
 

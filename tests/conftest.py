@@ -44,3 +44,12 @@ def llm_calls() -> Iterator[list[str]]:
     event_bus.register(LLMCallStartedEvent, on_call)
     yield calls
     event_bus.off(on_call)
+
+
+@pytest.fixture
+def pg_location(tmp_path: Path) -> str:
+    """A location for a new store on this run's PostgreSQL server (started on first use; a test that needs it
+    fails, never skips, when it cannot start)."""
+    from pg_server import store_url
+
+    return store_url(tmp_path.name)

@@ -6,13 +6,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew
-from crewpoint.providers.runs import RunInfo, classify, read_runs
+from crewpoint.providers.runs import RunInfo, classify, read_runs, this_host
 
 SLOW_RUN = (
     "import sys\n"
@@ -69,9 +70,11 @@ def test_interrupted_run_is_marked_interrupted() -> None:
     assert classify(read_runs("int")[0]) == "interrupted"
 
 
-def test_a_stale_beat_reads_crashed_even_on_another_host() -> None:
+def test_a_stale_beat_from_another_host_reads_lost_and_from_this_host_crashed() -> None:
     now = time.time()
     run = RunInfo(run_id="r", pid=1, host="elsewhere", started_at=now - 100, last_beat=now - 60)
-    assert classify(run, now=now) == "crashed"
+    assert classify(run, now=now) == "lost"  # that host may be alive and cut off: only it can tell
+    assert classify(replace(run, host=this_host()), now=now) == "crashed"
+    assert classify(replace(run, status="crashed"), now=now) == "crashed"  # its host reported
     fresh = RunInfo(run_id="r", pid=1, host="elsewhere", started_at=now - 100, last_beat=now - 1)
     assert classify(fresh, now=now) == "running"

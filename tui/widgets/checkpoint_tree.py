@@ -43,6 +43,7 @@ STATE_MARKS = {
     "interrupted": ("⏸ interrupted", "stopped"),
     "crashed": ("✗ crashed", "damaged"),
     "failed": ("✗ failed", "damaged"),
+    "lost": ("? lost", "stopped"),
 }
 """How a branch's run state shows in its label, and with which component style."""
 

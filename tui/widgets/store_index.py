@@ -21,7 +21,7 @@ TERMINAL_TRIGGERS = frozenset({"crew_kickoff_completed", "flow_finished", "lite_
 LIVE_WINDOW = 10.0
 """Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
 
-RUN_STATES = ("running", "finished", "failed", "interrupted", "crashed")
+RUN_STATES = ("running", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
 
 EntityKey = tuple[str, str]
