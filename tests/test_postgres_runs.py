@@ -52,7 +52,10 @@ def test_kill_9_mid_run_loses_nothing_written_and_resumes_without_redoing_work(
     for seen in (1, 2, 3):
         location = f"{pg_location}_{seen}"
         proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, location, "0.05"])
-        wait_for(lambda loc=location, n=seen: count(loc) >= n or proc.poll() is not None, "a checkpoint row")  # type: ignore[misc]
+        wait_for(
+            lambda loc=location, n=seen, p=proc: count(loc) >= n or p.poll() is not None,  # type: ignore[misc]
+            "a checkpoint row",
+        )
         proc.send_signal(signal.SIGKILL)
         assert proc.wait() == -signal.SIGKILL
         provider = provider_for(location)
@@ -82,7 +85,8 @@ for k in range(1, n + 1):
     cid = f"{tag}-{k:04d}"
     meta = CheckpointMeta(id=cid, parent_id=parent, branch=tag if tag.startswith("fork") else "main", lineage=tag,
                           sequence=k, created_at=time.time(), trigger="task_completed")
-    provider.write(location, CheckpointRecord(meta, {"tag": tag, "k": k, "history": shared + [{"k": j} for j in range(k)]}))
+    history = shared + [{"k": j} for j in range(k)]
+    provider.write(location, CheckpointRecord(meta, {"tag": tag, "k": k, "history": history}))
     parent = cid
 """
 
