@@ -24,6 +24,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.delenv("CREWPOINT_LLM", raising=False)
     monkeypatch.delenv("CREWPOINT_DESERIALIZE_CALLBACKS", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("CREWPOINT_CHECKPOINT_LOCATION", raising=False)
     monkeypatch.chdir(tmp_path)
     from crewpoint.events import event_bus
 

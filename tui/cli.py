@@ -190,11 +190,16 @@ def _live_demo(location: str, provider: str, delay: float) -> None:
 
 # -- crewpoint checkpoint ----------------------------------------------------------------------------------------
 
-LOCATION_HELP = "Checkpoint folder or SQLite database (default: ./.checkpoints, else ./.checkpoints.db)."
+LOCATION_HELP = (
+    "Checkpoint folder, SQLite database or postgresql:// URL (default: $CREWPOINT_CHECKPOINT_LOCATION, else"
+    " ./.checkpoints, else ./.checkpoints.db)."
+)
 
 
 @main.group(invoke_without_command=True)
-@click.option("--location", "-l", metavar="PATH", default=None, help=LOCATION_HELP)
+@click.option(
+    "--location", "-l", metavar="PATH", default=None, envvar="CREWPOINT_CHECKPOINT_LOCATION", help=LOCATION_HELP
+)
 @click.option("--read-only", is_flag=True, help="Open the app with resume, fork, edit, cancel and prune turned off.")
 @click.pass_context
 def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> None:

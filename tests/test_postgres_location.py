@@ -1,0 +1,102 @@
+"""``postgresql://`` locations: the password comes from libpq's environment, is never part of a store's name,
+never stored and never printed; the command line finds the store from ``--location`` or the environment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from crewpoint.providers import CheckpointError, CheckpointMeta, CheckpointRecord, PostgresProvider, provider_for
+from crewpoint.providers.pg_location import masked, parse
+from crewpoint.tui.cli import main
+
+
+def meta(n: int) -> CheckpointMeta:
+    return CheckpointMeta(
+        id=f"cp{n:04d}", parent_id=None if n == 1 else f"cp{n - 1:04d}", branch="main", lineage="run-a",
+        sequence=n, created_at=time.time(), trigger="task_completed", entity_kind="crew", entity_name="crew",
+    )  # fmt: skip
+
+
+def test_a_password_in_the_url_is_used_to_connect_but_is_no_part_of_the_name() -> None:
+    where = parse("postgresql://team:s3cr%40t@db.example:5433/runs?sslmode=require&schema=nightly")
+    assert where.name == "postgresql://team@db.example:5433/runs?sslmode=require&schema=nightly"
+    assert "s3cr" not in where.name and "s3cr" not in where.server
+    assert where.password == "s3cr@t" and parse(where.conninfo).password == "s3cr@t"
+    assert parse("postgres://u@h/db?password=pw").name == "postgresql://u@h/db"
+    assert masked("postgresql://u:pw@h/db#cp0001") == "postgresql://u@h/db#cp0001"
+    assert parse("postgresql://u@h/db").schema == "crewpoint"
+    with pytest.raises(ValueError, match="invalid schema"):
+        parse("postgresql://u@h/db?schema=Robert');DROP")
+
+
+def test_a_password_given_in_the_url_never_reaches_a_checkpoint_or_the_screen(
+    pg_location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pg_server import session_server
+
+    server = session_server()
+    monkeypatch.delenv("PGPASSFILE")
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")
+    secret_url = pg_location.replace("crewpoint@", f"crewpoint:{server.password}@")
+    provider = PostgresProvider()
+    try:
+        ref = provider.write(secret_url, CheckpointRecord(meta(1), {"n": 1}))
+        stored = provider.list(secret_url)[0]
+        assert server.password not in ref + stored.location + provider.store_at(secret_url)
+        assert provider.read(ref).body == {"n": 1}  # a reference without the password still reads, here
+    finally:
+        provider.close()
+    with psycopg_connect(pg_location, server.password) as conn:
+        dump = json.dumps(conn.execute(f"SELECT * FROM {schema(pg_location)}.checkpoints").fetchall(), default=str)
+    assert server.password not in dump
+
+    # Without it, libpq finds none: the error says where a password comes from, in one line, without one.
+    wrong = pg_location.replace("crewpoint@", "crewpoint:wrong-password@")
+    with pytest.raises(CheckpointError) as failed:
+        PostgresProvider().list(wrong)
+    text = str(failed.value)
+    assert "wrong-password" not in text and "\n" not in text and "PGPASSWORD" in text
+    result = CliRunner().invoke(main, ["checkpoint", "list", pg_location])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert server.password not in result.output
+
+
+def psycopg_connect(location: str, password: str):  # type: ignore[no-untyped-def]
+    import psycopg
+
+    return psycopg.connect(parse(location).conninfo, password=password, autocommit=True)
+
+
+def schema(location: str) -> str:
+    return f'"{parse(location).schema}"'
+
+
+def test_the_command_line_takes_the_location_from_the_environment(
+    pg_location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = provider_for(pg_location)
+    for n in (1, 2, 3):
+        provider.write(pg_location, CheckpointRecord(meta(n), {"n": n}))
+    monkeypatch.setenv("CREWPOINT_CHECKPOINT_LOCATION", pg_location)
+    result = CliRunner().invoke(main, ["checkpoint", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [m["id"] for m in json.loads(result.output)] == ["cp0003", "cp0002", "cp0001"]
+    result = CliRunner().invoke(main, ["checkpoint", "info", "cp0002", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "cp0002" in result.output
+
+
+def test_import_crewpoint_loads_no_postgres_driver() -> None:
+    code = (
+        "import sys, crewpoint, crewpoint.providers\n"
+        "crewpoint.providers.provider_for('postgresql://u@127.0.0.1:1/db')\n"
+        "print('psycopg' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
