@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from pg_server import LocalServer, ServerError  # noqa: E402
+from pg_server import LocalServer, ServerError
 
 
 def main() -> int:
