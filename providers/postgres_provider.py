@@ -15,7 +15,9 @@ by side; deletes and prunes hold it alone, so a chunk a writer counts on is neve
 checkpoint, run record and delete sends a ``NOTIFY`` on the store's channel when it commits: :meth:`watch`
 listens instead of polling, for writers on any host.
 
-psycopg (3) and psycopg-pool are imported when a store is first used; ``import crewpoint`` never loads them.
+The SQL lives in :mod:`crewpoint.providers.pg_sql`, locations (and keeping passwords out of them) in
+:mod:`crewpoint.providers.pg_location`. psycopg (3) and psycopg-pool are imported when a store is first used;
+``import crewpoint`` never loads them.
 """
 
 from __future__ import annotations
@@ -25,10 +27,8 @@ import builtins
 import os
 import threading
 import zlib
-from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import chunks
@@ -40,66 +40,40 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     StoreChange,
-    UnsupportedSchema,
     walk_parents,
 )
 from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
+from crewpoint.providers.pg_sql import (
+    CHECKPOINT,
+    COLUMNS,
+    DELETE,
+    RUN,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    SELECT,
+    PgStore,
+    connect_error,
+    delete_checkpoints,
+    latest,
+    list_metas,
+    load_chunks,
+    meta_of,
+    migrate,
+    notify,
+    put_chunks,
+    read_version,
+    report_crashed,
+    resolve,
+    row_meta,
+    runs_of,
+)
 from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
-from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
-from crewpoint.providers.runs import RunInfo, classify, run_from_dict, this_host
+from crewpoint.providers.refs import check_meta, split_ref
+from crewpoint.providers.runs import RunInfo, classify, this_host
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
-
-SCHEMA_VERSION = 1
-_COLUMNS = (
-    "id",
-    "parent_id",
-    "branch",
-    "lineage",
-    "sequence",
-    "created_at",
-    "trigger",
-    "entity_kind",
-    "entity_name",
-    "tasks_done",
-    "tasks_total",
-    "schema_version",
-    "version",
-    "size",
-)
-_RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
-_SELECT = ", ".join(f'"{c}"' for c in _COLUMNS)
-# Payloads of the store's notifications: what changed, and on which host.
-CHECKPOINT, RUN, DELETE = "c", "r", "d"
-
-
-def _schema_v1(s: str) -> list[str]:
-    """Statements that make schema v1 in the PostgreSQL schema ``s`` (already quoted)."""
-    return [
-        f"""CREATE TABLE {s}.checkpoints (
-            id text COLLATE "C" PRIMARY KEY, parent_id text, branch text, lineage text, sequence bigint,
-            created_at double precision, "trigger" text, entity_kind text, entity_name text, tasks_done bigint,
-            tasks_total bigint, schema_version bigint, version text, size bigint,
-            written_at timestamptz NOT NULL DEFAULT now())""",
-        f"CREATE INDEX ON {s}.checkpoints (lineage, branch, sequence)",
-        f"CREATE INDEX ON {s}.checkpoints (branch)",
-        f"CREATE INDEX ON {s}.checkpoints (parent_id)",
-        f"CREATE INDEX ON {s}.checkpoints (created_at DESC, sequence DESC, id DESC)",
-        f'CREATE TABLE {s}.bodies (id text COLLATE "C" PRIMARY KEY, manifest bytea NOT NULL)',
-        f"CREATE TABLE {s}.chunks (hash bytea PRIMARY KEY, data bytea NOT NULL, refs bigint NOT NULL)",
-        # chunks are zlib-compressed already: PostgreSQL need not try again
-        f"ALTER TABLE {s}.chunks ALTER COLUMN data SET STORAGE EXTERNAL",
-        f"""CREATE TABLE {s}.runs (
-            run_id text PRIMARY KEY, pid bigint, host text, started_at double precision,
-            last_beat double precision, status text, branch text, lineage text, entity_kind text,
-            entity_name text, checkpoint_id text)""",
-    ]
-
-
-# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
-MIGRATIONS = (_schema_v1,)
 
 # Pools inherited through fork(): the child must neither use nor close them (closing would end the parent's
 # sessions on the shared sockets).
@@ -112,16 +86,6 @@ def _psycopg() -> Any:
     except ImportError as exc:  # pragma: no cover - the extra is part of dev installs
         raise CheckpointError("PostgreSQL stores need psycopg: pip install 'crewpoint[postgres]'") from exc
     return psycopg
-
-
-class _Store:
-    """What the provider knows of one store: its location and its schema version (0: not made yet)."""
-
-    def __init__(self, where: PgLocation) -> None:
-        self.where = where
-        self.version = 0
-        self.s = f'"{where.schema}"'
-        self.memo: chunks.Memo | None = None
 
 
 class PostgresProvider(BaseProvider):
@@ -142,7 +106,7 @@ class PostgresProvider(BaseProvider):
     def _reset(self) -> None:
         self._lock = threading.RLock()
         self._pools: dict[str, ConnectionPool[Any]] = {}
-        self._stores: dict[str, _Store] = {}
+        self._stores: dict[str, PgStore] = {}
         self._secrets: dict[str, PgLocation] = {}
         self._pid = os.getpid()
 
@@ -215,7 +179,7 @@ class PostgresProvider(BaseProvider):
         try:  # one connection first: a server that cannot be reached is reported at once, with libpq's reason
             psycopg.connect(where.conninfo, **kwargs).close()
         except psycopg.Error as exc:
-            raise _connect_error(where, exc) from None
+            raise connect_error(where, exc) from None
         pool: ConnectionPool[Any] = ConnectionPool(
             where.conninfo,
             min_size=1,
@@ -250,15 +214,15 @@ class PostgresProvider(BaseProvider):
             first = where.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
             raise CheckpointError(f"{where.name}: PostgreSQL error: {first}") from None
 
-    def _store(self, where: PgLocation, conn: psycopg.Connection[Any], create: bool) -> _Store:
+    def _store(self, where: PgLocation, conn: psycopg.Connection[Any], create: bool) -> PgStore:
         """The store at ``where`` with its schema version known; made or migrated first when ``create``."""
         store = self._stores.get(where.name)
         if store is None:
-            store = _Store(where)
+            store = PgStore(where)
         if store.version < SCHEMA_VERSION:
-            store.version = _read_version(conn, where)
+            store.version = read_version(conn, where)
             if create and store.version < SCHEMA_VERSION:
-                store.version = _migrate(conn, where)
+                store.version = migrate(conn, where)
             if store.version:
                 with self._lock:
                     self._stores.setdefault(where.name, store)
@@ -277,7 +241,7 @@ class PostgresProvider(BaseProvider):
             parts = chunks.split(record.body, known.memo if known is not None else None)
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
-        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size]
+        row = [getattr(meta, c) for c in COLUMNS[:-1]] + [parts.size]
         manifest = zlib.compress(parts.manifest)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=True)
@@ -293,10 +257,10 @@ class PostgresProvider(BaseProvider):
                     if exists and not exclusive:
                         continue  # overwriting a checkpoint deletes: done holding the lock alone
                     if exists:
-                        _delete(conn, s, [meta.id])
-                    _put_chunks(conn, s, parts)
+                        delete_checkpoints(conn, s, [meta.id])
+                    put_chunks(conn, s, parts)
                     conn.execute(
-                        f"INSERT INTO {s}.checkpoints ({_SELECT}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})", row
+                        f"INSERT INTO {s}.checkpoints ({SELECT}) VALUES ({', '.join(['%s'] * len(COLUMNS))})", row
                     )
                     conn.execute(
                         f"WITH b AS (INSERT INTO {s}.bodies (id, manifest) VALUES (%s, %s) RETURNING id)"
@@ -316,18 +280,18 @@ class PostgresProvider(BaseProvider):
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 if wanted is None:
-                    meta = _latest(conn, store, None)
+                    meta = latest(conn, store, None)
                     if meta is None:
                         raise CheckpointNotFound(f"no checkpoints in {where.name}")
                 else:
-                    meta = _meta(conn, store, _resolve(conn, store, wanted))
+                    meta = meta_of(conn, store, resolve(conn, store, wanted))
                     if meta is None:
                         raise CheckpointNotFound(f"no checkpoint {wanted!r} in {where.name}")
                 found = conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = %s", [meta.id]).fetchone()
                 if found is None:
                     raise DamagedCheckpoint(f"{where.name}#{meta.id}: the checkpoint body is missing")
                 try:
-                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: _load(conn, s, hashes))
+                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: load_chunks(conn, s, hashes))
                 except chunks.MissingChunk as exc:
                     raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data chunk {exc} is missing") from exc
                 except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
@@ -338,7 +302,7 @@ class PostgresProvider(BaseProvider):
         where, _ = self._where(location)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
-            return _list(conn, store, branch)
+            return list_metas(conn, store, branch)
 
     def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         """The newest ``limit`` checkpoints from the time index, without listing the store. Within those, each
@@ -348,23 +312,23 @@ class PostgresProvider(BaseProvider):
             store = self._store(where, conn, create=False)
             filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
             rows = conn.execute(
-                f"SELECT {_SELECT} FROM {store.s}.checkpoints {filter_}"
+                f"SELECT {SELECT} FROM {store.s}.checkpoints {filter_}"
                 "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT %s",
                 [*args, max(0, limit)],
             ).fetchall()
-        return newest_first(_row_meta(row, where.name) for row in rows)
+        return newest_first(row_meta(row, where.name) for row in rows)
 
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
         where, _ = self._where(location)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
-            return _latest(conn, store, branch)
+            return latest(conn, store, branch)
 
     def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
         where, _ = self._where(location)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
-            return _meta(conn, store, checkpoint_id)
+            return meta_of(conn, store, checkpoint_id)
 
     def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
         """One indexed row per parent instead of a listing of the whole store."""
@@ -373,7 +337,7 @@ class PostgresProvider(BaseProvider):
             store = self._store(where, conn, create=False)
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return walk_parents(lambda wanted: _meta(conn, store, wanted), checkpoint_id)
+                return walk_parents(lambda wanted: meta_of(conn, store, wanted), checkpoint_id)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
         where, _ = self._where(location)
@@ -387,9 +351,9 @@ class PostgresProvider(BaseProvider):
                 return 0
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
-                removed = _delete(conn, store.s, wanted)
+                removed = delete_checkpoints(conn, store.s, wanted)
                 if removed:
-                    _notify(conn, where, DELETE)
+                    notify(conn, where, DELETE)
         return removed
 
     def prune(
@@ -412,12 +376,12 @@ class PostgresProvider(BaseProvider):
             store = self._store(where, conn, create=False)
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
-                metas = _list(conn, store, None)
-                protected |= live_checkpoints(metas, _runs(conn, store), own_run)
+                metas = list_metas(conn, store, None)
+                protected |= live_checkpoints(metas, runs_of(conn, store), own_run)
                 doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
                 if doomed and not dry_run:
-                    _delete(conn, store.s, doomed)
-                    _notify(conn, where, DELETE)
+                    delete_checkpoints(conn, store.s, doomed)
+                    notify(conn, where, DELETE)
         return doomed
 
     def stats(self, location: str) -> dict[str, int]:
@@ -451,15 +415,15 @@ class PostgresProvider(BaseProvider):
                 store = self._store(where, conn, create=False)
             except CheckpointNotFound:
                 return False  # the store is made by the first checkpoint, not by a run record
-            values = [getattr(run, c) for c in _RUN_COLUMNS]
-            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _RUN_COLUMNS[1:])
+            values = [getattr(run, c) for c in RUN_COLUMNS]
+            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_COLUMNS[1:])
             with conn.transaction():
                 conn.execute(
-                    f"INSERT INTO {store.s}.runs ({', '.join(_RUN_COLUMNS)})"
+                    f"INSERT INTO {store.s}.runs ({', '.join(RUN_COLUMNS)})"
                     f" VALUES ({', '.join(['%s'] * len(values))}) ON CONFLICT (run_id) DO UPDATE SET {updates}",
                     values,
                 )
-                _notify(conn, where, RUN, run.run_id)
+                notify(conn, where, RUN, run.run_id)
         return True
 
     def read_runs(self, location: str) -> builtins.list[RunInfo]:
@@ -469,10 +433,10 @@ class PostgresProvider(BaseProvider):
                 store = self._store(where, conn, create=False)
             except CheckpointNotFound:
                 return []
-            runs = _runs(conn, store)
+            runs = runs_of(conn, store)
             dead = [r for r in runs if r.status == "running" and r.host == this_host() and classify(r) == "crashed"]
             if dead:
-                runs = _report_crashed(conn, where, store, runs, dead)
+                runs = report_crashed(conn, where, store, runs, dead)
             return runs
 
     # change notification
@@ -533,221 +497,3 @@ async def _read_notifies(conn: Any, queue: asyncio.Queue[str | None]) -> None:
     except Exception:
         pass
     queue.put_nowait(None)
-
-
-# -- schema and migrations -------------------------------------------------------------------------------------
-
-
-def _read_version(conn: psycopg.Connection[Any], where: PgLocation) -> int:
-    """The store's schema version; 0 when there is none; refuses foreign and newer schemas. Only reads."""
-    row = conn.execute(
-        "SELECT to_regclass(%s), EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)",
-        [f'"{where.schema}".schema_meta', where.schema],
-    ).fetchone()
-    assert row is not None
-    if row[0] is None:
-        if row[1] and _has_tables(conn, where.schema):
-            raise CheckpointError(
-                f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched"
-            )
-        return 0
-    found = dict(conn.execute(f'SELECT key, value FROM "{where.schema}".schema_meta').fetchall())
-    if found.get("store") != "crewpoint":
-        raise CheckpointError(f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched")
-    try:
-        version = int(found.get("schema_version", ""))
-    except ValueError:
-        raise CheckpointError(f"{where.name}: the store's schema version is unreadable") from None
-    if version > SCHEMA_VERSION:
-        raise UnsupportedSchema(
-            f"{where.name} uses crewpoint PostgreSQL schema v{version}, this crewpoint knows up to"
-            f" v{SCHEMA_VERSION}: upgrade crewpoint to open it"
-        )
-    return version
-
-
-def _has_tables(conn: psycopg.Connection[Any], schema: str) -> bool:
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f'))",
-        [schema],
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def _migrate(conn: psycopg.Connection[Any], where: PgLocation) -> int:
-    """Make or bring the store up to :data:`SCHEMA_VERSION` in one transaction (one process at a time)."""
-    s = f'"{where.schema}"'
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key ^ 1])
-        version = _read_version(conn, where)
-        if version >= SCHEMA_VERSION:
-            return version
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-        for step in MIGRATIONS[version:]:
-            for statement in step(s):
-                conn.execute(statement)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_meta (key text PRIMARY KEY, value text NOT NULL)")
-        conn.execute(
-            f"INSERT INTO {s}.schema_meta (key, value) VALUES ('schema_version', %s), ('store', 'crewpoint')"
-            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [str(SCHEMA_VERSION)],
-        )
-    return SCHEMA_VERSION
-
-
-# -- inside a connection ---------------------------------------------------------------------------------------
-
-
-def _row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
-    """One row's metadata; a row with a wrong or missing value comes back damaged, with the reason."""
-    return checked(CheckpointMeta(*row, location=f"{name}#{row[0]}"))  # type: ignore[misc]
-
-
-def _list(conn: psycopg.Connection[Any], store: _Store, branch: str | None) -> builtins.list[CheckpointMeta]:
-    if branch is None:
-        rows = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints").fetchall()
-    else:
-        rows = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints WHERE branch = %s", [branch]).fetchall()
-    name = store.where.name
-    return newest_first(_row_meta(row, name) for row in rows)
-
-
-def _meta(conn: psycopg.Connection[Any], store: _Store, checkpoint_id: str) -> CheckpointMeta | None:
-    row = conn.execute(f"SELECT {_SELECT} FROM {store.s}.checkpoints WHERE id = %s", [checkpoint_id]).fetchone()
-    return None if row is None else _row_meta(row, store.where.name)
-
-
-def _latest(conn: psycopg.Connection[Any], store: _Store, branch: str | None) -> CheckpointMeta | None:
-    """The first good checkpoint ``list`` would give: the head (highest sequence) of the run's branch that
-    wrote last, found through two index lookups instead of a listing."""
-    s = store.s
-    filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
-    newest = conn.execute(
-        f"SELECT lineage, branch FROM {s}.checkpoints {filter_}"
-        "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT 1",
-        args,
-    ).fetchone()
-    if newest is None:
-        return None
-    head = conn.execute(
-        f"SELECT {_SELECT} FROM {s}.checkpoints WHERE lineage = %s AND branch = %s ORDER BY sequence DESC LIMIT 1",
-        list(newest),
-    ).fetchone()
-    meta = None if head is None else _row_meta(head, store.where.name)
-    if meta is None or meta.damaged is not None:  # a damaged row in the way: look at them all
-        return next((m for m in _list(conn, store, branch) if m.damaged is None), None)
-    return meta
-
-
-def _resolve(conn: psycopg.Connection[Any], store: _Store, prefix: str) -> str:
-    if not ID_RE.fullmatch(prefix):  # ids hold no LIKE wildcards ('%', '_')
-        raise CheckpointNotFound(f"no checkpoint {prefix!r} in {store.where.name}")
-    ids = [
-        r[0] for r in conn.execute(f"SELECT id FROM {store.s}.checkpoints WHERE id LIKE %s LIMIT 11", [prefix + "%"])
-    ]
-    return match_prefix(ids, prefix, store.where.name)
-
-
-def _runs(conn: psycopg.Connection[Any], store: _Store) -> builtins.list[RunInfo]:
-    rows = conn.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM {store.s}.runs").fetchall()
-    runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
-    return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
-
-
-def _report_crashed(
-    conn: psycopg.Connection[Any],
-    where: PgLocation,
-    store: _Store,
-    runs: builtins.list[RunInfo],
-    dead: builtins.list[RunInfo],
-) -> builtins.list[RunInfo]:
-    """Record that runs of this host whose process is gone have crashed, so readers on other hosts (which
-    cannot look at this host's processes and would call them lost) see it too. A run that beat since it was
-    read is left alone."""
-    reported: set[str] = set()
-    with conn.transaction():
-        for run in dead:
-            cur = conn.execute(
-                f"UPDATE {store.s}.runs SET status = 'crashed'"
-                " WHERE run_id = %s AND status = 'running' AND last_beat = %s",
-                [run.run_id, run.last_beat],
-            )
-            if cur.rowcount:
-                reported.add(run.run_id)
-        if reported:
-            _notify(conn, where, RUN, "crashed")
-    return [replace(r, status="crashed") if r.run_id in reported else r for r in runs]
-
-
-def _notify(conn: psycopg.Connection[Any], where: PgLocation, what: str, subject: str = "") -> None:
-    conn.execute("SELECT pg_notify(%s, %s)", [where.channel, f"{what} {this_host()} {subject}".rstrip()])
-
-
-def _load(conn: psycopg.Connection[Any], s: str, hashes: builtins.list[bytes]) -> dict[bytes, bytes]:
-    rows = conn.execute(f"SELECT hash, data FROM {s}.chunks WHERE hash = ANY(%s)", [hashes]).fetchall()
-    return {bytes(h): zlib.decompress(data) for h, data in rows}
-
-
-def _put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:
-    """Store the chunks of a body that are not in the store yet and count the references to them.
-
-    Runs under the shared store lock: no chunk seen here can be deleted before the transaction ends. Of
-    several writers adding the same chunk, the one whose insert lands counts its children; rows are inserted
-    and updated in hash order, so writers never wait on each other in a circle.
-    """
-    hashes = sorted(parts.chunks)
-    present = {bytes(h) for (h,) in conn.execute(f"SELECT hash FROM {s}.chunks WHERE hash = ANY(%s)", [hashes])}
-    new = [h for h in hashes if h not in present]
-    counts: Counter[bytes] = Counter(parts.roots)
-    if new:
-        inserted = conn.execute(
-            f"INSERT INTO {s}.chunks (hash, data, refs)"
-            " SELECT h, d, 0 FROM unnest(%s::bytea[], %s::bytea[]) AS v(h, d) ORDER BY h"
-            " ON CONFLICT (hash) DO NOTHING RETURNING hash",
-            [new, [zlib.compress(parts.chunks[h].payload) for h in new]],
-        ).fetchall()
-        for (digest,) in inserted:
-            counts.update(parts.chunks[bytes(digest)].children)
-    if counts:
-        order = sorted(counts)
-        conn.execute(
-            f"UPDATE {s}.chunks AS c SET refs = c.refs + v.n"
-            " FROM (SELECT h, n FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) ORDER BY h) AS v"
-            " WHERE c.hash = v.h",
-            [order, [counts[h] for h in order]],
-        )
-
-
-def _delete(conn: psycopg.Connection[Any], s: str, ids: Sequence[str]) -> int:
-    """Delete checkpoints and release their chunks; a chunk nobody refers to any more goes, and releases its
-    own. Called holding the store lock alone."""
-    released: Counter[bytes] = Counter()
-    for (manifest,) in conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)]):
-        released.update(chunks.children_of(zlib.decompress(manifest)))
-    cur = conn.execute(f"DELETE FROM {s}.checkpoints WHERE id = ANY(%s)", [list(ids)])
-    removed = cur.rowcount
-    conn.execute(f"DELETE FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)])
-    while released:
-        order = sorted(released)
-        counted = conn.execute(
-            f"UPDATE {s}.chunks AS c SET refs = c.refs - u.n"
-            " FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) WHERE c.hash = u.h RETURNING c.hash, c.refs",
-            [order, [released[h] for h in order]],
-        ).fetchall()
-        released = Counter()
-        gone = [bytes(h) for h, refs in counted if refs <= 0]
-        if not gone:
-            break
-        dead = conn.execute(f"DELETE FROM {s}.chunks WHERE hash = ANY(%s) RETURNING data", [gone]).fetchall()
-        for (data,) in dead:
-            released.update(chunks.children_of(zlib.decompress(data)))
-    return removed
-
-
-def _connect_error(where: PgLocation, exc: Exception) -> CheckpointError:
-    text = where.scrub(" ".join(str(exc).split()))
-    hint = ""
-    if "password" in text:
-        hint = " (crewpoint takes the password from PGPASSWORD, ~/.pgpass or a service file)"
-    return CheckpointError(f"cannot connect to {where.name}: {text}{hint}")

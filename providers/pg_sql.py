@@ -1,0 +1,303 @@
+"""The SQL of the PostgreSQL store: its schema and migrations, and what one connection does inside a
+transaction (list, look up, count chunk references, delete). :mod:`crewpoint.providers.postgres_provider`
+holds the connections and the transactions.
+
+Statements name the store's schema quoted (``s``); schema names are checked by
+:mod:`crewpoint.providers.pg_location` (lower-case letters, digits, ``_``), so quoting is all they need.
+"""
+
+from __future__ import annotations
+
+import builtins
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from crewpoint.providers import chunks
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound, UnsupportedSchema
+from crewpoint.providers.pg_location import PgLocation
+from crewpoint.providers.prune import newest_first
+from crewpoint.providers.refs import ID_RE, checked, match_prefix
+from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION = 1
+COLUMNS = (
+    "id",
+    "parent_id",
+    "branch",
+    "lineage",
+    "sequence",
+    "created_at",
+    "trigger",
+    "entity_kind",
+    "entity_name",
+    "tasks_done",
+    "tasks_total",
+    "schema_version",
+    "version",
+    "size",
+)
+RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
+SELECT = ", ".join(f'"{c}"' for c in COLUMNS)
+# Payloads of the store's notifications: what changed, and on which host.
+CHECKPOINT, RUN, DELETE = "c", "r", "d"
+
+
+def schema_v1(s: str) -> list[str]:
+    """Statements that make schema v1 in the PostgreSQL schema ``s`` (already quoted)."""
+    return [
+        f"""CREATE TABLE {s}.checkpoints (
+            id text COLLATE "C" PRIMARY KEY, parent_id text, branch text, lineage text, sequence bigint,
+            created_at double precision, "trigger" text, entity_kind text, entity_name text, tasks_done bigint,
+            tasks_total bigint, schema_version bigint, version text, size bigint,
+            written_at timestamptz NOT NULL DEFAULT now())""",
+        f"CREATE INDEX ON {s}.checkpoints (lineage, branch, sequence)",
+        f"CREATE INDEX ON {s}.checkpoints (branch)",
+        f"CREATE INDEX ON {s}.checkpoints (parent_id)",
+        f"CREATE INDEX ON {s}.checkpoints (created_at DESC, sequence DESC, id DESC)",
+        f'CREATE TABLE {s}.bodies (id text COLLATE "C" PRIMARY KEY, manifest bytea NOT NULL)',
+        f"CREATE TABLE {s}.chunks (hash bytea PRIMARY KEY, data bytea NOT NULL, refs bigint NOT NULL)",
+        # chunks are zlib-compressed already: PostgreSQL need not try again
+        f"ALTER TABLE {s}.chunks ALTER COLUMN data SET STORAGE EXTERNAL",
+        f"""CREATE TABLE {s}.runs (
+            run_id text PRIMARY KEY, pid bigint, host text, started_at double precision,
+            last_beat double precision, status text, branch text, lineage text, entity_kind text,
+            entity_name text, checkpoint_id text)""",
+    ]
+
+
+# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
+MIGRATIONS = (schema_v1,)
+
+
+class PgStore:
+    """What the provider knows of one store: its location and its schema version (0: not made yet)."""
+
+    def __init__(self, where: PgLocation) -> None:
+        self.where = where
+        self.version = 0
+        self.s = f'"{where.schema}"'
+        self.memo: chunks.Memo | None = None
+
+
+# -- schema and migrations -------------------------------------------------------------------------------------
+
+
+def read_version(conn: psycopg.Connection[Any], where: PgLocation) -> int:
+    """The store's schema version; 0 when there is none; refuses foreign and newer schemas. Only reads."""
+    row = conn.execute(
+        "SELECT to_regclass(%s), EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)",
+        [f'"{where.schema}".schema_meta', where.schema],
+    ).fetchone()
+    assert row is not None
+    if row[0] is None:
+        if row[1] and has_tables(conn, where.schema):
+            raise CheckpointError(
+                f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched"
+            )
+        return 0
+    found = dict(conn.execute(f'SELECT key, value FROM "{where.schema}".schema_meta').fetchall())
+    if found.get("store") != "crewpoint":
+        raise CheckpointError(f"{where.name}: schema {where.schema!r} is not a crewpoint store: it is left untouched")
+    try:
+        version = int(found.get("schema_version", ""))
+    except ValueError:
+        raise CheckpointError(f"{where.name}: the store's schema version is unreadable") from None
+    if version > SCHEMA_VERSION:
+        raise UnsupportedSchema(
+            f"{where.name} uses crewpoint PostgreSQL schema v{version}, this crewpoint knows up to"
+            f" v{SCHEMA_VERSION}: upgrade crewpoint to open it"
+        )
+    return version
+
+
+def has_tables(conn: psycopg.Connection[Any], schema: str) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f'))",
+        [schema],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def migrate(conn: psycopg.Connection[Any], where: PgLocation) -> int:
+    """Make or bring the store up to :data:`SCHEMA_VERSION` in one transaction (one process at a time)."""
+    s = f'"{where.schema}"'
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key ^ 1])
+        version = read_version(conn, where)
+        if version >= SCHEMA_VERSION:
+            return version
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        for step in MIGRATIONS[version:]:
+            for statement in step(s):
+                conn.execute(statement)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_meta (key text PRIMARY KEY, value text NOT NULL)")
+        conn.execute(
+            f"INSERT INTO {s}.schema_meta (key, value) VALUES ('schema_version', %s), ('store', 'crewpoint')"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            [str(SCHEMA_VERSION)],
+        )
+    return SCHEMA_VERSION
+
+
+# -- inside a connection ---------------------------------------------------------------------------------------
+
+
+def row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
+    """One row's metadata; a row with a wrong or missing value comes back damaged, with the reason."""
+    return checked(CheckpointMeta(*row, location=f"{name}#{row[0]}"))  # type: ignore[misc]
+
+
+def list_metas(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) -> builtins.list[CheckpointMeta]:
+    if branch is None:
+        rows = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints").fetchall()
+    else:
+        rows = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints WHERE branch = %s", [branch]).fetchall()
+    name = store.where.name
+    return newest_first(row_meta(row, name) for row in rows)
+
+
+def meta_of(conn: psycopg.Connection[Any], store: PgStore, checkpoint_id: str) -> CheckpointMeta | None:
+    row = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints WHERE id = %s", [checkpoint_id]).fetchone()
+    return None if row is None else row_meta(row, store.where.name)
+
+
+def latest(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) -> CheckpointMeta | None:
+    """The first good checkpoint ``list`` would give: the head (highest sequence) of the run's branch that
+    wrote last, found through two index lookups instead of a listing."""
+    s = store.s
+    filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
+    newest = conn.execute(
+        f"SELECT lineage, branch FROM {s}.checkpoints {filter_}"
+        "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT 1",
+        args,
+    ).fetchone()
+    if newest is None:
+        return None
+    head = conn.execute(
+        f"SELECT {SELECT} FROM {s}.checkpoints WHERE lineage = %s AND branch = %s ORDER BY sequence DESC LIMIT 1",
+        list(newest),
+    ).fetchone()
+    meta = None if head is None else row_meta(head, store.where.name)
+    if meta is None or meta.damaged is not None:  # a damaged row in the way: look at them all
+        return next((m for m in list_metas(conn, store, branch) if m.damaged is None), None)
+    return meta
+
+
+def resolve(conn: psycopg.Connection[Any], store: PgStore, prefix: str) -> str:
+    if not ID_RE.fullmatch(prefix):  # ids hold no LIKE wildcards ('%', '_')
+        raise CheckpointNotFound(f"no checkpoint {prefix!r} in {store.where.name}")
+    ids = [
+        r[0] for r in conn.execute(f"SELECT id FROM {store.s}.checkpoints WHERE id LIKE %s LIMIT 11", [prefix + "%"])
+    ]
+    return match_prefix(ids, prefix, store.where.name)
+
+
+def runs_of(conn: psycopg.Connection[Any], store: PgStore) -> builtins.list[RunInfo]:
+    rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM {store.s}.runs").fetchall()
+    runs = [run_from_dict(dict(zip(RUN_COLUMNS, row, strict=True))) for row in rows]
+    return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
+def report_crashed(
+    conn: psycopg.Connection[Any],
+    where: PgLocation,
+    store: PgStore,
+    runs: builtins.list[RunInfo],
+    dead: builtins.list[RunInfo],
+) -> builtins.list[RunInfo]:
+    """Record that runs of this host whose process is gone have crashed, so readers on other hosts (which
+    cannot look at this host's processes and would call them lost) see it too. A run that beat since it was
+    read is left alone."""
+    reported: set[str] = set()
+    with conn.transaction():
+        for run in dead:
+            cur = conn.execute(
+                f"UPDATE {store.s}.runs SET status = 'crashed'"
+                " WHERE run_id = %s AND status = 'running' AND last_beat = %s",
+                [run.run_id, run.last_beat],
+            )
+            if cur.rowcount:
+                reported.add(run.run_id)
+        if reported:
+            notify(conn, where, RUN, "crashed")
+    return [replace(r, status="crashed") if r.run_id in reported else r for r in runs]
+
+
+def notify(conn: psycopg.Connection[Any], where: PgLocation, what: str, subject: str = "") -> None:
+    conn.execute("SELECT pg_notify(%s, %s)", [where.channel, f"{what} {this_host()} {subject}".rstrip()])
+
+
+def load_chunks(conn: psycopg.Connection[Any], s: str, hashes: builtins.list[bytes]) -> dict[bytes, bytes]:
+    rows = conn.execute(f"SELECT hash, data FROM {s}.chunks WHERE hash = ANY(%s)", [hashes]).fetchall()
+    return {bytes(h): zlib.decompress(data) for h, data in rows}
+
+
+def put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:
+    """Store the chunks of a body that are not in the store yet and count the references to them.
+
+    Runs under the shared store lock: no chunk seen here can be deleted before the transaction ends. Of
+    several writers adding the same chunk, the one whose insert lands counts its children; rows are inserted
+    and updated in hash order, so writers never wait on each other in a circle.
+    """
+    hashes = sorted(parts.chunks)
+    present = {bytes(h) for (h,) in conn.execute(f"SELECT hash FROM {s}.chunks WHERE hash = ANY(%s)", [hashes])}
+    new = [h for h in hashes if h not in present]
+    counts: Counter[bytes] = Counter(parts.roots)
+    if new:
+        inserted = conn.execute(
+            f"INSERT INTO {s}.chunks (hash, data, refs)"
+            " SELECT h, d, 0 FROM unnest(%s::bytea[], %s::bytea[]) AS v(h, d) ORDER BY h"
+            " ON CONFLICT (hash) DO NOTHING RETURNING hash",
+            [new, [zlib.compress(parts.chunks[h].payload) for h in new]],
+        ).fetchall()
+        for (digest,) in inserted:
+            counts.update(parts.chunks[bytes(digest)].children)
+    if counts:
+        order = sorted(counts)
+        conn.execute(
+            f"UPDATE {s}.chunks AS c SET refs = c.refs + v.n"
+            " FROM (SELECT h, n FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) ORDER BY h) AS v"
+            " WHERE c.hash = v.h",
+            [order, [counts[h] for h in order]],
+        )
+
+
+def delete_checkpoints(conn: psycopg.Connection[Any], s: str, ids: Sequence[str]) -> int:
+    """Delete checkpoints and release their chunks; a chunk nobody refers to any more goes, and releases its
+    own. Called holding the store lock alone."""
+    released: Counter[bytes] = Counter()
+    for (manifest,) in conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)]):
+        released.update(chunks.children_of(zlib.decompress(manifest)))
+    cur = conn.execute(f"DELETE FROM {s}.checkpoints WHERE id = ANY(%s)", [list(ids)])
+    removed = cur.rowcount
+    conn.execute(f"DELETE FROM {s}.bodies WHERE id = ANY(%s)", [list(ids)])
+    while released:
+        order = sorted(released)
+        counted = conn.execute(
+            f"UPDATE {s}.chunks AS c SET refs = c.refs - u.n"
+            " FROM unnest(%s::bytea[], %s::bigint[]) AS u(h, n) WHERE c.hash = u.h RETURNING c.hash, c.refs",
+            [order, [released[h] for h in order]],
+        ).fetchall()
+        released = Counter()
+        gone = [bytes(h) for h, refs in counted if refs <= 0]
+        if not gone:
+            break
+        dead = conn.execute(f"DELETE FROM {s}.chunks WHERE hash = ANY(%s) RETURNING data", [gone]).fetchall()
+        for (data,) in dead:
+            released.update(chunks.children_of(zlib.decompress(data)))
+    return removed
+
+
+def connect_error(where: PgLocation, exc: Exception) -> CheckpointError:
+    text = where.scrub(" ".join(str(exc).split()))
+    hint = ""
+    if "password" in text:
+        hint = " (crewpoint takes the password from PGPASSWORD, ~/.pgpass or a service file)"
+    return CheckpointError(f"cannot connect to {where.name}: {text}{hint}")
