@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai crewai-fixtures
+.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai crewai-fixtures pg-local
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,9 @@ test-crewai: $(STAMP_DEV) $(CREWAI_VENV)/.installed
 crewai-fixtures: $(CREWAI_VENV)/.installed
 	OTEL_SDK_DISABLED=true CREWAI_DISABLE_TELEMETRY=true CREWAI_TRACING_ENABLED=false \
 		$(CREWAI_VENV)/bin/python scripts/make_crewai_fixtures.py tests/fixtures/crewai
+
+pg-local: $(STAMP_DEV)
+	$(PY) scripts/pg_local.py
 
 screenshots: $(STAMP_DEV)
 	$(PY) scripts/export_screenshots.py screenshots

@@ -70,9 +70,18 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
+    from pg_bench import pg_benches
     from store_bench import store_benches
 
-    return [bench_import, bench_kickoff, *checkpoint_benches(), *store_benches(), *app_benches(), *crewai_benches()]
+    return [
+        bench_import,
+        bench_kickoff,
+        *checkpoint_benches(),
+        *store_benches(),
+        *app_benches(),
+        *crewai_benches(),
+        *pg_benches(),
+    ]
 
 
 def main() -> None:

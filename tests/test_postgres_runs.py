@@ -160,3 +160,25 @@ def test_a_finished_run_on_another_host_reads_finished(pg_location: str) -> None
     (run,) = read_runs(pg_location)
     assert run.host == "host-b" and run.pid != os.getpid()
     assert classify(run, now=time.time() + 10 * STALE_AFTER) == "finished"
+
+
+def test_the_newest_few_come_from_the_time_index_in_list_order(pg_location: str) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+    from crewpoint.providers import CheckpointMeta, CheckpointRecord
+
+    provider = PostgresProvider()
+    try:
+        for lineage, branch, offset in (("run-a", "main", 0.0), ("run-b", "main", 0.5), ("run-a", "fork-x", 0.25)):
+            parent = None
+            for n in range(1, 9):
+                cid = f"{lineage}-{branch}-{n}"
+                meta = CheckpointMeta(cid, parent, branch, lineage, n, 1_790_000_000 + n + offset, "task_completed")
+                provider.write(pg_location, CheckpointRecord(meta, {"n": n}))
+                parent = cid
+        everything = provider.list(pg_location)
+        for limit in (0, 1, 5, 24, 100):
+            assert provider.list_newest(pg_location, limit) == everything[:limit]
+        assert provider.list_newest(pg_location, 3, branch="fork-x") == provider.list(pg_location, "fork-x")[:3]
+        assert [m.id for m in list_checkpoints(pg_location, limit=2)] == ["run-b-main-8", "run-a-fork-x-8"]
+    finally:
+        provider.close()
