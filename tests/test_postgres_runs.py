@@ -182,3 +182,24 @@ def test_the_newest_few_come_from_the_time_index_in_list_order(pg_location: str)
         assert [m.id for m in list_checkpoints(pg_location, limit=2)] == ["run-b-main-8", "run-a-fork-x-8"]
     finally:
         provider.close()
+
+
+def test_a_prune_spares_a_run_lost_on_another_host(pg_location: str) -> None:
+    """A lost run may still be going behind a broken network: pruning leaves its checkpoints alone."""
+    from crewpoint.providers import CheckpointMeta, CheckpointRecord
+    from crewpoint.providers.runs import RunInfo
+
+    provider = PostgresProvider()
+    try:
+        for lineage in ("done-run", "far-run"):
+            for n in range(1, 5):
+                meta = CheckpointMeta(f"{lineage}-{n}", f"{lineage}-{n - 1}" if n > 1 else None, "main", lineage, n,
+                                      time.time(), "task_completed")  # fmt: skip
+                provider.write(pg_location, CheckpointRecord(meta, {"n": n}))
+        stale = time.time() - STALE_AFTER - 5
+        far = RunInfo("far", 4242, "host-c", stale, stale, "running", "main", "far-run", checkpoint_id="far-run-4")
+        assert provider.write_run(pg_location, far) and classify(far) == "lost"
+        assert sorted(provider.prune(pg_location, keep=1)) == ["done-run-1", "done-run-2", "done-run-3"]
+        assert len([m for m in provider.list(pg_location) if m.lineage == "far-run"]) == 4
+    finally:
+        provider.close()
