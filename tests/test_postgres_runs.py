@@ -203,3 +203,68 @@ def test_a_prune_spares_a_run_lost_on_another_host(pg_location: str) -> None:
         assert len([m for m in provider.list(pg_location) if m.lineage == "far-run"]) == 4
     finally:
         provider.close()
+
+
+def test_a_delete_never_removes_a_chunk_a_writer_in_flight_counts_on(pg_location: str) -> None:
+    """The race a shared store must survive, forced step by step: a writer has seen that chunk X is stored and
+    is held up before it counts its reference; meanwhile the only checkpoint holding X is deleted. The delete
+    waits for the writer, and the written checkpoint reads back whole."""
+    import json
+    import threading
+    import zlib
+
+    import psycopg
+
+    from crewpoint.providers import CheckpointMeta, CheckpointRecord, chunks
+    from crewpoint.providers.pg_location import parse
+
+    shared, unique = "shared " * 100, "only in the new checkpoint " * 20
+
+    def record(cid: str, body: dict[str, str]) -> CheckpointRecord:
+        return CheckpointRecord(CheckpointMeta(cid, None, "main", cid, 1, time.time(), "task_completed"), body)
+
+    writer, deleter = PostgresProvider(), PostgresProvider()
+    where = parse(pg_location)
+    s = f'"{where.schema}"'
+    try:
+        writer.write(pg_location, record("holder", {"x": shared}))
+        new_body = {"x": shared, "y": unique}
+        y_payload = json.dumps(unique, ensure_ascii=False, separators=(",", ":")).encode()
+        y_hash = next(h for h, c in chunks.split(new_body).chunks.items() if c.payload == y_payload)
+        with psycopg.connect(where.conninfo) as blocker, psycopg.connect(where.conninfo, autocommit=True) as probe:
+            # an uncommitted row for chunk Y: the writer's insert of Y waits for this transaction
+            blocker.execute(f"INSERT INTO {s}.chunks (hash, data, refs) VALUES (%s, %s, 0)",
+                            [y_hash, zlib.compress(y_payload)])  # fmt: skip
+            errors: list[BaseException] = []
+
+            def run(action: Callable[[], object]) -> threading.Thread:
+                def target() -> None:
+                    try:
+                        action()
+                    except BaseException as exc:
+                        errors.append(exc)
+
+                thread = threading.Thread(target=target)
+                thread.start()
+                return thread
+
+            def waiting() -> int:
+                row = probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                ).fetchone()
+                return int(row[0]) if row else 0
+
+            writing = run(lambda: writer.write(pg_location, record("new", new_body)))
+            wait_for(lambda: waiting() == 1, "the writer to wait on chunk Y")
+            deleting = run(lambda: deleter.delete(pg_location, ["holder"]))
+            wait_for(lambda: waiting() == 2 or not deleting.is_alive(), "the delete to wait or finish")
+            blocker.rollback()
+            writing.join(60)
+            deleting.join(60)
+        assert not errors, errors
+        assert writer.read(pg_location, "new").body == new_body
+        assert writer.meta(pg_location, "holder") is None
+    finally:
+        writer.close()
+        deleter.close()
