@@ -84,9 +84,9 @@ def _million(location: str, count: int = 1_000_000) -> None:
         conn.execute(
             f"INSERT INTO {s}.checkpoints (id, parent_id, branch, lineage, sequence, created_at, trigger,"
             " entity_kind, entity_name, tasks_done, tasks_total, schema_version, version, size)"
-            " SELECT md5(n::text), CASE WHEN n % 4 = 0 THEN NULL ELSE md5((n - 1)::text) END,"
-            " CASE WHEN (n / 4) % 10 = 9 THEN 'fork-' || (n / 40) ELSE 'main' END, md5('run' || (n / 4)),"
-            " n % 4 + 1, 1790000000 + n, 'task_completed', 'crew', 'research-crew', n % 4 + 1, 4, 1, '0.1.0', 27000"
+            " SELECT md5(n::text), CASE WHEN n %% 4 = 0 THEN NULL ELSE md5((n - 1)::text) END,"
+            " CASE WHEN (n / 4) %% 10 = 9 THEN 'fork-' || (n / 40) ELSE 'main' END, md5('run' || (n / 4)),"
+            " n %% 4 + 1, 1790000000 + n, 'task_completed', 'crew', 'research-crew', n %% 4 + 1, 4, 1, '0.1.0', 27000"
             " FROM generate_series(1, %s) AS n",
             [count],
         )

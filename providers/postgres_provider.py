@@ -243,33 +243,50 @@ class PostgresProvider(BaseProvider):
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
         row = [getattr(meta, c) for c in COLUMNS[:-1]] + [parts.size]
         manifest = zlib.compress(parts.manifest)
+        deadlocked = _psycopg().errors.DeadlockDetected
         with self._conn(where) as conn:
             store = self._store(where, conn, create=True)
-            s = store.s
-            for exclusive in (False, True):
-                with conn.transaction():
-                    lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-                    cur = conn.execute(
-                        f"SELECT {lock}(%s), EXISTS (SELECT 1 FROM {s}.checkpoints WHERE id = %s)",
-                        [where.lock_key, meta.id],
-                    )
-                    _, exists = cur.fetchone()  # type: ignore[misc]
-                    if exists and not exclusive:
-                        continue  # overwriting a checkpoint deletes: done holding the lock alone
-                    if exists:
-                        delete_checkpoints(conn, s, [meta.id])
-                    put_chunks(conn, s, parts)
-                    conn.execute(
-                        f"INSERT INTO {s}.checkpoints ({SELECT}) VALUES ({', '.join(['%s'] * len(COLUMNS))})", row
-                    )
-                    conn.execute(
-                        f"WITH b AS (INSERT INTO {s}.bodies (id, manifest) VALUES (%s, %s) RETURNING id)"
-                        " SELECT pg_notify(%s, %s) FROM b",
-                        [meta.id, manifest, where.channel, f"{CHECKPOINT} {this_host()} {meta.id}"],
-                    )
+            for attempt in range(1, 4):
+                try:
+                    self._write_once(conn, where, store.s, meta.id, parts, row, manifest)
                     break
+                except deadlocked:  # two writers counted shared chunks in another order: one of them goes again
+                    if attempt == 3:
+                        raise
         store.memo = parts.memo
         return f"{where.name}#{meta.id}"
+
+    @staticmethod
+    def _write_once(
+        conn: psycopg.Connection[Any],
+        where: PgLocation,
+        s: str,
+        checkpoint_id: str,
+        parts: chunks.Split,
+        row: builtins.list[Any],
+        manifest: bytes,
+    ) -> None:
+        """One write transaction, holding the store lock shared (alone when it replaces a checkpoint)."""
+        for exclusive in (False, True):
+            with conn.transaction():
+                lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+                cur = conn.execute(
+                    f"SELECT {lock}(%s), EXISTS (SELECT 1 FROM {s}.checkpoints WHERE id = %s)",
+                    [where.lock_key, checkpoint_id],
+                )
+                _, exists = cur.fetchone()  # type: ignore[misc]
+                if exists and not exclusive:
+                    continue  # replacing a checkpoint deletes one: done holding the lock alone
+                if exists:
+                    delete_checkpoints(conn, s, [checkpoint_id])
+                put_chunks(conn, s, parts)
+                conn.execute(f"INSERT INTO {s}.checkpoints ({SELECT}) VALUES ({', '.join(['%s'] * len(COLUMNS))})", row)
+                conn.execute(
+                    f"WITH b AS (INSERT INTO {s}.bodies (id, manifest) VALUES (%s, %s) RETURNING id)"
+                    " SELECT pg_notify(%s, %s) FROM b",
+                    [checkpoint_id, manifest, where.channel, f"{CHECKPOINT} {this_host()} {checkpoint_id}"],
+                )
+                return
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         where, ref_id = self._where(location)
