@@ -108,7 +108,7 @@ sys.stdin.readline()
 written = 0
 while written < count:
     lineage, parent = uuid.uuid4().hex, None
-    for seq, record in enumerate(records, start=1):
+    for seq, record in enumerate(records[: count - written], start=1):
         cid = uuid.uuid4().hex
         meta = replace(record.meta, id=cid, parent_id=parent, lineage=lineage, sequence=seq, created_at=time.time())
         provider.write(location, CheckpointRecord(meta=meta, body=record.body))

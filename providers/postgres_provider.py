@@ -463,12 +463,14 @@ class PostgresProvider(BaseProvider):
         return self._watch(where, stop, debounce_ms)
 
     async def _watch(self, where: PgLocation, stop: Any, debounce_ms: int) -> AsyncIterator[StoreChange]:
-        """LISTEN on the store's channel; one change per burst of notifications. A lost connection is made
-        again, and reported as a change (notifications may have been missed meanwhile)."""
+        """LISTEN on the store's channel. A notification after a quiet spell is told at once; during a burst,
+        what arrives is told at most once per ``debounce_ms``. A lost connection is made again, and reported as
+        a change (notifications may have been missed meanwhile)."""
         psycopg = _psycopg()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         stopped = asyncio.ensure_future(stop.wait())
-        reconnected = False
+        loop = asyncio.get_running_loop()
+        reconnected, quiet_until = False, 0.0
         try:
             while not stop.is_set():
                 try:
@@ -479,6 +481,7 @@ class PostgresProvider(BaseProvider):
                     await asyncio.wait({stopped}, timeout=1.0)
                     reconnected = True
                     continue
+                reader: asyncio.Future[None] | None = None
                 try:
                     await conn.execute(f'LISTEN "{where.channel}"')
                     reader = asyncio.ensure_future(_read_notifies(conn, queue))
@@ -491,15 +494,18 @@ class PostgresProvider(BaseProvider):
                             got.cancel()
                             return
                         payloads = [got.result()]
-                        await asyncio.sleep(debounce_ms / 1000)
+                        if quiet_until > loop.time():  # in a burst: gather until the window closes
+                            await asyncio.sleep(quiet_until - loop.time())
                         while not queue.empty():
                             payloads.append(queue.get_nowait())
                         if None in payloads:  # the connection was lost
                             reconnected = True
                             break
                         yield StoreChange(where.name, runs_only=all(p.startswith(RUN) for p in payloads if p))
+                        quiet_until = loop.time() + debounce_ms / 1000
                 finally:
-                    reader.cancel()
+                    if reader is not None:
+                        reader.cancel()
                     await conn.close()
         finally:
             stopped.cancel()
