@@ -229,6 +229,7 @@ class RuntimeState:
 
     def _write_failed(self, record: CheckpointRecord, location: str, error: BaseException | None) -> None:
         from crewpoint.events import CheckpointFailedEvent, event_bus
+        from crewpoint.providers import shown_location
 
         reason = " ".join(str(error).split()) if error is not None else "no reference returned"
         with self._lock:
@@ -239,7 +240,7 @@ class RuntimeState:
         self.failures.append(f"checkpoint {record.meta.id[:12]} ({record.meta.trigger}) was not written: {reason}")
         event_bus.emit(
             self,
-            CheckpointFailedEvent(checkpoint_id=record.meta.id, location=location, error=reason),
+            CheckpointFailedEvent(checkpoint_id=record.meta.id, location=shown_location(location), error=reason),
         )
 
     def failure_summary(self) -> str | None:

@@ -57,6 +57,7 @@ __all__ = [
     "provider_named",
     "register_provider",
     "registered_providers",
+    "shown_location",
     "split_ref",
 ]
 
@@ -161,6 +162,20 @@ def provider_named(name: str) -> BaseProvider:
 def provider_for(location: str) -> BaseProvider:
     """The provider that owns ``location``; one shared instance per kind."""
     return provider_named(provider_kind(location))
+
+
+def shown_location(location: str) -> str:
+    """``location`` as it may be written into a checkpoint, an event or a message: a URL without its password
+    (``postgresql://user:secret@host/db`` becomes ``postgresql://user@host/db``); a path as it is."""
+    if not _has_scheme(location) or "@" not in location:
+        return location
+    from crewpoint.providers.pg_location import masked
+
+    if location.startswith(("postgresql://", "postgres://")):
+        return masked(location)
+    scheme, _, rest = location.partition("://")
+    credentials, at, host = rest.partition("@")
+    return f"{scheme}://{credentials.partition(':')[0]}{at}{host}" if "/" not in credentials else location
 
 
 # -- detection of the built-in kinds --------------------------------------------------------------------------

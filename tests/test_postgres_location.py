@@ -108,3 +108,39 @@ def test_import_crewpoint_loads_no_postgres_driver() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_run_configured_with_a_password_in_its_url_stores_it_nowhere(
+    pg_location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crew and one of its agents checkpoint to a URL holding the password; no row of the store holds it."""
+    import zlib
+
+    from pg_server import session_server
+
+    from crewpoint import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+    from crewpoint.providers import shown_location
+
+    server = session_server()
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")
+    secret_url = pg_location.replace("crewpoint@", f"crewpoint:{server.password}@")
+    assert server.password not in shown_location(secret_url)
+    provider = PostgresProvider()
+    try:
+        config = CheckpointConfig(location=secret_url, provider=provider)
+        crew = demo_crew(checkpoint=config)
+        crew.agents[0].checkpoint = config
+        crew.kickoff(inputs=DEMO_INPUTS)
+        assert len(provider.list(secret_url)) >= 4
+        assert provider.read_runs(secret_url)
+    finally:
+        provider.close()
+    with psycopg_connect(pg_location, server.password) as conn:
+        s = schema(pg_location)
+        texts = [repr(row) for table in ("checkpoints", "runs") for row in conn.execute(f"SELECT * FROM {s}.{table}")]
+        texts += [zlib.decompress(m).decode() for (m,) in conn.execute(f"SELECT manifest FROM {s}.bodies")]
+        texts += [zlib.decompress(d).decode() for (d,) in conn.execute(f"SELECT data FROM {s}.chunks")]
+    everything = "\n".join(texts)
+    assert pg_location.split("?")[0] in everything  # the agent's saved config names the store ...
+    assert server.password not in everything  # ... without its password

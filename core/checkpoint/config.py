@@ -81,8 +81,10 @@ def config_state(setting: CheckpointSetting) -> Any:
     """A ``checkpoint=`` setting as JSON data for a checkpoint body."""
     if setting is None or isinstance(setting, bool):
         return setting
+    from crewpoint.providers import shown_location
+
     return {
-        "location": setting.location,
+        "location": shown_location(setting.location),  # a password in a URL is never saved
         "on_events": list(setting.on_events),
         "provider": setting.provider.kind,
         "max_checkpoints": setting.max_checkpoints,
