@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,6 @@ from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 1
 COLUMNS = (
     "id",
     "parent_id",
@@ -72,7 +71,8 @@ def schema_v1(s: str) -> list[str]:
 
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
-MIGRATIONS = (schema_v1,)
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class PgStore:
@@ -88,7 +88,7 @@ class PgStore:
 # -- schema and migrations -------------------------------------------------------------------------------------
 
 
-def read_version(conn: psycopg.Connection[Any], where: PgLocation) -> int:
+def read_version(conn: psycopg.Connection[Any], where: PgLocation, known: int = SCHEMA_VERSION) -> int:
     """The store's schema version; 0 when there is none; refuses foreign and newer schemas. Only reads."""
     row = conn.execute(
         "SELECT to_regclass(%s), EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)",
@@ -108,10 +108,10 @@ def read_version(conn: psycopg.Connection[Any], where: PgLocation) -> int:
         version = int(found.get("schema_version", ""))
     except ValueError:
         raise CheckpointError(f"{where.name}: the store's schema version is unreadable") from None
-    if version > SCHEMA_VERSION:
+    if version > known:
         raise UnsupportedSchema(
             f"{where.name} uses crewpoint PostgreSQL schema v{version}, this crewpoint knows up to"
-            f" v{SCHEMA_VERSION}: upgrade crewpoint to open it"
+            f" v{known}: upgrade crewpoint to open it"
         )
     return version
 
@@ -125,25 +125,29 @@ def has_tables(conn: psycopg.Connection[Any], schema: str) -> bool:
     return bool(row and row[0])
 
 
-def migrate(conn: psycopg.Connection[Any], where: PgLocation) -> int:
-    """Make or bring the store up to :data:`SCHEMA_VERSION` in one transaction (one process at a time)."""
+def migrate(
+    conn: psycopg.Connection[Any], where: PgLocation, migrations: Sequence[Callable[[str], list[str]]] = MIGRATIONS
+) -> int:
+    """Make or bring the store up to ``len(migrations)`` in one transaction (one process at a time); return the
+    version reached. ``migrations[n]`` takes a store from version n to n + 1."""
+    target = len(migrations)
     s = f'"{where.schema}"'
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key ^ 1])
-        version = read_version(conn, where)
-        if version >= SCHEMA_VERSION:
+        version = read_version(conn, where, target)
+        if version >= target:
             return version
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-        for step in MIGRATIONS[version:]:
+        for step in migrations[version:]:
             for statement in step(s):
                 conn.execute(statement)
         conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_meta (key text PRIMARY KEY, value text NOT NULL)")
         conn.execute(
             f"INSERT INTO {s}.schema_meta (key, value) VALUES ('schema_version', %s), ('store', 'crewpoint')"
             " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [str(SCHEMA_VERSION)],
+            [str(target)],
         )
-    return SCHEMA_VERSION
+    return target
 
 
 # -- inside a connection ---------------------------------------------------------------------------------------
