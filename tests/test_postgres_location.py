@@ -144,3 +144,19 @@ def test_a_run_configured_with_a_password_in_its_url_stores_it_nowhere(
     everything = "\n".join(texts)
     assert pg_location.split("?")[0] in everything  # the agent's saved config names the store ...
     assert server.password not in everything  # ... without its password
+
+
+def test_a_config_naming_a_postgres_url_writes_there_and_the_environment_gives_the_default(
+    pg_location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crewpoint import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+
+    config = CheckpointConfig(location=pg_location)  # no provider named: the location's own
+    assert isinstance(config.provider, PostgresProvider)
+    demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
+    assert len(provider_for(pg_location).list(pg_location)) == 4
+    monkeypatch.setenv("CREWPOINT_CHECKPOINT_LOCATION", pg_location)
+    assert CheckpointConfig().location == pg_location and isinstance(CheckpointConfig().provider, PostgresProvider)
+    demo_crew(checkpoint=True).kickoff(inputs=DEMO_INPUTS)
+    assert len(provider_for(pg_location).list(pg_location)) == 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crewpoint.events.types import CheckpointEventType
 from crewpoint.providers.base import BaseProvider
@@ -17,6 +17,13 @@ def _default_provider() -> BaseProvider:
     return JsonProvider()
 
 
+def _default_location() -> str:
+    """``$CREWPOINT_CHECKPOINT_LOCATION`` (a team's ``postgresql://`` store, say), else ``./.checkpoints``."""
+    import os
+
+    return os.environ.get("CREWPOINT_CHECKPOINT_LOCATION") or "./.checkpoints"
+
+
 def _default_events() -> list[CheckpointEventType | Literal["*"]]:
     return ["task_completed"]
 
@@ -26,7 +33,7 @@ class CheckpointConfig(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    location: str = "./.checkpoints"
+    location: str = Field(default_factory=_default_location)
     on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=_default_events)
     provider: BaseProvider = Field(default_factory=_default_provider)
     max_checkpoints: int | None = None
@@ -53,6 +60,16 @@ class CheckpointConfig(BaseModel):
     @classmethod
     def _str_location(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
+
+    @model_validator(mode="after")
+    def _provider_of_a_url(self) -> CheckpointConfig:
+        """A URL location (``postgresql://``) with no provider given gets the provider that owns it, never the
+        default JSON folders."""
+        if "provider" not in self.model_fields_set and "://" in self.location:
+            from crewpoint.providers import provider_for
+
+            self.provider = provider_for(self.location)
+        return self
 
     def wants(self, event_type: str) -> bool:
         """Does an event of this type trigger a checkpoint? ``"*"`` matches every catalogue event."""
