@@ -187,6 +187,7 @@ class PostgresProvider(BaseProvider):
             kwargs=kwargs,
             timeout=self.connect_timeout,
             name=f"crewpoint-{os.getpid()}",
+            check=ConnectionPool.check_connection,  # a session the server ended (a restart) is replaced, not used
             open=False,
         )
         pool.open(wait=False)

@@ -175,6 +175,11 @@ class LocalServer:
         )
         return self
 
+    def restart(self) -> None:
+        """Stop the server (ending every session) and start it again on the same port."""
+        command = [*_as_server_user(), str(find_bindir() / "pg_ctl"), "-D", str(self.socket_dir / "data")]
+        self._run([*command, "-l", str(self.log), "-w", "-m", "fast", "restart"], "pg_ctl restart")
+
     def _start_watchdog(self, bindir: Path) -> None:
         stop = [
             *_as_server_user(),

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import pytest
 from textual.pilot import Pilot
 
 from crewpoint import CheckpointConfig
@@ -156,3 +157,42 @@ async def test_a_stale_beat_from_another_host_shows_lost(pg_location: str) -> No
         write_run(pg_location, RunInfo("far-1", os.getpid(), "host-c", started, stale, "running", "main", lineage))
         await wait_until(pilot, lambda: "? lost" in screen_text(pilot), timeout=20)
         assert read_runs(pg_location)[0].status == "running"  # only host-c could say it crashed
+
+
+async def test_the_watch_and_the_writes_come_back_after_the_server_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions end when the server restarts: the watch connects again, says something may have changed, and
+    follows the store as before; the provider's pool replaces its ended sessions and writes go on."""
+    from pg_server import LocalServer
+
+    server = await asyncio.to_thread(LocalServer().start)
+    location = f"{server.url}?schema=restarts"
+    provider = PostgresProvider()
+    stop = asyncio.Event()
+    received: asyncio.Queue[StoreChange] = asyncio.Queue()
+
+    async def collect() -> None:
+        async for change in provider.watch(location, stop, debounce_ms=20):
+            received.put_nowait(change)
+
+    def seed_here() -> None:
+        config = CheckpointConfig(location=location, provider=provider)
+        demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
+
+    try:
+        monkeypatch.setenv("PGPASSFILE", str(server.passfile))
+        seed_here()
+        collector = asyncio.ensure_future(collect())
+        await _listening(location)
+        await asyncio.to_thread(server.restart)
+        change = await asyncio.wait_for(received.get(), timeout=60)  # told once it listens again
+        assert change.runs_only is False
+        await _listening(location)
+        await asyncio.to_thread(seed_here)  # through the same provider, whose sessions the restart ended
+        change = await asyncio.wait_for(received.get(), timeout=60)
+        assert len(provider.list(location)) == 8
+        stop.set()
+        await asyncio.wait_for(collector, timeout=10)
+    finally:
+        stop.set()
+        provider.close()
+        await asyncio.to_thread(server.stop)
