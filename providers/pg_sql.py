@@ -43,6 +43,12 @@ COLUMNS = (
 )
 RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
 SELECT = ", ".join(f'"{c}"' for c in COLUMNS)
+# The order list views give, as SQL over the index by time: a time or sequence a list view cannot trust counts as
+# 0 there (see refs.damaged_meta), so damaged rows sit where a full listing puts them.
+BY_TIME = (
+    "(CASE WHEN created_at >= 0 AND created_at < 253402300800 THEN created_at ELSE 0 END) DESC,"
+    " (CASE WHEN sequence >= 0 THEN sequence ELSE 0 END) DESC, id DESC"
+)
 # Payloads of the store's notifications: what changed, and on which host.
 CHECKPOINT, RUN, DELETE = "c", "r", "d"
 
@@ -58,7 +64,7 @@ def schema_v1(s: str) -> list[str]:
         f"CREATE INDEX ON {s}.checkpoints (lineage, branch, sequence)",
         f"CREATE INDEX ON {s}.checkpoints (branch)",
         f"CREATE INDEX ON {s}.checkpoints (parent_id)",
-        f"CREATE INDEX ON {s}.checkpoints (created_at DESC, sequence DESC, id DESC)",
+        f"CREATE INDEX checkpoints_by_time ON {s}.checkpoints ({BY_TIME})",
         f'CREATE TABLE {s}.bodies (id text COLLATE "C" PRIMARY KEY, manifest bytea NOT NULL)',
         f"CREATE TABLE {s}.chunks (hash bytea PRIMARY KEY, data bytea NOT NULL, refs bigint NOT NULL)",
         # chunks are zlib-compressed already: PostgreSQL need not try again
@@ -143,7 +149,8 @@ def migrate(
                 conn.execute(statement)
         conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_meta (key text PRIMARY KEY, value text NOT NULL)")
         conn.execute(
-            f"INSERT INTO {s}.schema_meta (key, value) VALUES ('schema_version', %s), ('store', 'crewpoint')"
+            f"INSERT INTO {s}.schema_meta (key, value)"
+            " VALUES ('schema_version', %s), ('store', 'crewpoint'), ('order', 'by-time')"
             " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
             [str(target)],
         )
@@ -178,8 +185,7 @@ def latest(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) ->
     s = store.s
     filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
     newest = conn.execute(
-        f"SELECT lineage, branch FROM {s}.checkpoints {filter_}"
-        "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT 1",
+        f"SELECT lineage, branch FROM {s}.checkpoints {filter_}ORDER BY {BY_TIME} LIMIT 1",
         args,
     ).fetchone()
     if newest is None:
@@ -241,6 +247,40 @@ def notify(conn: psycopg.Connection[Any], where: PgLocation, what: str, subject:
 def load_chunks(conn: psycopg.Connection[Any], s: str, hashes: builtins.list[bytes]) -> dict[bytes, bytes]:
     rows = conn.execute(f"SELECT hash, data FROM {s}.chunks WHERE hash = ANY(%s)", [hashes]).fetchall()
     return {bytes(h): zlib.decompress(data) for h, data in rows}
+
+
+def steps_back_sql(s: str) -> str:
+    """SQL telling whether a checkpoint breaks time order within its run's branch (parameters: lineage, branch,
+    sequence, created_at, then the same four again): its neighbour by sequence on either side is on the wrong
+    side of it in time, after a clock stepped back. While no checkpoint ever did, list order is the order of the
+    index by time, and :func:`newest_rows` reads the newest few from it."""
+    return (
+        f"EXISTS (SELECT 1 FROM (SELECT created_at FROM {s}.checkpoints WHERE lineage = %s AND branch = %s"
+        " AND sequence < %s ORDER BY sequence DESC LIMIT 1) AS before WHERE before.created_at > %s)"
+        f" OR EXISTS (SELECT 1 FROM (SELECT created_at FROM {s}.checkpoints WHERE lineage = %s AND branch = %s"
+        " AND sequence > %s ORDER BY sequence LIMIT 1) AS after WHERE after.created_at < %s)"
+    )
+
+
+def mark_stepped(conn: psycopg.Connection[Any], s: str) -> None:
+    """Record that a clock stepped back in this store: list views sort it in full from now on."""
+    conn.execute(f"UPDATE {s}.schema_meta SET value = 'stepped' WHERE key = 'order' AND value <> 'stepped'")
+
+
+def newest_rows(
+    conn: psycopg.Connection[Any], store: PgStore, limit: int, branch: str | None
+) -> builtins.list[CheckpointMeta] | None:
+    """The first ``limit`` of a listing from the index by time, or ``None`` when a clock stepped back in the
+    store (then only a full listing has the order right)."""
+    s = store.s
+    order = conn.execute(f"SELECT value FROM {s}.schema_meta WHERE key = 'order'").fetchone()
+    if order is None or order[0] != "by-time":
+        return None
+    filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
+    rows = conn.execute(
+        f"SELECT {SELECT} FROM {s}.checkpoints {filter_}ORDER BY {BY_TIME} LIMIT %s", [*args, max(0, limit)]
+    ).fetchall()
+    return [row_meta(row, store.where.name) for row in rows]
 
 
 def put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:

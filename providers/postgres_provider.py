@@ -57,17 +57,19 @@ from crewpoint.providers.pg_sql import (
     latest,
     list_metas,
     load_chunks,
+    mark_stepped,
     meta_of,
     migrate,
+    newest_rows,
     notify,
     put_chunks,
     read_version,
     report_crashed,
     resolve,
-    row_meta,
     runs_of,
+    steps_back_sql,
 )
-from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
+from crewpoint.providers.prune import live_checkpoints, plan_prune
 from crewpoint.providers.refs import check_meta, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 
@@ -267,19 +269,23 @@ class PostgresProvider(BaseProvider):
         row: builtins.list[Any],
         manifest: bytes,
     ) -> None:
-        """One write transaction, holding the store lock shared (alone when it replaces a checkpoint)."""
+        """One write transaction, holding the store lock shared (alone when it replaces a checkpoint). The
+        first statement also tells whether the checkpoint breaks time order in its run's branch."""
+        order_key = [row[COLUMNS.index(c)] for c in ("lineage", "branch", "sequence", "created_at")]
         for exclusive in (False, True):
             with conn.transaction():
                 lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
                 cur = conn.execute(
-                    f"SELECT {lock}(%s), EXISTS (SELECT 1 FROM {s}.checkpoints WHERE id = %s)",
-                    [where.lock_key, checkpoint_id],
+                    f"SELECT {lock}(%s), EXISTS (SELECT 1 FROM {s}.checkpoints WHERE id = %s), {steps_back_sql(s)}",
+                    [where.lock_key, checkpoint_id, *order_key, *order_key],
                 )
-                _, exists = cur.fetchone()  # type: ignore[misc]
+                _, exists, steps_back = cur.fetchone()  # type: ignore[misc]
                 if exists and not exclusive:
                     continue  # replacing a checkpoint deletes one: done holding the lock alone
                 if exists:
                     delete_checkpoints(conn, s, [checkpoint_id])
+                if steps_back:
+                    mark_stepped(conn, s)
                 put_chunks(conn, s, parts)
                 conn.execute(f"INSERT INTO {s}.checkpoints ({SELECT}) VALUES ({', '.join(['%s'] * len(COLUMNS))})", row)
                 conn.execute(
@@ -323,18 +329,17 @@ class PostgresProvider(BaseProvider):
             return list_metas(conn, store, branch)
 
     def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        """The newest ``limit`` checkpoints from the time index, without listing the store. Within those, each
-        run's branch is in sequence order whatever the clock did."""
+        """The first ``limit`` of :meth:`list`, from the index by time while no clock ever stepped back in the
+        store (else from a full listing)."""
         where, _ = self._where(location)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
-            filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
-            rows = conn.execute(
-                f"SELECT {SELECT} FROM {store.s}.checkpoints {filter_}"
-                "ORDER BY created_at DESC, sequence DESC, id DESC LIMIT %s",
-                [*args, max(0, limit)],
-            ).fetchall()
-        return newest_first(row_meta(row, where.name) for row in rows)
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                newest = newest_rows(conn, store, limit, branch)
+                if newest is None:
+                    newest = list_metas(conn, store, branch)[: max(0, limit)]
+        return newest
 
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
         where, _ = self._where(location)

@@ -356,10 +356,12 @@ def test_run_status_reads_back_running_finished_and_crashed(store: Store) -> Non
         RunInfo("alive", os.getpid(), this_host(), now, now, lineage="a"),
         RunInfo("done", os.getpid(), this_host(), now - 1, now, status="finished", lineage="b"),
         RunInfo("gone", dead.pid, this_host(), now - 2, now, lineage="c"),  # its process died without a word
-        RunInfo("stale", os.getpid(), "elsewhere", now - 3, now - 600, lineage="d"),  # no beat for ten minutes
+        RunInfo("stale", os.getpid(), this_host(), now - 3, now - 600, lineage="d"),  # no beat for ten minutes
+        # from another host a stale beat may be a host cut off, not a crash: only that host can tell
+        RunInfo("far", os.getpid(), "elsewhere", now - 4, now - 600, lineage="e"),
     ]
     for run in runs:
         assert store.provider.write_run(store.location, run)
     read = {r.run_id: classify(r) for r in store.provider.read_runs(store.location)}
-    assert read == {"alive": "running", "done": "finished", "gone": "crashed", "stale": "crashed"}
-    assert [r.run_id for r in store.provider.read_runs(store.location)] == ["alive", "done", "gone", "stale"]
+    assert read == {"alive": "running", "done": "finished", "gone": "crashed", "stale": "crashed", "far": "lost"}
+    assert [r.run_id for r in store.provider.read_runs(store.location)] == ["alive", "done", "gone", "stale", "far"]
