@@ -41,7 +41,7 @@ def copy_store(source: str, target: str) -> CopyReport:
     writer = provider_for(target)
     metas = sorted(reader.list(source), key=lambda m: (m.created_at, m.sequence))
     try:
-        present = {m.id for m in writer.list(target)} if os.path.exists(target) else set()
+        present = {m.id for m in writer.list(target)}  # a store that is not there yet raises: nothing present
     except CheckpointError:
         present = set()
     report = CopyReport(source, target)
