@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -16,6 +17,9 @@ from crewpoint.task import Task
 from crewpoint.tools import tool
 
 DEMO_INPUTS = {"topic": "durable AI agent pipelines", "audience": "engineering leads"}
+DEMO_MARKER = ".crewpoint-demo"
+"""A file the live demo leaves in a demo store folder, so a later demo may replace the folder and nothing else."""
+DEMO_ENTITIES = frozenset({"research-crew", "TriageFlow"})
 
 
 @tool("search_notes")
@@ -131,11 +135,32 @@ def run_demo(
     return result, flow_result
 
 
+def is_demo_store(location: str) -> bool:
+    """Was ``location`` made by the live demo? A folder carries :data:`DEMO_MARKER`; a database file holds
+    nothing but the demo's crew and flow."""
+    if os.path.isdir(location):
+        return os.path.isfile(os.path.join(location, DEMO_MARKER))
+    from crewpoint.providers import SqliteProvider, has_sqlite_header
+    from crewpoint.providers.base import CheckpointError
+
+    if not os.path.isfile(location) or not has_sqlite_header(location):
+        return False
+    try:
+        metas = SqliteProvider().list(location)
+    except (CheckpointError, OSError, ValueError):
+        return False
+    return all(meta.entity_name in DEMO_ENTITIES for meta in metas)
+
+
 def seed_demo_store(location: str, provider: str = "json") -> None:
     """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``), written quickly."""
     from crewpoint.providers import JsonProvider, SqliteProvider
 
     store = SqliteProvider() if provider == "sqlite" else JsonProvider()
+    if provider != "sqlite":
+        os.makedirs(location, exist_ok=True)
+        with open(os.path.join(location, DEMO_MARKER), "w") as marker:
+            marker.write("made by `crewpoint demo --live`: the next live demo replaces this folder\n")
     crew = demo_crew(checkpoint=CheckpointConfig(location=location, provider=store))
     crew.kickoff(inputs=DEMO_INPUTS)
     second = sorted((m for m in store.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)[1]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import os
+import signal
 import threading
 import time
 from concurrent.futures import Future
@@ -18,20 +19,28 @@ from textual.widgets import Header, Input, TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.plan import check_fork
+from crewpoint.checkpoint.program import suggested_app
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
-from crewpoint.providers.runs import RunInfo, read_runs
+from crewpoint.providers.runs import RunInfo, classify, read_runs, this_host
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
+from crewpoint.tui.diagnostics import no_checkpoints
+from crewpoint.tui.launcher import fork_command, resume_command
 from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
 from crewpoint.tui.read_only import allows
+from crewpoint.tui.run_protocol import WRITTEN
+from crewpoint.tui.visible import visible
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree, problem_of
 from crewpoint.tui.widgets.detail_panel import DetailPanel
+from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.inputs_view import InputsView
 from crewpoint.tui.widgets.key_footer import KeyFooter
-from crewpoint.tui.widgets.run_panel import CHECKPOINT_EVENTS, RunPanel, RunRequest
-from crewpoint.tui.widgets.store_index import StoreIndex
+from crewpoint.tui.widgets.run_panel import RunPanel, RunRequest
+from crewpoint.tui.widgets.store_index import CheckpointRef, StoreIndex
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
@@ -79,26 +88,28 @@ class StoreReader:
         self.runs.set_result(read_runs_of(self.location, listed.read_at))
 
 
-def cli_command(*args: str) -> list[str]:
-    """The child command for a run started from the app."""
-    return [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", *args, "--progress", "json"]
-
-
 class BrowserScreen(Screen[None]):
     CSS_PATH = "browser.tcss"
     AUTO_FOCUS = "#checkpoints"
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("e", "resume", "Resume"),
         Binding("f", "fork", "Fork"),
-        Binding("m", "mark", "Mark for diff"),
-        Binding("g", "graph", "Graph"),
-        Binding("x", "cancel_run", "Cancel run"),
-        Binding("r", "refresh", "Refresh"),
-        *(Binding(str(n), f"show_tab('{tab}')", tab.title(), show=False) for n, tab in enumerate(TABS, 1)),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "back", "Back to the tree; clear the filter", show=False),
+        Binding("m", "mark", "Mark for diff", show=False),
+        Binding("d", "discard_edits", "Discard this checkpoint's edits", show=False),
+        Binding("g", "graph", "Graph", show=False),
+        Binding("x", "cancel_run", "Stop the run", show=False),
+        Binding("r", "refresh", "Refresh", show=False),
+        Binding("left_square_bracket", "tree_width(-1)", "Narrower tree", key_display="[", show=False),
+        Binding("right_square_bracket", "tree_width(1)", "Wider tree", key_display="]", show=False),
+        Binding("t", "toggle_tree", "Hide or show the tree", show=False),
+        *(Binding(str(n), f"show_tab('{tab}')", f"{tab.title()} tab", show=False) for n, tab in enumerate(TABS, 1)),
     ]
+
+    TREE_WIDTHS = (25, 40, 55, 70)
+    """Shares of the width the tree can take (percent), switched with [ and ]."""
 
     def __init__(self, location: str, *, follow: bool = True, first_read: StoreReader | None = None) -> None:
         super().__init__()
@@ -115,6 +126,10 @@ class BrowserScreen(Screen[None]):
         self._graph_stale = True
         self._previous_tab = "tab-overview"
         self._was_live = False
+        self._detail_request = 0
+        self._tree_width = 1
+        self._auto_cursor: str | None = None
+        """Where the app last put the cursor itself; while it is there, the cursor follows live runs."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -217,6 +232,14 @@ class BrowserScreen(Screen[None]):
             return
         self.error = None
         self.metas = message.metas
+        if not message.metas:
+            self.detail.show_notice(f"No checkpoints yet. {no_checkpoints(self.location)}")
+        elif message.index.query and not message.index.metas:
+            self.detail.show_notice(f"No checkpoint matches {message.index.query!r}: Escape clears the filter")
+        elif self.detail.detail is None:
+            self.detail.show_notice("Choose a checkpoint on the left.")
+        else:
+            self.detail.retitle()
         if message.runs is not None and message.read_at >= self._runs_read_at:
             self.runs = message.runs
         else:  # the records known stand until this read's own arrive
@@ -228,14 +251,30 @@ class BrowserScreen(Screen[None]):
             self._show_graph()
         if self._reveal is not None and self.ckpt_tree.reveal(self._reveal):
             self._reveal = None
-        tree = self.ckpt_tree
-        if tree.running:
-            for segment in self.index.segments.values():
-                if segment.branch in tree.running:
-                    tree.expand_to(segment.head.id)
+        self._follow_live_runs()
         query = self.query_one("#filter", Input).value.strip()
         if message.index.query != query:  # the filter changed while this read went on
             self._reindex(self.metas, self.runs, query, self._read_at)
+
+    def _follow_live_runs(self) -> None:
+        """Open every live run's branch; while the cursor stays where the app put it, move it onto the newest
+        checkpoint of a live run as checkpoints arrive."""
+        tree = self.ckpt_tree
+        now = time.time()
+        live = [  # live by a run record (a heartbeat), not by the clock alone
+            s
+            for s in self.index.segments.values()
+            if tree.runs_here(s) or (self.index.run_of(s) is not None and self.index.state_of(s, now) == "running")
+        ]
+        for segment in live:
+            tree.expand_to(segment.head.id)
+        if self._auto_cursor is None:
+            self._auto_cursor = tree.chosen_id
+        if not live or tree.chosen_id != self._auto_cursor:
+            return  # the user moved: leave the cursor with them
+        newest = max(live, key=lambda s: (s.head.created_at, s.head.sequence)).head
+        if newest.id != tree.chosen_id and tree.reveal(newest.id):
+            self._auto_cursor = newest.id
 
     def _tick(self) -> None:
         live = bool(self.ckpt_tree.running) or bool(self.index.live_branches())
@@ -246,32 +285,41 @@ class BrowserScreen(Screen[None]):
     # -- details ----------------------------------------------------------------------------------------
     @on(CheckpointTree.Chosen)
     def _chosen(self, message: CheckpointTree.Chosen) -> None:
-        current = self.detail.meta
-        if current is not None and current.id == message.meta.id and current.size == message.meta.size:
-            return
+        current = self.detail.detail
+        if (
+            current is not None
+            and current.meta.id == message.meta.id
+            and current.meta.size == message.meta.size
+            and current.request == self._detail_request
+        ):
+            return  # already shown, or loading by the newest request
         self.open_detail(message.meta)
 
     def open_detail(self, meta: CheckpointMeta) -> None:
+        """Show ``meta`` in the detail panel: at once as loading, then as read by the detail worker. Only the
+        answer to the newest request is shown."""
+        self._detail_request += 1
+        request = self._detail_request
         problem = problem_of(meta)
         if problem is not None:
-            self.detail.meta = meta
-            self.run_worker(self.detail.show_problem(meta, problem), group="show", exclusive=True)
+            self.workers.cancel_group(self, "detail")
+            self.detail.detail = Detail(meta, problem=problem, request=request)
             return
-        self.detail.show_loading(meta)
+        self.detail.detail = Detail(meta, request=request)
         against = self.index.metas.get(self.ckpt_tree.marked or "") if self.ckpt_tree.marked != meta.id else None
         parent = self.index.metas.get(meta.parent_id or "")
-        self._load_detail(meta, against or parent, against is not None)
+        self._load_detail(meta, against or parent, against is not None, request)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
-    def _load_detail(self, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool) -> None:
+    def _load_detail(self, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool, request: int) -> None:
         try:
             record = ops.load(meta.location or meta.id, self.location)
             info = ops.describe(record)
         except CheckpointError as exc:
-            self.post_message(DetailFailed(meta, str(exc)))
+            self.post_message(DetailFailed(meta, str(exc), request))
             return
         except Exception as exc:  # a body the describer does not understand is shown as damaged, not raised
-            self.post_message(DetailFailed(meta, f"cannot read this checkpoint: {exc}"))
+            self.post_message(DetailFailed(meta, f"cannot read this checkpoint: {exc}", request))
             return
         title, entries, note = "", None, ""
         if base is None:
@@ -283,27 +331,48 @@ class BrowserScreen(Screen[None]):
             except (CheckpointError, ValueError) as exc:
                 note = f"cannot compare with {base.id[:8]}: {exc}"
         if not get_current_worker().is_cancelled:
-            self.post_message(DetailLoaded(meta, record, info, title, entries, note))
+            self.post_message(DetailLoaded(meta, record, info, title, entries, note, request))
 
     @on(DetailLoaded)
-    async def _detail_loaded(self, message: DetailLoaded) -> None:
-        if self.ckpt_tree.chosen_id != message.meta.id:
-            return
-        await self.detail.show(message.meta, message.record, message.info)
-        self.detail.show_diff(message.diff_title, message.diff, message.diff_note)
-        self._plan(message.record, None, None)
+    def _detail_loaded(self, message: DetailLoaded) -> None:
+        if message.request != self._detail_request:
+            return  # a later choice is loading
+        self.detail.detail = Detail(
+            message.meta,
+            message.record,
+            message.info,
+            diff_title=message.diff_title,
+            diff=message.diff,
+            diff_note=message.diff_note,
+            request=message.request,
+        )
+        self._replan()
 
     @on(DetailFailed)
-    async def _detail_failed(self, message: DetailFailed) -> None:
-        if self.ckpt_tree.chosen_id == message.meta.id:
-            await self.detail.show_problem(message.meta, message.reason)
+    def _detail_failed(self, message: DetailFailed) -> None:
+        if message.request == self._detail_request:
+            self.detail.detail = Detail(message.meta, problem=message.reason, request=message.request)
 
     # -- edits and the fork plan ------------------------------------------------------------------------
     @on(TasksView.OutputsEdited)
+    def _outputs_edited(self, message: TasksView.OutputsEdited) -> None:
+        self.detail.set_edits(message.checkpoint_id, outputs=message.outputs)
+        self._edits_changed(message.checkpoint_id)
+
     @on(InputsView.InputsEdited)
-    def _edited(self) -> None:
+    def _inputs_edited(self, message: InputsView.InputsEdited) -> None:
+        self.detail.set_edits(message.checkpoint_id, inputs=message.changed)
+        self._edits_changed(message.checkpoint_id)
+
+    def _edits_changed(self, checkpoint_id: str) -> None:
+        self.ckpt_tree.set_edited(set(self.detail.edits))
+        self.detail.retitle()
+        if self.detail.meta is not None and self.detail.meta.id == checkpoint_id:
+            self._replan()
+
+    def _replan(self) -> None:
         detail = self.detail
-        if detail.record is not None:
+        if detail.record is not None and detail.ready:
             self._plan(detail.record, detail.inputs if detail.changed_inputs else None, detail.edited_outputs or None)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="plan")
@@ -318,8 +387,27 @@ class BrowserScreen(Screen[None]):
 
     @on(PlanReady)
     def _planned(self, message: PlanReady) -> None:
-        if self.detail.meta is not None and self.detail.meta.id == message.checkpoint_id:
-            self.detail.mark_rerun(message.rerun)
+        self.detail.mark_rerun(message.checkpoint_id, message.rerun)
+
+    def action_discard_edits(self) -> None:
+        meta = self.detail.meta
+        if meta is None or meta.id not in self.detail.edits:
+            self.notify("No unsaved edits on this checkpoint.")
+            return
+        edits = self.detail.edits[meta.id]
+        question = Text(
+            f"Forget {len(edits.inputs)} changed input(s) and {len(edits.outputs)} edited output(s) of {meta.id[:12]}?"
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._forget_edits(meta.id)
+
+        self.app.push_screen(ConfirmScreen("Discard edits", question, yes="Discard"), answered)
+
+    def _forget_edits(self, checkpoint_id: str) -> None:
+        self.detail.discard_edits(checkpoint_id)
+        self._edits_changed(checkpoint_id)
 
     # -- runs -------------------------------------------------------------------------------------------
     def _can_start(self) -> bool:
@@ -328,82 +416,128 @@ class BrowserScreen(Screen[None]):
             return False
         if not self.detail.ready or self.detail.meta is None:
             reason = self.detail.problem or "choose a checkpoint and wait for it to load"
-            self.notify(f"Cannot run from here: {reason}", severity="warning")
+            self.notify(visible(f"Cannot run from here: {reason}"), severity="warning", markup=False)
             return False
         return True
 
     def action_fork(self) -> None:
         if not self._can_start():
             return
-        detail = self.detail
-        assert detail.record is not None and detail.info is not None and detail.meta is not None
+        shown = self.detail.detail  # the dialog and the fork are about this checkpoint, whatever loads next
+        assert shown is not None and shown.record is not None and shown.info is not None
+        edits = self.detail.edits_of(shown.meta.id)
+        inputs = {**shown.info.inputs, **edits.inputs} if edits.inputs else None
         try:
-            plan = ops.plan_fork(
-                detail.record, detail.inputs if detail.changed_inputs else None, detail.edited_outputs or None
-            )
+            plan = ops.plan_fork(shown.record, inputs, edits.outputs or None)
+            check_fork(shown.record, plan, edits.inputs)
         except (CheckpointError, ValueError) as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(visible(str(exc)), severity="error", markup=False)
             return
         taken = {m.branch for m in self.metas}
-        self.app.push_screen(ForkScreen(detail.meta, detail.info, plan, taken=taken), self._fork_confirmed)
+        screen = ForkScreen(shown.meta, shown.info, plan, taken=taken, app=suggested_app(shown.record))
+        self.app.push_screen(screen, self._fork_confirmed)
 
     def _fork_confirmed(self, request: ForkRequest | None) -> None:
         if request is None:
             return
-        args = ["fork", request.source_id, "--location", self.location, "--branch", request.branch]
-        for key, value in request.inputs.items():
-            args += ["--input", f"{key}={value}"]
-        for index, text in sorted(request.outputs.items()):
-            args += ["--set-output", f"{index + 1}={text}"]
+        argv = fork_command(
+            request.source_id, self.location, request.branch, request.inputs, request.outputs, request.app
+        )
         title = f"fork {request.source_id[:8]} → {request.branch}"
-        self._start(RunRequest(cli_command(*args), title, request.branch, len(request.rerun), request.source_id))
+        self._start(RunRequest(argv, title, request.branch, len(request.rerun), request.source_id))
+        self._forget_edits(request.source_id)  # they live on in the new branch
 
     def action_resume(self) -> None:
         if not self._can_start():
             return
-        meta, info = self.detail.meta, self.detail.info
-        assert meta is not None and info is not None
+        meta, info, record = self.detail.meta, self.detail.info, self.detail.record
+        assert meta is not None and info is not None and record is not None
         pending = [t for t in info.tasks if not t.done]
-        question = Text(f"Continue {meta.entity_kind} {meta.entity_name} on ⎇ {meta.branch} from {meta.id[:12]}.\n")
+        question = Text(
+            visible(f"Continue {meta.entity_kind} {meta.entity_name} on ⎇ {meta.branch} from {meta.id[:12]}.") + "\n"
+        )
         question.append(
             f"{len(pending)} task(s) left to run; finished tasks are not run again."
             if info.tasks
             else "Finished steps are not run again."
         )
 
-        def answered(yes: bool | None) -> None:
-            if yes:
+        def answered(app: str | None) -> None:
+            if app is not None:
                 title = f"resume {meta.id[:8]} on {meta.branch}"
-                request = RunRequest(cli_command("resume", meta.id, "--location", self.location), title, meta.branch)
+                request = RunRequest(resume_command(meta.id, self.location, app), title, meta.branch)
                 request.total, request.source_id = len(pending), meta.id
                 self._start(request)
 
-        self.app.push_screen(ConfirmScreen("Resume the run", question, yes="Resume"), answered)
+        self.app.push_screen(ResumeScreen(question, suggested_app(record)), answered)
 
     def _start(self, request: RunRequest) -> None:
-        self.ckpt_tree.running.add(request.branch)
+        self.ckpt_tree.running[request.source_id] = (time.time(), request.branch)
         self.run_panel.start(request)
 
     def action_cancel_run(self) -> None:
-        if not self.run_panel.cancel():
+        """Stop the run this app started; else offer to stop a live run started elsewhere (on this machine)."""
+        if self.run_panel.cancel():
+            return
+        run = self._live_run_elsewhere()
+        if run is None:
             self.notify("No run is going.", severity="information")
+            return
+        who = visible(
+            f"run {run.run_id[:8]} of {run.entity_kind} {run.entity_name} on ⎇ {run.branch} "
+            f"(pid {run.pid} on {run.host})",
+            one_line=True,
+        )
+        if run.host != this_host():
+            self.notify(f"The live {who} runs on another machine: stop it there.", markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                try:
+                    os.kill(run.pid, signal.SIGINT)
+                except OSError as exc:
+                    self.notify(f"Cannot stop pid {run.pid}: {exc.strerror}", severity="error", markup=False)
+                else:
+                    self.notify(f"Sent SIGINT to pid {run.pid}: it writes a checkpoint and stops.", markup=False)
+
+        question = Text(f"The live {who} was started outside this app.\n")
+        question.append("Send it SIGINT? It writes a checkpoint and stops; resume it later with e.")
+        self.app.push_screen(ConfirmScreen("Stop a run started elsewhere", question, yes="Stop it"), answered)
+
+    def _live_run_elsewhere(self) -> RunInfo | None:
+        """The live run of the chosen checkpoint's segment, else the only live run of the store."""
+        now = time.time()
+        live = [run for run in self.runs if classify(run, now) == "running"]
+        chosen = self.ckpt_tree.chosen_id
+        key = self.index.segment_of.get(chosen or "")
+        if key is not None:
+            run = self.index.run_of(self.index.segments[key])
+            if run is not None and run in live:
+                return run
+        return live[0] if len(live) == 1 else None
 
     @on(RunPanel.Progress)
     def _run_progress(self, message: RunPanel.Progress) -> None:
-        if message.event.get("event") in CHECKPOINT_EVENTS:
+        if message.record.event == WRITTEN:  # on disk now: read it into the tree
             self.refresh_store()
 
     @on(RunPanel.Finished)
     def _run_finished(self, message: RunPanel.Finished) -> None:
-        self.ckpt_tree.running.discard(message.request.branch)
+        self.ckpt_tree.running.pop(message.request.source_id, None)
         if message.checkpoints:
             self._reveal = message.checkpoints[-1]
         if message.returncode == 0:
-            self.notify(f"{message.request.title}: finished")
+            self.notify(visible(f"{message.request.title}: finished"), markup=False)
+        focused = self.focused
+        if focused is None or self.run_panel in focused.ancestors_with_self:
+            self.ckpt_tree.focus()  # back to the tree after a run, unless the user is busy elsewhere
         elif self.run_panel.cancelled:
-            self.notify(f"{message.request.title}: cancelled", severity="warning")
+            self.notify(visible(f"{message.request.title}: cancelled"), severity="warning", markup=False)
         else:
-            self.notify(f"{message.request.title}: {message.error or 'failed'}", severity="error")
+            self.notify(
+                visible(f"{message.request.title}: {message.error or 'failed'}"), severity="error", markup=False
+            )
         self.refresh_store()
 
     # -- other actions ----------------------------------------------------------------------------------
@@ -453,12 +587,53 @@ class BrowserScreen(Screen[None]):
         field.add_class("-shown")
         field.focus()
 
-    def action_clear_filter(self) -> None:
+    def action_back(self) -> None:
+        """Escape: from an editor or a tab back to the tree; in the tree, clear the filter."""
         field = self.query_one("#filter", Input)
+        if self.focused is not self.ckpt_tree and self.focused is not field:
+            self._show_tree()
+            self.ckpt_tree.focus()
+            return
         if field.value or field.has_class("-shown"):
             field.value = ""
             field.remove_class("-shown")
-            self.ckpt_tree.focus()
+        self.ckpt_tree.focus()
+
+    def action_tree_width(self, step: int) -> None:
+        self._tree_width = max(0, min(len(self.TREE_WIDTHS) - 1, self._tree_width + step))
+        self._show_tree()
+        left = self.query_one("#browser-left")
+        for n, share in enumerate(self.TREE_WIDTHS):
+            left.set_class(n == self._tree_width, f"-w{share}")
+
+    def action_toggle_tree(self) -> None:
+        left = self.query_one("#browser-left")
+        left.toggle_class("-hidden")
+        if left.has_class("-hidden") and self.ckpt_tree.has_focus:
+            self.detail.focus_view(self.detail.active_tab)
+
+    def _show_tree(self) -> None:
+        self.query_one("#browser-left").remove_class("-hidden")
+
+    @on(CheckpointTree.NodeSelected)
+    def _node_selected(self, event: CheckpointTree.NodeSelected[Any]) -> None:
+        if isinstance(event.node.data, CheckpointRef) and event.node.data.id == self.ckpt_tree.chosen_id:
+            self.action_edit()
+
+    def action_edit(self) -> None:
+        """Enter on a checkpoint: into its first editor (an output on the Tasks tab, else an input)."""
+        if not self.detail.ready or self.detail.info is None:
+            return
+        info = self.detail.info
+        tab = self.detail.active_tab
+        if tab not in ("tab-tasks", "tab-inputs"):
+            tab = "tab-tasks" if any(t.done for t in info.tasks) and info.kind == "crew" else "tab-inputs"
+        self.detail.activate(tab)
+        self.detail.focus_editor(tab)
+
+    @property
+    def has_unsaved_edits(self) -> bool:
+        return bool(self.detail.edits)
 
     def action_hide_run(self) -> None:
         self.run_panel.hide()
@@ -474,7 +649,9 @@ class BrowserScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            self.notify(f"{event.worker.group}: {event.worker.error}", severity="error", timeout=8)
+            self.notify(
+                visible(f"{event.worker.group}: {event.worker.error}"), severity="error", timeout=8, markup=False
+            )
 
     # -- the command palette ----------------------------------------------------------------------------
     def palette_commands(self) -> list[tuple[str, str, str]]:

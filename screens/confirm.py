@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Footer, Label, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -30,8 +30,9 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label(Text(self.title_text), id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
             with Horizontal(id="confirm-buttons"):
-                yield Button(f"{self.yes} (y)", variant="primary", id="confirm-yes")
-                yield Button("Cancel (n)", id="confirm-no")
+                yield Button(f"{self.yes} (y)", variant="primary", id="confirm-yes", compact=True)
+                yield Button("Cancel (n)", id="confirm-no", compact=True)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#confirm-yes", Button).focus()

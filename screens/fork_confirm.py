@@ -13,12 +13,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import branch_problem
-from crewpoint.tui.widgets.overview_view import plain
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.app_field import AppField
+from crewpoint.tui.widgets.overview_view import plain, shown
 
 
 @dataclass(slots=True)
@@ -30,6 +32,8 @@ class ForkRequest:
     inputs: dict[str, Any] = field(default_factory=dict)
     outputs: dict[int, str] = field(default_factory=dict)
     rerun: list[int] = field(default_factory=list)
+    app: str = ""
+    """The program to run it with (``--app``); empty: rebuilt from the checkpoint alone."""
 
 
 def default_branch_name(now: float | None = None) -> str:
@@ -37,7 +41,7 @@ def default_branch_name(now: float | None = None) -> str:
 
 
 def short(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    flat = visible(" ".join(text.split()), one_line=True)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -58,6 +62,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         plan: ForkPlan,
         branch: str | None = None,
         taken: set[str] | None = None,
+        app: str | None = None,
     ) -> None:
         super().__init__()
         self.meta = meta
@@ -65,6 +70,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         self.plan = plan
         self.branch = branch or default_branch_name()
         self.taken = taken or set()
+        self.app_spec = app
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fork-dialog"):
@@ -72,13 +78,15 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             with VerticalScroll(id="fork-body"):
                 yield Static(self._source(), markup=False, id="fork-source")
                 yield Label("Branch name")
-                yield Input(value=self.branch, id="fork-branch")
+                yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
                 yield Static("", id="fork-branch-error", markup=False)
                 yield Static(self._changes(), markup=False, id="fork-changes")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
+                yield AppField(self.app_spec, id="fork-app")
             with Horizontal(id="fork-buttons"):
-                yield Button("Fork (y)", variant="primary", id="fork-confirm")
-                yield Button("Cancel (n)", id="fork-cancel")
+                yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
+                yield Button("Cancel (n)", id="fork-cancel", compact=True)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#fork-confirm", Button).focus()
@@ -86,7 +94,8 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
     def _source(self) -> Text:
         meta = self.meta
         text = Text.assemble(
-            ("From  ", "bold"), f"{meta.entity_kind} {meta.entity_name}  ⎇ {meta.branch}  {meta.id[:12]}"
+            ("From  ", "bold"),
+            visible(f"{meta.entity_kind} {meta.entity_name}  ⎇ {meta.branch}  {meta.id[:12]}", one_line=True),
         )
         if meta.tasks_total:
             text.append(f"  ({meta.tasks_done}/{meta.tasks_total} tasks done)")
@@ -103,16 +112,16 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         for key, value in plan.changed_inputs.items():
             before = self.info.inputs.get(key)
             table.add_row(
-                Text(f"input {key}"),
-                Text(short(plain(before)) if before is not None else "—", style="red"),
-                Text(short(plain(value)), style="green"),
+                Text(visible(f"input {key}", one_line=True)),
+                Text(short(shown(before)) if before is not None else "—", style="red"),
+                Text(short(shown(value)), style="green"),
             )
         tasks = {t.index: t for t in self.info.tasks}
         for index, output in sorted(plan.edited_outputs.items()):
             task = tasks.get(index)
             name = task.name if task is not None else str(index + 1)
             table.add_row(
-                Text(f"output {index + 1}. {name}"),
+                Text(visible(f"output {index + 1}. {name}", one_line=True)),
                 Text(short(task.output or "") if task is not None else "—", style="red"),
                 Text(short(output), style="green"),
             )
@@ -130,7 +139,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             if task is not None and task.done:
                 label += " (re-run)"
             names.append(label)
-        text.append(", ".join(names), style="")
+        text.append(visible(", ".join(names), one_line=True), style="")
         return text
 
     def _request(self) -> ForkRequest | None:
@@ -144,8 +153,14 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         else:
             problem = branch_problem(branch)  # the one rule the API and the command line apply too
         if problem is not None:
-            error.update(Text(problem))
+            error.update(Text(visible(problem)))
             self.query_one("#fork-branch", Input).focus()
+            return None
+        app_field = self.query_one(AppField)
+        problem = app_field.verify()
+        if problem is not None:
+            app_field.query_one(Input).focus()
+            self.notify(visible(problem), severity="error", markup=False)
             return None
         error.update("")
         plan = self.plan
@@ -155,6 +170,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             inputs={k: plain(v) for k, v in plan.changed_inputs.items()},
             outputs=dict(plan.edited_outputs),
             rerun=list(plan.rerun),
+            app=app_field.spec,
         )
 
     def action_confirm(self) -> None:
@@ -165,7 +181,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-    @on(Input.Submitted, "#fork-branch")
+    @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_confirm()
 

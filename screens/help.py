@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
+from textual.widgets import Footer, Label, Static
 
 LEGEND = [
     ("● live", "a run is writing this branch now (its process beats)"),
@@ -33,7 +33,7 @@ def keys_of(bindings: list[BindingType]) -> list[tuple[str, str]]:
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
 
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close")]
 
     def __init__(self, keys: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -59,10 +59,12 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 Text(
                     "/ then words: every word must match the id, branch, trigger or entity. "
-                    "branch:NAME, trigger:NAME and entity:NAME match one field. Escape clears."
+                    "branch:NAME, trigger:NAME and entity:NAME match one field; live, done, interrupted, crashed "
+                    "and failed match a run's status. Escape clears."
                 ),
                 markup=False,
             )
+        yield Footer()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
+from textual.worker import WorkerCancelled
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig
@@ -30,6 +31,8 @@ from crewpoint.tui.widgets.task_card import TaskCard
 
 SIZE = (140, 40)
 STORE = ".checkpoints"
+PROGRAM = "research.py"
+"""The user's program the fork runs with (its model slowed down a little so the run can be caught going)."""
 
 
 def make_store(folder: Path) -> None:
@@ -39,11 +42,19 @@ def make_store(folder: Path) -> None:
     main = sorted(ops.list_checkpoints(location), key=lambda m: m.sequence)
     forked = Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment")
     forked.kickoff(inputs={**DEMO_INPUTS, "audience": "new hires"})
+    (folder / PROGRAM).write_text(
+        "from crewpoint.demo import demo_crew\n\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8"
+    )
 
 
 async def settle(pilot: Pilot[None]) -> None:
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        for _attempt in range(20):
+            try:
+                await pilot.app.workers.wait_for_complete()
+                break
+            except WorkerCancelled:  # replaced by a newer request
+                await pilot.pause()
         await pilot.pause()
 
 
@@ -99,11 +110,12 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.press("f")
         await pilot.pause(0.3)
         app.screen.query_one("#fork-branch", Input).value = "tighter-research"
-        await pilot.pause()
+        app.screen.query_one("#fork-app Input", Input).value = f"{PROGRAM}:crew"
+        await settle(pilot)
         save("fork-confirm.svg")
 
         await pilot.press("y")
-        await wait_until(pilot, lambda: screen.run_panel.running and "✓ task" in shown(pilot))
+        await wait_until(pilot, lambda: screen.run_panel.running and "outline done" in shown(pilot))
         await pilot.pause(0.1)
         save("live-run.svg")
         await wait_until(pilot, lambda: not screen.run_panel.running)

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
+from textual.worker import WorkerCancelled
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.screens.browser import BrowserScreen
-from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.help import HelpScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
 from crewpoint.tui.widgets.inputs_view import InputsView
@@ -50,7 +51,7 @@ def template_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     store = tmp_path_factory.mktemp("template") / "store"
     run_demo(location=str(store))
-    main = sorted(ops.list_checkpoints(str(store)), key=lambda m: m.sequence)
+    main = sorted((m for m in ops.list_checkpoints(str(store)) if m.entity_kind == "crew"), key=lambda m: m.sequence)
     _fork(store, main[1], "experiment")
     return store
 
@@ -79,7 +80,12 @@ def slow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def settle(pilot: Pilot[None]) -> None:
     """Let every worker finish and every message land."""
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        for _attempt in range(20):
+            try:
+                await pilot.app.workers.wait_for_complete()
+                break
+            except WorkerCancelled:  # a newer request replaced it: what it would have shown is stale
+                await pilot.pause()
         await pilot.pause()
 
 
@@ -98,7 +104,8 @@ def browser(pilot: Pilot[None]) -> BrowserScreen:
 
 
 def sorted_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:
-    return sorted((m for m in screen.metas if m.branch == branch), key=lambda m: m.sequence)
+    """The demo crew's checkpoints on ``branch`` in order (the demo's flow writes on ``main`` too)."""
+    return sorted((m for m in screen.metas if m.branch == branch and m.entity_kind == "crew"), key=lambda m: m.sequence)
 
 
 async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
@@ -262,6 +269,7 @@ async def test_fork_cancel_runs_nothing(store: Path) -> None:
         await settle(pilot)
         screen = browser(pilot)
         before = len(screen.metas)
+        await choose(pilot, sorted_metas(screen, "main")[1].id)
         await pilot.press("f")
         await pilot.pause()
         assert isinstance(pilot.app.screen, ForkScreen)
@@ -283,7 +291,8 @@ async def test_resume_continues_the_run(store: Path) -> None:
         await choose(pilot, second.id)
         await pilot.press("e")
         await pilot.pause()
-        assert isinstance(pilot.app.screen, ConfirmScreen)
+        assert isinstance(pilot.app.screen, ResumeScreen)
+        await settle(pilot)  # the program field is checked
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running)
         await settle(pilot)
@@ -307,8 +316,13 @@ async def test_cancelling_a_running_run(slow_template: Path, tmp_path: Path) -> 
         await pilot.pause()
         assert isinstance(pilot.app.screen, ForkScreen)
         pilot.app.screen.query_one("#fork-branch", Input).value = "stopped"
+        script = tmp_path / "slow_program.py"  # the program runs the fork: its model takes 0.4 s per call
+        script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8")
+        pilot.app.screen.query_one("#fork-app Input", Input).value = f"{script}:crew"
+        await settle(pilot)
+        assert f"runs {script}" in screen_text(pilot)  # the file it will execute, shown before it runs
         await pilot.press("y")
-        await wait_until(pilot, lambda: "task outline started" in screen_text(pilot), timeout=20)
+        await wait_until(pilot, lambda: "outline started" in screen_text(pilot), timeout=20)
         assert screen.run_panel.running
         await pilot.press("x")
         await wait_until(pilot, lambda: not screen.run_panel.running, timeout=20)
@@ -326,7 +340,7 @@ async def test_live_refresh_while_another_process_writes(store: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
         screen = browser(pilot)
-        await pilot.press("down")
+        await pilot.press("up")  # the user moves: the cursor is theirs
         await pilot.pause(0.2)
         selected = screen.ckpt_tree.chosen_id
         before = len(screen.metas)
@@ -341,7 +355,7 @@ async def test_live_refresh_while_another_process_writes(store: Path) -> None:
             assert screen.index.live_branches()
             assert "● live" in screen_text(pilot)
             await asyncio.to_thread(writer.wait, 60)
-            await wait_until(pilot, lambda: len(screen.metas) == before + 4, timeout=15)
+            await wait_until(pilot, lambda: len(screen.metas) == before + 7, timeout=15)  # crew 4, flow 3
         finally:
             if writer.poll() is None:
                 writer.kill()
@@ -355,7 +369,7 @@ async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
     run_demo(location=str(database), provider="sqlite")
     app = make_app(str(database), watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: len(browser(pilot).metas) == 4, timeout=10)
+        await wait_until(pilot, lambda: len(browser(pilot).metas) == 7, timeout=10)  # 4 of the crew, 3 of the flow
         screen = browser(pilot)
         writer = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -370,7 +384,7 @@ async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
             stderr=subprocess.DEVNULL,
         )
         assert await writer.wait() == 0
-        await wait_until(pilot, lambda: len(screen.metas) == 8, timeout=15)
+        await wait_until(pilot, lambda: len(screen.metas) == 14, timeout=15)
         assert len(screen.index.entities[("crew", "research-crew")]) == 2  # two runs of the crew, side by side
 
 
@@ -610,6 +624,7 @@ async def test_help_palette_graph_and_mark(store: Path) -> None:
         await settle(pilot)
         assert f"marked {main[0].id[:8]}" in screen_text(pilot)
 
+        await choose(pilot, main[1].id)  # a checkpoint with work left to fork
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Fork")

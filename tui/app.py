@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Mapping
 
+from rich.text import Text
 from textual import on
 from textual.actions import ActionParseResult
 from textual.app import App
@@ -13,6 +14,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 
 from crewpoint.screens.browser import BrowserScreen, StoreReader
+from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.help import HelpScreen, keys_of
 from crewpoint.tui.messages import StoreListed
 from crewpoint.tui.read_only import NOTICE, WRITE_ACTIONS, allows
@@ -29,7 +31,7 @@ class CheckpointApp(App[None]):
     COMMANDS = App.COMMANDS | {CheckpointCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
 
@@ -82,10 +84,42 @@ class CheckpointApp(App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
+        keys = [
+            ("↑ ↓", "Move in the tree; the detail follows"),
+            ("← →", "Close a branch or go to its parent; open a branch or go into it"),
+            ("shift+↑ shift+↓", "Previous or next sibling in the tree"),
+            ("shift+← shift+→", "To the parent; to the parent's next sibling"),
+            ("space", "Open or close a branch"),
+            ("shift+space", "Open or close everything under a branch"),
+            ("enter", "On a checkpoint: edit its outputs (Tasks tab) or inputs (Inputs tab)"),
+            ("tab shift+tab", "Move between the tree, the tabs and the editors"),
+        ]
         bindings = [b for b in BrowserScreen.BINDINGS if not (self.read_only and _action_of(b) in WRITE_ACTIONS)]
-        keys = keys_of(bindings) + keys_of(list(self.BINDINGS))
-        keys += [("ctrl+p", "Command palette: every action, themes"), ("↑ ↓ ← → enter", "Move and open in the tree")]
+        keys += keys_of(bindings) + keys_of(list(self.BINDINGS))
         self.push_screen(HelpScreen(keys))
+
+    async def action_quit(self) -> None:
+        """Quit; first ask when edits are unsaved or a run this app started is going."""
+        screen = self.screen
+        if not isinstance(screen, BrowserScreen):
+            self.exit()
+            return
+        worries = []
+        if screen.has_unsaved_edits:
+            count = len(screen.detail.edits)
+            worries.append(f"{count} checkpoint{'s' if count != 1 else ''} with unsaved edits (they are lost)")
+        if screen.run_panel.running:
+            worries.append("a run started here is going (it is stopped with SIGINT and checkpoints)")
+        if not worries:
+            self.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        question = Text("Quit with " + " and ".join(worries) + "?")
+        self.push_screen(ConfirmScreen("Quit crewpoint", question, yes="Quit"), answered)
 
 
 def _action_of(binding: BindingType) -> str:

@@ -19,18 +19,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.visible import visible
+
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry, PreparedRun
     from crewpoint.providers.base import CheckpointMeta
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
+EXIT_FAILED = ExitCode.FAILED
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr, no traceback, and exit."""
-    click.echo(f"crewpoint: {message}", err=True)
+    click.echo(f"crewpoint: {visible(message, one_line=True)}", err=True)
     sys.exit(code)
 
 
@@ -56,7 +59,9 @@ def _bad_input(ctx: click.Context) -> Iterator[None]:
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """JSON on stdout; the control characters JSON leaves as they are (DEL, C1) are written as ``\\u`` escapes."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    click.echo("".join(f"\\u{ord(c):04x}" if "\x7f" <= c <= "\x9f" else c for c in text))
 
 
 class _Main(click.Group):
@@ -109,15 +114,16 @@ def main(ctx: click.Context, debug: bool) -> None:
     is_flag=True,
     help="Open the app on a fresh demo store (a run and a fork) while a slow demo run writes into it.",
 )
+@click.option("--force", is_flag=True, help="With --live: replace LOCATION even when it holds other things.")
 @click.pass_context
-def demo(ctx: click.Context, location: str, delay: float, provider: str, live: bool) -> None:
+def demo(ctx: click.Context, location: str, delay: float, provider: str, live: bool, force: bool) -> None:
     """Run the bundled example crew and flow on the offline model, checkpointing as they go."""
     from crewpoint.demo import run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
         location = "./.checkpoints.db"
     if live:
-        _live_demo(location, provider, delay or 3.0)
+        _live_demo(location, provider, delay or 3.0, force=force)
         return
     from crewpoint.events import CheckpointFailedEvent, event_bus
 
@@ -149,17 +155,37 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str, live: b
     click.echo(f"\ncheckpoints: {location}", err=True)
 
 
-def _live_demo(location: str, provider: str, delay: float) -> None:
-    """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
+def _clear_demo_location(location: str, force: bool) -> None:
+    """Make room for a fresh demo store: an empty folder, nothing, or a demo store made earlier is replaced;
+    anything else only with ``force``."""
     import shutil
+
+    from crewpoint.demo import is_demo_store
+
+    if os.path.islink(location):
+        fail(f"{location} is a link: choose another --location")
+    if os.path.isdir(location):
+        if os.listdir(location) and not is_demo_store(location) and not force:
+            fail(
+                f"{location} is not empty and is not a demo store: choose another --location, "
+                "or add --force to delete what it holds"
+            )
+        shutil.rmtree(location)
+    elif os.path.exists(location):
+        if not is_demo_store(location) and not force:
+            fail(f"{location} exists and is not a demo store: choose another --location, or add --force to replace it")
+        for path in (location, f"{location}-wal", f"{location}-shm"):
+            if os.path.exists(path):
+                os.remove(path)
+
+
+def _live_demo(location: str, provider: str, delay: float, *, force: bool = False) -> None:
+    """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
     import subprocess
 
     from crewpoint.demo import seed_demo_store
 
-    if os.path.isdir(location):
-        shutil.rmtree(location)
-    elif os.path.exists(location):
-        os.remove(location)
+    _clear_demo_location(location, force)
     click.echo(f"making a demo store at {location} …", err=True)
     seed_demo_store(location, provider)
     child = subprocess.Popen(
@@ -216,8 +242,15 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
         return
     with _bad_input(ctx):
         from crewpoint.checkpoint.ops import find_store
+        from crewpoint.providers.base import CheckpointNotFound
+        from crewpoint.tui.diagnostics import no_checkpoints
 
-        store = find_store(location)
+        try:
+            store = find_store(location)
+        except CheckpointNotFound:
+            if location is not None and os.path.isdir(location):
+                fail(no_checkpoints(location))
+            raise
     try:
         from crewpoint.tui.app import make_app
     except ImportError as exc:
@@ -244,8 +277,8 @@ def _when(ts: float) -> str:
 
 def _size(n: int) -> str:
     value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
@@ -266,6 +299,10 @@ def _written_by(meta: CheckpointMeta) -> str:
 
 
 def _row(meta: CheckpointMeta) -> list[str]:
+    return [visible(cell, one_line=True) for cell in _cells(meta)]
+
+
+def _cells(meta: CheckpointMeta) -> list[str]:
     if meta.damaged:
         return [
             _short_id(meta.id),
@@ -304,21 +341,47 @@ def list_command(
     """List checkpoints, newest first (reads no checkpoint bodies).
 
     \b
-    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size.
+    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
+    the run that wrote it (live, done, interrupted, crashed, failed; - when unknown).
     """
     from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointNotFound
+    from crewpoint.tui.diagnostics import no_checkpoints
 
+    where = _location(ctx, location_arg)
     with _bad_input(ctx):
-        store = ops.find_store(_location(ctx, location_arg))
-        metas = ops.list_checkpoints(store, branch=branch, limit=limit)
+        try:
+            store = ops.find_store(where)
+        except CheckpointNotFound:
+            if where is not None and os.path.isdir(where):
+                fail(no_checkpoints(where))
+            raise
+        metas = ops.list_checkpoints(store, branch=branch)
+    statuses = _statuses(store, metas)
+    metas = metas[:limit] if limit is not None else metas
     if as_json:
-        _emit_json([m.to_dict() for m in metas])
+        _emit_json([{**m.to_dict(), "status": statuses.get(m.id)} for m in metas])
         return
     if not metas:
-        click.echo(f"no checkpoints in {store}" + (f" on branch {branch}" if branch else ""), err=True)
+        if branch:
+            click.echo(f"no checkpoints on branch {branch} in {store}", err=True)
+        else:
+            click.echo(f"no checkpoints: {no_checkpoints(store)}", err=True)
         return
-    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE"]
-    _table(header, [_row(m) for m in metas])
+    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+    _table(header, [[*_row(m), statuses.get(m.id, "-")] for m in metas])
+
+
+def _statuses(store: str, metas: list[CheckpointMeta]) -> dict[str, str]:
+    """Checkpoint id → the status of the run that wrote it, from the store's run records."""
+    from crewpoint.providers.runs import read_runs
+    from crewpoint.tui.widgets.store_index import StoreIndex
+
+    try:
+        runs = read_runs(store)
+    except Exception:  # run records only add a column
+        runs = []
+    return StoreIndex.build(metas, "", runs).statuses()
 
 
 # -- info ------------------------------------------------------------------------------------------------------
@@ -332,6 +395,11 @@ def _bar(done: int, total: int, width: int = 20) -> str:
 
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in str(text).splitlines() or [""])
+
+
+def _say(text: str = "") -> None:
+    """A line of ``info``: checkpoint text with its control characters shown, not sent."""
+    click.echo(visible(text))
 
 
 def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
@@ -351,39 +419,39 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         ("progress", f"{_bar(done, total)} {unit} done"),
     ]
     for key, value in rows:
-        click.echo(f"{key:<11} {value}")
+        _say(f"{key:<11} {value}")
     if len(lineage) > 1:
-        click.echo("\nancestry (newest first)")
+        _say("\nancestry (newest first)")
         for m in lineage:
-            click.echo(f"  {_short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
-    click.echo("\ninputs")
+            _say(f"  {_short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
+    _say("\ninputs")
     if info.inputs:
         for key, value in info.inputs.items():
-            click.echo(f"  {key} = {value}")
+            _say(f"  {key} = {value}")
     else:
-        click.echo("  (none)")
+        _say("  (none)")
     missing = [p for p in info.placeholders if p not in info.inputs]
     if missing:
-        click.echo(f"  placeholders without a value: {', '.join(missing)}")
+        _say(f"  placeholders without a value: {', '.join(missing)}")
     if info.tasks:
-        click.echo(f"\n{'tasks' if info.kind == 'crew' else 'run'}")
+        _say(f"\n{'tasks' if info.kind == 'crew' else 'run'}")
         for task in info.tasks:
             status = "[done]   " if task.done else "[pending]"
             agent = f" ({task.agent})" if task.agent else ""
-            click.echo(f"  {status} {task.index + 1}. {task.name}{agent}")
+            _say(f"  {status} {task.index + 1}. {task.name}{agent}")
             if task.context is not None:
-                click.echo(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
+                _say(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
             if task.output is not None:
-                click.echo(_indent(_clip(task.output, 400), "              "))
+                _say(_indent(_clip(task.output, 400), "              "))
     if info.kind == "flow":
-        click.echo("\nflow state")
-        click.echo(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))
-        click.echo("\nmethod outputs")
+        _say("\nflow state")
+        _say(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))
+        _say("\nmethod outputs")
         for i, (name, value) in enumerate(info.method_outputs):
-            click.echo(f"  {i + 1}. {name}: {_clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
+            _say(f"  {i + 1}. {name}: {_clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
         if not info.method_outputs:
-            click.echo("  (none yet)")
-    click.echo(f"\nevents recorded: {len(info.events)}")
+            _say("  (none yet)")
+    _say(f"\nevents recorded: {len(info.events)}")
 
 
 def _clip(text: str, width: int) -> str:
@@ -470,6 +538,10 @@ def _run(
                 record=record,
                 app=app,
             )
+            if fork:
+                from crewpoint.checkpoint.plan import check_fork
+
+                check_fork(record, prepared.plan, new_inputs)
         if not fork:
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
             if later:
@@ -693,7 +765,7 @@ def _print_diff(a: CheckpointMeta, b: CheckpointMeta, entries: list[DiffEntry]) 
     console = Console(highlight=False, no_color=not _use_color(), force_terminal=_use_color() or None)
 
     def say(*parts: tuple[str, str]) -> None:
-        console.print(Text.assemble(*parts), soft_wrap=True)
+        console.print(Text.assemble(*((visible(text), style) for text, style in parts)), soft_wrap=True)
 
     say(("--- ", "red"), (f"{_short_id(a.id)}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
     say(("+++ ", "green"), (f"{_short_id(b.id)}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
@@ -736,9 +808,9 @@ def _word_diff(old: str, new: str) -> tuple[Any, Any]:
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         changed = op != "equal"
         if i2 > i1:
-            before.append(" ".join(a[i1:i2]) + " ", style="bold underline" if changed else "")
+            before.append(visible(" ".join(a[i1:i2]) + " "), style="bold underline" if changed else "")
         if j2 > j1:
-            after.append(" ".join(b[j1:j2]) + " ", style="bold underline" if changed else "")
+            after.append(visible(" ".join(b[j1:j2]) + " "), style="bold underline" if changed else "")
     before.rstrip()
     after.rstrip()
     return before, after
@@ -837,9 +909,10 @@ def prune(
         return
     verb = "would delete" if dry_run else "deleted"
     for meta in plan.doomed:
-        click.echo(f"{verb}  {meta.id[:12]}  {_when(meta.created_at)}  {meta.branch}  {meta.trigger}")
+        line = f"{verb}  {meta.id[:12]}  {_when(meta.created_at)}  {meta.branch}  {meta.trigger}"
+        click.echo(visible(line, one_line=True))
     count = len(plan.doomed) if dry_run else deleted
-    summary = f"{count} checkpoint{'s' if count != 1 else ''} {verb} in {store}"
+    summary = f"{count} checkpoint{'s' if count != 1 else ''} {'would be deleted' if dry_run else 'deleted'} in {store}"
     if plan.kept_fork_points:
         n = len(plan.kept_fork_points)
         summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"

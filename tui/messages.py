@@ -57,6 +57,8 @@ class DetailLoaded(Message):
     diff_title: str = ""
     diff: list[DiffEntry] | None = None
     diff_note: str = ""
+    request: int = 0
+    """The request this answers: the screen shows only the answer to its newest."""
 
 
 @dataclass
@@ -65,6 +67,7 @@ class DetailFailed(Message):
 
     meta: CheckpointMeta
     reason: str
+    request: int = 0
 
 
 @dataclass

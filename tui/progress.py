@@ -1,22 +1,14 @@
 """Progress of a resumed or forked run, fed by the event bus: a Rich display on stderr, or JSON lines on stdout.
 
-The JSON stream (``--progress json``) is what the terminal app reads from a run it starts as a subprocess:
-one object per line, each with an ``"event"`` key:
-
-* ``started``: ``source`` (checkpoint id), ``fork``, ``branch``, ``kind``, ``name``, ``store``, ``tasks``
-  (names in order), ``rerun`` (0-based indexes of the tasks that will run);
-* one line per event of interest (``task_started``, ``task_completed``, ``method_execution_finished``,
-  ``llm_call_started``, ``checkpoint_completed``, ...) with ``task_index`` (0-based) and ``task_name`` when
-  the event concerns a task, ``checkpoint_id`` (the newest checkpoint of the run, or for ``checkpoint_*``
-  events the one written), ``branch``, and a shortened ``output``, ``result`` or ``error`` when there is one;
-* last, ``finished`` (``result``, ``checkpoint_id``, ``branch``), ``failed`` (``error``) or ``interrupted``.
+The JSON stream (``--progress json``) is what the terminal app reads from a run it starts as a subprocess; its
+records are :class:`crewpoint.tui.run_protocol.ProgressRecord` (the module documents them). A reader that goes
+away (``| head``) ends the stream quietly; the run goes on and checkpoints as usual.
 
 This module loads rich only for the Rich display and never loads textual.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -24,6 +16,10 @@ import sys
 import threading
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
+
+from crewpoint.tui import run_protocol as protocol
+from crewpoint.tui.run_protocol import ProgressRecord
+from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
@@ -74,14 +70,16 @@ class RunProgress:
 
     def __init__(self, run: PreparedRun) -> None:
         self.run = run
-        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[ProgressRecord | None] = queue.SimpleQueue()
         self._printer: threading.Thread | None = None
+        self._taken: str | None = None
 
     def __enter__(self) -> RunProgress:
         from crewpoint.events import event_bus
 
         self._printer = threading.Thread(target=self._drain, name="crewpoint-progress", daemon=True)
         self._printer.start()
+        self._taken = self.run.latest_id
         self.post(self.started_record())
         for name in WATCHED:
             event_bus.register(name, self._on_event)
@@ -93,7 +91,7 @@ class RunProgress:
         event_bus.off(self._on_event)
         self.close()
 
-    def post(self, record: dict[str, Any]) -> None:
+    def post(self, record: ProgressRecord) -> None:
         self._queue.put(record)
 
     def _drain(self) -> None:
@@ -104,7 +102,7 @@ class RunProgress:
             try:
                 self.show(record)
             except Exception:  # a display problem must never stop the run
-                log.exception("progress display failed on %s", record.get("event"))
+                log.exception("progress display failed on %s", record.event)
 
     def close(self) -> None:
         """Show everything queued, then stop the display. Safe to call twice."""
@@ -122,9 +120,15 @@ class RunProgress:
         elif state is not None and runtime is not None and state is not runtime:
             return
         self.post(self.record(event))
+        latest = self.run.latest_id
+        if not event.type.startswith("checkpoint_") and latest != self._taken:
+            self._taken = latest  # this event took a checkpoint: say so now, before the next step starts
+            self.post(
+                ProgressRecord(protocol.CHECKPOINT, checkpoint_id=latest, branch=self.run.branch, trigger=event.type)
+            )
 
-    def record(self, event: BaseEvent) -> dict[str, Any]:
-        """The JSON-ready summary of ``event``."""
+    def record(self, event: BaseEvent) -> ProgressRecord:
+        """The summary of ``event``."""
         from crewpoint.checkpoint.ops import short
 
         out: dict[str, Any] = {"event": event.type}
@@ -151,39 +155,45 @@ class RunProgress:
         role = getattr(event, "agent_role", None)
         if role:
             out["agent"] = role
-        return out
+        return ProgressRecord.from_dict(out)
 
-    def started_record(self) -> dict[str, Any]:
+    def started_record(self) -> ProgressRecord:
         run = self.run
-        return {
-            "event": "started",
-            "source": run.source.id,
-            "fork": run.fork,
-            "branch": run.branch,
-            "kind": run.kind,
-            "name": run.source.entity_name,
-            "store": os.path.abspath(run.store),
-            "tasks": run.task_names,
-            "rerun": run.plan.rerun,
-            "checkpoint_id": run.latest_id,
-        }
+        return ProgressRecord(
+            protocol.STARTED,
+            source=run.source.id,
+            fork=run.fork,
+            branch=run.branch,
+            kind=run.kind,
+            name=run.source.entity_name,
+            store=os.path.abspath(run.store),
+            tasks=list(run.task_names),
+            rerun=list(run.plan.rerun),
+            checkpoint_id=run.latest_id,
+        )
 
     def finished(self, result: Any) -> None:
-        record = {"event": "finished", "result": result_text(result)}
-        self.post({**record, "checkpoint_id": self.run.latest_id, "branch": self.run.branch})
+        run = self.run
+        self.post(
+            ProgressRecord(
+                protocol.FINISHED, result=result_text(result), checkpoint_id=run.latest_id, branch=run.branch
+            )
+        )
         self.close()
 
     def failed(self, error: BaseException) -> None:
         message = " ".join(str(error).split()) or type(error).__name__
-        self.post({"event": "failed", "error": message, "checkpoint_id": self.run.latest_id, "branch": self.run.branch})
+        self.post(
+            ProgressRecord(protocol.FAILED, error=message, checkpoint_id=self.run.latest_id, branch=self.run.branch)
+        )
         self.close()
 
     def interrupted(self) -> None:
-        self.post({"event": "interrupted", "checkpoint_id": self.run.latest_id, "branch": self.run.branch})
+        self.post(ProgressRecord(protocol.INTERRUPTED, checkpoint_id=self.run.latest_id, branch=self.run.branch))
         self.close()
 
     # what subclasses do
-    def show(self, record: dict[str, Any]) -> None:
+    def show(self, record: ProgressRecord) -> None:
         """Show one record; runs on the printer thread."""
 
     def stop(self) -> None:
@@ -196,10 +206,18 @@ class JsonProgress(RunProgress):
     def __init__(self, run: PreparedRun, stream: IO[str] | None = None) -> None:
         super().__init__(run)
         self.stream = stream if stream is not None else sys.stdout
+        self.closed = False
+        """The reader went away: nothing more is written (the run goes on)."""
 
-    def show(self, record: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.stream.flush()
+    def show(self, record: ProgressRecord) -> None:
+        if self.closed:
+            return
+        try:
+            self.stream.write(record.to_json() + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+            _quiet_stdout(self.stream)
 
 
 class RichProgress(RunProgress):
@@ -234,32 +252,32 @@ class RichProgress(RunProgress):
     def line(self, *parts: tuple[str, str]) -> None:
         from rich.text import Text
 
-        self.progress.console.print(Text.assemble(*parts), soft_wrap=True)
+        self.progress.console.print(Text.assemble(*((visible(t), style) for t, style in parts)), soft_wrap=True)
 
-    def show(self, record: dict[str, Any]) -> None:
-        kind = record["event"]
-        label = self._label(record)
-        if kind == "started":
+    def show(self, record: ProgressRecord) -> None:
+        kind = record.event
+        label = record.step_label
+        if kind == protocol.STARTED:
             self._started()
-        elif kind in ("task_started", "method_execution_started", "lite_agent_execution_started"):
-            self.progress.update(self.bar, description=label or kind)
-        elif kind in ("task_completed", "method_execution_finished", "lite_agent_execution_completed"):
+        elif kind in protocol.STEP_STARTED:
+            self.progress.update(self.bar, description=visible(label or kind, one_line=True))
+        elif kind in protocol.STEP_DONE:
             self.done += 1
             self.progress.update(self.bar, completed=min(self.done, self.total) if self.total else self.done)
-            text = record.get("output") or record.get("result") or ""
+            text = record.output or record.result or ""
             self.line(("✓ ", "green"), (label or kind, "bold"), ("  ", ""), (_clip(str(text), 100), "dim"))
-        elif kind in ("task_failed", "method_execution_failed", "lite_agent_execution_error"):
-            self.line(("✗ ", "red"), (label or kind, "bold"), ("  ", ""), (str(record.get("error", "")), "red"))
-        elif kind == "checkpoint_completed":
-            checkpoint = str(record.get("checkpoint_id") or "")[:12]
-            self.line(("  checkpoint ", "dim"), (checkpoint, "cyan"), (f" {record.get('trigger') or ''}", "dim"))
-        elif kind == "checkpoint_failed":
-            self.line(("  checkpoint not written: ", "yellow"), (str(record.get("error", "")), "yellow"))
-        elif kind == "finished":
+        elif kind in protocol.STEP_FAILED:
+            self.line(("✗ ", "red"), (label or kind, "bold"), ("  ", ""), (record.error or "", "red"))
+        elif kind == protocol.CHECKPOINT:
+            checkpoint = (record.checkpoint_id or "")[:12]
+            self.line(("  checkpoint ", "dim"), (checkpoint, "cyan"), (f" {record.trigger or ''}", "dim"))
+        elif kind == protocol.WRITE_FAILED:
+            self.line(("  checkpoint not written: ", "yellow"), (record.error or "", "yellow"))
+        elif kind == protocol.FINISHED:
             self.progress.stop()
-            where = f"  branch {record['branch']}, latest checkpoint "
-            self.line(("done", "green bold"), (where, ""), (str(record["checkpoint_id"])[:12], "cyan"))
-        elif kind in ("failed", "interrupted"):
+            where = f"  branch {record.branch}, latest checkpoint "
+            self.line(("done", "green bold"), (where, ""), ((record.checkpoint_id or "")[:12], "cyan"))
+        elif kind in (protocol.FAILED, protocol.INTERRUPTED):
             self.progress.stop()
 
     def _started(self) -> None:
@@ -277,14 +295,19 @@ class RichProgress(RunProgress):
             self.line(("to run: ", "dim"), (todo, ""))
         self.progress.start()
 
-    def _label(self, record: dict[str, Any]) -> str:
-        index = record.get("task_index")
-        name = record.get("task_name") or ""
-        return f"{index + 1}. {name}" if isinstance(index, int) else str(name)
-
     def stop(self) -> None:
         if self.progress.live.is_started:
             self.progress.stop()
+
+
+def _quiet_stdout(stream: IO[str]) -> None:
+    """After the reader of stdout went away: point it at /dev/null, so nothing (not even the flush at exit)
+    fails on it again."""
+    try:
+        if stream is sys.stdout:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _clip(text: str, width: int) -> str:

@@ -25,7 +25,8 @@ def _default_location() -> str:
 
 
 def _default_events() -> list[CheckpointEventType | Literal["*"]]:
-    return ["task_completed"]
+    """After each finished task of a crew, and after each finished method of a flow."""
+    return ["task_completed", "method_execution_finished"]
 
 
 class CheckpointConfig(BaseModel):

@@ -33,10 +33,7 @@ def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[DiffEntry]:
     add("checkpoint", "progress", "{}/{}".format(*ia.progress), "{}/{}".format(*ib.progress))
     for key in _keys(ia.inputs, ib.inputs):
         add("inputs", key, ia.inputs.get(key, None), ib.inputs.get(key, None))
-    tb = {t.id: t for t in ib.tasks}
-    paired: list[tuple[TaskInfo | None, TaskInfo | None]] = [(t, tb.pop(t.id, None)) for t in ia.tasks]
-    paired += [(None, t) for t in ib.tasks if t.id in tb]
-    for before, after in paired:
+    for before, after in pair_tasks(ia.tasks, ib.tasks):
         label = f"{(after or before).index + 1}. {(after or before).name}"  # type: ignore[union-attr]
         add("tasks", label, _status(before), _status(after))
         add("outputs", label, before.output if before else None, after.output if after else None)
@@ -49,6 +46,28 @@ def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[DiffEntry]:
         for key in _keys(ma, mb):
             add("method_outputs", key, ma.get(key, None), mb.get(key, None))
     return out
+
+
+def pair_tasks(a: list[TaskInfo], b: list[TaskInfo]) -> list[tuple[TaskInfo | None, TaskInfo | None]]:
+    """The tasks of two checkpoints side by side: matched by name (in order, when names repeat), then the rest by
+    position; what is left on either side stands alone. Ids are not used: two runs of one crew give the same task
+    different ids."""
+    partner: dict[int, int] = {}
+    free = list(range(len(b)))
+    for i, task in enumerate(a):
+        j = next((j for j in free if b[j].name == task.name), None)
+        if j is not None:
+            partner[i] = j
+            free.remove(j)
+    for i in range(len(a)):
+        if i not in partner and i < len(b) and i in free:
+            partner[i] = i
+            free.remove(i)
+    paired: list[tuple[TaskInfo | None, TaskInfo | None]] = [
+        (task, b[partner[i]] if i in partner else None) for i, task in enumerate(a)
+    ]
+    paired += [(None, b[j]) for j in free]
+    return paired
 
 
 def _status(task: TaskInfo | None) -> str | None:

@@ -59,6 +59,25 @@ def plan_fork(
     return _plan(record, planning, inputs, outputs)
 
 
+def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, Any] | None = None) -> None:
+    """Refuse, with one line, a crew fork that names an input the crew does not know or that would run nothing
+    (every task done and no edit changing that): such a fork would make no branch."""
+    from crewpoint.checkpoint.describe import describe
+
+    info = describe(record)
+    if info.kind != "crew":
+        return
+    unknown = [key for key in inputs or {} if key not in info.placeholders]
+    if unknown:
+        known = ", ".join(info.placeholders) or "none"
+        raise ValueError(f"unknown input {', '.join(map(repr, unknown))}: this crew's inputs are {known}")
+    if not plan.rerun:
+        raise ValueError(
+            f"nothing to run: every task is done at {record.meta.id[:12]} and no edit changes that; "
+            "change an input or a task output to fork"
+        )
+
+
 def flow_class(record: CheckpointRecord) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""

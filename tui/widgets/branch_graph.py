@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps, format_time, problem_of
 
 
@@ -43,6 +44,8 @@ def graph_rows(metas: list[CheckpointMeta]) -> list[GraphRow]:
         if meta.id in lanes:
             col = lanes.index(meta.id)
         else:
+            if rows and rows[-1].graph:  # a new run: a break, so it never reads as the child of the row above
+                rows.append(GraphRow(""))
             col = lanes.index(None) if None in lanes else len(lanes)
             if col == len(lanes):
                 lanes.append(meta.id)
@@ -59,6 +62,12 @@ def graph_rows(metas: list[CheckpointMeta]) -> list[GraphRow]:
             if col < len(lanes):  # lanes to the right move left into the freed column
                 rows.append(GraphRow(_merge_line(lanes, col)))
                 del lanes[col]
+            continue
+        if kids[0].branch != meta.branch:  # a head forked: every child gets a fork mark, the lane ends here
+            for kid in reversed(kids):
+                rows.append(GraphRow(_fork_line(lanes, col)))
+                lanes.insert(col + 1, kid.id)
+            lanes[col] = None
             continue
         lanes[col] = kids[0].id
         for kid in reversed(kids[1:]):  # the earliest fork ends up nearest its source
@@ -133,17 +142,17 @@ class BranchGraph(OptionList):
         text.append(short_id(meta.id), style="yellow")
         if row.label:
             text.append(" (")
-            text.append(row.label, style="bold green")
+            text.append(visible(row.label, one_line=True), style="bold green")
             text.append(")")
         problem = problem_of(meta)
         if problem is not None:
-            text.append(f"  ✗ {problem}", style="red")
+            text.append(visible(f"  ✗ {problem}", one_line=True), style="red")
             return attach_gaps(text)
         text.append(f"  {format_time(meta.created_at)}  ", style="dim")
-        text.append(meta.trigger)
+        text.append(visible(meta.trigger, one_line=True))
         if meta.tasks_total:
             text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
-        text.append(f"  {meta.entity_name}", style="dim")
+        text.append(visible(f"  {meta.entity_name}", one_line=True), style="dim")
         return attach_gaps(text)
 
     @on(OptionList.OptionSelected)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Span, Text
 from textual import on
+from textual.binding import Binding
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
@@ -24,6 +25,8 @@ from textual.widgets.tree import TreeNode
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
+from crewpoint.tui.diagnostics import plural
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.store_index import (
     CheckpointRef,
     EntityKey,
@@ -117,6 +120,11 @@ class CheckpointTree(Tree[NodeRef]):
     CheckpointTree > .checkpoint-tree--stopped { color: $warning; }
     """
 
+    BINDINGS = [
+        Binding("left", "close_or_parent", "Close the branch, or go to its parent", show=False),
+        Binding("right", "open_or_child", "Open the branch, or go into it", show=False),
+    ]
+
     @dataclass
     class Chosen(Message):
         """The cursor is on a checkpoint."""
@@ -129,8 +137,11 @@ class CheckpointTree(Tree[NodeRef]):
         self.guide_depth = 3
         self.index = StoreIndex()
         self.marked: str | None = None
-        self.running: set[str] = set()
-        """Branch names of runs this app started and that are still going: always shown live."""
+        self.edited: set[str] = set()
+        """Checkpoints with unsaved edits: marked ✎."""
+        self.running: dict[str, tuple[float, str]] = {}
+        """Runs this app started that are still going, as source checkpoint id → (start time, branch written):
+        the segments they write are shown live."""
         self._by_ref: dict[NodeRef, Node] = {}
         self._filled: set[str] = set()
         self._labels: dict[NodeRef, Text] = {}
@@ -212,10 +223,34 @@ class CheckpointTree(Tree[NodeRef]):
         self._labels.clear()
         self._invalidate()
 
+    def set_edited(self, checkpoint_ids: set[str]) -> None:
+        if checkpoint_ids != self.edited:
+            self.edited = set(checkpoint_ids)
+            self._labels.clear()
+            self._invalidate()
+
     def set_marked(self, checkpoint_id: str | None) -> None:
         self.marked = checkpoint_id
         self._labels.clear()
         self._invalidate()
+
+    def action_close_or_parent(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded and node.children:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    def action_open_or_child(self) -> None:
+        node = self.cursor_node
+        if node is None or not node.allow_expand:
+            return
+        if not node.is_expanded:
+            node.expand()
+        elif node.children:
+            self.move_cursor(node.children[0])
 
     # -- building ---------------------------------------------------------------------------------------
     def _rebuild(self) -> None:
@@ -383,6 +418,17 @@ class CheckpointTree(Tree[NodeRef]):
                 callback()
         return lines
 
+    def runs_here(self, segment: Segment) -> bool:
+        """Is a run this app started writing ``segment``? A run continues the segment of its source when the
+        source is the head, or starts one forked from its source; what it writes is newer than its start."""
+        for source, (started, branch) in self.running.items():
+            if segment.branch != branch:
+                continue
+            if segment.source_id == source or any(meta.id == source for meta in segment.metas):
+                if segment.head.id == source or segment.head.created_at >= started:
+                    return True
+        return False
+
     # -- labels -----------------------------------------------------------------------------------------
     def render_label(self, node: Node, base_style: Style, style: Style) -> Text:
         data = node.data
@@ -429,21 +475,26 @@ class CheckpointTree(Tree[NodeRef]):
         count = sum(len(s.metas) for s in segments)
         branches = len({(s.lineage, s.branch) for s in segments})
         return Text.assemble(
-            (data.kind, self._style("muted")),
+            (visible(data.kind, one_line=True), self._style("muted")),
             " ",
-            (data.name, "bold"),
-            (f"  {branches} branch{'es' if branches != 1 else ''}, {count} checkpoints", self._style("muted")),
+            (visible(data.name, one_line=True), "bold"),
+            (
+                f"  {branches} branch{'es' if branches != 1 else ''}, {plural(count, 'checkpoint')}",
+                self._style("muted"),
+            ),
         )
 
     def _segment_label(self, segment: Segment) -> Text:
-        text = Text.assemble(("⎇ ", self._style("branch")), (segment.branch, self._style("branch")))
+        text = Text.assemble(
+            ("⎇ ", self._style("branch")), (visible(segment.branch, one_line=True), self._style("branch"))
+        )
         if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
             text.append(f" run {segment.lineage[:6]}", self._style("muted"))
         head = segment.head
         text.append(f"  {len(segment.metas)} ckpt", self._style("muted"))
         if head.tasks_total:
             text.append(f"  {head.tasks_done}/{head.tasks_total}")
-        state = "running" if segment.branch in self.running else self.index.state_of(segment, self._now)
+        state = "running" if self.runs_here(segment) else self.index.state_of(segment, self._now)
         if state in STATE_MARKS:
             mark, style = STATE_MARKS[state]
             text.append("  ")
@@ -454,16 +505,17 @@ class CheckpointTree(Tree[NodeRef]):
         text = Text()
         if meta.id == self.marked:
             text.append("◆ ", self._style("marked"))
+        if meta.id in self.edited:
+            text.append("✎ ", self._style("marked"))
         problem = problem_of(meta)
         if problem is not None:
             text.append("✗ ", self._style("damaged"))
             text.append(short_id(meta.id), self._style("damaged"))
-            text.append(f"  {problem}", self._style("damaged"))
+            text.append(visible(f"  {problem}", one_line=True), self._style("damaged"))
             return text
+        if meta.tasks_total:  # what matters most first: a narrow tree cuts the end of a label
+            text.append(f"{meta.tasks_done}/{meta.tasks_total}  ")
         text.append(format_time(meta.created_at, self._now), self._style("muted"))
-        text.append("  ")
-        text.append(meta.trigger or "?")
-        if meta.tasks_total:
-            text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
-        text.append(f"  {short_id(meta.id)}", self._style("muted"))
+        text.append(f"  {short_id(meta.id)}  ", self._style("muted"))
+        text.append(visible(meta.trigger or "?", one_line=True))
         return text

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
-from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
+from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.refs import short_id
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
+from crewpoint.tui.widgets.detail_state import Detail, Edits
 from crewpoint.tui.widgets.diff_view import DiffView
 from crewpoint.tui.widgets.events_view import EventsView
 from crewpoint.tui.widgets.inputs_view import InputsView
@@ -40,26 +43,26 @@ PANES = (
 
 
 class DetailPanel(Vertical):
-    """Overview, Tasks, Inputs, Events, Diff, Raw and Graph tabs. Holds the loaded checkpoint and the edits.
+    """Overview, Tasks, Inputs, Events, Diff, Raw and Graph tabs about one checkpoint.
 
-    A tab's view is built the first time the tab opens and then shows what the panel holds, so the app starts
-    with one view, not seven.
+    ``detail`` is the one source every tab reads: setting it (a checkpoint loading, loaded, or unreadable) redraws
+    the tabs built so far. A tab's view is built the first time the tab opens, so the app starts with one view,
+    not seven. Unsaved edits are kept per checkpoint in ``edits`` until they are forked or discarded.
     """
 
     DEFAULT_CSS = """
-    DetailPanel > #detail-title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    DetailPanel > #detail-title { height: auto; max-height: 3; padding: 0 1; background: $boost; text-style: bold; }
     DetailPanel > TabbedContent { height: 1fr; }
     DetailPanel TabPane { padding: 0; }
+    DetailPanel Tab { padding: 0 0 0 1; }
     """
+
+    detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.meta: CheckpointMeta | None = None
-        self.record: CheckpointRecord | None = None
-        self.info: CheckpointInfo | None = None
-        self.problem: str | None = None
-        self._diff: tuple[str, list[DiffEntry] | None, str] | None = None
-        self._rerun: list[int] = []
+        self.edits: dict[str, Edits] = {}
+        self._rerun: tuple[str, list[int]] | None = None
         self._graph: tuple[list[CheckpointMeta], str | None] | None = None
         self._ready: list[Widget] = []
         self._tabs: TabbedContent | None = None
@@ -92,23 +95,63 @@ class DetailPanel(Vertical):
 
     # -- what the rest of the screen reads ----------------------------------------------------------------
     @property
+    def meta(self) -> CheckpointMeta | None:
+        return self.detail.meta if self.detail is not None else None
+
+    @property
+    def record(self) -> CheckpointRecord | None:
+        return self.detail.record if self.detail is not None else None
+
+    @property
+    def info(self) -> CheckpointInfo | None:
+        return self.detail.info if self.detail is not None else None
+
+    @property
+    def problem(self) -> str | None:
+        return self.detail.problem if self.detail is not None else None
+
+    @property
     def ready(self) -> bool:
-        return self.record is not None and self.info is not None and self.problem is None
+        return self.detail is not None and self.detail.ready
+
+    def edits_of(self, checkpoint_id: str) -> Edits:
+        return self.edits.get(checkpoint_id) or Edits()
+
+    @property
+    def current_edits(self) -> Edits:
+        return self.edits_of(self.meta.id) if self.meta is not None else Edits()
 
     @property
     def inputs(self) -> dict[str, Any]:
-        view = self._view(InputsView)
-        return view.current() if view is not None else dict(self.info.inputs if self.info is not None else {})
+        """The shown checkpoint's inputs with its edits applied."""
+        original = dict(self.info.inputs) if self.info is not None else {}
+        return {**original, **self.current_edits.inputs}
 
     @property
     def changed_inputs(self) -> dict[str, str]:
-        view = self._view(InputsView)
-        return dict(view.changed) if view is not None else {}
+        return dict(self.current_edits.inputs)
 
     @property
     def edited_outputs(self) -> dict[int, str]:
-        view = self._view(TasksView)
-        return dict(view.edits) if view is not None else {}
+        return dict(self.current_edits.outputs)
+
+    def set_edits(
+        self, checkpoint_id: str, *, inputs: dict[str, str] | None = None, outputs: dict[int, str] | None = None
+    ) -> None:
+        """Keep the edits of a checkpoint (all its changed inputs, or all its edited outputs)."""
+        edits = self.edits.setdefault(checkpoint_id, Edits())
+        if inputs is not None:
+            edits.inputs = dict(inputs)
+        if outputs is not None:
+            edits.outputs = dict(outputs)
+        if not edits:
+            del self.edits[checkpoint_id]
+
+    def discard_edits(self, checkpoint_id: str) -> None:
+        """Forget a checkpoint's edits; its tabs show it as saved again."""
+        self.edits.pop(checkpoint_id, None)
+        if self.meta is not None and self.meta.id == checkpoint_id:
+            self.detail = self.detail
 
     @property
     def active_tab(self) -> str:
@@ -125,6 +168,27 @@ class DetailPanel(Vertical):
         else:
             self.call_after_refresh(self.activate, tab)
 
+    def focus_editor(self, tab: str) -> None:
+        """Focus the first editor (an output or an input field) of ``tab`` once it is built and filled."""
+        if self._tabs is None:
+            self.build_tabs(tab)
+        pane = self._panes.get(tab)
+        if pane is None:
+            return
+        editors = [w for w in pane.query("TextArea, Input") if w.focusable]
+        if editors:
+            editors[0].focus()
+        else:
+            self._build(tab)
+            self.call_after_refresh(self._focus_editor_later, tab)
+
+    def _focus_editor_later(self, tab: str) -> None:
+        pane = self._panes.get(tab)
+        if pane is not None:
+            editors = [w for w in pane.query("TextArea, Input") if w.focusable]
+            if editors:
+                editors[0].focus()
+
     def focus_view(self, tab: str) -> None:
         """Focus the view of ``tab`` (built first if need be)."""
         if self._tabs is None:
@@ -132,37 +196,23 @@ class DetailPanel(Vertical):
         self._build(tab, focus=True)
 
     # -- showing ------------------------------------------------------------------------------------------
-    def show_loading(self, meta: CheckpointMeta) -> None:
-        self.meta = meta
-        self._title(meta, "loading…")
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is None:
+            return
+        self._title(detail.meta, "loading…" if detail.loading else "cannot be opened" if detail.problem else "")
+        self.call_later(self._fill_all)
 
-    async def show(self, meta: CheckpointMeta, record: CheckpointRecord, info: CheckpointInfo) -> None:
-        self.meta, self.record, self.info, self.problem = meta, record, info, None
-        self._diff, self._rerun = None, []
-        self._title(meta)
-        for view in list(self._views()):
-            await self._fill(view)
-
-    async def show_problem(self, meta: CheckpointMeta, problem: str) -> None:
-        self.meta, self.record, self.info, self.problem = meta, None, None, problem
-        self._diff, self._rerun = ("", None, f"This checkpoint cannot be opened: {problem}"), []
-        self._title(meta, "cannot be opened")
+    async def _fill_all(self) -> None:
         for view in list(self._views()):
             await self._fill(view)
 
     def show_notice(self, notice: str) -> None:
-        self.query_one("#detail-title", Static).update(Text(notice))
+        self.query_one("#detail-title", Static).update(Text(visible(notice, one_line=True)))
 
-    def show_diff(self, title: str, entries: list[DiffEntry] | None, message: str = "") -> None:
-        self._diff = (title, entries, message)
-        view = self._view(DiffView)
-        if view is not None:
-            view.show(title, entries, message)
-
-    def mark_rerun(self, rerun: list[int]) -> None:
-        self._rerun = list(rerun)
+    def mark_rerun(self, checkpoint_id: str, rerun: list[int]) -> None:
+        self._rerun = (checkpoint_id, list(rerun))
         view = self._view(TasksView)
-        if view is not None:
+        if view is not None and self.meta is not None and self.meta.id == checkpoint_id:
             view.mark_rerun(rerun)
 
     def show_graph(self, metas: list[CheckpointMeta], chosen: str | None) -> None:
@@ -209,42 +259,43 @@ class DetailPanel(Vertical):
             await self._fill_view(view)
 
     async def _fill_view(self, view: Widget) -> None:
-        """Show what the panel holds in one view."""
-        meta, info, problem = self.meta, self.info, self.problem
-        message = f"This checkpoint cannot be opened: {problem}" if problem else ""
-        loaded = info is not None or problem is not None
-        if isinstance(view, OverviewView):
-            if meta is not None and loaded:
-                view.show(meta, info, problem)
-        elif isinstance(view, TasksView):
-            if loaded:
-                await view.show(info, message)
-                view.mark_rerun(self._rerun)
-        elif isinstance(view, InputsView):
-            if loaded:
-                await view.show(info, message)
-        elif isinstance(view, EventsView):
-            if loaded:
-                view.show(info.events if info is not None else [])
-        elif isinstance(view, DiffView):
-            if self._diff is not None:
-                view.show(*self._diff)
-        elif isinstance(view, RawView):
-            if loaded:
-                view.show(self.record.body if self.record is not None else None, message)
-        elif isinstance(view, BranchGraph) and self._graph is not None:
-            view.show(*self._graph)
+        """Show the current detail in one view (the graph shows the store instead)."""
+        if isinstance(view, BranchGraph):
+            if self._graph is not None:
+                view.show(*self._graph)
+            return
+        detail = self.detail
+        if detail is None or not isinstance(view, DetailView):
+            return
+        await view.show_detail(detail, self.edits_of(detail.meta.id))
+        if isinstance(view, TasksView) and self._rerun is not None and self._rerun[0] == detail.meta.id:
+            view.mark_rerun(self._rerun[1])
 
     def _title(self, meta: CheckpointMeta, note: str = "") -> None:
         text = Text()
-        text.append(f"{meta.entity_kind} {meta.entity_name}".strip() or "checkpoint")
-        text.append(f"  ⎇ {meta.branch}  ", style="bold")
+        text.append(visible(f"{meta.entity_kind} {meta.entity_name}".strip() or "checkpoint", one_line=True))
+        text.append(visible(f"  ⎇ {meta.branch}  ", one_line=True), style="bold")
         text.append(short_id(meta.id, 12))
         if meta.tasks_total:
             text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
+        if meta.id in self.edits:
+            text.append("  ✎ edited", style="bold")
         if note:
             text.append(f"  ({note})", style="italic")
         self.query_one("#detail-title", Static).update(attach_gaps(text))
+
+    def retitle(self) -> None:
+        """Draw the title again (after edits came or went)."""
+        detail = self.detail
+        if detail is not None:
+            self._title(detail.meta, "loading…" if detail.loading else "cannot be opened" if detail.problem else "")
+
+
+@runtime_checkable
+class DetailView(Protocol):
+    """A tab that shows the panel's detail."""
+
+    async def show_detail(self, detail: Detail, edits: Edits) -> None: ...
 
 
 def _new_view(tab: str) -> Widget:

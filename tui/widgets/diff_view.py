@@ -9,7 +9,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import DiffEntry
-from crewpoint.tui.widgets.overview_view import plain
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.overview_view import shown
 
 CELL_LIMIT = 2000
 
@@ -17,7 +19,7 @@ CELL_LIMIT = 2000
 def cell(value: object, style: str = "") -> Text:
     if value is None:
         return Text("—", style="dim")
-    text = plain(value)
+    text = shown(value)
     return Text(text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…", style=style)
 
 
@@ -33,8 +35,14 @@ class DiffView(VerticalScroll):
         yield Static("", id="diff-title", markup=False)
         yield Static("", id="diff-table", markup=False)
 
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        if detail.loading:
+            self.show("", None, "loading…")
+        else:
+            self.show(detail.diff_title, detail.diff, detail.problem_message or detail.diff_note)
+
     def show(self, title: str, entries: list[DiffEntry] | None, message: str = "") -> None:
-        self.query_one("#diff-title", Static).update(Text(title))
+        self.query_one("#diff-title", Static).update(Text(visible(title)))
         body = self.query_one("#diff-table", Static)
         if entries is None:
             body.update(Text(message or "nothing to compare with", style="dim"))
@@ -48,5 +56,10 @@ class DiffView(VerticalScroll):
         table.add_column("before", ratio=2)
         table.add_column("after", ratio=2)
         for entry in entries:
-            table.add_row(Text(entry.section), Text(entry.key), cell(entry.before, "red"), cell(entry.after, "green"))
+            table.add_row(
+                Text(entry.section),
+                Text(visible(entry.key, one_line=True)),
+                cell(entry.before, "red"),
+                cell(entry.after, "green"),
+            )
         body.update(table)

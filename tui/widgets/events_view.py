@@ -10,12 +10,14 @@ from textual import on
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
+from crewpoint.tui.widgets.detail_state import Detail, Edits
 from crewpoint.tui.widgets.overview_view import plain
 
 EventData = dict[str, Any]
 
-_SKIP = {"type", "timestamp", "event_id", "parent_event_id", "sequence"}
+_SKIP = {"type", "timestamp", "event_id", "id", "parent_id", "parent_event_id", "sequence"}
 
 
 def event_time(event: EventData) -> str:
@@ -30,7 +32,7 @@ def summary_of(event: EventData) -> str:
     for key in ("task_name", "method_name", "agent_role", "tool_name", "model", "signal_number", "branch", "error"):
         value = event.get(key)
         if value not in (None, ""):
-            text = " ".join(plain(value).split())
+            text = visible(" ".join(plain(value).split()), one_line=True)
             return text if len(text) <= 60 else text[:59] + "…"
     return ""
 
@@ -43,13 +45,21 @@ class EventsView(Tree[EventData]):
         self.show_root = False
         self.guide_depth = 3
 
-    def show(self, events: list[EventData]) -> None:
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        message = detail.problem_message or ("loading…" if detail.loading else "")
+        self.show(detail.info.events if detail.info is not None else [], message)
+
+    def show(self, events: list[EventData], message: str = "") -> None:
+        """The events, nested under their parent (``parent_id``, else the event that started them) when the
+        parent is among them; in order, flat, when the events carry no such links."""
         self.clear()
         nodes: dict[str, TreeNode[EventData]] = {}
         for event in events:
-            parent_id = event.get("parent_event_id") or event.get("started_event_id")
+            parent_id = event.get("parent_id") or event.get("parent_event_id") or event.get("started_event_id")
             parent = nodes.get(str(parent_id)) if parent_id else None
-            label = Text.assemble((event_time(event), "dim"), "  ", (str(event.get("type", "event")), "bold"))
+            label = Text.assemble(
+                (event_time(event), "dim"), "  ", (visible(event.get("type", "event"), one_line=True), "bold")
+            )
             summary = summary_of(event)
             if summary:
                 label.append(f"  {summary}")
@@ -57,11 +67,11 @@ class EventsView(Tree[EventData]):
             node = (parent or self.root).add(label, event, allow_expand=True)
             if parent is not None:
                 parent.allow_expand = True
-            event_id = event.get("event_id")
+            event_id = event.get("event_id") or event.get("id")
             if event_id:
                 nodes[str(event_id)] = node
         if not events:
-            self.root.add_leaf(Text("no events recorded", style="dim"))
+            self.root.add_leaf(Text(message or "no events recorded", style="dim"))
 
     @on(Tree.NodeExpanded)
     def _fields(self, event: Tree.NodeExpanded[EventData]) -> None:
@@ -74,7 +84,10 @@ class EventsView(Tree[EventData]):
         for key, value in data.items():
             if key in _SKIP:
                 continue
-            leaf = Text.assemble((f"{key}: ", "italic"), " ".join(plain(value).split())[:200])
+            leaf = Text.assemble(
+                (f"{visible(key, one_line=True)}: ", "italic"),
+                visible(" ".join(plain(value).split()), one_line=True)[:200],
+            )
             if first is not None:
                 node.add_leaf(leaf, before=first)
             else:

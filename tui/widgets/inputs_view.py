@@ -14,7 +14,9 @@ from textual.widgets import Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.tui.read_only import is_read_only
-from crewpoint.tui.widgets.overview_view import plain
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.overview_view import shown
 
 
 class InputsView(VerticalScroll):
@@ -30,6 +32,7 @@ class InputsView(VerticalScroll):
 
     @dataclass
     class InputsEdited(Message):
+        checkpoint_id: str
         inputs: dict[str, Any]
         changed: dict[str, str]
 
@@ -38,14 +41,20 @@ class InputsView(VerticalScroll):
         self.original: dict[str, Any] = {}
         self.keys: list[str] = []
         self.changed: dict[str, str] = {}
+        self.checkpoint_id: str | None = None
         self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static("", id="inputs-summary", markup=False)
 
-    async def show(self, info: CheckpointInfo | None, message: str = "") -> None:
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        message = detail.problem_message or ("loading…" if detail.loading else "")
+        await self.show(detail.info, message, edits.inputs)
+
+    async def show(self, info: CheckpointInfo | None, message: str = "", changed: dict[str, str] | None = None) -> None:
         self._generation += 1
-        self.changed = {}
+        self.checkpoint_id = info.meta.id if info is not None else None
+        self.changed = dict(changed or {})
         await self.remove_children(".input-row")
         summary = self.query_one("#inputs-summary", Static)
         if info is None:
@@ -61,17 +70,19 @@ class InputsView(VerticalScroll):
         summary.update(Text(f"Inputs from the original kickoff, plus every {{placeholder}}.{hint}"))
         rows = []
         for position, key in enumerate(self.keys):
-            value = plain(self.original[key]) if key in self.original else ""
+            value = shown(self.original[key]) if key in self.original else ""
+            value = self.changed.get(key, value)
             rows.append(
                 Vertical(
-                    Label(Text(key)),
+                    Label(Text(visible(key, one_line=True))),
                     Input(
                         value=value,
                         placeholder=f"{{{key}}}",
                         disabled=is_read_only(self),
+                        select_on_focus=False,
                         id=f"input-{self._generation}-{position}",
                     ),
-                    classes="input-row",
+                    classes="input-row -changed" if key in self.changed else "input-row",
                 )
             )
         await self.mount_all(rows)
@@ -83,10 +94,14 @@ class InputsView(VerticalScroll):
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
-        if event.input.id is None or not event.input.id.startswith(f"input-{self._generation}-"):
-            return
+        if (
+            event.input.id is None
+            or self.checkpoint_id is None
+            or not event.input.id.startswith(f"input-{self._generation}-")
+        ):
+            return  # a field of a checkpoint shown before
         key = self.keys[int(event.input.id.rsplit("-", 1)[1])]
-        before = plain(self.original[key]) if key in self.original else ""
+        before = shown(self.original[key]) if key in self.original else ""
         if event.value == before:
             self.changed.pop(key, None)
         else:
@@ -94,4 +109,4 @@ class InputsView(VerticalScroll):
         row = event.input.parent
         if row is not None:
             row.set_class(key in self.changed, "-changed")
-        self.post_message(self.InputsEdited(self.current(), dict(self.changed)))
+        self.post_message(self.InputsEdited(self.checkpoint_id, self.current(), dict(self.changed)))

@@ -15,6 +15,8 @@ from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.detail_state import Detail, Edits
 
 
 def plain(value: Any) -> str:
@@ -25,6 +27,16 @@ def plain(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def shown(value: Any, *, one_line: bool = False) -> str:
+    """A value as it is shown: :func:`plain`, with control characters as escapes (never sent to the terminal)."""
+    return visible(plain(value), one_line=one_line)
+
+
+def step_word(meta: CheckpointMeta) -> str:
+    """What a checkpoint's progress counts: a crew's tasks, a flow's methods, an agent's run."""
+    return {"flow": "methods", "agent": "steps"}.get(meta.entity_kind, "tasks")
 
 
 def size_text(size: int) -> str:
@@ -41,7 +53,7 @@ def facts_table(rows: list[tuple[str, str]]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(Text(key), Text(value))
+        table.add_row(Text(visible(key, one_line=True)), Text(visible(value)))
     return table
 
 
@@ -58,9 +70,12 @@ class OverviewView(VerticalScroll):
         yield Static("", id="overview-problem", classes="-empty", markup=False)
         yield Static("", id="overview-body", markup=False)
 
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        self.show(detail.meta, detail.info, detail.problem)
+
     def show(self, meta: CheckpointMeta, info: CheckpointInfo | None, problem: str | None = None) -> None:
         problem_widget = self.query_one("#overview-problem", Static)
-        problem_widget.update(Text(f"✗ {problem}") if problem else Text(""))
+        problem_widget.update(Text(visible(f"✗ {problem}")) if problem else Text(""))
         problem_widget.set_class(not problem, "-empty")
         rows = [
             ("id", meta.id),
@@ -72,7 +87,7 @@ class OverviewView(VerticalScroll):
             ("trigger", meta.trigger or "?"),
             ("size", size_text(meta.size)),
             ("entity", f"{meta.entity_kind} {meta.entity_name}".strip() or "?"),
-            ("progress", f"{meta.tasks_done}/{meta.tasks_total} tasks" if meta.tasks_total else "-"),
+            ("progress", f"{meta.tasks_done}/{meta.tasks_total} {step_word(meta)}" if meta.tasks_total else "-"),
             ("schema", f"{meta.schema_version} ({_writer(meta.version)})"),
             ("location", meta.location or "?"),
         ]
@@ -90,7 +105,9 @@ class OverviewView(VerticalScroll):
             ]
         if info.tasks:
             done = sum(1 for t in info.tasks if t.done)
-            parts.append(Text(f"\n{info.kind} {info.name}: {done} of {len(info.tasks)} tasks done", style="bold"))
+            parts.append(
+                Text(visible(f"\n{info.kind} {info.name}: {done} of {len(info.tasks)} tasks done"), style="bold")
+            )
         if info.kind == "flow":
             parts.append(Text("\nFlow methods run", style="bold underline"))
             if info.method_outputs:
@@ -104,7 +121,7 @@ class OverviewView(VerticalScroll):
             if isinstance(state, dict):
                 parts.append(facts_table([(str(k), plain(v)) for k, v in state.items()]))
             else:
-                parts.append(Text(plain(state)))
+                parts.append(Text(shown(state)))
         parts.append(Text(f"\n{len(info.events)} events recorded", style="dim"))
         return parts
 

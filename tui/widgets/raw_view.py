@@ -11,6 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.detail_state import Detail, Edits
+
 RAW_LIMIT = 400_000
 """Characters shown; a bigger body is cut (the file itself holds it all)."""
 
@@ -23,6 +26,10 @@ class RawView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="raw-body", markup=False)
 
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        body = detail.record.body if detail.record is not None and detail.info is not None else None
+        self.show(body, detail.problem_message or ("loading…" if detail.loading else ""))
+
     def show(self, body: dict[str, Any] | None, message: str = "") -> None:
         target = self.query_one("#raw-body", Static)
         if body is None:
@@ -31,4 +38,4 @@ class RawView(VerticalScroll):
         text = json.dumps(body, indent=2, ensure_ascii=False, default=str)
         if len(text) > RAW_LIMIT:
             text = text[:RAW_LIMIT] + "\n… (cut: open the file to see the rest)"
-        target.update(Syntax(text, "json", word_wrap=True, background_color="default"))
+        target.update(Syntax(visible(text), "json", word_wrap=True, background_color="default"))

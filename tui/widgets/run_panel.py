@@ -6,7 +6,6 @@ on which the child writes a checkpoint and exits with 130.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -20,9 +19,11 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, ProgressBar, RichLog
 
+from crewpoint.tui import run_protocol as protocol
+from crewpoint.tui.run_protocol import ProgressRecord
+from crewpoint.tui.visible import visible
+
 EXIT_INTERRUPTED = 130
-CHECKPOINT_EVENTS = ("checkpoint", "checkpoint_completed")
-"""Progress events that mean a checkpoint was written."""
 
 
 @dataclass(slots=True)
@@ -50,7 +51,7 @@ class RunPanel(Vertical):
 
     @dataclass
     class Progress(Message):
-        event: dict[str, Any]
+        record: ProgressRecord
 
     @dataclass
     class Finished(Message):
@@ -88,7 +89,7 @@ class RunPanel(Vertical):
                     RichLog(id="run-log", wrap=True, markup=False, max_lines=2000),
                 ]
             )
-        self.query_one("#run-title", Label).update(Text(f"▶ {request.title}"))
+        self.query_one("#run-title", Label).update(Text(visible(f"▶ {request.title}", one_line=True)))
         bar = self.query_one(ProgressBar)
         bar.update(total=max(request.total, 1), progress=0)
         log = self.query_one(RichLog)
@@ -146,19 +147,13 @@ class RunPanel(Vertical):
             line = line.strip()
             if not line:
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "log", "text": line}
-            if not isinstance(event, dict):
-                event = {"event": "log", "text": line}
-            if event.get("event") == "finished":
-                result = event.get("result")
-                if event.get("checkpoint_id"):
-                    checkpoints.append(str(event["checkpoint_id"]))
-            if event.get("event") in CHECKPOINT_EVENTS and event.get("checkpoint_id"):
-                checkpoints.append(str(event["checkpoint_id"]))
-            self.post_message(self.Progress(event))
+            record = ProgressRecord.parse(line)
+            if record.event == protocol.FINISHED:
+                result = record.result
+            if record.event in (protocol.CHECKPOINT, protocol.WRITTEN, protocol.FINISHED) and record.checkpoint_id:
+                if not checkpoints or checkpoints[-1] != record.checkpoint_id:
+                    checkpoints.append(record.checkpoint_id)
+            self.post_message(self.Progress(record))
         returncode = process.wait()
         reader.join(timeout=5)
         error = next((e for e in reversed(errors) if e.strip()), "")
@@ -166,35 +161,44 @@ class RunPanel(Vertical):
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
-        event = message.event
-        kind = str(event.get("event", ""))
+        record = message.record
+        kind = record.event
         log = self.query_one(RichLog)
-        name = str(event.get("task_name") or "")
-        if kind == "started":
-            rerun = event.get("rerun")
-            if isinstance(rerun, list):
-                self.query_one(ProgressBar).update(total=max(len(rerun), 1))
-            what = "fork" if event.get("fork") else "resume"
-            log.write(Text(f"{what} of {event.get('kind', '')} {event.get('name', '')} on ⎇ {event.get('branch', '')}"))
-        elif kind == "task_started":
-            log.write(Text.assemble(("▶ ", "bold"), f"task {name} started"))
-        elif kind == "task_completed":
+        label = visible(record.step_label, one_line=True)
+
+        def say(*parts: tuple[str, str] | str, style: str = "") -> None:
+            log.write(Text.assemble(*parts, style=style))
+
+        if kind == protocol.STARTED:
+            if record.rerun is not None:
+                self.query_one(ProgressBar).update(total=max(len(record.rerun), 1))
+            what = "fork" if record.fork else "resume"
+            say(visible(f"{what} of {record.kind or ''} {record.name or ''} on ⎇ {record.branch or ''}", one_line=True))
+        elif kind in protocol.STEP_STARTED:
+            say(("▶ ", "bold"), f"{label} started")
+        elif kind in protocol.STEP_DONE:
             self._done += 1
             self.query_one(ProgressBar).update(progress=self._done)
-            output = " ".join(str(event.get("output") or "").split())
-            line = Text.assemble(("✓ ", "bold green"), f"task {name} done")
+            output = visible(" ".join((record.output or "").split()), one_line=True)
+            parts: list[tuple[str, str] | str] = [("✓ ", "bold green"), f"{label} done"]
             if output:
-                line.append(f": {output[:160]}", style="dim")
-            log.write(line)
-        elif kind in CHECKPOINT_EVENTS:
-            ident = str(event.get("checkpoint_id") or "")[:8]
-            log.write(Text(f"◆ checkpoint {ident} on {event.get('branch', '')}", style="dim"))
-        elif kind == "finished":
-            log.write(Text("■ finished", style="bold"))
-        elif kind == "log":
-            log.write(Text(str(event.get("text", "")), style="dim"))
-        elif kind and not kind.startswith(("llm_", "tool_", "memory_", "knowledge_")):
-            log.write(Text(f"· {kind} {name}".rstrip(), style="dim"))
+                parts.append((f": {output[:160]}", "dim"))
+            say(*parts)
+        elif kind in protocol.STEP_FAILED:
+            say(("✗ ", "bold red"), f"{label} failed: ", (visible(record.error or "", one_line=True), "red"))
+        elif kind == protocol.CHECKPOINT:
+            ident = (record.checkpoint_id or "")[:8]
+            say(visible(f"◆ checkpoint {ident} on {record.branch or ''}", one_line=True), style="dim")
+        elif kind == protocol.WRITE_FAILED:
+            say(visible(f"✗ checkpoint not written: {record.error or ''}", one_line=True), style="yellow")
+        elif kind == protocol.FINISHED:
+            say("■ finished", style="bold")
+        elif kind == protocol.LOG:
+            say(visible(record.text or ""), style="dim")
+        elif kind == protocol.WRITTEN or kind.startswith(("llm_", "tool_", "memory_", "knowledge_")):
+            return
+        else:
+            say(visible(f"· {kind} {label}".rstrip(), one_line=True), style="dim")
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:
@@ -203,15 +207,21 @@ class RunPanel(Vertical):
         request = message.request
         if message.returncode == 0:
             self.add_class("-ok")
-            title.update(Text(f"✓ {request.title}: finished"))
+            title.update(Text(visible(f"✓ {request.title}: finished", one_line=True)))
         elif message.returncode == EXIT_INTERRUPTED or self.cancelled:
             self.add_class("-failed")
-            title.update(Text(f"■ {request.title}: cancelled; resume (e) from its last checkpoint to go on"))
+            title.update(
+                Text(
+                    visible(
+                        f"■ {request.title}: cancelled; resume (e) from its last checkpoint to go on", one_line=True
+                    )
+                )
+            )
         else:
             self.add_class("-failed")
-            title.update(Text(f"✗ {request.title}: failed (exit {message.returncode})"))
+            title.update(Text(visible(f"✗ {request.title}: failed (exit {message.returncode})", one_line=True)))
         if message.error:
-            self.query_one(RichLog).write(Text(message.error, style="red"))
+            self.query_one(RichLog).write(Text(visible(message.error), style="red"))
 
 
 def _drain(process: subprocess.Popen[str], into: list[str]) -> None:

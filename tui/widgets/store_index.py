@@ -24,6 +24,15 @@ LIVE_WINDOW = 10.0
 RUN_STATES = ("running", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
 
+STATUS_WORDS = {
+    "running": "live",
+    "finished": "done",
+    "failed": "failed",
+    "interrupted": "interrupted",
+    "crashed": "crashed",
+}
+"""How a run state is written for people (the tree's marks, ``list``'s STATUS column, the filter's words)."""
+
 EntityKey = tuple[str, str]
 
 
@@ -90,9 +99,14 @@ _ORDER = attrgetter("sequence", "created_at", "id")
 """Checkpoints of one branch of one run, in the order they were written."""
 
 
-def matches(meta: CheckpointMeta, query: str) -> bool:
-    """Does ``meta`` match a filter? Words must all match; ``branch:``, ``trigger:``, ``entity:`` narrow a word."""
+def matches(meta: CheckpointMeta, query: str, status: str | None = None) -> bool:
+    """Does ``meta`` match a filter? Words must all match; ``branch:``, ``trigger:``, ``entity:`` narrow a word;
+    a status word (live, done, interrupted, crashed, failed) matches the ``status`` of the meta's run."""
     for word in query.lower().split():
+        if word in STATUS_WORDS.values():
+            if status != word:
+                return False
+            continue
         field_name, _, needle = word.partition(":")
         if needle and field_name == "branch":
             if needle not in meta.branch.lower():
@@ -159,7 +173,10 @@ class StoreIndex:
                 own[meta.id] = segment
         chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
         if index.query:
-            visible_ids = {meta.id for meta in metas if matches(meta, index.query)}
+            statuses: dict[str, str] = {}
+            if any(word in STATUS_WORDS.values() for word in index.query.lower().split()):
+                statuses = cls.build(metas, "", runs).statuses()
+            visible_ids = {meta.id for meta in metas if matches(meta, index.query, statuses.get(meta.id))}
             for segment in chains:
                 segment.metas = [m for m in segment.metas if m.id in visible_ids]
             chains = [segment for segment in chains if segment.metas]
@@ -192,16 +209,22 @@ class StoreIndex:
         self.runs = grouped
 
     def run_of(self, segment: Segment) -> RunInfo | None:
-        """The run record of a segment: the newest run of its (lineage, branch), passing over runs whose latest
-        checkpoint lies in another segment of the pair (when a resume from an earlier checkpoint split it)."""
-        candidates = self.runs.get((segment.lineage, segment.branch))
-        if not candidates:
-            return None
-        for run in candidates:
-            elsewhere = self.segment_of.get(run.checkpoint_id) if run.checkpoint_id is not None else None
-            if elsewhere is None or elsewhere == segment.key:
-                return run
-        return candidates[0]
+        """The run record of a segment: the newest run of its (lineage, branch) whose latest checkpoint lies in
+        this segment. A run whose latest checkpoint is older than the run is still at the checkpoint it started
+        from: from a segment's head it continues that segment; from an earlier checkpoint it will start a segment
+        of its own, so it marks none yet (a resume from an earlier checkpoint, cancelled at once, does not mark
+        the finished run it started from)."""
+        for run in self.runs.get((segment.lineage, segment.branch), ()):
+            key = self.segment_of.get(run.checkpoint_id) if run.checkpoint_id is not None else None
+            if key is None:
+                return run  # its checkpoint is not in view (none yet, or filtered out): the newest run stands
+            if key != segment.key:
+                continue
+            started_here = self.metas[run.checkpoint_id or ""].created_at < run.started_at
+            if started_here and segment.head.id != run.checkpoint_id:
+                continue
+            return run
+        return None
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
         """One of :data:`RUN_STATES` from the segment's run record; without one, "running" while its newest
@@ -212,6 +235,16 @@ class StoreIndex:
         if segment.is_live(now):
             return "running"
         return "finished" if segment.finished else None
+
+    def statuses(self, now: float | None = None) -> dict[str, str]:
+        """Checkpoint id → the status word of the run of its segment (ids without a known run are left out)."""
+        out: dict[str, str] = {}
+        for segment in self.segments.values():
+            state = self.state_of(segment, now)
+            if state is not None:
+                for meta in segment.metas:
+                    out[meta.id] = STATUS_WORDS[state]
+        return out
 
     def live_branches(self, now: float | None = None) -> set[str]:
         """Keys of the segments whose run is going."""

@@ -13,6 +13,7 @@ from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
 from crewpoint.tui.read_only import is_read_only
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 
 
@@ -33,26 +34,30 @@ class TaskCard(Vertical):
 
     @dataclass
     class OutputEdited(Message):
+        checkpoint_id: str
         index: int
         text: str
         """The output as edited now (equal to the original when the edit was undone)."""
 
-    def __init__(self, task: TaskInfo, *, id: str | None = None) -> None:
+    def __init__(self, task: TaskInfo, checkpoint_id: str, edited: str | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-done" if task.done else "")
         self.task_info = task
+        self.checkpoint_id = checkpoint_id
+        self.edited_text = edited
+        """The unsaved edit this card starts with, if any."""
 
     def compose(self) -> ComposeResult:
         task = self.task_info
         mark = "✓" if task.done else "○"
-        title = Text(f"{mark} {task.index + 1}. {task.name}")
+        title = Text(f"{mark} {task.index + 1}. {visible(task.name, one_line=True)}")
         if task.agent:
-            title.append(f"  — {task.agent}", style="italic")
+            title.append(f"  — {visible(task.agent, one_line=True)}", style="italic")
         yield Static(attach_gaps(title), classes="task-title", markup=False)
-        yield Static(Text(task.description), classes="task-note", markup=False)
+        yield Static(Text(visible(task.description)), classes="task-note", markup=False)
         yield Static("", classes="task-status -empty", markup=False)
         if task.done:
             yield TextArea(
-                task.output or "",
+                self.start_text,
                 soft_wrap=True,
                 tab_behavior="focus",
                 read_only=is_read_only(self),
@@ -60,6 +65,20 @@ class TaskCard(Vertical):
             )
         else:
             yield Static(Text("not run yet", style="dim italic"), markup=False)
+
+    def on_mount(self) -> None:
+        if self.edited_text is not None and self.edited_text != self.shown_output:
+            self.add_class("-edited")
+            self._update_status()
+
+    @property
+    def start_text(self) -> str:
+        return self.edited_text if self.edited_text is not None else self.shown_output
+
+    @property
+    def shown_output(self) -> str:
+        """The output as the editor shows it (control characters as escapes)."""
+        return visible(self.task_info.output or "")
 
     @property
     def edited(self) -> bool:
@@ -70,7 +89,10 @@ class TaskCard(Vertical):
         self._update_status()
 
     def _update_status(self) -> None:
-        status = self.query_one(".task-status", Static)
+        found = self.query(".task-status").results(Static)
+        status = next(found, None)
+        if status is None:
+            return  # not composed yet, or going away
         notes = []
         if self.has_class("-edited"):
             notes.append("✎ output edited")
@@ -83,6 +105,6 @@ class TaskCard(Vertical):
     def _changed(self, event: TextArea.Changed) -> None:
         event.stop()
         text = event.text_area.text
-        self.set_class(text != (self.task_info.output or ""), "-edited")
+        self.set_class(text != self.shown_output, "-edited")
         self._update_status()
-        self.post_message(self.OutputEdited(self.task_info.index, text))
+        self.post_message(self.OutputEdited(self.checkpoint_id, self.task_info.index, text))

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.tui.widgets.detail_state import Detail, Edits
 from crewpoint.tui.widgets.task_card import TaskCard
 
 
@@ -26,19 +27,27 @@ class TasksView(VerticalScroll):
 
     @dataclass
     class OutputsEdited(Message):
+        checkpoint_id: str
         outputs: dict[int, str]
+        """Every edited output of that checkpoint (0-based task index → text as typed)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.edits: dict[int, str] = {}
+        self.checkpoint_id: str | None = None
         self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static("", id="tasks-summary", markup=False)
         yield ProgressBar(total=1, show_eta=False, id="tasks-progress")
 
-    async def show(self, info: CheckpointInfo | None, message: str = "") -> None:
-        self.edits = {}
+    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+        message = detail.problem_message or ("loading…" if detail.loading else "")
+        await self.show(detail.info, message, edits.outputs)
+
+    async def show(self, info: CheckpointInfo | None, message: str = "", edits: dict[int, str] | None = None) -> None:
+        self.checkpoint_id = info.meta.id if info is not None else None
+        self.edits = dict(edits or {})
         self._generation += 1
         await self.remove_children(TaskCard)
         bar = self.query_one(ProgressBar)
@@ -50,8 +59,11 @@ class TasksView(VerticalScroll):
         done = sum(1 for t in info.tasks if t.done)
         bar.display = True
         bar.update(total=len(info.tasks), progress=done)
-        summary.update(Text(f"{done} of {len(info.tasks)} tasks done. Edit a finished output, then fork (f)."))
-        cards = [TaskCard(task, id=f"task-{self._generation}-{task.index}") for task in info.tasks]
+        summary.update(Text(f"{done} of {len(info.tasks)} tasks done. Edit a finished output (Enter), then fork (f)."))
+        cards = [
+            TaskCard(task, info.meta.id, self.edits.get(task.index), id=f"task-{self._generation}-{task.index}")
+            for task in info.tasks
+        ]
         await self.mount_all(cards)
 
     def mark_rerun(self, rerun: list[int]) -> None:
@@ -62,10 +74,12 @@ class TasksView(VerticalScroll):
     @on(TaskCard.OutputEdited)
     def _edited(self, event: TaskCard.OutputEdited) -> None:
         event.stop()
+        if event.checkpoint_id != self.checkpoint_id:
+            return  # from a card of a checkpoint shown before
         card = next((c for c in self.query(TaskCard) if c.task_info.index == event.index), None)
-        original = card.task_info.output if card is not None else None
-        if event.text == (original or ""):
+        original = card.shown_output if card is not None else ""
+        if event.text == original:
             self.edits.pop(event.index, None)
         else:
             self.edits[event.index] = event.text
-        self.post_message(self.OutputsEdited(dict(self.edits)))
+        self.post_message(self.OutputsEdited(event.checkpoint_id, dict(self.edits)))

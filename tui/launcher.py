@@ -1,0 +1,36 @@
+"""The command lines of the runs the app starts: a child ``crewpoint checkpoint resume|fork`` reporting progress
+as JSON lines (:mod:`crewpoint.tui.run_protocol`). Headless."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+
+
+def cli_command(*args: str, app: str = "") -> list[str]:
+    """The child command; ``app`` (a program spec) is passed as ``--app`` when given."""
+    argv = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", *args, "--progress", "json"]
+    if app.strip():
+        argv += ["--app", app.strip()]
+    return argv
+
+
+def resume_command(source_id: str, location: str, app: str = "") -> list[str]:
+    return cli_command("resume", source_id, "--location", location, app=app)
+
+
+def fork_command(
+    source_id: str,
+    location: str,
+    branch: str,
+    inputs: Mapping[str, str] | None = None,
+    outputs: Mapping[int, str] | None = None,
+    app: str = "",
+) -> list[str]:
+    """A fork onto ``branch`` with changed inputs and edited outputs (0-based task index → text)."""
+    args = ["fork", source_id, "--location", location, "--branch", branch]
+    for key, value in (inputs or {}).items():
+        args += ["--input", f"{key}={value}"]
+    for index, text in sorted((outputs or {}).items()):
+        args += ["--set-output", f"{index + 1}={text}"]
+    return cli_command(*args, app=app)

@@ -1,0 +1,102 @@
+"""The App field of the Resume and Fork dialogs: which program runs the checkpoint, and the file it executes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Label, Static
+from textual.worker import get_current_worker
+
+from crewpoint.tui.visible import visible
+
+
+class AppField(Vertical):
+    """``FILE.py:attr`` or ``package.module:attr``; empty rebuilds the entity from the checkpoint alone. Below it,
+    before anything runs, the file it names (or why it names none)."""
+
+    DEFAULT_CSS = """
+    AppField { height: auto; }
+    AppField > Label { text-style: bold; }
+    AppField > #app-file { color: $text-muted; }
+    AppField.-bad > #app-file { color: $error; }
+    """
+
+    @dataclass
+    class Checked(Message):
+        spec: str
+        file: str | None
+        error: str | None
+
+    def __init__(self, spec: str | None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.initial = spec or ""
+        self.file: str | None = None
+        self.error: str | None = None
+        self.checked_spec: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("App (your program; empty: rebuild from the checkpoint alone)")
+        yield Input(
+            value=self.initial, placeholder="FILE.py:attr or package.module:attr", select_on_focus=False, compact=True
+        )
+        yield Static("", id="app-file", markup=False)
+
+    def on_mount(self) -> None:
+        self._check(self.initial)
+
+    @property
+    def spec(self) -> str:
+        return self.query_one(Input).value.strip()
+
+    def verify(self) -> str | None:
+        """Why the field cannot be run with (None: it can). Checks now if the last check was of other text."""
+        spec = self.spec
+        if not spec:
+            return None
+        if self.checked_spec != spec:
+            from crewpoint.checkpoint.program import AppError, app_file
+
+            try:
+                app_file(spec)
+            except AppError as exc:
+                return " ".join(str(exc).split())
+            return None
+        return self.error
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._check(event.value.strip())
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="app-file")
+    def _check(self, spec: str) -> None:
+        from crewpoint.checkpoint.program import AppError, app_file
+
+        file, error = None, None
+        if spec:
+            try:
+                file = app_file(spec)
+            except AppError as exc:
+                error = " ".join(str(exc).split())
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Checked(spec, file, error))
+
+    @on(Checked)
+    def _checked(self, message: Checked) -> None:
+        message.stop()
+        if message.spec != self.spec:
+            return
+        self.checked_spec, self.file, self.error = message.spec, message.file, message.error
+        note = self.query_one("#app-file", Static)
+        self.set_class(message.error is not None, "-bad")
+        if message.error is not None:
+            note.update(Text(visible(f"✗ {message.error}")))
+        elif message.file is not None:
+            note.update(Text(visible(f"runs {message.file}")))
+        else:
+            note.update(Text("no program: the entity is rebuilt from the checkpoint (code it names is not loaded)"))
