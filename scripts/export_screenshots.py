@@ -147,7 +147,7 @@ async def shoot_browser(out: Path) -> Path:
             await page.open(url)
             await page.wait_for_text("experiment")
             await page.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
-            await page.wait_for_text("Mark for diff")
+            await page.wait_for_text("Filter")  # the footer shows its keys once the page has focus
             path = out / "browser.png"
             path.write_bytes(await page.screenshot())
             return path

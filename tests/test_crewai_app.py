@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static, TextArea
 
 from crewpoint.screens.browser import BrowserScreen
-from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.widgets.task_card import TaskCard
 
@@ -206,7 +206,8 @@ async def test_resume_from_the_app_says_crewai_is_missing(json_store: Path) -> N
         screen = await choose(pilot, CREW_FIRST_JSON)
         await pilot.press("e")
         await pilot.pause()
-        assert isinstance(pilot.app.screen, ConfirmScreen)
+        assert isinstance(pilot.app.screen, ResumeScreen)
+        await settle(pilot)
         await pilot.press("y")
         await pilot.pause()
         await wait_until(pilot, lambda: screen.run_panel.has_class("-failed"))

@@ -32,7 +32,7 @@ class CheckpointApp(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
-        Binding("ctrl+p", "command_palette", "Commands", show=False),
+        Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ]
 
     def __init__(self, location: str, *, follow: bool = True, read_only: bool = False) -> None:
