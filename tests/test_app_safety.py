@@ -539,3 +539,32 @@ def test_the_branch_graph_breaks_between_runs_and_marks_every_fork() -> None:
     assert lines[fork_mark][1] is None and "\\" in lines[fork_mark][0]
     gap = at.index("b1") - 1
     assert lines[gap] == ("", None)
+
+
+async def test_the_events_tab_nests_events_under_their_parent_when_they_carry_one() -> None:
+    from textual.app import App, ComposeResult
+
+    from crewpoint.tui.widgets.events_view import EventsView
+
+    class EventsApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield EventsView()
+
+    nested = [
+        {"type": "crew_kickoff_started", "event_id": "a", "timestamp": 1.0},
+        {"type": "task_started", "event_id": "b", "parent_id": "a", "timestamp": 2.0, "task_name": "research"},
+        {"type": "llm_call_started", "event_id": "c", "parent_id": "b", "timestamp": 3.0},
+        {"type": "task_completed", "event_id": "d", "parent_id": "a", "timestamp": 4.0},
+    ]
+    async with EventsApp().run_test(size=SIZE) as pilot:
+        view = pilot.app.query_one(EventsView)
+        view.show(nested)
+        await pilot.pause()
+        top = view.root.children
+        assert [n.data["type"] for n in top if n.data] == ["crew_kickoff_started"]
+        kids = top[0].children
+        assert [n.data["type"] for n in kids if n.data] == ["task_started", "task_completed"]
+        assert [n.data["type"] for n in kids[0].children if n.data] == ["llm_call_started"]
+        view.show([{k: v for k, v in e.items() if k != "parent_id"} for e in nested])  # no edges: flat, in order
+        await pilot.pause()
+        assert len([n for n in view.root.children if n.data]) == 4

@@ -13,9 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
 
-from crewpoint.screens.browser import BrowserScreen, StoreReader
+from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.help import HelpScreen, keys_of
+from crewpoint.tui.feed import StoreReader
 from crewpoint.tui.messages import StoreListed
 from crewpoint.tui.read_only import NOTICE, WRITE_ACTIONS, allows
 from crewpoint.tui.widgets.palette import CheckpointCommands

@@ -1,0 +1,59 @@
+"""The store feed: reading a store's checkpoints and run records off the app's thread, as messages.
+
+The screen's workers call :func:`read_store` and :func:`read_runs_of`; :class:`StoreReader` starts the first read
+before the app is drawn. Nothing here touches a widget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+
+from crewpoint.checkpoint import ops
+from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.runs import read_runs
+from crewpoint.tui.messages import RunsRead, StoreListed
+from crewpoint.tui.widgets.store_index import StoreIndex
+
+
+def read_store(location: str, query: str = "") -> StoreListed:
+    """The store's metadata and its grouping (``query`` filters); run records are read next, by :func:`read_runs_of`."""
+    started = time.monotonic()
+    try:
+        store = ops.find_store(location)
+        metas = ops.list_checkpoints(store)
+    except CheckpointError as exc:
+        return StoreListed(location, error=str(exc), read_at=started)
+    return StoreListed(location, metas, StoreIndex.build(metas, query), None, read_at=started)
+
+
+def read_runs_of(location: str, read_at: float) -> RunsRead:
+    """The store's run records; none when they cannot be read (they only add a mark to a branch)."""
+    try:
+        runs = read_runs(ops.find_store(location))
+    except Exception:
+        runs = []
+    return RunsRead(runs, read_at)
+
+
+class StoreReader:
+    """Reads a store in a thread of its own, starting at once, so the app is drawn meanwhile: its checkpoints
+    first, then, once the screen has drawn them (``shown``), its run records. The screen takes each result when
+    it is up."""
+
+    def __init__(self, location: str) -> None:
+        self.listed: Future[StoreListed] = Future()
+        self.runs: Future[RunsRead] = Future()
+        self.shown = threading.Event()
+        self.location = location
+        threading.Thread(target=self._read, name="crewpoint-read-store", daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            listed = read_store(self.location)
+        except Exception as exc:
+            listed = StoreListed(self.location, error=f"cannot read the store: {exc}")
+        self.listed.set_result(listed)
+        self.shown.wait(timeout=2.0)
+        self.runs.set_result(read_runs_of(self.location, listed.read_at))
