@@ -50,6 +50,9 @@ STATE_MARKS = {
 }
 """How a branch's run state shows in its label, and with which component style."""
 
+TOGGLE = Style.from_meta({"toggle": True})
+"""Clicking the expand icon opens or closes the node (as in Textual's own tree)."""
+
 VISIBLE_RUNS = 100
 """Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
 thousands of runs paints at once."""
@@ -212,7 +215,7 @@ class CheckpointTree(Tree[NodeRef]):
                 node.parent.expand()
             node.expand()
             self._fill(node, self.index.segments[key])
-        if cursor is not None and cursor.id in self._tree_nodes:
+        if cursor is not None and cursor.data is not None and self._by_ref.get(cursor.data) is cursor:
             _ = self.last_line
             self.move_cursor(cursor)
         return self._by_ref.get(CheckpointRef(checkpoint_id))
@@ -437,8 +440,12 @@ class CheckpointTree(Tree[NodeRef]):
             label = self._label_for(data)
             if data is not None:
                 self._labels[data] = label
-        node._label = label
-        return super().render_label(node, base_style, style)
+        shown = label.copy()
+        shown.stylize(style)
+        if not node.allow_expand:
+            return shown
+        icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+        return Text.assemble((icon, base_style + TOGGLE), shown)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"checkpoint-tree--{name}", partial=True)
