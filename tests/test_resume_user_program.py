@@ -3,7 +3,8 @@
 The script defines its own LLM class (counting its calls into a file), a ``@tool`` and a module-level task
 callback. Its first run is killed with SIGKILL once task 1's checkpoint is on disk (task 2's model call waits
 for a release file that the first run never gets). Then each way in finishes the run: the script itself with
-``kickoff(from_checkpoint=...)``, and ``crewpoint checkpoint resume --app script.py:crew``. No finished task's
+``kickoff(from_checkpoint=...)``, ``crewpoint checkpoint resume --app script.py:crew``, and the app's Resume
+with its App field pre-filled from the checkpoint. No finished task's
 model call is repeated, the tool and the callback work, and ``CREWPOINT_DESERIALIZE_CALLBACKS`` is never set.
 """
 
@@ -288,3 +289,33 @@ def test_bad_app_specs_say_what_to_fix(killed_run: Path) -> None:
         )
         assert proc.returncode == 2, (spec, proc.stderr)
         assert fragment in proc.stderr and proc.stderr.count("\n") == 1, (spec, proc.stderr)
+
+
+async def test_the_apps_resume_runs_the_users_program_prefilled_from_the_checkpoint(
+    killed_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_app import choose, settle, wait_until
+
+    from crewpoint.screens.resume_confirm import ResumeScreen
+    from crewpoint.tui.app import make_app
+    from crewpoint.tui.widgets.app_field import AppField
+
+    monkeypatch.chdir(killed_run)
+    first = _first_checkpoint(killed_run)
+    app = make_app("store", watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        screen = await choose(pilot, first.id)
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ResumeScreen)
+        await settle(pilot)
+        field = pilot.app.screen.query_one(AppField)
+        assert field.spec == "my_crew.py:crew"  # pre-filled from where the checkpoint's crew came from
+        assert field.file == str(killed_run / "my_crew.py")  # the file it runs, shown before it runs
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not screen.run_panel.running and screen.run_panel.has_class("-ok"), 120)
+    out = "\n".join(str(m.id) for m in ops.list_checkpoints(str(killed_run / "store")))
+    newest = ops.list_checkpoints(str(killed_run / "store"))[0]
+    result = ops.load(newest.id, str(killed_run / "store")).body["entity"]["tasks"][2]["output"]["raw"]
+    _check_finished(killed_run, result + out)
