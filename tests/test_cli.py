@@ -281,3 +281,43 @@ def test_resuming_a_checkpoint_that_already_continues_says_so(llm_calls: list[st
     assert f"note: {metas[1].id[:12]} already continues on branch main" in result.stderr
     assert set(llm_calls) == {tasks[3].id}
     assert cli("checkpoint", "resume", metas[0].id).stderr.count("note:") == 0
+
+
+def test_a_big_listing_streams_in_chunks_and_limit_asks_for_the_newest_only() -> None:
+    from crewpoint.providers import MemoryProvider
+    from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+    from crewpoint.tui import cli as cli_module
+
+    store = "memory://big-listing"
+    provider = MemoryProvider()
+    total = cli_module.LIST_CHUNK * 2 + 7
+    parent = None
+    for n in range(1, total + 1):
+        checkpoint_id = f"{n:032x}"
+        meta = CheckpointMeta(
+            id=checkpoint_id,
+            parent_id=parent,
+            branch="main",
+            lineage="run",
+            sequence=n,
+            created_at=1_700_000_000.0 + n,
+            trigger="task_completed",
+            entity_kind="crew",
+            entity_name="c",
+            tasks_done=1,
+            tasks_total=2,
+        )
+        provider.write(store, CheckpointRecord(meta, {}))
+        parent = checkpoint_id
+    try:
+        full = cli("checkpoint", "list", store)
+        assert full.exit_code == 0, full.stderr
+        rows = full.stdout.splitlines()
+        assert rows[0].split()[0] == "ID" and len(rows) == total + 1
+        assert [r.split()[0] for r in rows[1:4]] == [f"{n:032x}"[:12] for n in (total, total - 1, total - 2)]
+        assert rows[-1].split()[0] == f"{1:032x}"[:12]
+        assert len({len(r.split()) for r in rows[1:]}) == 1  # every chunk keeps the same columns
+        newest = cli("checkpoint", "list", store, "--limit", "3")
+        assert [r.split()[0] for r in newest.stdout.splitlines()[1:]] == [r.split()[0] for r in rows[1:4]]
+    finally:
+        MemoryProvider.drop(store)

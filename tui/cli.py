@@ -8,6 +8,7 @@ Heavy modules (pydantic, the engine, rich) are imported inside the commands so `
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -321,12 +322,15 @@ def _cells(meta: CheckpointMeta) -> list[str]:
     return [_short_id(meta.id), when, meta.branch, parent, meta.trigger, entity, progress, _size(meta.size)]
 
 
-def _table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
-    ]
-    click.echo("\n".join(lines))  # one write: listing 10,000 rows stays fast
+def _table(header: list[str] | None, rows: list[list[str]], widths: list[int] | None = None) -> list[int]:
+    """Print ``rows`` (after ``header``, when given) in columns; ``widths`` keeps the columns of earlier rows.
+    Returns the widths used."""
+    shown = [header, *rows] if header is not None else rows
+    if widths is None:
+        widths = [max(len(str(r[i])) for r in shown) for i in range(len(shown[0]))]
+    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in shown]
+    click.echo("\n".join(lines))  # one write per chunk: listing 10,000 rows stays fast
+    return widths
 
 
 @checkpoint.command("list")
@@ -356,10 +360,16 @@ def list_command(
             if where is not None and os.path.isdir(where):
                 fail(no_checkpoints(where))
             raise
-        metas = ops.list_checkpoints(store, branch=branch)
-    statuses = _statuses(store, metas)
-    metas = metas[:limit] if limit is not None else metas
+        if limit is not None or as_json:
+            metas = ops.list_checkpoints(store, branch=branch, limit=limit)
+            chunks: Iterator[list[CheckpointMeta]] = iter([metas])
+        else:  # a full table streams: the first rows show while a big store is still being read
+            chunks = _chunks(ops.iter_checkpoints(store, branch), LIST_CHUNK)
+            metas = next(chunks, [])
+            chunks = itertools.chain([metas], chunks)
+    runs = _runs(store)
     if as_json:
+        statuses = _statuses(metas, runs)
         _emit_json([{**m.to_dict(), "status": statuses.get(m.id)} for m in metas])
         return
     if not metas:
@@ -369,18 +379,36 @@ def list_command(
             click.echo(f"no checkpoints: {no_checkpoints(store)}", err=True)
         return
     header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
-    _table(header, [[*_row(m), statuses.get(m.id, "-")] for m in metas])
+    widths: list[int] | None = None
+    with _bad_input(ctx):
+        for chunk in chunks:
+            statuses = _statuses(chunk, runs)
+            rows = [[*_row(m), statuses.get(m.id, "-")] for m in chunk]
+            widths = _table(header if widths is None else None, rows, widths)
 
 
-def _statuses(store: str, metas: list[CheckpointMeta]) -> dict[str, str]:
-    """Checkpoint id → the status of the run that wrote it, from the store's run records."""
+LIST_CHUNK = 2000
+"""Rows a full ``list`` reads before it prints; the columns are as wide as the first chunk needs."""
+
+
+def _chunks(items: Iterator[CheckpointMeta], size: int) -> Iterator[list[CheckpointMeta]]:
+    while chunk := list(itertools.islice(items, size)):
+        yield chunk
+
+
+def _runs(store: str) -> list[Any]:
     from crewpoint.providers.runs import read_runs
-    from crewpoint.tui.widgets.store_index import StoreIndex
 
     try:
-        runs = read_runs(store)
+        return read_runs(store)
     except Exception:  # run records only add a column
-        runs = []
+        return []
+
+
+def _statuses(metas: list[CheckpointMeta], runs: list[Any]) -> dict[str, str]:
+    """Checkpoint id → the status of the run that wrote it, from the store's run records."""
+    from crewpoint.tui.widgets.store_index import StoreIndex
+
     return StoreIndex.build(metas, "", runs).statuses()
 
 

@@ -7,6 +7,7 @@ module never reads them itself.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound, CheckpointRecord, DamagedCheckpoint
@@ -57,6 +58,12 @@ def list_checkpoints(location: str, branch: str | None = None, limit: int | None
         return newest
     metas: list[CheckpointMeta] = provider.list(store, branch)
     return metas
+
+
+def iter_checkpoints(location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+    """What :func:`list_checkpoints` gives, as the store yields it: a big store shows its first rows at once."""
+    store = find_store(location)
+    yield from _provider(store).iter_list(store, branch)
 
 
 _PATH_SUFFIXES = (".json", ".db", ".sqlite", ".sqlite3")
