@@ -6,7 +6,6 @@ outputs are passed on to the listeners, so the flow continues where it stopped.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import typing
 import uuid
@@ -242,6 +241,8 @@ class Flow(Generic[StateT]):
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
     ) -> Any:
+        import asyncio
+
         return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
 
     akickoff = kickoff_async
@@ -268,6 +269,8 @@ class Flow(Generic[StateT]):
         return last
 
     def _call(self, name: str, arg: Any, has_arg: bool, trigger: str | None = None) -> Any:
+        import asyncio
+
         from crewpoint.events import (
             MethodExecutionFailedEvent,
             MethodExecutionFinishedEvent,
@@ -433,6 +436,8 @@ class Flow(Generic[StateT]):
 
     @classmethod
     async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
+        import asyncio
+
         return await asyncio.to_thread(cls.from_checkpoint, config)
 
 

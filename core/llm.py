@@ -9,7 +9,6 @@ checkpoint, an event, a log line or an error message.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -89,6 +88,8 @@ class BaseLLM(BaseModel):
 
     async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         """The async twin of :meth:`call`; by default runs ``call`` in a worker thread."""
+        import asyncio
+
         return await asyncio.to_thread(self.call, messages, **kwargs)
 
     # -- wrappers that emit events ---------------------------------------------------------------------
@@ -366,6 +367,8 @@ class OfflineLLM(BaseLLM):
         return self._reply(messages)
 
     async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        import asyncio
+
         if self.delay > 0:
             await asyncio.sleep(self.delay)
         return self._reply(messages)
@@ -673,6 +676,8 @@ class LLM(BaseLLM):
 
     # -- async -----------------------------------------------------------------------------------------
     async def acall(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        import asyncio
+
         import httpx
 
         body = self._body(messages, kwargs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import os
@@ -285,6 +284,8 @@ class RuntimeState:
         return ref
 
     async def acheckpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
+        import asyncio
+
         provider, loc = self._provider_for(None if location is None else str(location))
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
@@ -316,6 +317,8 @@ class RuntimeState:
 
     @classmethod
     async def afrom_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
+        import asyncio
+
         return await asyncio.to_thread(cls.from_checkpoint, ref)
 
 

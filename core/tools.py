@@ -11,7 +11,6 @@ Rebuilding follows the trust rule of :mod:`crewpoint.serialize`. A
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -67,6 +66,7 @@ def _resolve(result: Any) -> Any:
     """Await ``result`` when a tool returned an awaitable (an ``async def`` tool), from sync code."""
     if not inspect.isawaitable(result):
         return result
+    import asyncio
 
     async def wait() -> Any:
         return await result
@@ -190,6 +190,8 @@ class BaseTool(BaseModel):
         **kwargs: Any,
     ) -> str:
         """The async twin of :meth:`run` (the tool runs in a worker thread)."""
+        import asyncio
+
         return await asyncio.to_thread(
             lambda: self.run(agent_id=agent_id, task_id=task_id, agent_role=agent_role, **kwargs)
         )

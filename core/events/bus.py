@@ -8,7 +8,6 @@ A handler that raises is logged and never stops the run.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import threading
@@ -16,9 +15,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crewpoint.events.base import BaseEvent, next_sequence
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("crewpoint.events")
 
@@ -185,11 +187,15 @@ class EventBus:
         return event
 
     def _run_async(self, awaitable: Any) -> None:
+        import asyncio
+
         loop = self._ensure_loop()
         future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
         future.result()
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
