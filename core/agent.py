@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 class AgentOutput(BaseModel):
     """The result of a standalone ``Agent.kickoff``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     raw: str
     agent_role: str = ""
@@ -68,7 +71,7 @@ def warn_ignored_settings(model: BaseModel, what: str) -> None:
 class Agent(BaseModel):
     """An agent. ``llm=None`` uses the configured default (the offline model when none is configured)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow", defer_build=True)
 
     role: str
     goal: str = ""
@@ -435,4 +438,6 @@ _config_state = config_state
 _config_from_state = config_from_state
 
 
-Task.model_rebuild()
+# Task's fields name Agent, which task.py imports only for type checking: give its module the name, so pydantic
+# resolves it when a Task is first made (its schema is built then, not when crewpoint is imported).
+vars(sys.modules[Task.__module__])["Agent"] = Agent

@@ -29,6 +29,8 @@ def _short(text: str, width: int = 48) -> str:
 class CrewOutput(BaseModel):
     """A finished crew run: ``raw`` is the last task's output."""
 
+    model_config = ConfigDict(defer_build=True)
+
     raw: str
     tasks_output: list[TaskOutput] = Field(default_factory=list)
 
@@ -40,7 +42,7 @@ class Crew(BaseModel):
     """Agents and tasks. ``process="sequential"``: each task sees its ``context`` tasks' outputs, or else
     every earlier output."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     agents: list[Agent] = Field(default_factory=list)
     tasks: list[Task] = Field(default_factory=list)

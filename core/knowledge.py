@@ -94,7 +94,7 @@ def _class_path(cls: type) -> str:
 class BaseKnowledgeSource(BaseModel):
     """A body of text to search. Subclasses implement :meth:`load_texts`."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     chunk_size: int = Field(default=CHUNK_SIZE, gt=20)
     metadata: dict[str, Any] = Field(default_factory=dict)

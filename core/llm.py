@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 if TYPE_CHECKING:
     import httpx
@@ -78,6 +78,8 @@ class BaseLLM(BaseModel):
     An LLM is a pydantic model: a checkpoint saves it as its dotted class path plus its fields
     (:meth:`to_state`) and :func:`llm_from_state` brings back the same class.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     model: str
     temperature: float | None = None

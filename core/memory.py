@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from crewpoint.events import (
     MemoryQueryCompletedEvent,
@@ -49,6 +49,8 @@ def _shorten(text: str, limit: int) -> str:
 class ShortTermMemory(BaseModel):
     """An agent's conversation: ``{"role", "content"}`` messages in order."""
 
+    model_config = ConfigDict(defer_build=True)
+
     messages: list[dict[str, str]] = Field(default_factory=list)
 
     def add(self, role: str, content: str) -> None:
@@ -74,6 +76,8 @@ class ShortTermMemory(BaseModel):
 
 class MemoryItem(BaseModel):
     """One remembered value; ``sequence`` orders items by when they were saved."""
+
+    model_config = ConfigDict(defer_build=True)
 
     value: str
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 class TaskOutput(BaseModel):
     """What a finished task produced."""
 
+    model_config = ConfigDict(defer_build=True)
+
     description: str
     raw: str
     expected_output: str = ""
@@ -45,7 +47,7 @@ GuardrailResult = tuple[bool, Any]
 class Task(BaseModel):
     """A task for an agent. ``{placeholder}`` in the texts is filled from kickoff inputs."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False, defer_build=True)
 
     description: str
     expected_output: str = ""

@@ -118,7 +118,7 @@ class BaseTool(BaseModel):
     Identical arguments are then answered from the tool's cache without running it again.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     name: str
     description: str

@@ -32,7 +32,7 @@ def _default_events() -> list[CheckpointEventType | Literal["*"]]:
 class CheckpointConfig(BaseModel):
     """Where, when and how checkpoints are written, and where a run restores from."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     location: str = Field(default_factory=_default_location)
     on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=_default_events)
