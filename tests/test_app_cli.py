@@ -14,7 +14,7 @@ from demo_stores import make_store
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.demo import DEMO_MARKER, demo_crew, is_demo_store, seed_demo_store
-from crewpoint.tui import cli as cli_module
+from crewpoint.tui.cli import diff as cli_diff
 from crewpoint.tui.cli import main
 from crewpoint.tui.visible import visible
 
@@ -138,7 +138,7 @@ def test_no_control_character_from_a_checkpoint_reaches_list_info_or_diff(
     crew = demo_crew(checkpoint=CheckpointConfig(location=store), name=f"crew{EVIL}")
     crew.kickoff(inputs={"topic": f"topic{EVIL}", "audience": f"people{EVIL}"})
     metas = sorted(ops.list_checkpoints(store), key=lambda m: m.sequence)
-    monkeypatch.setattr(cli_module, "_use_color", lambda: False)
+    monkeypatch.setattr(cli_diff, "_use_color", lambda: False)
     outputs = [
         cli("checkpoint", "list", store),
         cli("checkpoint", "list", store, "--json"),

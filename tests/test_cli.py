@@ -286,7 +286,7 @@ def test_resuming_a_checkpoint_that_already_continues_says_so(llm_calls: list[st
 def test_a_big_listing_streams_in_chunks_and_limit_asks_for_the_newest_only() -> None:
     from crewpoint.providers import MemoryProvider
     from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
-    from crewpoint.tui import cli as cli_module
+    from crewpoint.tui.cli import listing as cli_module
 
     store = "memory://big-listing"
     provider = MemoryProvider()

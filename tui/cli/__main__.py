@@ -1,0 +1,5 @@
+"""``python -m crewpoint.tui.cli``."""
+
+from crewpoint.tui.cli import main
+
+main()

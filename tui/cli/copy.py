@@ -1,0 +1,47 @@
+"""``crewpoint checkpoint copy``: convert a store between providers."""
+
+from __future__ import annotations
+
+import click
+
+from crewpoint.tui.cli.errors import bad_input, emit_json
+from crewpoint.tui.cli.root import checkpoint
+
+
+@checkpoint.command()
+@click.argument("source", metavar="SRC")
+@click.argument("target", metavar="DST")
+@click.option("--json", "as_json", is_flag=True, help="Print what was copied as JSON.")
+@click.pass_context
+def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
+    """Copy every checkpoint of the store SRC into the crewpoint store DST, keeping lineage.
+
+    \b
+    SRC is any store: crewpoint's JSON folder or SQLite file, or CrewAI's own JSON folder or SQLite file.
+    DST is a crewpoint store (a folder, or a .db file for SQLite), made if missing; copying again adds only
+    what is new. Keys (api_key values and key-looking strings) are masked on the way. CrewAI ids become
+    crewpoint ids with '-' for '_'.
+    """
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.crewai_copy import copy_store
+
+    with bad_input(ctx):
+        store = ops.find_store(source)
+        report = copy_store(store, target)
+    if as_json:
+        emit_json(
+            {
+                "source": report.source,
+                "target": report.target,
+                "copied": report.copied,
+                "already_there": report.existing,
+                "damaged_skipped": report.damaged,
+            }
+        )
+        return
+    summary = f"copied {len(report.copied)} checkpoint{'s' if len(report.copied) != 1 else ''} to {target}"
+    if report.existing:
+        summary += f"; {len(report.existing)} already there"
+    if report.damaged:
+        summary += f"; skipped {len(report.damaged)} damaged: {', '.join(report.damaged[:5])}"
+    click.echo(summary, err=True)

@@ -1,0 +1,127 @@
+"""``crewpoint demo``: the bundled crew on the offline model, and the live demo in the app."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from crewpoint.tui.cli.errors import EXIT_FAILED, fail
+from crewpoint.tui.cli.root import main
+
+
+@main.command()
+@click.option("--location", default="./.checkpoints", show_default=True, help="Where checkpoints are written.")
+@click.option("--delay", default=0.0, show_default=True, type=float, help="Seconds per offline LLM call.")
+@click.option(
+    "--provider",
+    type=click.Choice(["json", "sqlite"]),
+    default="json",
+    show_default=True,
+    help="Checkpoint storage.",
+)
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Open the app on a fresh demo store (a run and a fork) while a slow demo run writes into it.",
+)
+@click.option("--force", is_flag=True, help="With --live: replace LOCATION even when it holds other things.")
+@click.pass_context
+def demo(ctx: click.Context, location: str, delay: float, provider: str, live: bool, force: bool) -> None:
+    """Run the bundled example crew and flow on the offline model, checkpointing as they go."""
+    from crewpoint.demo import run_demo
+
+    if provider == "sqlite" and location == "./.checkpoints":
+        location = "./.checkpoints.db"
+    if live:
+        _live_demo(location, provider, delay or 3.0, force=force)
+        return
+    from crewpoint.events import CheckpointFailedEvent, event_bus
+
+    lost: list[str] = []
+
+    def on_failed(source: Any, event: CheckpointFailedEvent) -> None:
+        lost.append(event.error or "unknown error")
+
+    event_bus.register(CheckpointFailedEvent, on_failed)
+    try:
+        result, flow_result = run_demo(location=location, delay=delay, provider=provider)
+    except KeyboardInterrupt:
+        click.echo("interrupted: resume from the latest checkpoint to continue", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        fail(str(exc), EXIT_FAILED)
+    finally:
+        event_bus.off(on_failed)
+    for output in result.tasks_output:
+        click.echo(f"== {output.name or output.description} ({output.agent})")
+        click.echo(output.raw)
+        click.echo()
+    click.echo(f"== triage flow\n{flow_result}")
+    if lost:  # the runs finished, but not every checkpoint reached the store
+        plural = "s were" if len(lost) != 1 else " was"
+        fail(f"{len(lost)} checkpoint{plural} not written to {location}: {lost[-1]}", EXIT_FAILED)
+    click.echo(f"\ncheckpoints: {location}", err=True)
+
+
+def _clear_demo_location(location: str, force: bool) -> None:
+    """Make room for a fresh demo store: an empty folder, nothing, or a demo store made earlier is replaced;
+    anything else only with ``force``."""
+    import shutil
+
+    from crewpoint.demo import is_demo_store
+
+    if os.path.islink(location):
+        fail(f"{location} is a link: choose another --location")
+    if os.path.isdir(location):
+        if os.listdir(location) and not is_demo_store(location) and not force:
+            fail(
+                f"{location} is not empty and is not a demo store: choose another --location, "
+                "or add --force to delete what it holds"
+            )
+        shutil.rmtree(location)
+    elif os.path.exists(location):
+        if not is_demo_store(location) and not force:
+            fail(f"{location} exists and is not a demo store: choose another --location, or add --force to replace it")
+        for path in (location, f"{location}-wal", f"{location}-shm"):
+            if os.path.exists(path):
+                os.remove(path)
+
+
+def _live_demo(location: str, provider: str, delay: float, *, force: bool = False) -> None:
+    """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
+    import subprocess
+
+    from crewpoint.demo import seed_demo_store
+
+    _clear_demo_location(location, force)
+    click.echo(f"making a demo store at {location} …", err=True)
+    seed_demo_store(location, provider)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "crewpoint.tui.cli",
+            "demo",
+            "--location",
+            location,
+            "--provider",
+            provider,
+            "--delay",
+            str(delay),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        from crewpoint.tui.app import make_app
+
+        make_app(location).run()
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            child.wait(timeout=10)

@@ -1,0 +1,51 @@
+"""One-line errors, exit codes and JSON output shared by the commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+
+from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.visible import visible
+
+EXIT_FAILED = ExitCode.FAILED
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """One line on stderr, no traceback, and exit."""
+    click.echo(f"crewpoint: {visible(message, one_line=True)}", err=True)
+    sys.exit(code)
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def wants_traceback(ctx: click.Context) -> bool:
+    return bool((ctx.find_root().obj or {}).get("debug"))
+
+
+@contextmanager
+def bad_input(ctx: click.Context) -> Iterator[None]:
+    """Errors a user can meet become one line on stderr and exit 2 (a traceback with ``--debug``)."""
+    from crewpoint.providers.base import CheckpointError
+
+    try:
+        yield
+    except (CheckpointError, ValueError, OSError, LookupError) as exc:
+        if wants_traceback(ctx):
+            raise
+        fail(one_line(exc), EXIT_BAD_INPUT)
+
+
+def emit_json(data: Any) -> None:
+    """JSON on stdout; the control characters JSON leaves as they are (DEL, C1) are written as ``\\u`` escapes."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    click.echo("".join(f"\\u{ord(c):04x}" if "\x7f" <= c <= "\x9f" else c for c in text))

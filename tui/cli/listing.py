@@ -1,0 +1,195 @@
+"""``crewpoint checkpoint list`` and ``info``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from crewpoint.tui.cli.errors import bad_input, emit_json, fail
+from crewpoint.tui.cli.locations import location_of, location_option
+from crewpoint.tui.cli.root import checkpoint
+from crewpoint.tui.cli.tables import clip, format_time, print_table, short_id, table_row, written_by
+from crewpoint.tui.visible import visible
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.ops import CheckpointInfo
+    from crewpoint.providers.base import CheckpointMeta
+
+
+@checkpoint.command("list")
+@click.argument("location_arg", metavar="[LOCATION]", required=False)
+@click.option("--branch", "-b", default=None, help="Only this branch.")
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="Show at most N checkpoints.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of checkpoint metadata.")
+@click.pass_context
+def list_command(
+    ctx: click.Context, location_arg: str | None, branch: str | None, limit: int | None, as_json: bool
+) -> None:
+    """List checkpoints, newest first (reads no checkpoint bodies).
+
+    \b
+    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
+    the run that wrote it (live, done, interrupted, crashed, failed; - when unknown).
+    """
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointNotFound
+    from crewpoint.tui.diagnostics import no_checkpoints
+
+    where = location_of(ctx, location_arg)
+    with bad_input(ctx):
+        try:
+            store = ops.find_store(where)
+        except CheckpointNotFound:
+            if where is not None and os.path.isdir(where):
+                fail(no_checkpoints(where))
+            raise
+        if limit is not None or as_json:
+            metas = ops.list_checkpoints(store, branch=branch, limit=limit)
+            chunks: Iterator[list[CheckpointMeta]] = iter([metas])
+        else:  # a full table streams: the first rows show while a big store is still being read
+            chunks = _chunks(ops.iter_checkpoints(store, branch), LIST_CHUNK)
+            metas = next(chunks, [])
+            chunks = itertools.chain([metas], chunks)
+    runs = _runs(store)
+    if as_json:
+        statuses = _statuses(metas, runs)
+        emit_json([{**m.to_dict(), "status": statuses.get(m.id)} for m in metas])
+        return
+    if not metas:
+        if branch:
+            click.echo(f"no checkpoints on branch {branch} in {store}", err=True)
+        else:
+            click.echo(f"no checkpoints: {no_checkpoints(store)}", err=True)
+        return
+    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+    widths: list[int] | None = None
+    with bad_input(ctx):
+        for chunk in chunks:
+            statuses = _statuses(chunk, runs)
+            rows = [[*table_row(m), statuses.get(m.id, "-")] for m in chunk]
+            widths = print_table(header if widths is None else None, rows, widths)
+
+
+LIST_CHUNK = 2000
+"""Rows a full ``list`` reads before it prints; the columns are as wide as the first chunk needs."""
+
+
+def _chunks(items: Iterator[CheckpointMeta], size: int) -> Iterator[list[CheckpointMeta]]:
+    while chunk := list(itertools.islice(items, size)):
+        yield chunk
+
+
+def _runs(store: str) -> list[Any]:
+    from crewpoint.providers.runs import read_runs
+
+    try:
+        return read_runs(store)
+    except Exception:  # run records only add a column
+        return []
+
+
+def _statuses(metas: list[CheckpointMeta], runs: list[Any]) -> dict[str, str]:
+    """Checkpoint id → the status of the run that wrote it, from the store's run records."""
+    from crewpoint.tui.widgets.store_index import StoreIndex
+
+    return StoreIndex.build(metas, "", runs).statuses()
+
+
+# -- info ------------------------------------------------------------------------------------------------------
+
+
+def _bar(done: int, total: int, width: int = 20) -> str:
+    filled = round(width * done / total) if total else 0
+    percent = f"{100 * done // total}%" if total else "-"
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {percent}"
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in str(text).splitlines() or [""])
+
+
+def _say(text: str = "") -> None:
+    """A line of ``info``: checkpoint text with its control characters shown, not sent."""
+    click.echo(visible(text))
+
+
+def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
+    meta = info.meta
+    done, total = info.progress
+    unit = {"crew": "tasks", "flow": "methods", "agent": "run"}.get(info.kind, "steps")
+    rows = [
+        ("checkpoint", meta.id),
+        ("location", meta.location or "-"),
+        ("created", format_time(meta.created_at)),
+        ("branch", f"{meta.branch} (sequence {meta.sequence})"),
+        ("parent", meta.parent_id or "- (first checkpoint of its run)"),
+        ("lineage", meta.lineage),
+        ("trigger", meta.trigger),
+        ("entity", f"{info.kind} {info.name}"),
+        ("written by", written_by(meta)),
+        ("progress", f"{_bar(done, total)} {unit} done"),
+    ]
+    for key, value in rows:
+        _say(f"{key:<11} {value}")
+    if len(lineage) > 1:
+        _say("\nancestry (newest first)")
+        for m in lineage:
+            _say(f"  {short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
+    _say("\ninputs")
+    if info.inputs:
+        for key, value in info.inputs.items():
+            _say(f"  {key} = {value}")
+    else:
+        _say("  (none)")
+    missing = [p for p in info.placeholders if p not in info.inputs]
+    if missing:
+        _say(f"  placeholders without a value: {', '.join(missing)}")
+    if info.tasks:
+        _say(f"\n{'tasks' if info.kind == 'crew' else 'run'}")
+        for task in info.tasks:
+            status = "[done]   " if task.done else "[pending]"
+            agent = f" ({task.agent})" if task.agent else ""
+            _say(f"  {status} {task.index + 1}. {task.name}{agent}")
+            if task.context is not None:
+                _say(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
+            if task.output is not None:
+                _say(_indent(clip(task.output, 400), "              "))
+    if info.kind == "flow":
+        _say("\nflow state")
+        _say(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))
+        _say("\nmethod outputs")
+        for i, (name, value) in enumerate(info.method_outputs):
+            _say(f"  {i + 1}. {name}: {clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
+        if not info.method_outputs:
+            _say("  (none yet)")
+    _say(f"\nevents recorded: {len(info.events)}")
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="[PATH | DB#ID | DIR | ID]", required=False)
+@location_option
+@click.option("--json", "as_json", is_flag=True, help="Print the checkpoint as JSON.")
+@click.pass_context
+def info(ctx: click.Context, ref: str | None, location: str | None, as_json: bool) -> None:
+    """Show one checkpoint: metadata, ancestry, inputs and each task's status and output.
+
+    A folder or database shows its latest checkpoint; an id (or unique prefix) is looked up in --location.
+    """
+    from crewpoint.checkpoint import ops
+
+    with bad_input(ctx):
+        where = location_of(ctx, location)
+        record = ops.load(ref if ref is not None else ops.find_store(where), where)
+        described = ops.describe(record)
+        lineage = ops.ancestors(ops.store_of(record), record.meta.id)
+    if as_json:
+        data = described.to_dict()
+        data["ancestry"] = [m.id for m in lineage]
+        emit_json(data)
+        return
+    _print_info(described, lineage)

@@ -1,0 +1,75 @@
+"""``crewpoint checkpoint prune``."""
+
+from __future__ import annotations
+
+import click
+
+from crewpoint.tui.cli.errors import bad_input, emit_json, fail
+from crewpoint.tui.cli.locations import location_of
+from crewpoint.tui.cli.root import checkpoint
+from crewpoint.tui.cli.tables import format_time
+from crewpoint.tui.visible import visible
+
+
+@checkpoint.command()
+@click.argument("location_arg", metavar="[LOCATION]", required=False)
+@click.option("--keep", type=click.IntRange(min=0), default=None, help="Keep the newest N checkpoints per branch.")
+@click.option(
+    "--older-than",
+    "older_than",
+    metavar="AGE",
+    default=None,
+    help="Delete checkpoints older than AGE (7d, 24h, 30m, 45s).",
+)
+@click.option("--branch", "-b", default=None, help="Only prune this branch.")
+@click.option("--dry-run", is_flag=True, help="Show what would be deleted; delete nothing.")
+@click.option("--force", is_flag=True, help="Also delete fork points (checkpoints another branch starts from).")
+@click.option("--json", "as_json", is_flag=True, help="Print the deleted checkpoints as JSON.")
+@click.pass_context
+def prune(
+    ctx: click.Context,
+    location_arg: str | None,
+    keep: int | None,
+    older_than: str | None,
+    branch: str | None,
+    dry_run: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Delete old checkpoints. Fork points are kept unless --force; --dry-run deletes nothing."""
+    from crewpoint.checkpoint import ops
+
+    if keep is None and older_than is None:
+        fail("prune needs --keep N or --older-than AGE (or both)")
+    with bad_input(ctx):
+        store = ops.find_store(location_of(ctx, location_arg))
+        seconds = ops.parse_age(older_than) if older_than is not None else None
+        plan = ops.plan_prune(store, keep=keep, older_than=seconds, branch=branch, force=force)
+        deleted = 0 if dry_run else ops.delete_checkpoints(store, [m.id for m in plan.doomed])
+    if as_json:
+        emit_json(
+            {
+                "store": store,
+                "dry_run": dry_run,
+                "deleted": [] if dry_run else [m.to_dict() for m in plan.doomed],
+                "would_delete": [m.to_dict() for m in plan.doomed] if dry_run else [],
+                "kept_fork_points": sorted(plan.kept_fork_points),
+                "kept_live": sorted(plan.kept_live),
+                "damaged": plan.damaged,
+            }
+        )
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for meta in plan.doomed:
+        line = f"{verb}  {meta.id[:12]}  {format_time(meta.created_at)}  {meta.branch}  {meta.trigger}"
+        click.echo(visible(line, one_line=True))
+    count = len(plan.doomed) if dry_run else deleted
+    summary = f"{count} checkpoint{'s' if count != 1 else ''} {'would be deleted' if dry_run else 'deleted'} in {store}"
+    if plan.kept_fork_points:
+        n = len(plan.kept_fork_points)
+        summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"
+    if plan.kept_live:
+        summary += f"; kept {len(plan.kept_live)} of running runs"
+    if plan.damaged:
+        summary += f"; {plan.damaged} damaged left as they are (see list)"
+    click.echo(summary, err=True)

@@ -1,0 +1,85 @@
+"""The root ``crewpoint`` group and ``crewpoint checkpoint``, which opens the terminal app."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, one_line, wants_traceback
+from crewpoint.tui.cli.locations import LOCATION_HELP
+
+
+class _Main(click.Group):
+    """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("crewpoint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader went away (``crewpoint checkpoint list | head``)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_FAILED)
+        except Exception as exc:
+            if wants_traceback(ctx):
+                raise
+            fail(f"{one_line(exc)} (run with --debug for the traceback)", EXIT_FAILED)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="crewpoint", prog_name="crewpoint")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """crewpoint: durable multi-agent runs.
+
+    \b
+    Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+    Data goes to stdout, diagnostics to stderr; NO_COLOR turns colours off.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+@main.group(invoke_without_command=True)
+@click.option(
+    "--location", "-l", metavar="PATH", default=None, envvar="CREWPOINT_CHECKPOINT_LOCATION", help=LOCATION_HELP
+)
+@click.option("--read-only", is_flag=True, help="Open the app with resume, fork, edit, cancel and prune turned off.")
+@click.pass_context
+def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> None:
+    """Browse checkpoints in the terminal app; or list, inspect, resume, fork, compare and prune them.
+
+    \b
+    Without a subcommand this opens the terminal app on the store.
+    IDs may be given by a unique prefix; an ambiguous prefix lists the matches.
+    Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["location"] = location
+    if ctx.invoked_subcommand is not None:
+        return
+    with bad_input(ctx):
+        from crewpoint.checkpoint.ops import find_store
+        from crewpoint.providers.base import CheckpointNotFound
+        from crewpoint.tui.diagnostics import no_checkpoints
+
+        try:
+            store = find_store(location)
+        except CheckpointNotFound:
+            if location is not None and os.path.isdir(location):
+                fail(no_checkpoints(location))
+            raise
+    try:
+        from crewpoint.tui.app import make_app
+    except ImportError as exc:
+        if wants_traceback(ctx):
+            raise
+        fail(f"the terminal app cannot start: {one_line(exc)}", EXIT_FAILED)
+    make_app(store, read_only=read_only).run()

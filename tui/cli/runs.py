@@ -1,0 +1,283 @@
+"""``crewpoint checkpoint resume`` and ``fork``, for crewpoint and CrewAI stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, one_line, wants_traceback
+from crewpoint.tui.cli.locations import location_of, location_option
+from crewpoint.tui.cli.root import checkpoint
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.ops import PreparedRun
+
+
+PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
+APP_HELP = (
+    "Your program, whose crew, flow or agent runs with the checkpoint's state: FILE.py:attr or module:attr "
+    "(a Crew/Flow/Agent, its class, or a function making one). Default: [tool.crewpoint] app in pyproject.toml; "
+    "without one, the entity is rebuilt from the checkpoint alone."
+)
+
+
+def _app_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
+
+
+def _run(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    progress: str,
+    *,
+    fork: bool,
+    branch: str | None = None,
+    inputs: tuple[str, ...] = (),
+    outputs: tuple[str, ...] = (),
+    app: str | None = None,
+) -> None:
+    import crewpoint.demo  # noqa: F401  # the bundled demo's crew, tools and flow are part of this program
+    from crewpoint.checkpoint import ops
+    from crewpoint.checkpoint.program import project_app
+    from crewpoint.tui.progress import make_progress, result_text
+
+    where = location_of(ctx, location)
+    crewai_store = _crewai_store(where, ref)
+    if crewai_store is not None:
+        _crewai_run(ctx, crewai_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
+        return
+    prepared: PreparedRun | None = None
+    try:
+        with bad_input(ctx):
+            app = app or project_app()
+            new_inputs = ops.parse_assignments(inputs, "--input")
+            edits = ops.parse_assignments(outputs, "--set-output")
+            full = ops.resolve_id(where, ref)
+            record = ops.load(full, where)
+            new_outputs = {ops.resolve_task(record, key): text for key, text in edits.items()}
+            prepared = ops.prepare_run(
+                full,
+                fork=fork,
+                branch=branch,
+                inputs=new_inputs or None,
+                outputs=new_outputs or None,
+                location=where,
+                record=record,
+                app=app,
+            )
+            if fork:
+                from crewpoint.checkpoint.plan import check_fork
+
+                check_fork(record, prepared.plan, new_inputs)
+        if not fork:
+            later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
+            if later:
+                click.echo(
+                    f"note: {prepared.source.id[:12]} already continues on branch {prepared.branch} "
+                    f"(next: {later[0].id[:12]}); this run writes beside it. Use fork for a separate branch.",
+                    err=True,
+                )
+        reporter = make_progress(progress, prepared)
+        with reporter:
+            try:
+                result = prepared.kickoff()
+            except KeyboardInterrupt:
+                reporter.interrupted()
+                raise
+            except Exception as exc:
+                reporter.failed(exc)
+                if wants_traceback(ctx):
+                    raise
+                fail(f"the run failed: {one_line(exc)}", EXIT_FAILED)
+            reporter.finished(result)
+    except KeyboardInterrupt:
+        latest = prepared.latest_id if prepared is not None else ref
+        hint = f"crewpoint checkpoint resume {latest}"
+        store = where if where is not None else prepared.store if prepared is not None else None
+        if store is not None and (where is not None or not _found_by_default(store)):
+            hint += f" --location {shlex.quote(store)}"
+        click.echo(f"interrupted; resume with: {hint}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if progress != "json":
+        text = result_text(result)
+        click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+    state = prepared.state if prepared is not None else None
+    lost = state.failure_summary() if state is not None else None
+    if lost is not None:  # the run finished, but not every checkpoint reached the store
+        fail(lost, EXIT_FAILED)
+
+
+def _crewai_store(where: str | None, ref: str) -> str | None:
+    """The CrewAI store ``ref`` (an id in ``where``, a file or ``db#id``) is in, or None for crewpoint's own."""
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers import crewai_provider_for, split_ref
+    from crewpoint.providers.base import CheckpointError
+
+    path = split_ref(ref)[0]
+    candidate = ref if os.path.exists(path) else None
+    try:
+        store = candidate if candidate is not None else ops.find_store(where)
+    except CheckpointError:
+        return None
+    if crewai_provider_for(store) is None:
+        return None
+    return store
+
+
+def _crewai_run(
+    ctx: click.Context,
+    store: str,
+    ref: str,
+    progress: str,
+    *,
+    fork: bool,
+    branch: str | None,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+) -> None:
+    """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; the user's CrewAI runs it.
+
+    With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
+    ``checkpoint`` event, and CrewAI's own output follows line by line.
+    """
+    import subprocess
+
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers import crewai_provider_for, split_ref
+    from crewpoint.providers.crewai_fork import crewai_environment, fork_checkpoint, resume_command
+    from crewpoint.providers.refs import match_prefix
+
+    streaming = progress == "json"
+
+    def say(text: str) -> None:
+        if streaming:
+            click.echo(json.dumps({"event": "log", "text": text}, ensure_ascii=False))
+        else:
+            click.echo(text, err=True)
+
+    path, ref_id = split_ref(store)
+    is_file = os.path.isfile(path) and path.endswith(".json")
+    with bad_input(ctx):
+        provider = crewai_provider_for(store)
+        assert provider is not None
+        if fork:
+            done = fork_checkpoint(
+                store,
+                None if (is_file or ref == store) else ref,
+                branch=branch,
+                inputs=ops.parse_assignments(inputs, "--input"),
+                outputs=ops.parse_assignments(outputs, "--set-output"),
+            )
+            store, target = done.store, done.checkpoint_id
+            names = done.task_names
+            said = f"forked {done.source.id} to {done.checkpoint_id} on branch {done.branch} (CrewAI format)"
+            if done.edited:
+                said += "; edited " + ", ".join(f"{i + 1}. {names[i]}" for i in done.edited)
+            if done.reset:
+                said += "; reset " + ", ".join(f"{i + 1}. {names[i]}" for i in done.reset)
+            if done.will_run != done.reset:
+                said += "; CrewAI runs " + (", ".join(str(i + 1) for i in done.will_run) or "nothing")
+            if streaming:
+                event = {"event": "checkpoint", "checkpoint_id": target, "branch": done.branch, "ref": done.ref}
+                click.echo(json.dumps(event, ensure_ascii=False))
+            else:
+                click.echo(done.ref)
+            say(said)
+        else:
+            metas = provider.list(path)
+            wanted = ref_id or (None if ref == store else ref)
+            if is_file:
+                wanted = metas[0].id if metas else None
+            if wanted is None:
+                raise ValueError(f"name the checkpoint to resume in {path}")
+            target = match_prefix([m.id for m in metas], wanted, path)
+            if is_file:
+                from crewpoint.providers.crewai_json import store_root
+
+                store = store_root(path)
+        meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
+    command = resume_command(meta.location, meta.entity_kind)
+    if command is None:
+        message = (
+            "this is a CrewAI checkpoint, which CrewAI runs, and CrewAI is not installed here "
+            f"(no `crewai` command; CREWPOINT_CREWAI_PYTHON names a Python that has it): resume {meta.location}"
+        )
+        if fork:
+            say(f"note: {message}")
+            return
+        fail(message, EXIT_FAILED)
+    say(f"CrewAI resumes {meta.location} ({command[0]})")
+    sys.stdout.flush()
+    try:
+        code = subprocess.call(command, env=crewai_environment())
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if code != 0:
+        fail(f"the CrewAI run failed (exit {code})", EXIT_FAILED)
+
+
+def _found_by_default(store: str) -> bool:
+    """Would ``crewpoint checkpoint`` find ``store`` without ``--location``?"""
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointError
+
+    try:
+        return os.path.abspath(ops.find_store(None)) == os.path.abspath(store)
+    except CheckpointError:
+        return False
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="ID")
+@location_option
+@_app_option
+@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.pass_context
+def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, progress: str) -> None:
+    """Continue a run from checkpoint ID; finished tasks are not run again.
+
+    ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
+    The run's result is printed on stdout. Exit 1 if the run fails, 130 if interrupted.
+    """
+    _run(ctx, ref, location, progress, fork=False, app=app)
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="ID")
+@location_option
+@click.option("--branch", "-b", default=None, help="Name of the new branch (default: fork-<time>-<suffix>).")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Change a kickoff input (repeatable).")
+@click.option(
+    "--set-output",
+    "outputs",
+    multiple=True,
+    metavar="N=TEXT",
+    help="Replace finished task N's output; N is a number from 1 or a task name (repeatable).",
+)
+@_app_option
+@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.pass_context
+def fork(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    branch: str | None,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    app: str | None,
+    progress: str,
+) -> None:
+    """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
+
+    Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
+    that depend on them are the only ones run again. The original branch is left untouched.
+    """
+    _run(ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs, app=app)
