@@ -171,7 +171,7 @@ class CheckpointTree(Tree[NodeRef]):
             self._rebuild()
         else:
             self._sync()
-        self._invalidate()
+        self._relabel()
         target = self._by_ref.get(keep) if keep is not None else None
         if target is None and keep is None and rebuilt and index.metas:
             newest = max(index.metas.values(), key=lambda m: (m.created_at, m.sequence))
@@ -224,18 +224,23 @@ class CheckpointTree(Tree[NodeRef]):
         """Re-evaluate what is live (labels depend on the clock)."""
         self._now = time.time()
         self._labels.clear()
-        self._invalidate()
+        self._relabel()
 
     def set_edited(self, checkpoint_ids: set[str]) -> None:
         if checkpoint_ids != self.edited:
             self.edited = set(checkpoint_ids)
             self._labels.clear()
-            self._invalidate()
+            self._relabel()
 
     def set_marked(self, checkpoint_id: str | None) -> None:
         self.marked = checkpoint_id
         self._labels.clear()
-        self._invalidate()
+        self._relabel()
+
+    def _relabel(self) -> None:
+        """Lay out and draw every line again, its label asked anew (labels depend on the index, the clock and the
+        marks). Textual's own tree does this when its guide depth changes; forcing that watcher is its public way."""
+        self.mutate_reactive(Tree.guide_depth)
 
     def action_close_or_parent(self) -> None:
         node = self.cursor_node

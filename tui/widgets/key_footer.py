@@ -2,7 +2,8 @@
 
 Textual's footer rebuilds its keys on every focus change and screen update; each rebuild mounts a widget per key.
 This one compares what it would show with what it shows and skips the rebuild when nothing changed, and makes
-its keys in the footer's style from the start.
+its keys in the footer's style from the start. Only Textual's public API is used: a key is any widget the footer
+composes that has a ``compact`` reactive.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
 
 
 class KeyFooter(Footer):
@@ -22,8 +23,9 @@ class KeyFooter(Footer):
 
     def compose(self) -> ComposeResult:
         for widget in super().compose():
-            if isinstance(widget, FooterKey):  # born in the footer's style: no restyle of each key on mount
-                widget.set_reactive(FooterKey.compact, self.compact)
+            compact = getattr(type(widget), "compact", None)
+            if isinstance(compact, Reactive):  # a key, born in the footer's style: no restyle of each key on mount
+                widget.set_reactive(compact, self.compact)
             yield widget
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
@@ -32,7 +34,7 @@ class KeyFooter(Footer):
             for (_node, binding, enabled, tooltip) in screen.active_bindings.values()
             if binding.show or binding.key == self.app.COMMAND_PALETTE_BINDING
         )
-        if keys == self._shown and self._bindings_ready:
+        if keys == self._shown:  # set only below, just before the footer first draws its keys
             return
         if self.app.app_focus:  # a blurred app (a browser tab in the background) draws its keys once focused
             self._shown = keys
