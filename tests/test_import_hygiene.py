@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +46,16 @@ def test_every_public_name_resolves() -> None:
         assert getattr(crewpoint, name) is not None
     with pytest.raises(AttributeError):
         crewpoint.NoSuchThing  # noqa: B018
+
+
+def test_the_app_uses_only_public_textual_modules() -> None:
+    """A private module (``textual.widgets._footer``) may change in any release; the app imports none."""
+    root = Path(__file__).resolve().parents[1]
+    private = re.compile(r"^\s*(?:from|import)\s+textual(?:\.\w+)*\._\w+", re.MULTILINE)
+    offenders = [
+        str(path.relative_to(root))
+        for folder in ("core", "providers", "tui", "screens")
+        for path in sorted((root / folder).rglob("*.py"))
+        if private.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
