@@ -237,19 +237,12 @@ def _load_script(path: str) -> Any:
 
 
 def _kind_class(kind: str) -> type[Any]:
-    if kind == "crew":
-        from crewpoint.crew import Crew
+    from crewpoint.checkpoint.restore_entities import entity_class
 
-        return Crew
-    if kind == "agent":
-        from crewpoint.agent import Agent
-
-        return Agent
-    if kind == "flow":
-        from crewpoint.flow import Flow
-
-        return Flow
-    raise AppError(f"unknown entity kind {kind!r}")
+    try:
+        return entity_class(kind)
+    except CheckpointError as exc:
+        raise AppError(str(exc)) from None
 
 
 def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
