@@ -97,6 +97,8 @@ class BaseProvider(abc.ABC):
 
     kind: str = "base"
     read_only: bool = False
+    newest_is_cheap: bool = False
+    """:meth:`list_newest` answers from an index, without reading the whole store (views may show it first)."""
     """A read-only provider lists, reads and watches; writes, deletes and run records are refused."""
 
     # -- records ---------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class MemoryProvider(BaseProvider):
     """Checkpoints held in this process's memory."""
 
     kind = "memory"
+    newest_is_cheap = True
 
     def __repr__(self) -> str:
         return "MemoryProvider()"

@@ -99,6 +99,7 @@ class PostgresProvider(BaseProvider):
     """
 
     kind = "postgres"
+    newest_is_cheap = True
 
     def __init__(self, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
         self.pool_size = pool_size

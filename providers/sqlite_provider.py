@@ -280,6 +280,7 @@ class SqliteProvider(BaseProvider):
     """
 
     kind = "sqlite"
+    newest_is_cheap = True
 
     def __init__(self, busy_timeout: float = 10.0) -> None:
         self.busy_timeout = busy_timeout

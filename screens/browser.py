@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from rich.text import Text
@@ -74,6 +75,7 @@ class BrowserScreen(Screen[None]):
         self.follow = follow
         self._first_read = first_read
         self._read_at = -1.0
+        self._awaiting_whole = True  # the first read may show a big store's newest part before the whole
         self._runs_read_at = -1.0
         self.metas: list[CheckpointMeta] = []
         self.runs: list[RunInfo] = []
@@ -118,6 +120,13 @@ class BrowserScreen(Screen[None]):
         self.ckpt_tree.focus()
         if self._first_read is not None:
             first = self._first_read
+
+            def post_early(done: Future[StoreListed | None]) -> None:
+                early = done.result()
+                if early is not None:
+                    self.post_message(early)
+
+            first.early.add_done_callback(post_early)
             first.listed.add_done_callback(lambda done: self.post_message(done.result()))
             first.runs.add_done_callback(lambda done: self.post_message(done.result()))
         else:
@@ -175,9 +184,11 @@ class BrowserScreen(Screen[None]):
 
     @on(StoreListed)
     def _listed(self, message: StoreListed) -> None:
-        if message.read_at < self._read_at:
-            return  # a read that started before the one shown
+        if message.read_at < self._read_at or (message.partial and not self._awaiting_whole):
+            return  # a read that started before the one shown, or the newest part of one already shown whole
         self._read_at = message.read_at
+        self._awaiting_whole = message.partial
+        self.sub_title = f"{self.location} (reading the rest of the store…)" if message.partial else self.location
         self.call_after_refresh(self.detail.build_tabs)
         if self._first_read is not None:  # once the tree is drawn, the first read goes on to the run records
             self.ckpt_tree.after_drawn(self._first_read.shown.set)

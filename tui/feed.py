@@ -28,6 +28,22 @@ def read_store(location: str, query: str = "") -> StoreListed:
     return StoreListed(location, metas, StoreIndex.build(metas, query), None, read_at=started)
 
 
+EARLY_ROWS = 2000
+"""A store with more checkpoints than this shows its newest ones first, while the rest is read."""
+
+
+def read_newest(location: str) -> StoreListed | None:
+    """The newest :data:`EARLY_ROWS` checkpoints of a big store that can tell them cheaply, else None."""
+    started = time.monotonic()
+    try:
+        metas = ops.newest_checkpoints(location, EARLY_ROWS)
+    except CheckpointError:
+        return None
+    if metas is None or len(metas) < EARLY_ROWS:
+        return None
+    return StoreListed(location, metas, StoreIndex.build(metas, ""), None, read_at=started, partial=True)
+
+
 def read_runs_of(location: str, read_at: float) -> RunsRead:
     """The store's run records; none when they cannot be read (they only add a mark to a branch)."""
     try:
@@ -43,6 +59,7 @@ class StoreReader:
     it is up."""
 
     def __init__(self, location: str) -> None:
+        self.early: Future[StoreListed | None] = Future()
         self.listed: Future[StoreListed] = Future()
         self.runs: Future[RunsRead] = Future()
         self.shown = threading.Event()
@@ -50,6 +67,11 @@ class StoreReader:
         threading.Thread(target=self._read, name="crewpoint-read-store", daemon=True).start()
 
     def _read(self) -> None:
+        try:
+            early = read_newest(self.location)
+        except Exception:
+            early = None
+        self.early.set_result(early)
         try:
             listed = read_store(self.location)
         except Exception as exc:

@@ -45,6 +45,8 @@ class StoreListed(Message):
     read_at: float = 0.0
     """When the read began (``time.monotonic``): a read that began earlier than the one shown is dropped."""
     error: str | None = None
+    partial: bool = False
+    """Only the newest checkpoints of a big store, shown while the rest is read; the whole listing follows."""
 
 
 @dataclass

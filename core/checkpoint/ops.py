@@ -27,6 +27,7 @@ from crewpoint.checkpoint.stores import (
     iter_checkpoints,
     list_checkpoints,
     load,
+    newest_checkpoints,
     resolve_id,
     store_of,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "iter_checkpoints",
     "list_checkpoints",
     "load",
+    "newest_checkpoints",
     "parse_age",
     "parse_assignments",
     "plan_fork",

@@ -60,6 +60,16 @@ def list_checkpoints(location: str, branch: str | None = None, limit: int | None
     return metas
 
 
+def newest_checkpoints(location: str, limit: int) -> list[CheckpointMeta] | None:
+    """The newest ``limit`` checkpoints when the store can tell them without reading everything, else None."""
+    store = find_store(location)
+    provider = _provider(store)
+    if not provider.newest_is_cheap:
+        return None
+    newest: list[CheckpointMeta] = provider.list_newest(store, limit)
+    return newest
+
+
 def iter_checkpoints(location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
     """What :func:`list_checkpoints` gives, as the store yields it: a big store shows its first rows at once."""
     store = find_store(location)
