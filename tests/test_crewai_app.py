@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from crewai_fixtures import FAKE_KEY
+from crewai_fixtures import json_store as copy_json_store
+from crewai_fixtures import sqlite_store as copy_sqlite_store
 from rich.syntax import Syntax
 from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static, TextArea
@@ -22,7 +24,6 @@ from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.widgets.task_card import TaskCard
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crewai"
 SIZE = (140, 40)
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"
 CREW_LAST_JSON = "20261130T150415_1a8435d1"
@@ -36,19 +37,13 @@ def no_crewai(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(params=["json", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     if request.param == "json":
-        target = tmp_path / "crewai-json"
-        shutil.copytree(FIXTURES / "json", target)
-    else:
-        target = tmp_path / "crewai.db"
-        shutil.copy(FIXTURES / "store.db", target)
-    return target
+        return copy_json_store(tmp_path / "crewai-json")
+    return copy_sqlite_store(tmp_path / "crewai.db")
 
 
 @pytest.fixture
 def json_store(tmp_path: Path) -> Path:
-    target = tmp_path / "crewai-json"
-    shutil.copytree(FIXTURES / "json", target)
-    return target
+    return copy_json_store(tmp_path / "crewai-json")
 
 
 async def settle(pilot: Pilot[None]) -> None:
@@ -114,16 +109,16 @@ async def test_every_tab_shows_the_checkpoint_and_no_key(store: Path) -> None:
                 await pilot.press(tab)
                 await settle(pilot)
                 shown.append(screen_text(pilot))
-                assert "sk-fixture" not in pilot.app.export_screenshot()  # what a screenshot would keep
+                assert FAKE_KEY[:10] not in pilot.app.export_screenshot()  # what a screenshot would keep
             everything = "\n".join(shown)
-            assert "sk-fixture" not in everything
+            assert FAKE_KEY[:10] not in everything
             assert meta.id.rpartition("_")[2] in everything
             if kind == "crew":
                 cards = list(screen.query(TaskCard))
                 assert [c.task_info.done for c in cards] == [True, True, True]
                 raw = screen.query_one("#raw-body", Static).content
                 assert isinstance(raw, Syntax)
-                assert '"api_key": "••••"' in raw.code and "sk-fixture" not in raw.code  # the dump, keys masked
+                assert '"api_key": "••••"' in raw.code and FAKE_KEY[:10] not in raw.code  # the dump, keys masked
             screen.ckpt_tree.focus()
 
 
@@ -145,8 +140,7 @@ async def test_a_checkpoint_crewai_writes_appears_while_the_app_watches(json_sto
 
 
 async def test_a_row_crewai_adds_appears_while_the_app_watches(tmp_path: Path) -> None:
-    database = tmp_path / "crewai.db"
-    shutil.copy(FIXTURES / "store.db", database)
+    database = copy_sqlite_store(tmp_path / "crewai.db")
     app = make_app(str(database), watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: len(browser(pilot).metas) == 13)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from crewai_fixtures import FAKE_KEY
+from crewai_fixtures import json_store as copy_json_store
+from crewai_fixtures import sqlite_store as copy_sqlite_store
 
 from crewpoint.providers import provider_for
 from crewpoint.tui.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crewai"
-FAKE_KEY = "crewai-fixture-api-key-placeholder-00000000"
 CREW_LAST_JSON = "20261130T150415_1a8435d1"  # crew, main, 3/3
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3
 EDITED_LAST_JSON = "20261130T150417_bec4a307"
@@ -25,7 +25,7 @@ CREW_LAST_DB = "20261130T150420_08a9f6c2"
 
 def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     result = CliRunner().invoke(main, list(args), env=env)
-    assert FAKE_KEY not in result.output and "sk-fixture" not in result.output
+    assert FAKE_KEY not in result.output and FAKE_KEY[:10] not in result.output
     return result
 
 
@@ -37,16 +37,12 @@ def no_crewai(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def json_store(tmp_path: Path) -> Path:
-    target = tmp_path / "crewai-json"
-    shutil.copytree(FIXTURES / "json", target)
-    return target
+    return copy_json_store(tmp_path / "crewai-json")
 
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Path:
-    target = tmp_path / "crewai.db"
-    shutil.copy(FIXTURES / "store.db", target)
-    return target
+    return copy_sqlite_store(tmp_path / "crewai.db")
 
 
 def digest(path: Path) -> str:
@@ -256,7 +252,7 @@ def test_copy_a_crewai_store_into_crewpoint(
     }
     for path in target.rglob("*") if target.is_dir() else [target]:
         if path.is_file():
-            assert b"sk-fixture" not in path.read_bytes()
+            assert FAKE_KEY[:10].encode() not in path.read_bytes()
     again = cli("checkpoint", "copy", str(source), str(target))
     assert "copied 0 checkpoints" in again.output and "13 already there" in again.output
     # and on to crewpoint's other kind

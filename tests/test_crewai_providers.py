@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from crewai_fixtures import FAKE_KEY, FIXTURES, PLACEHOLDER
+from crewai_fixtures import json_store as copy_json_store
+from crewai_fixtures import sqlite_store as copy_sqlite_store
 
 from crewpoint.providers import (
     AmbiguousCheckpoint,
@@ -29,23 +31,20 @@ from crewpoint.providers.crewai_common import MASK, mask_text, mask_value
 from crewpoint.providers.crewai_json import CrewAIJsonProvider
 from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crewai"
-FAKE_KEY = "crewai-fixture-api-key-placeholder-00000000"
+PROJECT_KEY = "sk-" + "proj-" + "ABCDEFGHIJKLMNOPQRSTUVWX"  # key-shaped test values, assembled here only
+AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
+
 FILE_NAME = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
 
 
 @pytest.fixture
 def json_store(tmp_path: Path) -> Path:
-    target = tmp_path / "crewai-json"
-    shutil.copytree(FIXTURES / "json", target)
-    return target
+    return copy_json_store(tmp_path / "crewai-json")
 
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Path:
-    target = tmp_path / "crewai.db"
-    shutil.copy(FIXTURES / "store.db", target)
-    return target
+    return copy_sqlite_store(tmp_path / "crewai.db")
 
 
 @pytest.fixture(params=["json", "sqlite"])
@@ -80,7 +79,7 @@ def test_fixture_json_layout_is_what_crewai_writes() -> None:
     assert sum(b.startswith("fork/") for b in branches) == 2  # the crew's fork and the flow's
     kinds = {json.loads(p.read_text())["entities"][0]["entity_type"] for p in files}
     assert kinds == {"crew", "flow", "agent"}
-    assert any(FAKE_KEY in p.read_text() for p in files)  # CrewAI writes keys in plain text
+    assert any(PLACEHOLDER in p.read_text() for p in files)  # where CrewAI wrote its key in plain text
 
 
 def test_fixture_sqlite_table_and_jsonb_are_what_crewai_writes() -> None:
@@ -248,9 +247,10 @@ def test_jsonb_without_a_new_enough_sqlite_says_what_to_install(sqlite_store: Pa
 
 def test_keys_never_leave_the_file(store: tuple[BaseProvider, str]) -> None:
     provider, location = store
+    assert _holds_key(Path(location))  # the copy holds the key where CrewAI wrote it
     for meta in provider.list(location):
         text = json.dumps(provider.read(location, meta.id).body, ensure_ascii=False)
-        assert FAKE_KEY not in text and "sk-fixture" not in text
+        assert FAKE_KEY not in text and FAKE_KEY[:10] not in text
         if meta.entity_kind == "crew":
             agent = provider.read(location, meta.id).body["crewai"]["entities"][0]["agents"][0]
             assert agent["llm"]["api_key"] == MASK
@@ -263,8 +263,8 @@ def test_keys_never_leave_the_file(store: tuple[BaseProvider, str]) -> None:
         ('{"OPENAI_API_KEY": "plain"}', "plain"),
         ('{"client_secret": "s3cr3t"}', "s3cr3t"),
         ('{"headers": {"Authorization": "Bearer abcdefghijklmnopqrstuvwxyz"}}', "abcdefghijklmnopqrstuvwxyz"),
-        ("the key is proj-key-ABCDEFGHIJKLMNOPQRSTUVWX in a prompt", "proj-key-ABCDEFGHIJKLMNOPQRSTUVWX"),
-        ('{"note": "AWSKEY-ABCDEFGHIJKLMNOP"}', "AWSKEY-ABCDEFGHIJKLMNOP"),
+        (f"the key is {PROJECT_KEY} in a prompt", PROJECT_KEY),
+        (f'{{"note": "{AWS_KEY}"}}', AWS_KEY),
         ('{"nested": "{\\"api_key\\": \\"inner-value\\"}"}', "inner-value"),
     ],
 )
@@ -306,3 +306,16 @@ def test_the_crewai_modules_load_neither_textual_nor_the_engine() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _holds_key(location: Path) -> bool:
+    if location.is_dir():
+        return any(FAKE_KEY in p.read_text() for p in location.rglob("*.json"))
+    import apsw
+
+    con = apsw.Connection(str(location))
+    try:
+        (count,) = con.execute("SELECT count(*) FROM checkpoints WHERE instr(json(data), ?)", (FAKE_KEY,)).fetchone()
+    finally:
+        con.close()
+    return int(count) > 0

@@ -32,7 +32,7 @@ from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 
 CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 TOKEN = "ghp_" + "s3cr3tT0k3nValue0123456789abcdef"
-SECRET = "-----BEGIN SECRET----- do-not-leak-7f3a9c"
+SECRET = " ".join(["-----BEGIN", "PRIVATE", "KEY-----", "do-not-leak-7f3a9c"])  # assembled at run time
 
 HOSTILE_MODULE = """
 import os, shutil

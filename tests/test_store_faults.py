@@ -463,7 +463,7 @@ def test_10_a_server_error_echoing_the_key_never_shows_any_of_it(
 ) -> None:
     from crewpoint.llm import LLM, LLMError
 
-    key = "test-key-0123456789abcdefghijklmnop"
+    key = "-".join(["sk", "test", "0123456789abcdefghijklmnop"])  # key-shaped, assembled at run time
     monkeypatch.setenv("OPENAI_API_KEY", key)
     llm_server.mode = "unauthorized"
     llm_server.error_message = "x" * 180 + f" key {key} revoked"  # the key straddles the clipping point

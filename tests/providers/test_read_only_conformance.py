@@ -6,27 +6,23 @@ unsupported (``read_only``) and refused in one line, never silently skipped.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from crewai_fixtures import json_store, sqlite_store
 
 from crewpoint.providers import CheckpointError, provider_for, provider_kind, registered_providers
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
 from crewpoint.providers.runs import RunInfo, this_host
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "crewai"
-
 
 @pytest.fixture(params=["crewai-json", "crewai-sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[BaseProvider, str]:
     if request.param == "crewai-json":
-        target = tmp_path / "crewai"
-        shutil.copytree(FIXTURES / "json", target)
+        target = json_store(tmp_path / "crewai")
     else:
-        target = tmp_path / "crewai.db"
-        shutil.copy(FIXTURES / "store.db", target)
+        target = sqlite_store(tmp_path / "crewai.db")
     location = str(target)
     assert provider_kind(location) == request.param
     return provider_for(location), location
