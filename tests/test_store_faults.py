@@ -386,6 +386,7 @@ SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.mino
     reason="needs root to run a reader as another user (root itself ignores folder permissions)",
 )
 def test_10_a_sqlite_store_in_a_read_only_folder_can_be_listed_and_read() -> None:
+    import shutil
     import tempfile
 
     import crewpoint.providers
@@ -399,7 +400,16 @@ def test_10_a_sqlite_store_in_a_read_only_folder_can_be_listed_and_read() -> Non
         SqliteProvider().close()
         for name in os.listdir(folder):
             (folder / name).chmod(0o644)  # readable by everyone, writable by nobody but root: no -shm can be made
-        package_root = str(Path(crewpoint.providers.__file__).parents[2])
+        # the reader gets its own world-readable copy of the package: the checkout may sit in a private folder
+        package_root = tempfile.mkdtemp(prefix="crewpoint-lib-")
+        os.chmod(package_root, 0o755)
+        shutil.copytree(
+            Path(crewpoint.providers.__file__).parents[1],
+            Path(package_root) / "crewpoint",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for path in Path(package_root).rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
         code = (
             "import sys\n"
             "from crewpoint.providers import SqliteProvider, CheckpointError\n"
@@ -432,9 +442,9 @@ def test_10_a_sqlite_store_in_a_read_only_folder_can_be_listed_and_read() -> Non
         assert first == "4 True"
         assert second.startswith("refused: cannot write to") and "read-only" in second
     finally:
-        import shutil
-
         shutil.rmtree(folder)
+        if package_root:
+            shutil.rmtree(package_root, ignore_errors=True)
 
 
 def test_10_prune_frees_a_json_store_when_no_file_can_grow() -> None:
