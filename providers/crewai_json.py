@@ -15,8 +15,7 @@ import builtins
 import json
 import os
 import threading
-from collections.abc import Iterable
-from stat import S_ISDIR, S_ISREG
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import (
@@ -27,17 +26,16 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import (
-    FILE_RE,
+from crewpoint.providers.crewai_common import FILE_RE, loads_masked, parse_stamp, to_body
+from crewpoint.providers.crewai_listing import (
+    Entry,
+    Facts,
     FactsCache,
-    describe_dump,
-    loads_masked,
-    order,
-    parse_stamp,
-    to_body,
+    LazyListing,
+    json_facts,
+    order_entries,
 )
-from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import match_prefix, split_ref
+from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
@@ -59,39 +57,37 @@ def looks_like_crewai_json_store(path: str) -> bool:
         if os.path.isdir(main) and any(FILE_RE.fullmatch(n) for n in os.listdir(main)):
             return True
         for top, _dirs, files in _walk(path, limit=200):
-            if top != path and any(FILE_RE.fullmatch(f) for f in files):
+            if top != path and any(FILE_RE.fullmatch(f.name) for f in files):
                 return True
     except OSError:
         return False
     return False
 
 
-def _walk(root: str, limit: int) -> Iterable[tuple[str, list[str], list[str]]]:
-    """(folder, subfolders, files) under ``root``, links and hidden entries skipped, at most ``limit`` folders."""
+def _walk(root: str, limit: int) -> Iterable[tuple[str, list[str], list[os.DirEntry[str]]]]:
+    """(folder, subfolders, regular files) under ``root``, links and hidden entries skipped, at most ``limit``
+    folders. The kind of each entry comes from the directory listing, so nothing is stat'ed here."""
     stack = [(root, 0)]
     seen = 0
     while stack and seen < limit:
         folder, depth = stack.pop()
         seen += 1
         try:
-            names = os.listdir(folder)
+            with os.scandir(folder) as listing:
+                found = [entry for entry in listing if not entry.name.startswith(".")]
         except OSError:
             continue
         dirs, files = [], []
-        for name in names:
-            if name.startswith("."):
-                continue
-            full = os.path.join(folder, name)
+        for entry in found:
             try:
-                mode = os.lstat(full).st_mode
+                if entry.is_dir(follow_symlinks=False):
+                    dirs.append(entry.name)
+                    if depth < _MAX_DEPTH:
+                        stack.append((entry.path, depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    files.append(entry)
             except OSError:
                 continue
-            if S_ISDIR(mode):
-                dirs.append(name)
-                if depth < _MAX_DEPTH:
-                    stack.append((full, depth + 1))
-            elif S_ISREG(mode):
-                files.append(name)
         yield folder, dirs, files
 
 
@@ -116,6 +112,7 @@ class CrewAIJsonProvider(BaseProvider):
 
     kind = "crewai-json"
     read_only = True
+    newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -141,90 +138,50 @@ class CrewAIJsonProvider(BaseProvider):
         return waiting_spec(location, path)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        path = split_ref(location)[0]
-        if os.path.isfile(path):
-            metas = self._list_root(store_root(path))
-            return [m for m in metas if m.location == os.path.abspath(path)]
-        if not os.path.isdir(path):
-            raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        metas = self._list_root(path)
-        if branch is not None:
-            metas = [m for m in metas if m.branch == branch]
-        return metas
+        return self._lazy(location, branch).all()
 
-    def _list_root(self, root: str) -> builtins.list[CheckpointMeta]:
-        root = os.path.abspath(root)
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        return self._lazy(location, branch).first(limit)
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        return self._lazy(location, branch).stream()
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        listing = self._lazy(location, None)
+        entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
+        return None if entry is None else listing.metas([entry])[0]
+
+    def _lazy(self, location: str, branch: str | None) -> LazyListing:
+        """The store's files in order (names and sizes only); their facts are read as they are asked for."""
+        path = os.path.abspath(split_ref(location)[0])
+        if os.path.isfile(path):
+            root, only = store_root(path), path
+        elif os.path.isdir(path):
+            root, only = path, None
+        else:
+            raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
+        entries = order_entries(_entries(root))
         with self._lock:
             cache = self._caches.get(root)
             if cache is None:
                 cache = self._caches[root] = FactsCache(root)
-            found: builtins.list[CheckpointMeta] = []
-            seen: set[str] = set()
-            for folder, _dirs, files in _walk(root, limit=100_000):
-                if folder == root:
-                    continue
-                branch = os.path.relpath(folder, root).replace(os.sep, "/")
-                for name in files:
-                    match = FILE_RE.fullmatch(name)
-                    if match is None:
-                        continue
-                    full = os.path.join(folder, name)
-                    try:
-                        stat = os.lstat(full)
-                    except OSError:
-                        continue
-                    key = f"{branch}/{name}"
-                    seen.add(key)
-                    found.append(self._meta(cache, key, full, branch, match, stat.st_size, stat.st_mtime_ns))
-            cache.keep_only(seen)
-            cache.save()
-        return newest_first(order(found))
-
-    @staticmethod
-    def _meta(
-        cache: FactsCache, key: str, path: str, branch: str, match: Any, size: int, mtime_ns: int
-    ) -> CheckpointMeta:
-        stamp, short, parent = match.groups()
-        fields: dict[str, Any] = {
-            "id": f"{stamp}_{short}",
-            "parent_id": None if parent == "none" else parent,
-            "branch": branch,
-            "lineage": "",
-            "sequence": mtime_ns,
-            "created_at": parse_stamp(stamp),
-            "trigger": "",
-            "schema_version": 1,
-            "size": size,
-            "location": path,
-        }
-        facts = cache.get(key, size, mtime_ns)
-        if facts is None:
-            try:
-                facts = describe_dump(_load(path, masked=False))  # only non-secret facts are kept (the name masked)
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                return CheckpointMeta(**fields, damaged=_reason(exc))
-            cache.put(key, size, mtime_ns, facts)
-        try:
-            return CheckpointMeta(**(fields | facts))
-        except TypeError:
-            return CheckpointMeta(**fields, damaged="unreadable cached facts: list again")
+            cache.keep_only({e.key for e in entries})
+        if only is not None:
+            entries = [e for e in entries if e.location == only]
+        elif branch is not None:
+            entries = [e for e in entries if e.branch == branch]
+        return LazyListing(entries, cache, _learn, self._lock)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
-        wanted = checkpoint_id or ref_id
+        listing = self._lazy(path, None)
         if os.path.isfile(path):
-            metas = self.list(path)
-            if not metas:
+            if not listing.entries:
                 raise CheckpointNotFound(f"{path}: not a CrewAI checkpoint file")
-            return self._read(metas[0])
-        metas = self.list(path)
-        if not metas:
+            return self._read(listing.first(1)[0])
+        chosen = listing.pick(checkpoint_id or ref_id, path)
+        if chosen is None:
             raise CheckpointNotFound(f"no checkpoints in {path}")
-        if wanted is None:
-            chosen = next((m for m in metas if not m.damaged), metas[0])
-        else:
-            full = match_prefix([m.id for m in metas], wanted, path)
-            chosen = next(m for m in metas if m.id == full)
         return self._read(chosen)
 
     def _read(self, meta: CheckpointMeta) -> CheckpointRecord:
@@ -237,6 +194,50 @@ class CrewAIJsonProvider(BaseProvider):
             raise CheckpointNotFound(f"no checkpoint at {meta.location}") from None
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise DamagedCheckpoint(f"{meta.location}: {_reason(exc)}") from None
+
+
+def _entries(root: str) -> builtins.list[Entry]:
+    """Every CrewAI checkpoint file under ``root`` as its name tells it (one ``lstat`` each, no reading)."""
+    found: builtins.list[Entry] = []
+    for folder, _dirs, files in _walk(root, limit=100_000):
+        if folder == root:
+            continue
+        branch = os.path.relpath(folder, root).replace(os.sep, "/")
+        for file in files:
+            match = FILE_RE.fullmatch(file.name)
+            if match is None:
+                continue
+            try:
+                stat = file.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            name, full = file.name, file.path
+            stamp, short, parent = match.groups()
+            found.append(
+                Entry(
+                    id=f"{stamp}_{short}",
+                    parent_id=None if parent == "none" else parent,
+                    branch=branch,
+                    created_at=parse_stamp(stamp),
+                    tiebreak=stat.st_mtime_ns,
+                    size=stat.st_size,
+                    location=full,
+                    key=f"{branch}/{name}",
+                    stamp=stat.st_mtime_ns,
+                )
+            )
+    return found
+
+
+def _learn(entries: builtins.list[Entry]) -> dict[str, Facts]:
+    """Facts of each file (only non-secret facts are kept, the name masked); a damaged file says why."""
+    learnt: dict[str, Facts] = {}
+    for entry in entries:
+        try:
+            learnt[entry.key] = json_facts(entry.location, lambda path: _load(path, masked=False))
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            learnt[entry.key] = {"damaged": _reason(exc)}
+    return learnt
 
 
 def read_dump(path: str, masked: bool = True) -> dict[str, Any]:

@@ -27,15 +27,25 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import FactsCache, describe_dump, loads_masked, order, parse_stamp, to_body
+from crewpoint.providers.crewai_common import loads_masked, parse_stamp, to_body
 from crewpoint.providers.crewai_json import READ_ONLY
-from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import match_prefix, split_ref
+from crewpoint.providers.crewai_listing import (
+    SQL_FACTS,
+    Entry,
+    Facts,
+    FactsCache,
+    LazyListing,
+    crew_facts,
+    describe_dump,
+    order_entries,
+)
+from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
 
 JSONB_VERSION = (3, 45, 0)
+_SQL_ROWS = "SELECT rowid, id, created_at, parent_id, branch, length(data) FROM checkpoints"
 INSTALL_HINT = (
     "this CrewAI SQLite store keeps checkpoints as SQLite JSONB, which needs SQLite 3.45 or newer "
     f"(this Python has {sqlite3.sqlite_version}): pip install 'crewpoint[crewai]'"
@@ -100,6 +110,7 @@ class CrewAISqliteProvider(BaseProvider):
 
     kind = "crewai-sqlite"
     read_only = True
+    newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -125,69 +136,59 @@ class CrewAISqliteProvider(BaseProvider):
         return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        return self._lazy(location, branch).all()
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        return self._lazy(location, branch).first(limit)
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        return self._lazy(location, branch).stream()
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        listing = self._lazy(location, None)
+        entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
+        return None if entry is None else listing.metas([entry])[0]
+
+    def _lazy(self, location: str, branch: str | None) -> LazyListing:
+        """The table's rows in order (its narrow columns only); facts are read from the JSONB as asked for."""
         path = os.path.abspath(split_ref(location)[0])
         if not os.path.isfile(path):
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        damaged: dict[str, dict[str, Any]] = {}
+        try:
+            with connect(path) as con:
+                rows = list(con.execute(_SQL_ROWS))
+        except _errors() as exc:
+            raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
+        entries = order_entries(
+            [
+                Entry(
+                    id=str(cid),
+                    parent_id=str(parent) if parent else None,
+                    branch=str(row_branch or "main"),
+                    created_at=parse_stamp(str(created or cid)),
+                    tiebreak=int(rowid),
+                    size=int(length or 0),
+                    location=f"{path}#{cid}",
+                    key=str(cid),
+                    stamp=0,
+                )
+                for rowid, cid, created, parent, row_branch, length in rows
+            ]
+        )
         with self._lock:
             cache = self._caches.get(path)
             if cache is None:
                 cache = self._caches[path] = FactsCache(path)
-            try:
-                with connect(path) as con:
-                    rows = list(
-                        con.execute("SELECT rowid, id, created_at, parent_id, branch, length(data) FROM checkpoints")
-                    )
-                    missing = [str(r[1]) for r in rows if cache.get(str(r[1]), r[5] or 0, 0) is None]
-                    for start in range(0, len(missing), 500):
-                        chunk = missing[start : start + 500]
-                        for cid, length, found in _read_facts(con, chunk):
-                            if "damaged" not in found:
-                                cache.put(cid, length, 0, found)
-                            else:
-                                damaged[cid] = found
-            except _errors() as exc:
-                raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
-            facts = [
-                cache.get(str(r[1]), r[5] or 0, 0) or damaged.get(str(r[1])) or {"damaged": "row vanished"}
-                for r in rows
-            ]
-            cache.keep_only({str(r[1]) for r in rows})
-            cache.save()
-        metas = []
-        for (rowid, cid, created, parent, row_branch, length), known in zip(rows, facts, strict=True):
-            fields: dict[str, Any] = {
-                "id": str(cid),
-                "parent_id": str(parent) if parent else None,
-                "branch": str(row_branch or "main"),
-                "lineage": "",
-                "sequence": int(rowid),
-                "created_at": parse_stamp(str(created or cid)),
-                "trigger": "",
-                "size": int(length or 0),
-                "location": f"{path}#{cid}",
-            }
-            try:
-                metas.append(CheckpointMeta(**(fields | known)))
-            except TypeError:
-                metas.append(CheckpointMeta(**fields, damaged="unreadable cached facts: list again"))
-        ordered = newest_first(order(metas))
-        return ordered if branch is None else [m for m in ordered if m.branch == branch]
-
-    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
-        return next((m for m in self.list(location) if m.id == checkpoint_id), None)
+            cache.keep_only({e.key for e in entries})
+        if branch is not None:
+            entries = [e for e in entries if e.branch == branch]
+        return LazyListing(entries, cache, lambda missing: _learn(path, missing), self._lock)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
-        wanted = checkpoint_id or ref_id
-        metas = self.list(path)
-        if not metas:
+        chosen = self._lazy(path, None).pick(checkpoint_id or ref_id, path)
+        if chosen is None:
             raise CheckpointNotFound(f"no checkpoints in {path}")
-        if wanted is None:
-            chosen = next((m for m in metas if not m.damaged), metas[0])
-        else:
-            full = match_prefix([m.id for m in metas], wanted, path)
-            chosen = next(m for m in metas if m.id == full)
         if chosen.damaged:
             raise DamagedCheckpoint(f"{chosen.location}: damaged checkpoint ({chosen.damaged})")
         dump = read_dump(os.path.abspath(path), chosen.id)
@@ -217,27 +218,55 @@ def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, A
     return dump
 
 
-def _read_facts(con: Any, ids: builtins.list[str]) -> builtins.list[tuple[str, int, dict[str, Any]]]:
-    """(id, length, facts) of the rows ``ids``; a row whose blob SQLite cannot read is damaged on its own."""
-    marks = ",".join("?" * len(ids))
-    query = f"SELECT id, length(data), json(data) FROM checkpoints WHERE id IN ({marks})"
+def _learn(path: str, entries: builtins.list[Entry]) -> dict[str, Facts]:
+    """Facts of the rows ``entries`` name, read inside SQLite from the JSONB; a row whose facts need its events
+    (an agent, a flow without a name) is read whole; a row SQLite cannot read is damaged on its own."""
+    learnt: dict[str, Facts] = {}
     try:
-        return [(str(cid), int(length or 0), _facts(text)) for cid, length, text in con.execute(query, ids)]
+        with connect(path) as con:
+            ids = [e.key for e in entries]
+            for start in range(0, len(ids), 500):
+                learnt |= _facts_of(con, ids[start : start + 500])
+    except _errors() as exc:
+        raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
+    return learnt
+
+
+def _facts_of(con: Any, ids: builtins.list[str]) -> dict[str, Facts]:
+    query = SQL_FACTS.format(marks=",".join("?" * len(ids)))
+    try:
+        rows = list(con.execute(query, ids))
     except _errors():
         if len(ids) == 1:
-            reason = {"damaged": "the data is not readable JSONB (damaged or half-written)"}
-            return [(ids[0], -1, reason)]
-        out = []
+            return {ids[0]: {"damaged": "the data is not readable JSONB (damaged or half-written)"}}
+        out: dict[str, Facts] = {}
         for one in ids:
-            out += _read_facts(con, [one])
+            out |= _facts_of(con, [one])
         return out
+    learnt: dict[str, Facts] = {}
+    whole: builtins.list[str] = []
+    for cid, version, trigger, kind, name, done, total, completed in rows:
+        facts = crew_facts(kind, name, done, total, completed, version, trigger)
+        if facts is None:
+            whole.append(str(cid))
+        else:
+            learnt[str(cid)] = facts
+    for cid in whole:
+        learnt[cid] = _whole_facts(con, cid)
+    return learnt
 
 
-def _facts(text: Any) -> dict[str, Any]:
+def _whole_facts(con: Any, checkpoint_id: str) -> Facts:
     import json
 
     try:
-        dump = json.loads(text)
+        rows = list(con.execute("SELECT json(data) FROM checkpoints WHERE id = ?", (checkpoint_id,)))
+    except _errors():
+        return {"damaged": "the data is not readable JSONB (damaged or half-written)"}
+    if not rows:
+        return {"damaged": "vanished while it was read"}
+    try:
+        dump = json.loads(rows[0][0])
         if not isinstance(dump, dict):
             raise ValueError("not a CrewAI checkpoint")
         return describe_dump(dump)

@@ -1,0 +1,366 @@
+"""Listing a CrewAI store fast: order from what costs nothing, facts only for the rows a view asks for.
+
+A CrewAI store's names (or its table's columns) give every checkpoint's id, parent, branch and time, so the
+order, lineages and sequences of a whole store come from a directory walk or one narrow query (:class:`Entry`,
+:func:`order_entries`). What a list shows besides (kind, name, progress, trigger, version) needs the dump, so
+it is learnt per row, newest first, only for the rows asked for (:class:`LazyListing`), and kept in
+:class:`FactsCache` so a row is learnt once.
+
+Learning a JSON dump reads its head and tail only (:func:`json_facts`): CrewAI writes ``entities`` before the
+big ``event_record`` and ``trigger`` last. Anything unexpected (another key order, a torn file, a flow or agent
+whose facts are in its events) falls back to parsing the whole file, which also names what is damaged.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.crewai_common import entity_name, main_entity, mask_text, progress
+
+Facts = dict[str, Any]
+CHUNK = 500
+"""Rows learnt at a time while a listing streams."""
+
+_HEAD = 65_536
+_TAIL = 4_096
+_decoder = json.JSONDecoder()
+_WHITESPACE = " \t\r\n"
+
+
+@dataclass(slots=True)
+class Entry:
+    """One checkpoint as its name (or row) tells it, before its dump is read."""
+
+    id: str
+    parent_id: str | None
+    branch: str
+    created_at: float
+    tiebreak: int
+    """Orders checkpoints of the same second that are not parent and child (modification time, row id)."""
+    size: int
+    location: str
+    key: str
+    """The cache key: the file's path in the store, or the row's id."""
+    stamp: int
+    """The cache stamp: the file's modification time; 0 for a database row (CrewAI never changes a row)."""
+    lineage: str = ""
+    sequence: int = 0
+
+    def meta(self, facts: Facts) -> CheckpointMeta:
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "parent_id": self.parent_id,
+            "branch": self.branch,
+            "lineage": self.lineage,
+            "sequence": self.sequence,
+            "created_at": self.created_at,
+            "trigger": "",
+            "schema_version": 1,
+            "size": self.size,
+            "location": self.location,
+        }
+        try:
+            return CheckpointMeta(**(fields | facts))
+        except TypeError:
+            return CheckpointMeta(**fields, damaged="unreadable cached facts: list again")
+
+
+def order_entries(entries: list[Entry]) -> list[Entry]:
+    """``entries`` newest first, each given its lineage (the oldest ancestor in the store) and sequence (its
+    place, oldest first: by time, a parent before its children within the same second)."""
+    by_id = {e.id: e for e in entries}
+    known: dict[str, tuple[int, str]] = {}  # id -> (depth, root), filled along each chain once
+    for entry in entries:
+        if entry.id in known:
+            continue
+        chain: list[str] = []
+        in_chain: set[str] = set()
+        current: Entry | None = entry
+        while current is not None and current.id not in known and current.id not in in_chain:
+            chain.append(current.id)
+            in_chain.add(current.id)
+            current = by_id.get(current.parent_id) if current.parent_id else None
+        if current is not None and current.id in known:
+            depth, root = known[current.id]
+            depth += 1
+        else:  # the chain's top is in this store (or a loop): it is the root
+            depth, root = 0, chain[-1]
+        for cid in reversed(chain):
+            known[cid] = (depth, root)
+            depth += 1
+    placed = sorted(entries, key=lambda e: (e.created_at, known[e.id][0], e.tiebreak, e.id))
+    for n, entry in enumerate(placed, start=1):
+        entry.lineage = known[entry.id][1]
+        entry.sequence = n
+    placed.reverse()
+    return placed
+
+
+class LazyListing:
+    """A store's entries in order, with their facts learnt on demand (through ``learn``, for the entries the
+    cache does not know) and remembered in ``cache``; ``lock`` guards the cache, shared by a provider's
+    listings of one store."""
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        cache: FactsCache,
+        learn: Callable[[list[Entry]], dict[str, Facts]],
+        lock: threading.Lock,
+    ) -> None:
+        self.entries = entries
+        self.cache = cache
+        self.learn = learn
+        self.lock = lock
+
+    def metas(self, entries: list[Entry], save: bool = True) -> list[CheckpointMeta]:
+        with self.lock:
+            known = {e.key: self.cache.get(e.key, e.size, e.stamp) for e in entries}
+            missing = [e for e in entries if known[e.key] is None]
+            if missing:
+                try:
+                    learnt = self.learn(missing)
+                    for entry in missing:
+                        facts = learnt.get(entry.key) or {"damaged": "vanished while it was read"}
+                        if "damaged" not in facts:
+                            self.cache.put(entry.key, entry.size, entry.stamp, facts)
+                        known[entry.key] = facts
+                finally:
+                    if save:
+                        self.cache.save()
+        return [e.meta(known[e.key] or {}) for e in entries]
+
+    def first(self, limit: int) -> list[CheckpointMeta]:
+        return self.metas(self.entries[: max(0, limit)])
+
+    def all(self) -> list[CheckpointMeta]:
+        return self.metas(self.entries)
+
+    def stream(self) -> Iterator[CheckpointMeta]:
+        """The listing chunk by chunk; what was learnt is saved when it ends or is left."""
+        try:
+            for start in range(0, len(self.entries), CHUNK):
+                yield from self.metas(self.entries[start : start + CHUNK], save=False)
+        finally:
+            with self.lock:
+                self.cache.save()
+
+    def pick(self, wanted: str | None, where: str) -> CheckpointMeta | None:
+        """The checkpoint ``wanted`` names (an id or a unique prefix), or with None the newest one that is not
+        damaged (the newest of all when every one is); None in an empty listing. Reads only what it needs."""
+        from crewpoint.providers.refs import match_prefix
+
+        if not self.entries:
+            return None
+        if wanted is None:
+            return next((m for m in self.stream() if not m.damaged), None) or self.first(1)[0]
+        full = match_prefix([e.id for e in self.entries], wanted, where)
+        return self.metas([next(e for e in self.entries if e.id == full)])[0]
+
+
+# -- JSON files ------------------------------------------------------------------------------------------------
+
+
+def json_facts(path: str, parse_whole: Callable[[str], dict[str, Any]]) -> Facts:
+    """What a list shows of the CrewAI checkpoint file at ``path``, read from its head and tail when it can be;
+    else from ``parse_whole(path)`` (which raises on a damaged file)."""
+    try:
+        quick = _json_facts_quick(path)
+    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError):
+        quick = None
+    return quick if quick is not None else describe_dump(parse_whole(path))
+
+
+def _json_facts_quick(path: str) -> Facts | None:
+    """A crew's facts from the file's head (its first entity up to the tasks) and tail (the trigger); None
+    when the file is small enough to parse whole, or is not laid out as CrewAI 1.15 lays it out."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        head = handle.read(_HEAD)
+        if size <= len(head):
+            return None
+        handle.seek(max(0, size - _TAIL))
+        tail = handle.read()
+    text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a cut last character waits
+    top, at = _members_before(text, _skip(text, 0), "entities")
+    if text[at] != "[" or "crewai_version" not in top:
+        return None
+    crew, at = _members_before(text, _skip(text, at + 1), "tasks")
+    if crew.get("entity_type") != "crew" or "name" not in crew:
+        return None  # an entity that is not a crew first: the whole file says which entity the checkpoint is of
+    crew["tasks"], _end = _decoder.raw_decode(text, at)
+    trigger = _last_trigger(tail.decode("utf-8", "replace"))
+    if trigger is None:
+        return None
+    return _facts(crew, [], top["crewai_version"], trigger)
+
+
+def _members_before(text: str, at: int, stop: str) -> tuple[dict[str, Any], int]:
+    """The members of the JSON object at ``at`` decoded up to the key ``stop``, and where ``stop``'s value
+    starts. Raises ValueError when the object ends (or ``text`` does) before ``stop``."""
+    if text[at] != "{":
+        raise ValueError("not an object")
+    found: dict[str, Any] = {}
+    at += 1
+    while True:
+        key, at = _decoder.raw_decode(text, _skip(text, at))
+        at = _skip(text, at)
+        if not isinstance(key, str) or text[at] != ":":
+            raise ValueError("not an object member")
+        at = _skip(text, at + 1)
+        if key == stop:
+            return found, at
+        found[key], at = _decoder.raw_decode(text, at)
+        at = _skip(text, at)
+        if text[at] != ",":
+            raise ValueError(f"no {stop!r}")
+        at += 1
+
+
+def _last_trigger(tail: str) -> str | None:
+    """The top-level ``trigger`` CrewAI writes last: a string value followed only by the object's end."""
+    at = tail.rfind('"trigger"')
+    if at < 0 or tail[:at].rstrip()[-1:] not in (",", "{"):
+        return None
+    at = _skip(tail, at + len('"trigger"'))
+    if tail[at] != ":":
+        return None
+    value, end = _decoder.raw_decode(tail, _skip(tail, at + 1))
+    if tail[end:].strip() != "}" or not (value is None or isinstance(value, str)):
+        return None
+    return value or ""
+
+
+def _skip(text: str, at: int) -> int:
+    while text[at] in _WHITESPACE:
+        at += 1
+    return at
+
+
+# -- what a list shows -----------------------------------------------------------------------------------------
+
+
+def describe_dump(dump: dict[str, Any]) -> Facts:
+    """What list views need from a whole dump: kind, name, progress, trigger, version."""
+    entity = main_entity(dump)
+    events = events_needed(dump, entity)
+    return _facts(entity, events, dump.get("crewai_version"), dump.get("trigger"))
+
+
+def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str, Any]]:
+    from crewpoint.providers.crewai_common import events_of
+
+    return events_of(dump) if entity.get("entity_type") != "crew" else []
+
+
+def _facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, trigger: Any) -> Facts:
+    done, total = progress(entity, events)
+    return {
+        "entity_kind": str(entity.get("entity_type") or ""),
+        "entity_name": mask_text(entity_name(entity, events)),
+        "tasks_done": done,
+        "tasks_total": total,
+        "trigger": mask_text(str(trigger or "")),
+        "version": f"crewai {version or '?'}",
+    }
+
+
+def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, version: Any, trigger: Any) -> Facts | None:
+    """Facts from the columns the SQLite listing query reads (:data:`SQL_FACTS`); None when the entity needs
+    its events (an agent, a flow without a name) or a column is not what it should be."""
+    if kind == "crew" and isinstance(done, int) and isinstance(total, int):
+        entity = {"entity_type": "crew", "name": name}
+        return _facts(entity, [], version, trigger) | {"tasks_done": done, "tasks_total": total}
+    if kind == "flow" and name and isinstance(completed, int):
+        entity = {"entity_type": "flow", "name": name}
+        return _facts(entity, [], version, trigger) | {"tasks_done": completed, "tasks_total": completed}
+    return None
+
+
+SQL_FACTS = """
+WITH m AS (
+  SELECT id, data,
+    coalesce((SELECT min(e.key) FROM jsonb_each(data, '$.entities') e WHERE e.value ->> '$.entity_type' = 'crew'), 0)
+      AS i
+  FROM checkpoints WHERE id IN ({marks})
+)
+SELECT id, data ->> '$.crewai_version', data ->> '$.trigger',
+  json_extract(data, '$.entities[' || i || '].entity_type'),
+  json_extract(data, '$.entities[' || i || '].name'),
+  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t
+   WHERE t.type = 'object' AND json_type(t.value, '$.output') NOT IN ('null')),
+  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t WHERE t.type = 'object'),
+  json_array_length(data, '$.entities[' || i || '].checkpoint_completed_methods')
+FROM m
+"""
+"""Facts of the rows ``{marks}`` names, read inside SQLite from the JSONB (no row is turned into text)."""
+
+
+# -- the cache -------------------------------------------------------------------------------------------------
+
+
+class FactsCache:
+    """What listings learned from a store's checkpoints (kind, name, progress, trigger), kept between processes
+    in crewpoint's cache folder (``$XDG_CACHE_HOME/crewpoint/crewai``), never in the CrewAI store: CrewAI's
+    names hold no progress, so a listing would otherwise read every checkpoint. An entry counts only while the
+    checkpoint's size and stamp (modification time; 0 for a database row) are unchanged. Names are masked."""
+
+    def __init__(self, store: str) -> None:
+        import hashlib
+
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        digest = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+        self.path = os.path.join(base, "crewpoint", "crewai", f"{digest}.json")
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        try:
+            with open(self.path, "rb") as handle:
+                loaded = json.loads(handle.read())
+            if isinstance(loaded, dict) and loaded.get("version") == 2 and isinstance(loaded.get("entries"), dict):
+                self.entries = loaded["entries"]
+        except (OSError, ValueError):
+            pass
+
+    def get(self, key: str, size: int, stamp: int) -> Facts | None:
+        entry = self.entries.get(key)
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == size and entry[1] == stamp:
+            facts = entry[2]
+            return facts if isinstance(facts, dict) else None
+        return None
+
+    def put(self, key: str, size: int, stamp: int, facts: Facts) -> None:
+        self.entries[key] = [size, stamp, facts]
+        self.dirty = True
+
+    def keep_only(self, keys: set[str]) -> None:
+        gone = [k for k in self.entries if k not in keys]
+        for key in gone:
+            del self.entries[key]
+        self.dirty = self.dirty or bool(gone)
+
+    def save(self) -> None:
+        """Write the cache atomically (0600 in a 0700 folder); a cache that cannot be written is skipped."""
+        if not self.dirty:
+            return
+        folder = os.path.dirname(self.path)
+        temp = f"{self.path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            text = json.dumps({"version": 2, "entries": self.entries}, ensure_ascii=False, separators=(",", ":"))
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(temp, self.path)
+            self.dirty = False
+        except OSError:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass

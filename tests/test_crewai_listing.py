@@ -1,0 +1,138 @@
+"""Listing a CrewAI store without reading every dump whole: the head-and-tail reading of a JSON file and the
+in-SQLite reading of a JSONB row give exactly what parsing the whole dump gives, fall back to it for anything
+laid out otherwise, and a listing reads only the rows it is asked for."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from crewai_fixtures import FAKE_KEY
+from crewai_fixtures import json_store as copy_json_store
+from crewai_fixtures import sqlite_store as copy_sqlite_store
+
+from crewpoint.providers.crewai_json import CrewAIJsonProvider, read_dump
+from crewpoint.providers.crewai_listing import describe_dump, json_facts
+from crewpoint.providers.crewai_sqlite import _facts_of, _whole_facts, connect
+
+KEY_NAME = "sk-" + "ant-" + "NAMEDNAMEDNAMEDNAMEDNAMED"  # key-shaped, assembled here only
+
+
+@pytest.fixture
+def json_store(tmp_path: Path) -> Path:
+    return copy_json_store(tmp_path / "crewai-json")
+
+
+def whole(path: str) -> dict[str, object]:
+    return read_dump(path, masked=False)
+
+
+def crew_files(root: Path) -> list[Path]:
+    found = [p for p in sorted(root.rglob("*.json")) if whole(str(p))["entities"][0]["entity_type"] == "crew"]  # type: ignore[index]
+    assert found and all(p.stat().st_size > 65_536 for p in found), "the crew fixtures are read by head and tail"
+    return found
+
+
+def test_head_and_tail_facts_are_the_whole_dumps_facts(json_store: Path) -> None:
+    for path in sorted(json_store.rglob("*.json")):
+        expected = describe_dump(whole(str(path)))
+
+        def refuse(_path: str) -> dict[str, object]:
+            raise AssertionError("a crew file this big is read by its head and tail")
+
+        big_crew = expected["entity_kind"] == "crew" and path.stat().st_size > 65_536
+        got = json_facts(str(path), refuse if big_crew else whole)
+        assert got == expected, path.name
+
+
+def _rewrite(path: Path, dump: dict[str, object], order: list[str]) -> None:
+    path.write_text(json.dumps({k: dump[k] for k in order}), encoding="utf-8")
+
+
+def test_another_key_order_is_read_whole_and_gives_the_same_facts(json_store: Path) -> None:
+    path = crew_files(json_store)[-1]
+    dump = whole(str(path))
+    expected = describe_dump(dump)
+    for order in (
+        ["trigger", "event_record", "entities", "crewai_version", "parent_id", "branch"],
+        ["crewai_version", "event_record", "entities", "trigger", "parent_id", "branch"],
+        ["entities", "crewai_version", "parent_id", "branch", "trigger", "event_record"],
+    ):
+        _rewrite(path, dump, order)
+        assert json_facts(str(path), whole) == expected, order
+
+
+def test_a_trigger_inside_the_events_is_not_taken_for_the_checkpoints(json_store: Path) -> None:
+    path = crew_files(json_store)[-1]
+    dump = whole(str(path))
+    del dump["trigger"]
+    dump["event_record"]["nodes"]["zz"] = {"event": {"type": "x", "trigger": "nested_trigger"}}  # type: ignore[index]
+    path.write_text(json.dumps(dump), encoding="utf-8")
+    facts = json_facts(str(path), whole)
+    assert facts["trigger"] == "" and facts == describe_dump(dump)
+
+
+def test_a_flow_before_the_crew_is_read_whole(json_store: Path) -> None:
+    path = crew_files(json_store)[-1]
+    dump = whole(str(path))
+    entities = dump["entities"]
+    assert isinstance(entities, list)
+    dump["entities"] = [entities[1], entities[0], *entities[2:]]
+    path.write_text(json.dumps(dump), encoding="utf-8")
+    facts = json_facts(str(path), whole)
+    assert facts["entity_kind"] == "crew" and facts == describe_dump(dump)
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.7, 0.999])
+def test_a_torn_crew_file_lists_as_damaged(json_store: Path, cut: float) -> None:
+    path = crew_files(json_store)[-1]
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * cut)])
+    metas = {m.id: m for m in CrewAIJsonProvider().list(str(json_store))}
+    assert metas[path.name.split("_p-")[0]].damaged
+    assert sum(1 for m in metas.values() if not m.damaged) == len(list(json_store.rglob("*.json"))) - 1
+
+
+def test_a_key_in_a_crews_name_is_masked_when_read_by_head_and_tail(json_store: Path) -> None:
+    path = crew_files(json_store)[-1]
+    dump = whole(str(path))
+    dump["entities"][0]["name"] = f"crew {KEY_NAME}"  # type: ignore[index]
+    path.write_text(json.dumps(dump), encoding="utf-8")
+    meta = next(m for m in CrewAIJsonProvider().list(str(json_store)) if m.location == str(path))
+    assert meta.entity_name == "crew ••••"
+
+
+def test_the_in_sqlite_facts_are_the_whole_rows_facts(tmp_path: Path) -> None:
+    store = copy_sqlite_store(tmp_path / "crewai.db")
+    with connect(str(store)) as con:
+        ids = [str(row[0]) for row in con.execute("SELECT id FROM checkpoints")]
+        quick = _facts_of(con, ids)
+        kinds = {facts["entity_kind"] for facts in quick.values()}
+        assert kinds == {"crew", "flow", "agent"}
+        for cid in ids:
+            assert quick[cid] == _whole_facts(con, cid), cid
+
+
+def test_a_listing_reads_only_the_rows_it_is_asked_for(tmp_path: Path) -> None:
+    """``list --limit 2`` learns two checkpoints, a full listing all of them, and the cache never holds a key."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for store in (copy_json_store(tmp_path / "crewai-json"), copy_sqlite_store(tmp_path / "crewai.db")):
+        if store.is_dir():
+            total = len(list(store.rglob("*.json")))
+        else:
+            total = sqlite3.connect(store).execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+        digest = hashlib.sha256(os.path.abspath(store).encode()).hexdigest()[:24]
+        saved = tmp_path / "cache" / "crewpoint" / "crewai" / f"{digest}.json"
+        command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "list", str(store)]
+        subprocess.run([*command, "--limit", "2"], env=env, check=True, capture_output=True)
+        assert len(json.loads(saved.read_text())["entries"]) == 2
+        listed = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+        assert len(listed.splitlines()) == total + 1
+        assert len(json.loads(saved.read_text())["entries"]) == total > 2
+        assert FAKE_KEY not in saved.read_text() and FAKE_KEY not in listed
