@@ -14,6 +14,7 @@ whose facts are in its events) falls back to parsing the whole file, which also 
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import os
 import threading
@@ -25,8 +26,8 @@ from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.crewai_common import entity_name, main_entity, mask_text, progress
 
 Facts = dict[str, Any]
-CHUNK = 500
-"""Rows learnt at a time while a listing streams."""
+CHUNK = 2000
+"""Rows learnt at a time while a listing streams (as many as `list` prints at a time)."""
 
 _HEAD = 65_536
 _TAIL = 4_096
@@ -264,12 +265,18 @@ def _facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, t
     done, total = progress(entity, events)
     return {
         "entity_kind": str(entity.get("entity_type") or ""),
-        "entity_name": mask_text(entity_name(entity, events)),
+        "entity_name": _masked(entity_name(entity, events)),
         "tasks_done": done,
         "tasks_total": total,
-        "trigger": mask_text(str(trigger or "")),
+        "trigger": _masked(str(trigger or "")),
         "version": f"crewai {version or '?'}",
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _masked(text: str) -> str:
+    """:func:`mask_text` of a name or trigger (a store repeats a few of them in every row)."""
+    return mask_text(text)
 
 
 def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, version: Any, trigger: Any) -> Facts | None:
@@ -282,6 +289,36 @@ def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, vers
         entity = {"entity_type": "flow", "name": name}
         return _facts(entity, [], version, trigger) | {"tasks_done": completed, "tasks_total": completed}
     return None
+
+
+SQL_CREW_FIRST = """
+SELECT id,
+  json_extract(data, '$.crewai_version', '$.trigger', '$.entities[0].entity_type', '$.entities[0].name'),
+  (SELECT json_group_array(CASE WHEN t.type <> 'object' THEN -1
+                                WHEN json_type(t.value, '$.output') NOT IN ('null') THEN 1 ELSE 0 END)
+   FROM jsonb_each(data, '$.entities[0].tasks') t)
+FROM checkpoints WHERE id IN ({marks})
+"""
+"""The rows ``{marks}`` names, as a crew first in its entities gives its facts: ``[version, trigger, kind,
+name]`` and a flag per task (1 finished, 0 not, -1 not a task), read inside SQLite from the JSONB with the
+row loaded once (:func:`crew_first_facts`); rows of another shape go through :data:`SQL_FACTS`."""
+
+
+def crew_first_facts(head: Any, flags: Any) -> Facts | None:
+    """Facts from a :data:`SQL_CREW_FIRST` row; None when its first entity is not a crew."""
+    try:
+        version, trigger, kind, name = json.loads(head)
+        marks = json.loads(flags)
+    except (TypeError, ValueError):
+        return None
+    if kind != "crew" or not isinstance(marks, list):
+        return None
+    done = sum(1 for m in marks if m == 1)
+    total = sum(1 for m in marks if m in (0, 1))
+    return _facts({"entity_type": "crew", "name": name}, [], version, trigger) | {
+        "tasks_done": done,
+        "tasks_total": total,
+    }
 
 
 SQL_FACTS = """

@@ -30,12 +30,14 @@ from crewpoint.providers.base import (
 from crewpoint.providers.crewai_common import loads_masked, parse_stamp, to_body
 from crewpoint.providers.crewai_json import READ_ONLY
 from crewpoint.providers.crewai_listing import (
+    SQL_CREW_FIRST,
     SQL_FACTS,
     Entry,
     Facts,
     FactsCache,
     LazyListing,
     crew_facts,
+    crew_first_facts,
     describe_dump,
     order_entries,
 )
@@ -218,13 +220,30 @@ def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, A
     return dump
 
 
+PARALLEL_FROM = 200
+"""Rows to learn from which two connections read side by side (SQLite works without Python's lock)."""
+
+
 def _learn(path: str, entries: builtins.list[Entry]) -> dict[str, Facts]:
     """Facts of the rows ``entries`` name, read inside SQLite from the JSONB; a row whose facts need its events
     (an agent, a flow without a name) is read whole; a row SQLite cannot read is damaged on its own."""
+    ids = [e.key for e in entries]
+    if len(ids) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        return _learn_ids(path, ids)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2, thread_name_prefix="crewpoint-crewai-facts") as pool:
+        halves = pool.map(lambda half: _learn_ids(path, half), (ids[0::2], ids[1::2]))
+        learnt: dict[str, Facts] = {}
+        for half in halves:
+            learnt |= half
+        return learnt
+
+
+def _learn_ids(path: str, ids: builtins.list[str]) -> dict[str, Facts]:
     learnt: dict[str, Facts] = {}
     try:
         with connect(path) as con:
-            ids = [e.key for e in entries]
             for start in range(0, len(ids), 500):
                 learnt |= _facts_of(con, ids[start : start + 500])
     except _errors() as exc:
@@ -233,19 +252,23 @@ def _learn(path: str, entries: builtins.list[Entry]) -> dict[str, Facts]:
 
 
 def _facts_of(con: Any, ids: builtins.list[str]) -> dict[str, Facts]:
-    query = SQL_FACTS.format(marks=",".join("?" * len(ids)))
-    try:
-        rows = list(con.execute(query, ids))
-    except _errors():
-        if len(ids) == 1:
-            return {ids[0]: {"damaged": "the data is not readable JSONB (damaged or half-written)"}}
-        out: dict[str, Facts] = {}
-        for one in ids:
-            out |= _facts_of(con, [one])
-        return out
+    """Facts of the rows ``ids``: a crew first in its entities by :data:`SQL_CREW_FIRST`, others by
+    :data:`SQL_FACTS`, agents and unnamed flows whole."""
     learnt: dict[str, Facts] = {}
+    others: builtins.list[str] = []
+    for cid, head, flags in _rows(con, SQL_CREW_FIRST, ids, 3):
+        facts = crew_first_facts(head, flags) if isinstance(head, str) else None
+        if facts is not None:
+            learnt[str(cid)] = facts
+        elif isinstance(head, dict):  # damaged
+            learnt[str(cid)] = head
+        else:
+            others.append(str(cid))
     whole: builtins.list[str] = []
-    for cid, version, trigger, kind, name, done, total, completed in rows:
+    for cid, version, trigger, kind, name, done, total, completed in _rows(con, SQL_FACTS, others, 8):
+        if isinstance(version, dict):  # damaged
+            learnt[str(cid)] = version
+            continue
         facts = crew_facts(kind, name, done, total, completed, version, trigger)
         if facts is None:
             whole.append(str(cid))
@@ -256,13 +279,32 @@ def _facts_of(con: Any, ids: builtins.list[str]) -> dict[str, Facts]:
     return learnt
 
 
+_UNREADABLE = {"damaged": "the data is not readable JSONB (damaged or half-written)"}
+
+
+def _rows(con: Any, query: str, ids: builtins.list[str], width: int) -> builtins.list[tuple[Any, ...]]:
+    """``query`` (``width`` columns) over the rows ``ids``; a row SQLite cannot read comes back as
+    ``(id, {damaged}, None, ...)``."""
+    if not ids:
+        return []
+    try:
+        return builtins.list(con.execute(query.format(marks=",".join("?" * len(ids))), ids))
+    except _errors():
+        if len(ids) == 1:
+            return [(ids[0], dict(_UNREADABLE), *([None] * (width - 2)))]
+        out: builtins.list[tuple[Any, ...]] = []
+        for one in ids:
+            out += _rows(con, query, [one], width)
+        return out
+
+
 def _whole_facts(con: Any, checkpoint_id: str) -> Facts:
     import json
 
     try:
         rows = list(con.execute("SELECT json(data) FROM checkpoints WHERE id = ?", (checkpoint_id,)))
     except _errors():
-        return {"damaged": "the data is not readable JSONB (damaged or half-written)"}
+        return dict(_UNREADABLE)
     if not rows:
         return {"damaged": "vanished while it was read"}
     try:
