@@ -1,4 +1,10 @@
-"""CrewAI's own stores: listing 1,000 checkpoints the first time (every file parsed) and again (facts cached)."""
+"""CrewAI's own stores: `checkpoint list` of 10,000 crew checkpoints (copies of the fixtures' crew dumps, about
+130 KB each: 1.3 GB of files, a 1 GB database) the first time and again.
+
+The first listing has to read every checkpoint once: CrewAI's names hold no progress and its stores have no
+index. It reads what it needs (a JSON file's head and tail, a row's JSONB inside SQLite) and keeps it in
+crewpoint's cache, so later listings read names only. For comparison, a crewpoint JSON store of 10,000
+checkpoints whose index was deleted lists in about 0.5 s on the same machine."""
 
 from __future__ import annotations
 
@@ -66,19 +72,24 @@ def _list_time(store: Path, cache: Path, fresh: bool) -> float:
     return time.perf_counter() - started
 
 
+COUNT = 10_000
+TARGETS = {"JSON": 0.30, "SQLite": 0.25}
+"""crewpoint's own stores' targets for listing 10,000 checkpoints."""
+
+
 def bench_crewai_list() -> list[Row]:
     rows = []
     for kind, make in (("JSON", make_json_store), ("SQLite", make_sqlite_store)):
         store = Path(os.getcwd()) / (f"crewai-{kind.lower()}" + (".db" if kind == "SQLite" else ""))
-        make(store, 1000)
+        make(store, COUNT)
         cache = Path(os.getcwd()) / f"cache-{kind.lower()}"
         first = statistics.median(_list_time(store, cache, fresh=True) for _ in range(3))
         _list_time(store, cache, fresh=False)
         again = statistics.median(_list_time(store, cache, fresh=False) for _ in range(5))
-        rows.append(Row(f"CrewAI {kind} store, `checkpoint list`, 1,000 checkpoints, first time", first, "s", None))
-        rows.append(
-            Row(f"CrewAI {kind} store, `checkpoint list`, 1,000 checkpoints, again", again, "s", 0.15, "CrewAI: 1.6 s")
-        )
+        name = f"CrewAI {kind} store, `checkpoint list`, 10,000 checkpoints"
+        rows.append(Row(f"{name}, first time", first, "s", None, "reads every checkpoint once"))
+        rows.append(Row(f"{name}, again", again, "s", TARGETS[kind]))
+        shutil.rmtree(store, ignore_errors=True) if store.is_dir() else store.unlink()
     return rows
 
 

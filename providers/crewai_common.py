@@ -12,6 +12,7 @@ way in (:func:`mask_text`): nothing read from a CrewAI store shows an ``api_key`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -99,18 +100,28 @@ def mask_value(value: Any) -> Any:
 
 def parse_stamp(stamp: str) -> float:
     """``YYYYmmddTHHMMSS`` (UTC, as CrewAI writes it) as seconds since the epoch; 0 when it does not parse."""
-    import calendar
-
     try:
-        if len(stamp) < 15 or stamp[8] != "T":
+        if len(stamp) < 15 or stamp[8] != "T" or not stamp[9:15].isdigit():
             raise ValueError(stamp)
-        parts = (stamp[0:4], stamp[4:6], stamp[6:8], stamp[9:11], stamp[11:13], stamp[13:15])
-        year, month, day, hour, minute, second = (int(p) for p in parts)
-        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 62):
+        hour, minute, second = int(stamp[9:11]), int(stamp[11:13]), int(stamp[13:15])
+        if not (hour < 24 and minute < 60 and second < 62):
             raise ValueError(stamp)
-        return float(calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)))
+        return _midnight(stamp[0:8]) + hour * 3600 + minute * 60 + second
     except ValueError:
         return 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def _midnight(day: str) -> float:
+    """``YYYYmmdd`` (UTC) as seconds since the epoch; a store's checkpoints share a few days."""
+    import calendar
+
+    if not day.isdigit():
+        raise ValueError(day)
+    year, month, date = int(day[0:4]), int(day[4:6]), int(day[6:8])
+    if not (1 <= month <= 12 and 1 <= date <= 31):
+        raise ValueError(day)
+    return float(calendar.timegm((year, month, date, 0, 0, 0, 0, 0, 0)))
 
 
 def new_id(now: float | None = None) -> str:

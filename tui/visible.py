@@ -24,6 +24,8 @@ def visible(text: Any, *, one_line: bool = False) -> str:
     """``text`` (made a string) with each control character shown as ``\\xNN``; ``one_line`` escapes tab and
     newline too."""
     value = text if isinstance(text, str) else str(text)
+    if value.isprintable():  # no control character (most text): nothing to search
+        return value
     return (_CONTROL_LINE if one_line else _CONTROL).sub(_escape, value)
 
 
