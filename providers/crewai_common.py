@@ -98,6 +98,39 @@ def mask_value(value: Any) -> Any:
     return loads_masked(json.dumps(value, ensure_ascii=False))
 
 
+MAX_DEPTH = 64
+"""Deepest nesting a CrewAI dump may have (CrewAI's own reach about 12): a deeper one is damaged, not drawn."""
+
+
+def parse_json(text: str | bytes, masked: bool = False) -> Any:
+    """JSON ``text`` as Python values, keys masked when ``masked``. Raises ValueError for text that is not JSON
+    or nests deeper than :data:`MAX_DEPTH` (never RecursionError, however deep a crafted file goes)."""
+    try:
+        value = loads_masked(text if isinstance(text, str) else text.decode("utf-8")) if masked else json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if too_deep(value):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Does ``value`` nest lists and dicts deeper than ``limit``? (No recursion: a stack of containers.)"""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def parse_stamp(stamp: str) -> float:
     """``YYYYmmddTHHMMSS`` (UTC, as CrewAI writes it) as seconds since the epoch; 0 when it does not parse."""
     try:

@@ -26,7 +26,7 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import FILE_RE, loads_masked, parse_stamp, to_body
+from crewpoint.providers.crewai_common import FILE_RE, parse_json, parse_stamp, to_body
 from crewpoint.providers.crewai_listing import (
     Entry,
     Facts,
@@ -96,7 +96,7 @@ def store_root(path: str) -> str:
     branch = "main"
     try:
         with open(path, "rb") as handle:
-            data = json.loads(handle.read())
+            data = parse_json(handle.read())
         if isinstance(data, dict) and isinstance(data.get("branch"), str) and data["branch"]:
             branch = data["branch"]
     except (OSError, ValueError):
@@ -256,7 +256,7 @@ def _load(path: str, masked: bool = True) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
-        dump = loads_masked(text) if masked else json.loads(text)
+        dump = parse_json(text, masked)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON, truncated or damaged (line {exc.lineno} column {exc.colno})") from None
     if not isinstance(dump, dict) or "entities" not in dump:

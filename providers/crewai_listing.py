@@ -174,7 +174,7 @@ def json_facts(path: str, parse_whole: Callable[[str], dict[str, Any]]) -> Facts
     else from ``parse_whole(path)`` (which raises on a damaged file)."""
     try:
         quick = _json_facts_quick(path)
-    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError):
         quick = None
     return quick if quick is not None else describe_dump(parse_whole(path))
 
@@ -309,7 +309,7 @@ def crew_first_facts(head: Any, flags: Any) -> Facts | None:
     try:
         version, trigger, kind, name = json.loads(head)
         marks = json.loads(flags)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
     if kind != "crew" or not isinstance(marks, list):
         return None
@@ -362,7 +362,7 @@ class FactsCache:
                 loaded = json.loads(handle.read())
             if isinstance(loaded, dict) and loaded.get("version") == 2 and isinstance(loaded.get("entries"), dict):
                 self.entries = loaded["entries"]
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
 
     def get(self, key: str, size: int, stamp: int) -> Facts | None:

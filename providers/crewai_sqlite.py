@@ -27,7 +27,7 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import loads_masked, parse_stamp, to_body
+from crewpoint.providers.crewai_common import parse_json, parse_stamp, to_body
 from crewpoint.providers.crewai_json import READ_ONLY
 from crewpoint.providers.crewai_listing import (
     SQL_CREW_FIRST,
@@ -202,7 +202,6 @@ class CrewAISqliteProvider(BaseProvider):
 
 def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, Any]:
     """One row's ``data`` as a dict; keys masked unless ``masked=False``."""
-    import json
 
     try:
         with connect(path) as con:
@@ -212,7 +211,7 @@ def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, A
     if not rows:
         raise CheckpointNotFound(f"no checkpoint {checkpoint_id!r} in {path}")
     try:
-        dump = loads_masked(rows[0][0]) if masked else json.loads(rows[0][0])
+        dump = parse_json(rows[0][0], masked)
     except (TypeError, ValueError) as exc:
         raise DamagedCheckpoint(f"{path}#{checkpoint_id}: the data is not JSON ({exc})") from None
     if not isinstance(dump, dict) or "entities" not in dump:
@@ -299,7 +298,6 @@ def _rows(con: Any, query: str, ids: builtins.list[str], width: int) -> builtins
 
 
 def _whole_facts(con: Any, checkpoint_id: str) -> Facts:
-    import json
 
     try:
         rows = list(con.execute("SELECT json(data) FROM checkpoints WHERE id = ?", (checkpoint_id,)))
@@ -308,7 +306,7 @@ def _whole_facts(con: Any, checkpoint_id: str) -> Facts:
     if not rows:
         return {"damaged": "vanished while it was read"}
     try:
-        dump = json.loads(rows[0][0])
+        dump = parse_json(rows[0][0])
         if not isinstance(dump, dict):
             raise ValueError("not a CrewAI checkpoint")
         return describe_dump(dump)

@@ -136,3 +136,67 @@ def test_a_listing_reads_only_the_rows_it_is_asked_for(tmp_path: Path) -> None:
         assert len(listed.splitlines()) == total + 1
         assert len(json.loads(saved.read_text())["entries"]) == total > 2
         assert FAKE_KEY not in saved.read_text() and FAKE_KEY not in listed
+
+
+def _deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize("before_tasks", [True, False])
+@pytest.mark.parametrize("levels", [70, 990, 200_000])
+def test_a_deeply_nested_file_is_damaged_and_the_rest_lists(
+    json_store: Path, tmp_path: Path, levels: int, before_tasks: bool
+) -> None:
+    """A crafted file nesting deeper than Python can follow (or than any CrewAI dump) costs only itself: the
+    listing shows every other checkpoint, and reading it says in one line that it is damaged."""
+    deep = f'"x": {_deep(levels)}'
+    crew = (
+        f'"entity_type": "crew", "name": "c", {deep}, "tasks": []'
+        if before_tasks
+        else (f'"entity_type": "crew", "name": "c", "tasks": [], {deep}')
+    )
+    crafted = json_store / "main" / "20261130T150459_deadbeef_p-none.json"
+    crafted.write_text(
+        '{"crewai_version": "1.15.30", "parent_id": null, "branch": "main", '
+        f'"entities": [{{{crew}}}], "event_record": {{"nodes": {{}}, "pad": "{"p" * 70_000}"}}, '
+        '"trigger": "task_completed"}',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+    listed = subprocess.run([*command, "list", str(json_store), "--json"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert len(rows) == len(list(json_store.rglob("*.json")))
+    assert sum(1 for r in rows.values() if not r["damaged"]) >= len(rows) - 1
+    info = subprocess.run(
+        [*command, "info", "-l", str(json_store), "20261130T150459_deadbeef"], env=env, capture_output=True, text=True
+    )
+    assert info.returncode != 0 and len(info.stderr.strip().splitlines()) == 1
+    assert "nested" in info.stderr and "Traceback" not in info.stderr
+
+
+def test_a_deeply_nested_row_is_damaged_and_the_rest_lists(tmp_path: Path) -> None:
+    import apsw
+
+    store = copy_sqlite_store(tmp_path / "crewai.db")
+    con = apsw.Connection(str(store))
+    row = (
+        '{"crewai_version": "1.15.30", "entities": [{"entity_type": "agent", "role": "r", '
+        f'"x": {_deep(900)}}}], "event_record": {{"nodes": {{}}}}, "trigger": "t"}}'
+    )
+    con.execute(
+        "INSERT INTO checkpoints VALUES ('20261130T150459_deadbeef', '20261130T150459', NULL, 'main', jsonb(?))", (row,)
+    )
+    con.close()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+    listed = subprocess.run([*command, "list", str(store), "--json"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert rows["20261130T150459_deadbeef"]["damaged"]
+    assert sum(1 for r in rows.values() if not r["damaged"]) == len(rows) - 1
+    info = subprocess.run(
+        [*command, "info", "-l", str(store), "20261130T150459_deadbeef"], env=env, capture_output=True, text=True
+    )
+    assert info.returncode != 0 and len(info.stderr.strip().splitlines()) == 1 and "Traceback" not in info.stderr
