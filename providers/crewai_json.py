@@ -35,6 +35,7 @@ from crewpoint.providers.crewai_listing import (
     json_facts,
     order_entries,
 )
+from crewpoint.providers.files import NotRegular, read_regular
 from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
@@ -95,11 +96,10 @@ def store_root(path: str) -> str:
     """The store folder of a CrewAI checkpoint file (``<store>/<branch>/<file>``, the branch read from the file)."""
     branch = "main"
     try:
-        with open(path, "rb") as handle:
-            data = parse_json(handle.read())
+        data = parse_json(read_regular(path, follow=True))
         if isinstance(data, dict) and isinstance(data.get("branch"), str) and data["branch"]:
             branch = data["branch"]
-    except (OSError, ValueError):
+    except (OSError, ValueError, NotRegular):
         pass
     root = os.path.dirname(os.path.abspath(path))
     for _ in branch.split("/"):
@@ -247,8 +247,10 @@ def read_dump(path: str, masked: bool = True) -> dict[str, Any]:
 
 
 def _load(path: str, masked: bool = True) -> dict[str, Any]:
-    with open(path, "rb") as handle:
-        data = handle.read()
+    try:
+        data = read_regular(path, follow=False)
+    except NotRegular:
+        raise ValueError("not a regular file (a FIFO, device or folder named like a checkpoint)") from None
     if not data.strip():
         raise ValueError("the file is empty (CrewAI may still be writing it)")
     try:

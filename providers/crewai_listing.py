@@ -24,6 +24,7 @@ from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.crewai_common import entity_name, main_entity, mask_text, progress
+from crewpoint.providers.files import NotRegular, open_regular
 
 Facts = dict[str, Any]
 CHUNK = 2000
@@ -174,7 +175,7 @@ def json_facts(path: str, parse_whole: Callable[[str], dict[str, Any]]) -> Facts
     else from ``parse_whole(path)`` (which raises on a damaged file)."""
     try:
         quick = _json_facts_quick(path)
-    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError):
+    except (OSError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError, NotRegular):
         quick = None
     return quick if quick is not None else describe_dump(parse_whole(path))
 
@@ -182,7 +183,7 @@ def json_facts(path: str, parse_whole: Callable[[str], dict[str, Any]]) -> Facts
 def _json_facts_quick(path: str) -> Facts | None:
     """A crew's facts from the file's head (its first entity up to the tasks) and tail (the trigger); None
     when the file is small enough to parse whole, or is not laid out as CrewAI 1.15 lays it out."""
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular(path, follow=False), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         head = handle.read(_HEAD)
         if size <= len(head):

@@ -14,6 +14,30 @@ O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
+class NotRegular(Exception):
+    """A path named like a checkpoint is a FIFO, device, socket or folder: it is never read."""
+
+
+def open_regular(path: str, follow: bool) -> int:
+    """Open ``path`` for reading only if it is a regular file (never blocking on a FIFO); inside a store
+    (``follow=False``) a symbolic link is not followed."""
+    flags = os.O_RDONLY | O_NONBLOCK | O_CLOEXEC | (0 if follow else O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str, follow: bool) -> bytes:
+    fd = open_regular(path, follow)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
 def make_private_dirs(path: str) -> None:
     """Create ``path`` and missing parents, each new folder 0700 whatever the umask."""
     missing: list[str] = []

@@ -49,7 +49,10 @@ from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
 from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
+from crewpoint.providers.files import NotRegular as _NotRegular
 from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale_temp_files, temp_name
+from crewpoint.providers.files import open_regular as _open_regular
+from crewpoint.providers.files import read_regular as _read_regular
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import (
     MAX_SEQUENCE,
@@ -588,30 +591,6 @@ def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_r
             pass
         raise
     return stat
-
-
-class _NotRegular(Exception):
-    """A path named like a checkpoint is a FIFO, device, socket or folder: it is never read."""
-
-
-def _open_regular(path: str, follow: bool) -> int:
-    """Open ``path`` for reading only if it is a regular file (never blocking on a FIFO); inside a store
-    (``follow=False``) a symbolic link is not followed."""
-    flags = os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | (0 if follow else _O_NOFOLLOW)
-    fd = os.open(path, flags)
-    try:
-        if not S_ISREG(os.fstat(fd).st_mode):
-            raise _NotRegular(path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_regular(path: str, follow: bool) -> bytes:
-    fd = _open_regular(path, follow)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
 
 
 def _damage(path: str, reason: str) -> DamagedCheckpoint:

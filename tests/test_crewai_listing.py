@@ -200,3 +200,25 @@ def test_a_deeply_nested_row_is_damaged_and_the_rest_lists(tmp_path: Path) -> No
         [*command, "info", "-l", str(store), "20261130T150459_deadbeef"], env=env, capture_output=True, text=True
     )
     assert info.returncode != 0 and len(info.stderr.strip().splitlines()) == 1 and "Traceback" not in info.stderr
+
+
+def test_a_fifo_or_link_swapped_in_after_the_walk_is_never_read(json_store: Path, tmp_path: Path) -> None:
+    """Between the listing's walk and its reading, a checkpoint file becomes a FIFO (reading would block) or a
+    link to a file outside the store: each is damaged, nothing blocks, nothing outside is read."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"crewai_version": "x", "entities": [{"entity_type": "crew", "name": "SECRET"}]}')
+    script = f"""
+import os, sys
+from crewpoint.providers.crewai_json import CrewAIJsonProvider
+provider = CrewAIJsonProvider()
+listing = provider._lazy({str(json_store)!r}, None)
+fifo, link = listing.entries[0], listing.entries[1]
+os.unlink(fifo.location); os.mkfifo(fifo.location)
+os.unlink(link.location); os.symlink({str(secret)!r}, link.location)
+metas = listing.metas([fifo, link])
+print([bool(m.damaged) for m in metas], [m.entity_name for m in metas])
+"""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[True, True] ['', '']"
