@@ -35,7 +35,7 @@ from crewpoint.providers.crewai_listing import (
     json_facts,
     order_entries,
 )
-from crewpoint.providers.files import NotRegular, read_regular
+from crewpoint.providers.files import NotRegular, processes_allowed, read_regular
 from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
@@ -229,15 +229,59 @@ def _entries(root: str) -> builtins.list[Entry]:
     return found
 
 
+PARALLEL_FROM = 1000
+"""Files to learn at once from which two processes read them side by side (parsing holds Python's lock)."""
+_processes: dict[str, Any] = {"pool": None}
+
+
 def _learn(entries: builtins.list[Entry]) -> dict[str, Facts]:
     """Facts of each file (only non-secret facts are kept, the name masked); a damaged file says why."""
-    learnt: dict[str, Facts] = {}
-    for entry in entries:
+    paths = [e.location for e in entries]
+    pool = _pool() if len(paths) >= PARALLEL_FROM else None
+    if pool is not None:
         try:
-            learnt[entry.key] = json_facts(entry.location, lambda path: _load(path, masked=False))
+            halves = builtins.list(pool.map(_learn_paths, (paths[0::2], paths[1::2])))
+            found = [*zip(paths[0::2], halves[0], strict=True), *zip(paths[1::2], halves[1], strict=True)]
+            by_path = dict(found)
+            return {e.key: by_path[e.location] for e in entries}
+        except Exception:  # a worker that died or could not start: read them here
+            _processes["pool"] = None
+    return {e.key: facts for e, facts in zip(entries, _learn_paths(paths), strict=True)}
+
+
+def _learn_paths(paths: builtins.list[str]) -> builtins.list[Facts]:
+    learnt: builtins.list[Facts] = []
+    for path in paths:
+        try:
+            learnt.append(json_facts(path, lambda whole: _load(whole, masked=False)))
         except (OSError, ValueError, TypeError, AttributeError) as exc:
-            learnt[entry.key] = {"damaged": _reason(exc)}
+            learnt.append({"damaged": _reason(exc)})
     return learnt
+
+
+def _pool() -> Any:
+    """Two forked worker processes, made once: only when allowed, on a machine with two cores or more, and
+    while this process has no other thread (forking a threaded process is unsafe)."""
+    import threading
+
+    if _processes["pool"] is None:
+        if not processes_allowed() or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
+            return None
+        if threading.active_count() != 1:
+            return None
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("fork")
+        _processes["pool"] = ProcessPoolExecutor(2, mp_context=context, initializer=_quiet_worker)
+    return _processes["pool"]
+
+
+def _quiet_worker() -> None:
+    """Ctrl-C is the parent's to handle: a worker ignores it and ends with the parent."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def read_dump(path: str, masked: bool = True) -> dict[str, Any]:

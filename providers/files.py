@@ -14,6 +14,19 @@ O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
+_PROCESSES = {"allowed": False}
+
+
+def allow_processes() -> None:
+    """Let a store read many files in forked worker processes. A command-line tool calls this; a program that
+    uses crewpoint as a library never forks unless it does."""
+    _PROCESSES["allowed"] = True
+
+
+def processes_allowed() -> bool:
+    return _PROCESSES["allowed"]
+
+
 class NotRegular(Exception):
     """A path named like a checkpoint is a FIFO, device, socket or folder: it is never read."""
 

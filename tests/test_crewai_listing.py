@@ -222,3 +222,55 @@ print([bool(m.damaged) for m in metas], [m.entity_name for m in metas])
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[True, True] ['', '']"
+
+
+def test_a_big_first_listing_read_by_two_processes_is_the_same_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`list` reads a big CrewAI store the first time in two forked processes; what it prints is what one
+    process reads, row for row, and it leaves no process behind."""
+    from crewpoint.providers.crewai_json import PARALLEL_FROM
+
+    source = copy_json_store(tmp_path / "source")
+    dumps = [p.read_bytes() for p in sorted(source.rglob("*.json"))]
+    store = tmp_path / "big"
+    (store / "main").mkdir(parents=True)
+    parent = "none"
+    for i in range(PARALLEL_FROM + 7):
+        cid = f"20260101T{i // 3600:02d}{(i // 60) % 60:02d}{i % 60:02d}_{i:08x}"
+        (store / "main" / f"{cid}_p-{parent}.json").write_bytes(dumps[i % len(dumps)])
+        parent = cid
+    (store / "main" / f"20260102T000000_ffffffff_p-{parent}.json").write_bytes(dumps[0][:5000])  # torn
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "list", str(store), "--json"]
+    listed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    in_two = json.loads(listed.stdout)
+    assert not _processes_naming(str(store)), "the workers end with the command"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-cache"))  # nothing remembered: all read here
+    in_one = [m.to_dict() for m in CrewAIJsonProvider().list(str(store))]
+    assert [{k: v for k, v in row.items() if k != "status"} for row in in_two] == in_one
+    assert sum(1 for row in in_one if row["damaged"]) == 1 and len(in_one) == PARALLEL_FROM + 8
+    assert FAKE_KEY not in listed.stdout
+    if (os.cpu_count() or 1) >= 2:  # the listing above did use two processes
+        script = (
+            "from crewpoint.providers import crewai_json as j\n"
+            "from crewpoint.providers.files import allow_processes\n"
+            f"allow_processes(); j.CrewAIJsonProvider().list({str(store)!r}); print(j._processes['pool'] is not None)"
+        )
+        env["XDG_CACHE_HOME"] = str(tmp_path / "third-cache")
+        used = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert used.stdout.strip() == "True", used.stderr
+
+
+def _processes_naming(text: str) -> list[str]:
+    """Ids of running processes whose command line holds ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+    return found

@@ -38,8 +38,10 @@ def list_command(
     """
     from crewpoint.checkpoint import ops
     from crewpoint.providers.base import CheckpointNotFound
+    from crewpoint.providers.files import allow_processes
     from crewpoint.tui.diagnostics import no_checkpoints
 
+    allow_processes()  # a CrewAI store listed the first time is read by two processes
     where = location_of(ctx, location_arg)
     with bad_input(ctx):
         try:
