@@ -269,12 +269,21 @@ def _pool() -> Any:
             return None
         if threading.active_count() != 1:
             return None
+        import atexit
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         context = multiprocessing.get_context("fork")
         _processes["pool"] = ProcessPoolExecutor(2, mp_context=context, initializer=_quiet_worker)
+        atexit.register(_end_pool)
     return _processes["pool"]
+
+
+def _end_pool() -> None:
+    """At exit, end the workers and let go of the pool while the interpreter is whole."""
+    pool, _processes["pool"] = _processes["pool"], None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _quiet_worker() -> None:

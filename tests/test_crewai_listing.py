@@ -17,6 +17,7 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
+from crewpoint.providers import files
 from crewpoint.providers.crewai_json import CrewAIJsonProvider, read_dump
 from crewpoint.providers.crewai_listing import describe_dump, json_facts
 from crewpoint.providers.crewai_sqlite import _facts_of, _whole_facts, connect
@@ -248,6 +249,7 @@ def test_a_big_first_listing_read_by_two_processes_is_the_same_as_one(
     in_two = json.loads(listed.stdout)
     assert not _processes_naming(str(store)), "the workers end with the command"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-cache"))  # nothing remembered: all read here
+    monkeypatch.setitem(files._PROCESSES, "allowed", False)  # by this process alone
     in_one = [m.to_dict() for m in CrewAIJsonProvider().list(str(store))]
     assert [{k: v for k, v in row.items() if k != "status"} for row in in_two] == in_one
     assert sum(1 for row in in_one if row["damaged"]) == 1 and len(in_one) == PARALLEL_FROM + 8
