@@ -15,7 +15,7 @@ import builtins
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import (
@@ -30,8 +30,8 @@ from crewpoint.providers.crewai_common import FILE_RE, parse_json, parse_stamp, 
 from crewpoint.providers.crewai_listing import (
     Entry,
     Facts,
-    FactsCache,
     LazyListing,
+    ListsLazily,
     json_facts,
     order_entries,
 )
@@ -107,16 +107,12 @@ def store_root(path: str) -> str:
     return root
 
 
-class CrewAIJsonProvider(BaseProvider):
+class CrewAIJsonProvider(ListsLazily, BaseProvider):
     """Reads CrewAI's JSON checkpoint folders; every key in them is masked."""
 
     kind = "crewai-json"
     read_only = True
     newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._caches: dict[str, FactsCache] = {}
 
     def __repr__(self) -> str:
         return "CrewAIJsonProvider()"
@@ -137,20 +133,6 @@ class CrewAIJsonProvider(BaseProvider):
             return WatchSpec(location, True, path, True, lambda changed: changed.endswith(".json"))
         return waiting_spec(location, path)
 
-    def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        return self._lazy(location, branch).all()
-
-    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        return self._lazy(location, branch).first(limit)
-
-    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
-        return self._lazy(location, branch).stream()
-
-    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
-        listing = self._lazy(location, None)
-        entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
-        return None if entry is None else listing.metas([entry])[0]
-
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         """The store's files in order (names and sizes only); their facts are read as they are asked for."""
         path = os.path.abspath(split_ref(location)[0])
@@ -160,17 +142,12 @@ class CrewAIJsonProvider(BaseProvider):
             root, only = path, None
         else:
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        entries = order_entries(_entries(root))
-        with self._lock:
-            cache = self._caches.get(root)
-            if cache is None:
-                cache = self._caches[root] = FactsCache(root)
-            cache.keep_only({e.key for e in entries})
+        listing = self._listing(root, order_entries(_entries(root)), _learn)
         if only is not None:
-            entries = [e for e in entries if e.location == only]
+            listing.entries = [e for e in listing.entries if e.location == only]
         elif branch is not None:
-            entries = [e for e in entries if e.branch == branch]
-        return LazyListing(entries, cache, _learn, self._lock)
+            listing.entries = [e for e in listing.entries if e.branch == branch]
+        return listing
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
@@ -262,8 +239,6 @@ def _learn_paths(paths: builtins.list[str]) -> builtins.list[Facts]:
 def _pool() -> Any:
     """Two forked worker processes, made once: only when allowed, on a machine with two cores or more, and
     while this process has no other thread (forking a threaded process is unsafe)."""
-    import threading
-
     if _processes["pool"] is None:
         if not processes_allowed() or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
             return None

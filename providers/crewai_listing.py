@@ -13,6 +13,7 @@ whose facts are in its events) falls back to parsing the whole file, which also 
 
 from __future__ import annotations
 
+import builtins
 import codecs
 import functools
 import json
@@ -165,6 +166,43 @@ class LazyListing:
             return next((m for m in self.stream() if not m.damaged), None) or self.first(1)[0]
         full = match_prefix([e.id for e in self.entries], wanted, where)
         return self.metas([next(e for e in self.entries if e.id == full)])[0]
+
+
+class ListsLazily:
+    """What a CrewAI provider lists, through the :class:`LazyListing` its ``_lazy`` gives (one per call, over a
+    cache kept per store while the provider lives)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[str, FactsCache] = {}
+
+    def _lazy(self, location: str, branch: str | None) -> LazyListing:
+        raise NotImplementedError
+
+    def _listing(
+        self, store: str, entries: builtins.list[Entry], learn: Callable[[builtins.list[Entry]], dict[str, Facts]]
+    ) -> LazyListing:
+        """A listing of ``entries`` (ordered by :func:`order_entries`), the store's cache kept to them."""
+        with self._lock:
+            cache = self._caches.get(store)
+            if cache is None:
+                cache = self._caches[store] = FactsCache(store)
+            cache.keep_only({e.key for e in entries})
+        return LazyListing(entries, cache, learn, self._lock)
+
+    def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        return self._lazy(location, branch).all()
+
+    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
+        return self._lazy(location, branch).first(limit)
+
+    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
+        return self._lazy(location, branch).stream()
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        listing = self._lazy(location, None)
+        entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
+        return None if entry is None else listing.metas([entry])[0]
 
 
 # -- JSON files ------------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from crewpoint.providers.base import (
     BaseProvider,
     CheckpointError,
-    CheckpointMeta,
     CheckpointNotFound,
     CheckpointRecord,
     DamagedCheckpoint,
@@ -34,8 +32,8 @@ from crewpoint.providers.crewai_listing import (
     SQL_FACTS,
     Entry,
     Facts,
-    FactsCache,
     LazyListing,
+    ListsLazily,
     crew_facts,
     crew_first_facts,
     describe_dump,
@@ -107,16 +105,12 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (sqlite3.Error,) if apsw is None else (sqlite3.Error, apsw.Error)
 
 
-class CrewAISqliteProvider(BaseProvider):
+class CrewAISqliteProvider(ListsLazily, BaseProvider):
     """Reads CrewAI's SQLite checkpoint stores; every key in them is masked."""
 
     kind = "crewai-sqlite"
     read_only = True
     newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._caches: dict[str, FactsCache] = {}
 
     def __repr__(self) -> str:
         return "CrewAISqliteProvider()"
@@ -136,20 +130,6 @@ class CrewAISqliteProvider(BaseProvider):
             return waiting_spec(location, path)
         names = {path, f"{path}-wal", f"{path}-journal"}
         return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
-
-    def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        return self._lazy(location, branch).all()
-
-    def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
-        return self._lazy(location, branch).first(limit)
-
-    def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
-        return self._lazy(location, branch).stream()
-
-    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
-        listing = self._lazy(location, None)
-        entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
-        return None if entry is None else listing.metas([entry])[0]
 
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         """The table's rows in order (its narrow columns only); facts are read from the JSONB as asked for."""
@@ -177,14 +157,10 @@ class CrewAISqliteProvider(BaseProvider):
                 for rowid, cid, created, parent, row_branch, length in rows
             ]
         )
-        with self._lock:
-            cache = self._caches.get(path)
-            if cache is None:
-                cache = self._caches[path] = FactsCache(path)
-            cache.keep_only({e.key for e in entries})
+        listing = self._listing(path, entries, lambda missing: _learn(path, missing))
         if branch is not None:
-            entries = [e for e in entries if e.branch == branch]
-        return LazyListing(entries, cache, lambda missing: _learn(path, missing), self._lock)
+            listing.entries = [e for e in listing.entries if e.branch == branch]
+        return listing
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         path, ref_id = split_ref(location)
