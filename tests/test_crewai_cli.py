@@ -164,6 +164,7 @@ def test_fork_with_an_edited_output_writes_crewai_format_and_resets_the_dependen
     new_file.write_bytes(new_file_bytes)
     listed = json.loads(cli("checkpoint", "list", "--json", "--branch", "try-1", str(json_store)).output)
     assert [(d["parent_id"], d["tasks_done"], d["trigger"]) for d in listed] == [(CREW_LAST_JSON, 2, "crewpoint_fork")]
+    assert listed[0]["status"] != "live", "a fork that nothing runs is not a live run, however new"
 
 
 def test_fork_with_a_changed_input_in_sqlite(sqlite_store: Path) -> None:

@@ -18,6 +18,10 @@ from crewpoint.providers.runs import RunInfo, classify
 TERMINAL_TRIGGERS = frozenset({"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"})
 """A branch whose newest checkpoint has one of these triggers has finished."""
 
+WRITTEN_NOT_RUN = frozenset({"crewpoint_fork"})
+"""Triggers of checkpoints a command wrote without running anything (a fork of a CrewAI checkpoint): a branch
+whose newest checkpoint is one of them is not live, however new it is."""
+
 LIVE_WINDOW = 10.0
 """Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
 
@@ -90,7 +94,7 @@ class Segment:
 
     def is_live(self, now: float | None = None) -> bool:
         head = self.head
-        if head.damaged or self.finished:
+        if head.damaged or self.finished or head.trigger in WRITTEN_NOT_RUN:
             return False
         return (now if now is not None else time.time()) - head.created_at < LIVE_WINDOW
 
