@@ -144,6 +144,15 @@ class BaseProvider(abc.ABC):
         """The metadata of one checkpoint by its full id, or ``None`` (no body is read)."""
         return next((m for m in self.list(location) if m.id == checkpoint_id), None)
 
+    def find(self, location: str, prefix: str) -> CheckpointMeta:
+        """The checkpoint whose id is ``prefix`` or the only one that starts with it. Raises
+        :class:`AmbiguousCheckpoint` or :class:`CheckpointNotFound`."""
+        from crewpoint.providers.refs import match_prefix
+
+        metas = self.list(location)
+        full = match_prefix([m.id for m in metas], prefix, location)
+        return next(m for m in metas if m.id == full)
+
     def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
         """The checkpoint and its parents, nearest first, as far as they are in the store."""
         by_id = {m.id: m for m in self.list(location)}

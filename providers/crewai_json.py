@@ -133,6 +133,13 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
             return WatchSpec(location, True, path, True, lambda changed: changed.endswith(".json"))
         return waiting_spec(location, path)
 
+    def store_of(self, meta: CheckpointMeta) -> str:
+        """The store folder: the checkpoint file's folder is its branch, which may nest (``fork/<id>``)."""
+        root = os.path.dirname(os.path.abspath(meta.location))
+        for _ in meta.branch.split("/"):
+            root = os.path.dirname(root)
+        return root
+
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         """The store's files in order (names and sizes only); their facts are read as they are asked for."""
         path = os.path.abspath(split_ref(location)[0])

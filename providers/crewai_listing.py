@@ -204,6 +204,27 @@ class ListsLazily:
         entry = next((e for e in listing.entries if e.id == checkpoint_id), None)
         return None if entry is None else listing.metas([entry])[0]
 
+    def find(self, location: str, prefix: str) -> CheckpointMeta:
+        found = self._lazy(location, None).pick(prefix, location)
+        if found is None:
+            from crewpoint.providers.base import CheckpointNotFound
+
+            raise CheckpointNotFound(f"no checkpoints in {location}")
+        return found
+
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        """The checkpoint and its parents, nearest first; facts are read for them only."""
+        listing = self._lazy(location, None)
+        by_id = {e.id: e for e in listing.entries}
+        chain: builtins.list[Entry] = []
+        seen: set[str] = set()
+        current = by_id.get(checkpoint_id)
+        while current is not None and current.id not in seen:  # a crafted loop of parents ends here
+            chain.append(current)
+            seen.add(current.id)
+            current = by_id.get(current.parent_id) if current.parent_id else None
+        return listing.metas(chain)
+
 
 # -- JSON files ------------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from crewai_fixtures import sqlite_store as copy_sqlite_store
 from crewpoint.providers import files
 from crewpoint.providers.crewai_json import CrewAIJsonProvider, read_dump
 from crewpoint.providers.crewai_listing import describe_dump, json_facts
-from crewpoint.providers.crewai_sqlite import _facts_of, _whole_facts, connect
+from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider, _facts_of, _whole_facts, connect
 
 KEY_NAME = "sk-" + "ant-" + "NAMEDNAMEDNAMEDNAMEDNAMED"  # key-shaped, assembled here only
 
@@ -276,3 +276,26 @@ def _processes_naming(text: str) -> list[str]:
             except OSError:
                 continue
     return found
+
+
+def test_info_shows_the_ancestry_and_reads_only_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`info` on a forked checkpoint of a CrewAI store shows its ancestry across branch folders, and reads
+    that checkpoint and its ancestors only."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "in-test-cache"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for store in (copy_json_store(tmp_path / "crewai-json"), copy_sqlite_store(tmp_path / "crewai.db")):
+        provider = CrewAIJsonProvider() if store.is_dir() else CrewAISqliteProvider()
+        rows = {m.id: m for m in provider.list(str(store))}
+        forked = next(m for m in rows.values() if m.branch.startswith("fork/") and m.tasks_done == 3)
+        chain = [forked]
+        while chain[-1].parent_id in rows:
+            chain.append(rows[chain[-1].parent_id])
+        assert {m.branch for m in chain} == {forked.branch, "main"} and len(chain) < len(rows)
+        command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "info", "-l", str(store), forked.id[:20]]
+        shown = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+        ancestry = shown.split("ancestry (newest first)\n")[1].split("\n\n")[0].splitlines()
+        assert [line.split()[0] for line in ancestry] == [m.id for m in chain]
+        digest = hashlib.sha256(os.path.abspath(store).encode()).hexdigest()[:24]
+        saved = json.loads((tmp_path / "cache" / "crewpoint" / "crewai" / f"{digest}.json").read_text())["entries"]
+        keys = [os.path.relpath(m.location, store) if store.is_dir() else m.id for m in chain]
+        assert sorted(saved) == sorted(keys)

@@ -98,7 +98,6 @@ def resolve_id(location: str | None, ref: str) -> str:
     Raises :class:`AmbiguousCheckpoint` or :class:`CheckpointNotFound`.
     """
     from crewpoint.providers import split_ref
-    from crewpoint.providers.refs import match_prefix
 
     ref = os.fspath(ref).strip()
     if not ref:
@@ -108,13 +107,9 @@ def resolve_id(location: str | None, ref: str) -> str:
         store = find_store(path)
         if fragment is None:
             return ref
-        metas = _provider(store).list(store)
-        full = match_prefix([m.id for m in metas], fragment, store)
-        return _ref_of(store, next(m for m in metas if m.id == full))
+        return _ref_of(store, _provider(store).find(store, fragment))
     store = find_store(location)
-    metas = _provider(store).list(store)
-    full = match_prefix([m.id for m in metas], ref, store)
-    return _ref_of(store, next(m for m in metas if m.id == full))
+    return _ref_of(store, _provider(store).find(store, ref))
 
 
 def _ref_of(store: str, meta: CheckpointMeta) -> str:
