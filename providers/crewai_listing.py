@@ -57,22 +57,31 @@ class Entry:
     sequence: int = 0
 
     def meta(self, facts: Facts) -> CheckpointMeta:
-        fields: dict[str, Any] = {
-            "id": self.id,
-            "parent_id": self.parent_id,
-            "branch": self.branch,
-            "lineage": self.lineage,
-            "sequence": self.sequence,
-            "created_at": self.created_at,
-            "trigger": "",
-            "schema_version": 1,
-            "size": self.size,
-            "location": self.location,
-        }
-        try:
-            return CheckpointMeta(**(fields | facts))
-        except TypeError:
-            return CheckpointMeta(**fields, damaged="unreadable cached facts: list again")
+        """This checkpoint's metadata with ``facts`` (learnt or cached) filled in."""
+        get = facts.get
+        done, total, damaged = get("tasks_done", 0), get("tasks_total", 0), get("damaged")
+        texts = (get("trigger", ""), get("entity_kind", ""), get("entity_name", ""), get("version", ""))
+        if not (type(done) is int and type(total) is int and all(type(t) is str for t in texts)):
+            texts, done, total, damaged = ("", "", "", ""), 0, 0, "unreadable cached facts: list again"
+        trigger, kind, name, version = texts
+        return CheckpointMeta(
+            self.id,
+            self.parent_id,
+            self.branch,
+            self.lineage,
+            self.sequence,
+            self.created_at,
+            trigger,
+            kind,
+            name,
+            done,
+            total,
+            1,
+            version,
+            self.size,
+            self.location,
+            damaged if isinstance(damaged, str) else None,
+        )
 
 
 def order_entries(entries: list[Entry]) -> list[Entry]:
