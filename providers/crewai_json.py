@@ -33,7 +33,6 @@ from crewpoint.providers.crewai_listing import (
     LazyListing,
     ListsLazily,
     json_facts,
-    order_entries,
 )
 from crewpoint.providers.files import NotRegular, processes_allowed, read_regular
 from crewpoint.providers.refs import split_ref
@@ -149,7 +148,8 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
             root, only = path, None
         else:
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        listing = self._listing(root, order_entries(_entries(root)), _learn)
+        scan = _scan(root)
+        listing = self._listing(root, _names(scan), lambda: _entries(scan), _learn)
         if only is not None:
             listing.entries = [e for e in listing.entries if e.location == only]
         elif branch is not None:
@@ -180,36 +180,55 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
             raise DamagedCheckpoint(f"{meta.location}: {_reason(exc)}") from None
 
 
-def _entries(root: str) -> builtins.list[Entry]:
-    """Every CrewAI checkpoint file under ``root`` as its name tells it (one ``lstat`` each, no reading)."""
-    found: builtins.list[Entry] = []
+Scan = builtins.list[tuple[str, str, os.DirEntry[str], int, int]]
+"""(branch, key, file, size, modification time) of each checkpoint file in a store."""
+
+
+def _scan(root: str) -> Scan:
+    """Every CrewAI checkpoint file under ``root`` with its size and modification time (one ``lstat`` each,
+    no reading)."""
+    found: Scan = []
     for folder, _dirs, files in _walk(root, limit=100_000):
         if folder == root:
             continue
         branch = os.path.relpath(folder, root).replace(os.sep, "/")
         for file in files:
-            match = FILE_RE.fullmatch(file.name)
-            if match is None:
+            if FILE_RE.fullmatch(file.name) is None:
                 continue
             try:
                 stat = file.stat(follow_symlinks=False)
             except OSError:
                 continue
-            name, full = file.name, file.path
-            stamp, short, parent = match.groups()
-            found.append(
-                Entry(
-                    id=f"{stamp}_{short}",
-                    parent_id=None if parent == "none" else parent,
-                    branch=branch,
-                    created_at=parse_stamp(stamp),
-                    tiebreak=stat.st_mtime_ns,
-                    size=stat.st_size,
-                    location=full,
-                    key=f"{branch}/{name}",
-                    stamp=stat.st_mtime_ns,
-                )
+            found.append((branch, f"{branch}/{file.name}", file, stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def _names(scan: Scan) -> frozenset[tuple[str, int, int]]:
+    """What the scan says of each file: any file added, removed, grown or rewritten changes it."""
+    return frozenset((key, size, mtime) for _branch, key, _file, size, mtime in scan)
+
+
+def _entries(scan: Scan) -> builtins.list[Entry]:
+    """Every file of ``scan`` as its name tells it."""
+    found: builtins.list[Entry] = []
+    for branch, key, file, size, mtime in scan:
+        match = FILE_RE.fullmatch(file.name)
+        if match is None:
+            continue
+        stamp, short, parent = match.groups()
+        found.append(
+            Entry(
+                id=f"{stamp}_{short}",
+                parent_id=None if parent == "none" else parent,
+                branch=branch,
+                created_at=parse_stamp(stamp),
+                tiebreak=mtime,
+                size=size,
+                location=file.path,
+                key=key,
+                stamp=mtime,
             )
+        )
     return found
 
 

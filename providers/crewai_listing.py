@@ -19,7 +19,7 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,20 +184,35 @@ class ListsLazily:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._caches: dict[str, FactsCache] = {}
+        self._orders: dict[str, tuple[Hashable, builtins.list[Entry]]] = {}
 
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         raise NotImplementedError
 
     def _listing(
-        self, store: str, entries: builtins.list[Entry], learn: Callable[[builtins.list[Entry]], dict[str, Facts]]
+        self,
+        store: str,
+        names: Hashable,
+        entries: Callable[[], builtins.list[Entry]],
+        learn: Callable[[builtins.list[Entry]], dict[str, Facts]],
     ) -> LazyListing:
-        """A listing of ``entries`` (ordered by :func:`order_entries`), the store's cache kept to them."""
+        """A listing of the store's entries in order, the store's cache kept to them. ``names`` is what a cheap
+        look at the store saw (each file's name, size and time; each row's narrow columns): while it is what it
+        was, the order made from ``entries()`` last time still holds and is not made again."""
+        with self._lock:
+            known = self._orders.get(store)
+        if known is not None and names is not None and known[0] == names:
+            ordered = known[1]
+        else:
+            ordered = order_entries(entries())
         with self._lock:
             cache = self._caches.get(store)
             if cache is None:
                 cache = self._caches[store] = FactsCache(store)
-            cache.keep_only({e.key for e in entries})
-        return LazyListing(entries, cache, learn, self._lock)
+            if known is None or known[1] is not ordered:
+                cache.keep_only({e.key for e in ordered})
+                self._orders[store] = (names, ordered)
+        return LazyListing(ordered, cache, learn, self._lock)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         return self._lazy(location, branch).all()

@@ -37,7 +37,6 @@ from crewpoint.providers.crewai_listing import (
     crew_facts,
     crew_first_facts,
     describe_dump,
-    order_entries,
 )
 from crewpoint.providers.refs import split_ref
 
@@ -45,6 +44,8 @@ if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
 
 JSONB_VERSION = (3, 45, 0)
+_WATCHED = 8
+"""Stores a provider keeps a connection open on, to tell cheaply whether they changed."""
 _SQL_ROWS = "SELECT rowid, id, created_at, parent_id, branch, length(data) FROM checkpoints"
 INSTALL_HINT = (
     "this CrewAI SQLite store keeps checkpoints as SQLite JSONB, which needs SQLite 3.45 or newer "
@@ -81,9 +82,17 @@ def _apsw() -> Any:
 @contextmanager
 def connect(path: str, write: bool = False) -> Iterator[Any]:
     """A connection that can read JSONB: the stdlib's when its SQLite is new enough, else apsw's."""
+    con = _open(path, write)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _open(path: str, write: bool = False) -> Any:
     if sqlite3.sqlite_version_info >= JSONB_VERSION:
         uri = f"file:{path}" + ("" if write else "?mode=ro")
-        con: Any = sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None)
+        con: Any = sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False)
     else:
         apsw = _apsw()
         if apsw is None:
@@ -94,10 +103,7 @@ def connect(path: str, write: bool = False) -> Iterator[Any]:
         except apsw.Error as exc:
             raise CheckpointError(f"cannot open {path}: {exc}") from exc
         con.set_busy_timeout(10_000)
-    try:
-        yield con
-    finally:
-        con.close()
+    return con
 
 
 def _errors() -> tuple[type[BaseException], ...]:
@@ -112,8 +118,34 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
     read_only = True
     newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._watchers: dict[str, tuple[Any, tuple[int, int]]] = {}
+
     def __repr__(self) -> str:
         return "CrewAISqliteProvider()"
+
+    def _version(self, path: str) -> tuple[int, int, int] | None:
+        """A value that changes whenever the database does: the file's identity and the ``data_version`` of a
+        connection kept open on it (SQLite changes it whenever another connection commits). None when it
+        cannot be told, and the rows are read again."""
+        failures: tuple[type[BaseException], ...] = (OSError, CheckpointError, *_errors())
+        try:
+            stat = os.stat(path)
+            with self._lock:
+                con, identity = self._watchers.get(path, (None, (0, 0)))
+                if con is None or identity != (stat.st_dev, stat.st_ino):
+                    if con is not None:
+                        self._watchers.pop(path)
+                        con.close()
+                    while len(self._watchers) >= _WATCHED:  # the longest kept goes
+                        self._watchers.pop(next(iter(self._watchers)))[0].close()
+                    con = _open(path)
+                    self._watchers[path] = (con, (stat.st_dev, stat.st_ino))
+                [(version,)] = builtins.list(con.execute("PRAGMA data_version"))
+            return stat.st_dev, stat.st_ino, int(version)
+        except failures:
+            return None
 
     def write(self, location: str, record: CheckpointRecord) -> str:
         raise CheckpointError(READ_ONLY)
@@ -136,28 +168,15 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
         path = os.path.abspath(split_ref(location)[0])
         if not os.path.isfile(path):
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        try:
-            with connect(path) as con:
-                rows = list(con.execute(_SQL_ROWS))
-        except _errors() as exc:
-            raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
-        entries = order_entries(
-            [
-                Entry(
-                    id=str(cid),
-                    parent_id=str(parent) if parent else None,
-                    branch=str(row_branch or "main"),
-                    created_at=parse_stamp(str(created or cid)),
-                    tiebreak=int(rowid),
-                    size=int(length or 0),
-                    location=f"{path}#{cid}",
-                    key=str(cid),
-                    stamp=0,
-                )
-                for rowid, cid, created, parent, row_branch, length in rows
-            ]
-        )
-        listing = self._listing(path, entries, lambda missing: _learn(path, missing))
+
+        def rows() -> builtins.list[Entry]:
+            try:
+                with connect(path) as con:
+                    return _entries(path, builtins.list(con.execute(_SQL_ROWS)))
+            except _errors() as exc:
+                raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
+
+        listing = self._listing(path, self._version(path), rows, lambda m: _learn(path, m))
         if branch is not None:
             listing.entries = [e for e in listing.entries if e.branch == branch]
         return listing
@@ -174,6 +193,24 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
             return CheckpointRecord(chosen, to_body(dump, chosen))
         except (ValueError, TypeError, AttributeError) as exc:
             raise DamagedCheckpoint(f"{chosen.location}: {exc}") from None
+
+
+def _entries(path: str, rows: builtins.list[Any]) -> builtins.list[Entry]:
+    """The rows as their narrow columns tell them (CrewAI never changes a row)."""
+    return [
+        Entry(
+            id=str(cid),
+            parent_id=str(parent) if parent else None,
+            branch=str(row_branch or "main"),
+            created_at=parse_stamp(str(created or cid)),
+            tiebreak=int(rowid),
+            size=int(length or 0),
+            location=f"{path}#{cid}",
+            key=str(cid),
+            stamp=0,
+        )
+        for rowid, cid, created, parent, row_branch, length in rows
+    ]
 
 
 def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, Any]:

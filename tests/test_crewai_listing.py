@@ -299,3 +299,51 @@ def test_info_shows_the_ancestry_and_reads_only_it(tmp_path: Path, monkeypatch: 
         saved = json.loads((tmp_path / "cache" / "crewpoint" / "crewai" / f"{digest}.json").read_text())["entries"]
         keys = [os.path.relpath(m.location, store) if store.is_dir() else m.id for m in chain]
         assert sorted(saved) == sorted(keys)
+
+
+def test_one_provider_sees_every_change_between_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order a provider remembers between listings is made again whenever the store changed: a row added
+    or removed by another connection, the database replaced by another file; a file added, removed, or
+    finished in place."""
+    import apsw
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    store = copy_sqlite_store(tmp_path / "crewai.db")
+    provider = CrewAISqliteProvider()
+    before = [m.id for m in provider.list(str(store))]
+    con = apsw.Connection(str(store))
+    con.execute(
+        "INSERT INTO checkpoints SELECT '20261201T000000_0000abcd', '20261201T000000', id, branch, data "
+        "FROM checkpoints WHERE id = ?",
+        (before[0],),
+    )
+    assert [m.id for m in provider.list(str(store))] == ["20261201T000000_0000abcd", *before]
+    con.execute("DELETE FROM checkpoints WHERE id IN ('20261201T000000_0000abcd', ?)", (before[-1],))
+    con.close()
+    after = provider.list(str(store))
+    assert set(m.id for m in after) == set(before[:-1])
+    assert after == CrewAISqliteProvider().list(str(store)), "as a provider that never saw it before lists it"
+    other = copy_sqlite_store(tmp_path / "other.db")
+    with sqlite3.connect(other) as plain:
+        plain.execute("DELETE FROM checkpoints WHERE id <> ?", (before[1],))
+    plain.close()
+    os.replace(other, store)
+    assert [m.id for m in provider.list(str(store))] == [before[1]]
+
+    folder = copy_json_store(tmp_path / "crewai-json")
+    json_provider = CrewAIJsonProvider()
+    files = {m.id: Path(m.location) for m in json_provider.list(str(folder))}
+    newest, oldest = next(iter(files)), list(files)[-1]
+    whole_text = files[newest].read_bytes()
+    added = files[newest].with_name(f"20261201T000000_0000abcd_p-{newest}.json")
+    added.write_bytes(whole_text[:300])  # CrewAI has begun writing it
+    listed = {m.id: m for m in json_provider.list(str(folder))}
+    assert listed["20261201T000000_0000abcd"].damaged
+    added.write_bytes(whole_text)  # and has finished
+    listed = {m.id: m for m in json_provider.list(str(folder))}
+    assert not listed["20261201T000000_0000abcd"].damaged
+    assert list(listed.values()) == CrewAIJsonProvider().list(str(folder))
+    files[oldest].unlink()
+    listed = {m.id: m for m in json_provider.list(str(folder))}
+    assert oldest not in listed and list(listed.values()) == CrewAIJsonProvider().list(str(folder))
+    assert listed["20261201T000000_0000abcd"].tasks_total == listed[newest].tasks_total
