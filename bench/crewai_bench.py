@@ -77,6 +77,20 @@ TARGETS = {"JSON": 0.30, "SQLite": 0.25}
 """crewpoint's own stores' targets for listing 10,000 checkpoints."""
 
 
+def _run(store: Path, cache: Path, *args: str) -> str:
+    env = {**bench_env(), "XDG_CACHE_HOME": str(cache)}
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", *args]
+    if args[0] == "list":
+        command.append(str(store))
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def _timed(store: Path, cache: Path, *args: str) -> float:
+    started = time.perf_counter()
+    _run(store, cache, *args)
+    return time.perf_counter() - started
+
+
 def _paint_time(store: Path, cache: Path, fresh: bool) -> float:
     """The app's start to its first painted tree, in a process of its own (so nothing is remembered)."""
     if fresh:
@@ -100,6 +114,9 @@ def bench_crewai_list() -> list[Row]:
         name = f"CrewAI {kind} store, `checkpoint list`, 10,000 checkpoints"
         rows.append(Row(f"{name}, first time", first, "s", None, "reads every checkpoint once"))
         rows.append(Row(f"{name}, again", again, "s", TARGETS[kind]))
+        oldest = json.loads(_run(store, cache, "list", "--json"))[-1]["id"]
+        info = statistics.median(_timed(store, cache, "info", "-l", str(store), oldest) for _ in range(5))
+        rows.append(Row(f"CrewAI {kind} store of 10,000, `checkpoint info`", info, "s", 0.12, "the first one"))
         paint = statistics.median(_paint_time(store, cache, fresh=True) for _ in range(3))
         paint_again = statistics.median(_paint_time(store, cache, fresh=False) for _ in range(3))
         name = f"CrewAI {kind} store, app: start to first painted tree, 10,000 checkpoints"

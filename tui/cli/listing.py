@@ -140,8 +140,8 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         _say(f"{key:<11} {value}")
     if len(lineage) > 1:
         _say("\nancestry (newest first)")
-        for m in lineage:
-            _say(f"  {short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}")
+        lines = (f"  {short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}" for m in lineage)
+        click.echo("\n".join(visible(line) for line in lines))  # one write, however long the ancestry
     _say("\ninputs")
     if info.inputs:
         for key, value in info.inputs.items():
