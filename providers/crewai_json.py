@@ -148,8 +148,13 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
             root, only = path, None
         else:
             raise CheckpointNotFound(f"no CrewAI checkpoint store at {path}")
-        scan = _scan(root)
-        listing = self._listing(root, _names(scan), lambda: _entries(scan), _learn)
+        scans: builtins.list[Scan] = []
+
+        def look() -> frozenset[tuple[str, int, int]]:
+            scans.append(_scan(root))
+            return _names(scans[-1])
+
+        listing = self._listing(root, look, lambda: _entries(scans[-1] if scans else _scan(root)), _learn)
         if only is not None:
             listing.entries = [e for e in listing.entries if e.location == only]
         elif branch is not None:

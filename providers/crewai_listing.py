@@ -25,7 +25,7 @@ from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.crewai_common import entity_name, main_entity, mask_text, progress
-from crewpoint.providers.files import NotRegular, open_regular
+from crewpoint.providers.files import NotRegular, one_look, open_regular
 
 Facts = dict[str, Any]
 CHUNK = 2000
@@ -184,7 +184,7 @@ class ListsLazily:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._caches: dict[str, FactsCache] = {}
-        self._orders: dict[str, tuple[Hashable, builtins.list[Entry]]] = {}
+        self._orders: dict[str, tuple[Hashable, builtins.list[Entry], object | None]] = {}
 
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         raise NotImplementedError
@@ -192,26 +192,30 @@ class ListsLazily:
     def _listing(
         self,
         store: str,
-        names: Hashable,
+        look: Callable[[], Hashable],
         entries: Callable[[], builtins.list[Entry]],
         learn: Callable[[builtins.list[Entry]], dict[str, Facts]],
     ) -> LazyListing:
-        """A listing of the store's entries in order, the store's cache kept to them. ``names`` is what a cheap
-        look at the store saw (each file's name, size and time; each row's narrow columns): while it is what it
-        was, the order made from ``entries()`` last time still holds and is not made again."""
+        """A listing of the store's entries in order, the store's cache kept to them. ``look()`` is what a cheap
+        look at the store sees (each file's name, size and time; the database's version): while it is what it
+        was, the order made from ``entries()`` last time still holds and is not made again. A process that
+        question answered with one look (:func:`~crewpoint.providers.files.looking_once`) looks once."""
+        question = one_look()
         with self._lock:
             known = self._orders.get(store)
-        if known is not None and names is not None and known[0] == names:
-            ordered = known[1]
+        if known is not None and question is not None and known[2] is question:
+            names, ordered = known[0], known[1]
         else:
-            ordered = order_entries(entries())
+            names = look()
+            fresh = known is None or names is None or known[0] != names
+            ordered = order_entries(entries()) if fresh or known is None else known[1]
         with self._lock:
             cache = self._caches.get(store)
             if cache is None:
                 cache = self._caches[store] = FactsCache(store)
             if known is None or known[1] is not ordered:
                 cache.keep_only({e.key for e in ordered})
-                self._orders[store] = (names, ordered)
+            self._orders[store] = (names, ordered, question)
         return LazyListing(ordered, cache, learn, self._lock)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:

@@ -176,7 +176,7 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
             except _errors() as exc:
                 raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
 
-        listing = self._listing(path, self._version(path), rows, lambda m: _learn(path, m))
+        listing = self._listing(path, lambda: self._version(path), rows, lambda m: _learn(path, m))
         if branch is not None:
             listing.entries = [e for e in listing.entries if e.branch == branch]
         return listing

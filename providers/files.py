@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator
 from stat import S_ISREG
 
 from crewpoint.providers.base import CheckpointError
@@ -14,7 +16,7 @@ O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-_PROCESSES = {"allowed": False}
+_PROCESSES: dict[str, object] = {"allowed": False, "one_look": None}
 
 
 def allow_processes() -> None:
@@ -24,7 +26,25 @@ def allow_processes() -> None:
 
 
 def processes_allowed() -> bool:
-    return _PROCESSES["allowed"]
+    return _PROCESSES["allowed"] is True
+
+
+@contextlib.contextmanager
+def looking_once() -> Iterator[None]:
+    """While one question is answered from stores that are only read (``info``, ``diff``), a store looked at
+    once is not looked at again to see whether it changed meanwhile: the answer is from one look."""
+    before = _PROCESSES["one_look"]
+    _PROCESSES["one_look"] = object()
+    try:
+        yield
+    finally:
+        _PROCESSES["one_look"] = before
+
+
+def one_look() -> object | None:
+    """The question being answered with one look at each store (:func:`looking_once`), if any: a look taken
+    while answering it may be used again for it, and never for another."""
+    return _PROCESSES["one_look"]
 
 
 class NotRegular(Exception):

@@ -104,8 +104,9 @@ def _show(value: Any) -> str:
 def diff(ctx: click.Context, first: str, second: str, location: str | None, as_json: bool) -> None:
     """Compare two checkpoints: inputs, task statuses and outputs, flow state and method outputs."""
     from crewpoint.checkpoint import ops
+    from crewpoint.providers.files import looking_once
 
-    with bad_input(ctx):
+    with bad_input(ctx), looking_once():  # reads only: each store is looked at once
         where = location_of(ctx, location)
         a = ops.load(first, where)
         b = ops.load(second, where)

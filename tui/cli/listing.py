@@ -183,8 +183,9 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
     A folder or database shows its latest checkpoint; an id (or unique prefix) is looked up in --location.
     """
     from crewpoint.checkpoint import ops
+    from crewpoint.providers.files import looking_once
 
-    with bad_input(ctx):
+    with bad_input(ctx), looking_once():  # reads only: each store is looked at once
         where = location_of(ctx, location)
         record = ops.load(ref if ref is not None else ops.find_store(where), where)
         described = ops.describe(record)
