@@ -107,8 +107,10 @@ def _open(path: str, write: bool = False) -> Any:
 
 
 def _errors() -> tuple[type[BaseException], ...]:
+    """What reading a CrewAI database can raise: SQLite's errors, and text that is not UTF-8 (a damaged JSONB
+    blob turned into text)."""
     apsw = _apsw()
-    return (sqlite3.Error,) if apsw is None else (sqlite3.Error, apsw.Error)
+    return (sqlite3.Error, UnicodeDecodeError) if apsw is None else (sqlite3.Error, apsw.Error, UnicodeDecodeError)
 
 
 class CrewAISqliteProvider(ListsLazily, BaseProvider):

@@ -347,3 +347,26 @@ def test_one_provider_sees_every_change_between_listings(tmp_path: Path, monkeyp
     listed = {m.id: m for m in json_provider.list(str(folder))}
     assert oldest not in listed and list(listed.values()) == CrewAIJsonProvider().list(str(folder))
     assert listed["20261201T000000_0000abcd"].tasks_total == listed[newest].tasks_total
+
+
+def test_a_jsonb_row_with_bytes_that_are_not_utf8_is_damaged_on_its_own(tmp_path: Path) -> None:
+    """A damaged blob whose text is not UTF-8 (SQLite hands it over as it is) costs only its own row."""
+    import apsw
+
+    store = copy_sqlite_store(tmp_path / "crewai.db")
+    con = apsw.Connection(str(store))
+    victim, blob = next(iter(con.execute("SELECT id, data FROM checkpoints WHERE instr(data, 'research crew')")))
+    con.execute(
+        "UPDATE checkpoints SET data = ? WHERE id = ?", (blob.replace(b"research crew", b"\xffesearch crew"), victim)
+    )
+    total = next(iter(con.execute("SELECT count(*) FROM checkpoints")))[0]
+    con.close()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+    listed = subprocess.run([*command, "list", str(store), "--json"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert len(rows) == total and rows[victim]["damaged"]
+    assert sum(1 for r in rows.values() if r["damaged"]) == 1
+    info = subprocess.run([*command, "info", "-l", str(store), victim], env=env, capture_output=True, text=True)
+    assert info.returncode != 0 and len(info.stderr.strip().splitlines()) == 1 and "Traceback" not in info.stderr
