@@ -9,6 +9,10 @@ it is learnt per row, newest first, only for the rows asked for (:class:`LazyLis
 Learning a JSON dump reads its head and tail only (:func:`json_facts`): CrewAI writes ``entities`` before the
 big ``event_record`` and ``trigger`` last. Anything unexpected (another key order, a torn file, a flow or agent
 whose facts are in its events) falls back to parsing the whole file, which also names what is damaged.
+Learning a SQLite row happens inside SQLite, on its JSONB (:data:`SQL_CREW_FIRST`, :data:`SQL_FACTS`).
+
+A provider remembers a store's order between listings while a cheap look at the store (each file's name, size
+and time; the database's ``data_version``) sees it unchanged (:class:`ListsLazily`).
 """
 
 from __future__ import annotations
