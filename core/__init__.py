@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "StringKnowledgeSource": "crewpoint.knowledge",
     "TextFileKnowledgeSource": "crewpoint.knowledge",
     "RuntimeState": "crewpoint.runtime",
+    "CheckpointState": "crewpoint.serialize",
 }
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "BaseLLM",
     "BaseTool",
     "CheckpointConfig",
+    "CheckpointState",
     "Crew",
     "CrewOutput",
     "Flow",
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from crewpoint.llm import LLM, BaseLLM, OfflineLLM
     from crewpoint.providers import JsonProvider, SqliteProvider
     from crewpoint.runtime import RuntimeState
+    from crewpoint.serialize import CheckpointState
     from crewpoint.task import Task, TaskOutput
     from crewpoint.tools import BaseTool, tool
 

@@ -53,7 +53,8 @@ class AgentStep:
 
 
 def warn_ignored_settings(model: BaseModel, what: str) -> None:
-    """Warn once about keyword arguments a model accepted but does not use (they are not saved either)."""
+    """Warn once about keyword arguments a model accepted but does not use (they are not saved either): an agent
+    is validated again each time a task or a crew takes it, and says so once a process."""
     import warnings
 
     from crewpoint.serialize import _caller_stacklevel
@@ -61,11 +62,15 @@ def warn_ignored_settings(model: BaseModel, what: str) -> None:
     extra = model.model_extra or {}
     if extra:
         names = ", ".join(sorted(extra))
-        warnings.warn(
-            f"{what} ignores the setting(s) {names}: crewpoint does not use them and checkpoints do not save them",
-            UserWarning,
-            stacklevel=_caller_stacklevel(),
-        )
+        message = f"{what} ignores the setting(s) {names}: crewpoint does not use them and checkpoints do not save them"
+        if message in _WARNED:
+            return
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
+
+
+_WARNED: set[str] = set()
+"""The ignored-settings warnings given in this process."""
 
 
 class Agent(BaseModel):
@@ -94,6 +99,8 @@ class Agent(BaseModel):
     _state: RuntimeState | None = PrivateAttr(default=None)
     _made_in: tuple[str, str] | None = PrivateAttr(default=None)
     _inputs: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _finished: bool = PrivateAttr(default=False)
+    """This object's own kickoff ran to the end: the next kickoff is a new run, unless restored since."""
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:
@@ -244,6 +251,10 @@ class Agent(BaseModel):
         )
         from crewpoint.runtime import RuntimeState, running
 
+        if self._finished:  # a new run, as in CrewAI; a restored agent resumes instead
+            self._state, self._result, self._finished = None, None, False
+            if messages is None:
+                messages = list(self._pending or []) or None
         if messages is None:
             if self._pending is None:
                 raise ValueError("Agent.kickoff needs messages (or an agent restored from a checkpoint)")
@@ -271,6 +282,7 @@ class Agent(BaseModel):
             event_bus.emit(
                 self, LiteAgentExecutionCompletedEvent(agent_role=self.role, agent_id=self.id, output=answer)
             )
+        self._finished = True
         return AgentOutput(raw=answer, agent_role=self.role)
 
     async def akickoff(
@@ -329,11 +341,7 @@ class Agent(BaseModel):
         from crewpoint.tools import tool_from_state
 
         llm_data = data.get("llm")
-        llm: BaseLLM | str | None
-        if isinstance(llm_data, dict):
-            llm = llm_from_state(llm_data)
-        else:
-            llm = llm_data if isinstance(llm_data, str) else None
+        llm = None if llm_data is None else llm_from_state(llm_data, agent=str(data.get("role", "")))
         step = data.get("step_callback")
         if data.get("step_callback_unsaved"):
             from crewpoint.task import _warn_not_saved
@@ -379,9 +387,10 @@ class Agent(BaseModel):
             raise CheckpointError(problem)
         self.id = str(data["id"])
         self._apply_run_state(data)
+        self._finished = False
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
-        self._state = runtime
+        self._state, self._finished = runtime, False
 
     @property
     def runtime_state(self) -> RuntimeState | None:

@@ -15,15 +15,10 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
 from crewpoint.task import Task, TaskOutput
-from crewpoint.text import interpolate
+from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 
 if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
-
-
-def _short(text: str, width: int = 48) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 class CrewOutput(BaseModel):
@@ -60,6 +55,9 @@ class Crew(BaseModel):
     _inputs: dict[str, Any] | None = PrivateAttr(default=None)
     _state: RuntimeState | None = PrivateAttr(default=None)
     _made_in: tuple[str, str] | None = PrivateAttr(default=None)
+    _finished: bool = PrivateAttr(default=False)
+    """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the crew
+    was restored from a checkpoint or its outputs edited since."""
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
@@ -126,10 +124,25 @@ class Crew(BaseModel):
         for j in reset:
             self.tasks[j].output = None
         self._rebuild_memory()
+        self._finished = False  # an edit asks the next kickoff to continue from it
         return reset
 
     def set_inputs(self, inputs: Mapping[str, Any]) -> list[int]:
-        """Change kickoff inputs; finished tasks whose text changes, and their dependents, are reset."""
+        """Change kickoff inputs; finished tasks whose text changes, and their dependents, are reset. An input
+        the crew has no ``{placeholder}`` for (and did not have) is refused with a ``ValueError``, the line
+        ``crewpoint checkpoint fork --input`` prints."""
+        problem = unknown_inputs(inputs, self.input_names())
+        if problem is not None:
+            raise ValueError(problem)
+        return self._set_inputs(inputs)
+
+    def input_names(self) -> list[str]:
+        """The inputs this crew takes: every ``{placeholder}`` in its tasks and agents, then the inputs it has."""
+        texts = [t.description for t in self.tasks] + [t.expected_output for t in self.tasks]
+        texts += [text for a in self.agents for text in (a.role, a.goal, a.backstory)]
+        return list(dict.fromkeys([*placeholders(*texts), *(self._inputs or {})]))
+
+    def _set_inputs(self, inputs: Mapping[str, Any]) -> list[int]:
         old = dict(self._inputs or {})
         new = {**old, **inputs}
         reset: set[int] = set()
@@ -145,6 +158,7 @@ class Crew(BaseModel):
             self.tasks[j].output = None
         self._inputs = new
         self._rebuild_memory()
+        self._finished = False
         return sorted(reset)
 
     def _rebuild_memory(self) -> None:
@@ -188,8 +202,10 @@ class Crew(BaseModel):
         )
         from crewpoint.runtime import RuntimeState, current_state, running
 
+        if self._finished:
+            self._start_over(inputs)
         if inputs is not None and self._inputs is not None:
-            self.set_inputs(inputs)
+            self._set_inputs(inputs)  # a kickoff takes any inputs, as CrewAI's does
         elif inputs is not None or self._inputs is None:
             self._inputs = dict(inputs or {})
         run_inputs = dict(self._inputs or {})
@@ -215,7 +231,18 @@ class Crew(BaseModel):
             outputs = [t.output for t in self.tasks if t.output is not None]
             result = CrewOutput(raw=outputs[-1].raw if outputs else "", tasks_output=outputs)
             event_bus.emit(self, CrewKickoffCompletedEvent(crew_name=self.name, crew_id=self.id, output=result.raw))
+        self._finished = True
         return result
+
+    def _start_over(self, inputs: Mapping[str, Any] | None) -> None:
+        """Forget the finished run: every task runs again, in a new run with its own lineage. Inputs given to
+        this kickoff replace the last run's; with none, the last run's are used again."""
+        for task in self.tasks:
+            task.output = None
+        if inputs is not None:
+            self._inputs = None
+        self._state = None
+        self._finished = False
 
     async def akickoff(
         self,
@@ -437,9 +464,10 @@ class Crew(BaseModel):
         if data.get("crew_memory") is not None:
             self._memory = CrewMemory.from_state(data["crew_memory"])
         self._state = None
+        self._finished = False  # restored: the next kickoff resumes and skips finished tasks
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
-        self._state, self._inputs = runtime, inputs
+        self._state, self._inputs, self._finished = runtime, inputs, False
 
     @property
     def runtime_state(self) -> RuntimeState | None:
@@ -456,7 +484,7 @@ class Crew(BaseModel):
             if not 0 <= index < len(saved):
                 raise ValueError(f"task {index + 1} does not exist: the crew has tasks 1 to {len(saved)}")
             if saved[index].get("output") is None:
-                label = saved[index].get("name") or _short(str(saved[index].get("description", "")))
+                label = saved[index].get("name") or clip(saved[index].get("description", ""), 48)
                 raise ValueError(
                     f"task {index + 1} ({label}) has not run at this checkpoint: only finished tasks' outputs "
                     "can be edited"

@@ -121,14 +121,12 @@ class TriageFlow(Flow[TriageState]):
 def run_demo(
     location: str = "./.checkpoints",
     delay: float = 0.0,
-    provider: str = "json",
+    provider: str | None = None,
     inputs: dict[str, Any] | None = None,
 ) -> tuple[CrewOutput, Any]:
-    """Run the demo crew (checkpointed at ``location``) and the triage flow; return both results."""
-    from crewpoint.providers import JsonProvider, SqliteProvider
-
-    store = SqliteProvider() if provider == "sqlite" else JsonProvider()
-    config = CheckpointConfig(location=location, provider=store)
+    """Run the demo crew (checkpointed at ``location``) and the triage flow; return both results. With no
+    ``provider`` ("json" or "sqlite") the location picks its kind of store (a URL its URL's, ``.db`` SQLite)."""
+    config = _demo_config(location, provider)
     crew = demo_crew(delay=delay, checkpoint=config)
     result = crew.kickoff(inputs=inputs or DEMO_INPUTS)
     flow_result = TriageFlow(checkpoint=config).kickoff()
@@ -152,16 +150,24 @@ def is_demo_store(location: str) -> bool:
     return all(meta.entity_name in DEMO_ENTITIES for meta in metas)
 
 
-def seed_demo_store(location: str, provider: str = "json") -> None:
-    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``), written quickly."""
-    from crewpoint.providers import JsonProvider, SqliteProvider
+def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
+    """Where the demo writes: ``provider`` when given for a path, else the kind the location names."""
+    from crewpoint.providers import is_url, provider_named
 
-    store = SqliteProvider() if provider == "sqlite" else JsonProvider()
-    if provider != "sqlite":
+    if provider is None or is_url(location):
+        return CheckpointConfig(location=location)
+    return CheckpointConfig(location=location, provider=provider_named(provider))
+
+
+def seed_demo_store(location: str, provider: str | None = None) -> None:
+    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``), written quickly."""
+    config = _demo_config(location, provider)
+    store = config.provider
+    if store.kind == "json":
         os.makedirs(location, exist_ok=True)
         with open(os.path.join(location, DEMO_MARKER), "w") as marker:
             marker.write("made by `crewpoint demo --live`: the next live demo replaces this folder\n")
-    crew = demo_crew(checkpoint=CheckpointConfig(location=location, provider=store))
+    crew = demo_crew(checkpoint=config)
     crew.kickoff(inputs=DEMO_INPUTS)
     second = sorted((m for m in store.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)[1]
     fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="shorter-outline")

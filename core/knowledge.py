@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
@@ -26,6 +26,7 @@ from crewpoint.events import (
     event_bus,
 )
 from crewpoint.memory import keywords
+from crewpoint.serialize import CheckpointState
 
 log = logging.getLogger("crewpoint.knowledge")
 
@@ -96,8 +97,8 @@ class BaseKnowledgeSource(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
-    chunk_size: int = Field(default=CHUNK_SIZE, gt=20)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    chunk_size: Annotated[int, CheckpointState] = Field(default=CHUNK_SIZE, gt=20)
+    metadata: Annotated[dict[str, Any], CheckpointState] = Field(default_factory=dict)
 
     _chunks: list[str] | None = PrivateAttr(default=None)
     _chunk_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -132,7 +133,7 @@ class BaseKnowledgeSource(BaseModel):
 class StringKnowledgeSource(BaseKnowledgeSource):
     """Knowledge from a string."""
 
-    content: str
+    content: Annotated[str, CheckpointState]
 
     def load_texts(self) -> list[str]:
         return [self.content]
@@ -221,7 +222,7 @@ def knowledge_source_from_state(state: dict[str, Any]) -> BaseKnowledgeSource:
     string source comes back as it is and any other source as the passages saved with it
     (:class:`StoredKnowledgeSource`): a checkpoint never makes crewpoint read a file or reach a server.
     """
-    from crewpoint.serialize import callbacks_trusted, load_class
+    from crewpoint.serialize import callbacks_trusted, load_class, state_fields
 
     path = str(state.get("class", ""))
     if callbacks_trusted():
@@ -230,7 +231,7 @@ def knowledge_source_from_state(state: dict[str, Any]) -> BaseKnowledgeSource:
     fields = state.get("fields") if isinstance(state.get("fields"), dict) else {}
     assert isinstance(fields, dict)
     if path == _class_path(StringKnowledgeSource) and isinstance(fields.get("content"), str):
-        return StringKnowledgeSource(content=fields["content"], chunk_size=fields.get("chunk_size", CHUNK_SIZE))
+        return StringKnowledgeSource.model_validate(state_fields(StringKnowledgeSource, fields, trusted=False))
     passages = state.get("chunks")
     if not isinstance(passages, list):
         size = fields.get("chunk_size", CHUNK_SIZE)

@@ -20,9 +20,11 @@ import uuid
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from crewpoint.serialize import CheckpointState
 
 if TYPE_CHECKING:
     import httpx
@@ -65,8 +67,9 @@ def _new_call_id() -> str:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    from crewpoint.text import clip
+
+    return clip(text, limit)
 
 
 # -- the base class ---------------------------------------------------------------------------------------
@@ -76,13 +79,15 @@ class BaseLLM(BaseModel):
     """A language model. Subclasses implement :meth:`call`; everything else has a default.
 
     An LLM is a pydantic model: a checkpoint saves it as its dotted class path plus its fields
-    (:meth:`to_state`) and :func:`llm_from_state` brings back the same class.
+    (:meth:`to_state`) and :func:`llm_from_state` brings back the same class. Untrusted, only the fields declared
+    ``Annotated[..., CheckpointState]`` come back from a checkpoint (here the model and its sampling settings);
+    a subclass declares its own the same way, and every other field takes its class default.
     """
 
     model_config = ConfigDict(defer_build=True)
 
-    model: str
-    temperature: float | None = None
+    model: Annotated[str, CheckpointState]
+    temperature: Annotated[float | None, CheckpointState] = None
 
     def call(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         """Answer a chat conversation (``[{"role": ..., "content": ...}, ...]``) with text."""
@@ -235,34 +240,79 @@ def _check_text(llm: BaseLLM, value: object) -> str:
 # -- restoring from a checkpoint --------------------------------------------------------------------------
 
 
-def llm_from_state(data: dict[str, Any], *, allow_import: bool | None = None) -> BaseLLM:
-    """Rebuild an LLM saved by :meth:`BaseLLM.to_state` as the same class, never another model.
+def model_family(model: str) -> str:
+    """The family a model name belongs to: its provider prefix (``ollama/llama3`` → ``ollama``), else the
+    letters it starts with (``gpt-4o-mini`` → ``gpt``, ``llama3.1:8b`` → ``llama``)."""
+    name = model.strip().lower()
+    if "/" in name:
+        return name.split("/", 1)[0]
+    match = re.match(r"[a-z]+", name)
+    return match.group(0) if match else name
 
-    The class resolves when the running program already defines it (crewpoint's own classes, or the user's,
-    ``__main__.MyLLM`` included); anything else is imported only for a trusted checkpoint
-    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``). Untrusted, fields that reach outside the process (base URL, key
-    variable, headers, paths) are not taken from the checkpoint: :class:`LLM` gets its base URL from
-    ``CREWPOINT_BASE_URL`` and reads its key from ``OPENAI_API_KEY``. ``allow_import`` overrides the trust
-    setting. Raises ``ValueError`` with a one-line reason.
+
+def _is_crewpoints(cls: type) -> bool:
+    return cls.__module__.split(".", 1)[0] == "crewpoint"
+
+
+def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str = "") -> BaseLLM:
+    """Rebuild an agent's LLM saved by :meth:`BaseLLM.to_state` (or saved as a model name).
+
+    Trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``, or ``allow_import``), it comes back exactly as saved, its class
+    imported if need be. Untrusted, the checkpoint never picks the class, the model family or anything that
+    reaches outside: a user class comes back when the running program defines it, with only its declared
+    checkpoint state (``Annotated[..., CheckpointState]``) read from the checkpoint; crewpoint's own models (and a
+    bare model name) come back as this program's default LLM (``CREWPOINT_LLM``/``CREWPOINT_BASE_URL``, else the
+    offline model), taking the saved model only within the default's family and the saved sampling settings
+    only for the same class. Raises ``ValueError`` with a one-line reason.
     """
-    from crewpoint.serialize import callbacks_trusted, is_reach_field, load_class
+    from crewpoint.serialize import callbacks_trusted, load_class, rebuild, state_fields
 
+    trusted = callbacks_trusted() if allow_import is None else allow_import
+    if data is None:
+        return default_llm()
+    if isinstance(data, str):
+        return resolve_llm(data) if trusted else _program_default(data, {}, agent)
     if not isinstance(data, dict) or not isinstance(data.get("class"), str):
         raise ValueError("the checkpoint's LLM entry is damaged: it has no class name")
     path: str = data["class"]
     fields = data.get("fields") or {}
     if not isinstance(fields, dict):
         raise ValueError(f"the checkpoint's LLM entry for {path} is damaged: its fields are not a mapping")
-    trusted = callbacks_trusted() if allow_import is None else allow_import
     cls = load_class(path, BaseLLM, "LLM class", trusted=trusted)
-    if not trusted:
-        fields = {k: v for k, v in fields.items() if not is_reach_field(k)}
-        if issubclass(cls, LLM):
-            fields["base_url"] = os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL
-    try:
-        return cls.model_validate(fields)
-    except ValueError as exc:
-        raise ValueError(f"the checkpoint's fields for LLM class {path} are invalid: {_one_line(str(exc))}") from exc
+    if trusted:
+        return rebuild(cls, fields, "LLM class", trusted=True)
+    if _is_crewpoints(cls):
+        model = fields.get("model")
+        return _program_default(model if isinstance(model, str) else "", state_fields(cls, fields), agent, cls)
+    return rebuild(cls, fields, "LLM class", trusted=False)
+
+
+_warned_switch: set[tuple[str, str, str]] = set()
+
+
+def _program_default(model: str, declared: dict[str, Any], agent: str, saved: type | None = None) -> BaseLLM:
+    """This program's default LLM, with what a checkpoint may set on it: the saved model when it is of the same
+    family, the saved sampling settings when the checkpoint's class is the default's."""
+    base = default_llm()
+    cls = type(base)
+    values = base.model_dump()
+    kept = saved is cls and (not model or model_family(model) == model_family(base.model))
+    if kept:
+        values.update(declared)
+    elif model and model != base.model:
+        key = (agent, model, base.model)
+        if key not in _warned_switch:
+            _warned_switch.add(key)
+            who = f"agent {agent!r}" if agent else "an agent"
+            log.warning(
+                "the checkpoint gives %s the LLM %r; this rebuild keeps the program's %r (bind your program, or set "
+                "%s=1 if you trust the checkpoint)",
+                who,
+                model,
+                base.model,
+                DESERIALIZE_ENV,
+            )
+    return cls.model_validate(values)
 
 
 # -- the offline model ------------------------------------------------------------------------------------
@@ -565,7 +615,7 @@ class LLM(BaseLLM):
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60
     stream: bool = False
-    max_tokens: int | None = None
+    max_tokens: Annotated[int | None, CheckpointState] = None
 
     @property
     def url(self) -> str:

@@ -5,8 +5,9 @@ as dotted paths: module-level functions and classes only, ``__main__.name`` for 
 Rebuilding from a checkpoint, a class resolves only when the running program already defines it and it is of the
 expected kind, and nothing is imported; a function (callback, guardrail, tool function) or anything that needs an
 import comes back only when the user trusts the checkpoint and sets ``CREWPOINT_DESERIALIZE_CALLBACKS=1``. No
-package is exempt, crewpoint included. Fields that reach outside the process (URLs, key variables, headers, file
-paths, locations) come from the program unless the checkpoint is trusted. Lambdas, closures, bound methods,
+package is exempt, crewpoint included. State is read back by declaration: untrusted, a checkpoint sets only the
+fields a class declares as :data:`CheckpointState` (``Annotated[float, CheckpointState]``); every other field comes
+from the program (its live object when bound, its class defaults on a rebuild). Lambdas, closures, bound methods,
 ``functools.partial`` objects, callable instances and builtins cannot be named: passing one where a callback is
 saved warns, and it does not come back after a restore.
 """
@@ -20,9 +21,13 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 T = TypeVar("T")
+M = TypeVar("M", bound="BaseModel")
 
 TRUST_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 
@@ -196,9 +201,11 @@ def load_callable(path: str, what: str = "callback", *, trusted: bool | None = N
     """
     if not (callbacks_trusted() if trusted is None else trusted):
         raise ValueError(f"this checkpoint names the {what} {path!r}; {WAYS_OUT}")
+    from crewpoint.text import a_or_an
+
     obj = import_path(path)
     if not callable(obj):
-        raise ValueError(f"cannot use {path!r} as a {what}: it names a {type(obj).__name__}, not a callable")
+        raise ValueError(f"cannot use {path!r} as a {what}: it names {a_or_an(type(obj).__name__)}, not a callable")
     return obj  # type: ignore[no-any-return]
 
 
@@ -220,20 +227,80 @@ def load_class(path: str, base: type[T], what: str, *, trusted: bool | None = No
     return obj
 
 
-_REACH_WORDS = frozenset(
-    "url urls uri endpoint host hostname port key token secret password passwd env environ header headers path "
-    "paths file files dir directory folder location proxy socket dsn credentials".split()
-)
+class _CheckpointStateMarker:
+    """The marker behind :data:`CheckpointState` (one instance, compared by identity)."""
+
+    _instance: _CheckpointStateMarker | None = None
+
+    def __new__(cls) -> _CheckpointStateMarker:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "CheckpointState"
+
+    def __reduce__(self) -> str:
+        return "CheckpointState"
 
 
-def is_reach_field(name: str) -> bool:
-    """Does a field of that name reach outside the process (a URL, key variable, header, file path, ...)?"""
-    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)
-    return any(word.lower() in _REACH_WORDS for word in words if word)
+CheckpointState = _CheckpointStateMarker()
+"""Declares a pydantic field as checkpoint state: ``temperature: Annotated[float, CheckpointState] = 0.2``.
+
+Without ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` a rebuild from a checkpoint sets only the fields a class declares
+this way; every other field takes its class default (and a live object bound to a checkpoint keeps its own).
+A declaration is inherited: a subclass that redefines a declared field keeps it declared.
+"""
 
 
-def program_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The saved fields a checkpoint may set: all of them when trusted, else those that reach nowhere."""
-    if callbacks_trusted():
-        return dict(fields)
-    return {k: v for k, v in fields.items() if not is_reach_field(k)}
+def declared_state(cls: type[BaseModel]) -> frozenset[str]:
+    """The names of the fields ``cls`` (or any class it inherits them from) declares as checkpoint state."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        fields = vars(klass).get("__pydantic_fields__")
+        if not isinstance(fields, dict):
+            continue
+        for name, info in fields.items():
+            if any(isinstance(m, _CheckpointStateMarker) for m in getattr(info, "metadata", ())):
+                names.add(name)
+    return frozenset(name for name in names if name in cls.model_fields)
+
+
+def state_fields(cls: type[BaseModel], saved: Mapping[str, Any], *, trusted: bool | None = None) -> dict[str, Any]:
+    """The saved fields a checkpoint may set on ``cls``: all of them when trusted, else the declared ones."""
+    if callbacks_trusted() if trusted is None else trusted:
+        return dict(saved)
+    declared = declared_state(cls)
+    return {k: v for k, v in saved.items() if k in declared}
+
+
+def rebuild(
+    cls: type[M],
+    saved: Mapping[str, Any],
+    what: str,
+    *,
+    given: Mapping[str, Any] | None = None,
+    trusted: bool | None = None,
+) -> M:
+    """An instance of ``cls`` from a checkpoint's ``saved`` fields under the trust rule.
+
+    Untrusted, only the fields ``cls`` declares as :data:`CheckpointState` are read from ``saved``; ``given``
+    (values the caller has already vetted, such as a restored callback) is applied on top; every other field
+    takes its class default. A required field that nothing fills stops the rebuild with one line saying to bind
+    the program. Raises ValueError.
+    """
+    values = {**state_fields(cls, saved, trusted=trusted), **(given or {})}
+    missing = [name for name, info in cls.model_fields.items() if info.is_required() and name not in values]
+    if missing:
+        raise ValueError(
+            f"cannot rebuild the {what} {class_path(cls)!r} from this checkpoint: its field {missing[0]!r} has no "
+            "default and is not declared as checkpoint state; resume your own program instead: "
+            "crew.kickoff(from_checkpoint=...) or `crewpoint checkpoint resume ID --app FILE.py:crew` "
+            f"(or set {TRUST_ENV}=1 if you trust this checkpoint)"
+        )
+    try:
+        return cls.model_validate(values)
+    except ValueError as exc:
+        text = " ".join(str(exc).split())
+        where = f"the checkpoint's fields for the {what} {class_path(cls)!r}"
+        raise ValueError(f"{where} are invalid: {text[:300]}") from None

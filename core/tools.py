@@ -17,19 +17,20 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Annotated, Any, overload
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from crewpoint.events import ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent, event_bus
 from crewpoint.serialize import (
+    CheckpointState,
     callable_path,
     check_savable,
     class_path,
     defined,
     load_callable,
     load_class,
-    program_fields,
+    rebuild,
 )
 
 log = logging.getLogger("crewpoint.tools")
@@ -116,12 +117,15 @@ class BaseTool(BaseModel):
 
     ``cache_function(args, result)`` decides whether a result may be cached; ``None`` caches every result.
     Identical arguments are then answered from the tool's cache without running it again.
+
+    Rebuilt from a checkpoint without trust, a tool takes its name and description from it, and only the other
+    fields its class declares ``Annotated[..., CheckpointState]``; every other field keeps its class default.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
-    name: str
-    description: str
+    name: Annotated[str, CheckpointState]
+    description: Annotated[str, CheckpointState]
     cache_function: CacheFunction | None = None
 
     _cache: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -337,7 +341,8 @@ def tool_from_state(state: dict[str, Any]) -> BaseTool:
     """Rebuild a tool saved by :meth:`BaseTool.to_state`.
 
     A ``@tool`` comes back when the running program defines it (``__main__.name`` included); a tool class when the
-    program defines it and it is a ``BaseTool``. Anything else is imported only for a trusted checkpoint
+    program defines it and it is a ``BaseTool``, with only its declared checkpoint state read back (other fields
+    keep their class defaults). Anything else is imported only for a trusted checkpoint
     (``CREWPOINT_DESERIALIZE_CALLBACKS=1``); a plain function is never taken for a tool otherwise. Raises
     ValueError saying what to do when the tool cannot come back.
     """
@@ -363,13 +368,13 @@ def tool_from_state(state: dict[str, Any]) -> BaseTool:
     cls = load_class(path, BaseTool, f"tool {name!r} class")
     if cls is FunctionTool:
         raise ValueError(f"tool {name!r}: a function tool must be saved by its function, not as {path!r}")
-    return cls.model_validate(
-        {
-            **program_fields(state.get("fields") or {}),
-            "name": name,
-            "description": description,
-            "cache_function": cache_function,
-        }
+    saved = state.get("fields") if isinstance(state.get("fields"), dict) else {}
+    assert isinstance(saved, dict)
+    return rebuild(
+        cls,
+        {**saved, "name": name, "description": description},
+        f"tool {name!r} class",
+        given={"cache_function": cache_function},
     )
 
 

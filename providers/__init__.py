@@ -52,6 +52,7 @@ __all__ = [
     "StoreChange",
     "UnsupportedSchema",
     "is_sqlite_location",
+    "is_url",
     "provider_for",
     "provider_kind",
     "provider_named",
@@ -59,6 +60,7 @@ __all__ = [
     "registered_providers",
     "shown_location",
     "split_ref",
+    "writable_provider_for",
 ]
 
 _LAZY = {
@@ -164,6 +166,31 @@ def provider_for(location: str) -> BaseProvider:
     return provider_named(provider_kind(location))
 
 
+def writable_provider_for(location: str) -> BaseProvider:
+    """The provider a run writes ``location`` with: the first writable kind that detects it. A URL is always its
+    URL's provider (a same-named local folder never wins); a path ending in ``.db``, ``.sqlite`` or ``.sqlite3``
+    (or an existing SQLite file) is SQLite; any other path is JSON folders. Raises :class:`CheckpointError` for a
+    URL no kind handles."""
+    location = os.fspath(location)
+    for entry in registered_providers():
+        if not entry.read_only and entry.detect(location):
+            return provider_named(entry.name)
+    return provider_for(location)  # raises with the one-line reason
+
+
+def check_provider_owns(location: str, provider: BaseProvider) -> None:
+    """Refuse a provider given for a URL location that another kind owns (``JsonProvider`` for ``postgresql://``
+    would make a local folder named ``postgresql:``)."""
+    if not is_url(location):
+        return
+    kind = provider_kind(location)
+    if provider.kind != kind:
+        raise CheckpointError(
+            f"{shown_location(location)} is a {kind} store: a {provider.kind} provider cannot write there"
+            " (leave provider= out and the location picks it)"
+        )
+
+
 def shown_location(location: str) -> str:
     """``location`` as it may be written into a checkpoint, an event or a message: a URL without its password
     (``postgresql://user:secret@host/db`` becomes ``postgresql://user@host/db``); a path as it is."""
@@ -209,9 +236,14 @@ def has_sqlite_header(path: str) -> bool:
         os.close(fd)
 
 
-def _has_scheme(location: str) -> bool:
+def is_url(location: str) -> bool:
+    """Does ``location`` have a URL scheme (``postgresql://``, ``memory://``)? Such a location is never a local
+    path, whatever exists on disk under the same name."""
     head, sep, _ = location.partition("://")
-    return bool(sep) and head.isidentifier()
+    return bool(sep) and head.replace("+", "_").replace("-", "_").replace(".", "_").isidentifier()
+
+
+_has_scheme = is_url
 
 
 def is_sqlite_location(location: str) -> bool:

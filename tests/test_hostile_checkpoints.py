@@ -117,6 +117,7 @@ def world(tmp_path: Path) -> Iterator[World]:
             VICTIM_DIR=str(tmp_path / "victim"),
             PYTHONPATH=os.pathsep.join([str(tmp_path / "mods"), env.get("PYTHONPATH", "")]).strip(os.pathsep),
             CREWPOINT_BASE_URL=program.base_url,
+            CREWPOINT_LLM="m",  # the program's model: a rebuild keeps the program's LLM class and model family
         )
         env.pop("OPENAI_API_KEY", None)
         yield World(tmp_path, program, hostile, base, env)

@@ -422,22 +422,32 @@ def trusted() -> bool:
     return os.environ.get("CREWPOINT_DESERIALIZE_CALLBACKS") == "1"
 
 
-def test_builtin_models_round_trip_without_trust(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builtin_models_come_back_by_declaration_without_trust(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CREWPOINT_DESERIALIZE_CALLBACKS", raising=False)
+    monkeypatch.delenv("CREWPOINT_LLM", raising=False)
+    monkeypatch.delenv("CREWPOINT_BASE_URL", raising=False)
     offline = OfflineLLM(delay=0.5, temperature=0.1)
     back = llm_from_state(offline.to_state(), allow_import=trusted())
-    assert type(back) is OfflineLLM and back.model_dump() == offline.model_dump()
+    # the model and its sampling settings are checkpoint state; the delay is the program's (class default)
+    assert type(back) is OfflineLLM and back.temperature == 0.1 and back.delay == 0.0
     remote = LLM(model="llama3", base_url="http://127.0.0.1:11434/v1", api_key_env="MY_KEY", stream=True, max_tokens=99)
     state = remote.to_state()
     assert state["class"] == "crewpoint.llm.LLM"
+    # with no model configured the program's default is the offline model: the checkpoint does not switch it
+    assert type(llm_from_state(state, allow_import=trusted())) is OfflineLLM
+    monkeypatch.setenv("CREWPOINT_LLM", "llama3.1")
     restored = llm_from_state(state, allow_import=trusted())
     # untrusted, the base URL and key variable come from the program's environment, never the checkpoint
-    assert type(restored) is LLM and restored.model == "llama3" and restored.max_tokens == 99 and restored.stream
+    assert type(restored) is LLM and restored.model == "llama3" and restored.max_tokens == 99
     assert restored.base_url == DEFAULT_BASE_URL and restored.api_key_env == "OPENAI_API_KEY"
+    assert not restored.stream and restored.timeout == LLM.model_fields["timeout"].default
     monkeypatch.setenv("CREWPOINT_BASE_URL", "http://127.0.0.1:9/v1")
     assert llm_from_state(state).base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("CREWPOINT_LLM", "gpt-4o-mini")  # another family: the program's model stays
+    assert llm_from_state(state).model == "gpt-4o-mini"
     monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
     assert llm_from_state(state).model_dump() == remote.model_dump()
+    assert llm_from_state(offline.to_state()).model_dump() == offline.model_dump()
 
 
 def test_a_user_model_comes_back_when_the_program_defines_it_else_needs_trust(

@@ -25,8 +25,9 @@ def _default_location() -> str:
 
 
 def _default_events() -> list[CheckpointEventType | Literal["*"]]:
-    """After each finished task of a crew, and after each finished method of a flow."""
-    return ["task_completed", "method_execution_finished"]
+    """After each finished task of a crew, each finished method of a flow, and a standalone agent's finished
+    kickoff."""
+    return ["task_completed", "method_execution_finished", "lite_agent_execution_completed"]
 
 
 class CheckpointConfig(BaseModel):
@@ -63,13 +64,16 @@ class CheckpointConfig(BaseModel):
         return str(value) if isinstance(value, Path) else value
 
     @model_validator(mode="after")
-    def _provider_of_a_url(self) -> CheckpointConfig:
-        """A URL location (``postgresql://``) with no provider given gets the provider that owns it, never the
-        default JSON folders."""
-        if "provider" not in self.model_fields_set and "://" in self.location:
-            from crewpoint.providers import provider_for
+    def _provider_of_the_location(self) -> CheckpointConfig:
+        """With no provider given, the location names its kind of store through the one resolver: a URL
+        (``postgresql://``) is its URL's provider, a path ending in ``.db``/``.sqlite``/``.sqlite3`` (or an existing
+        SQLite file) is a SQLite store, anything else JSON folders."""
+        from crewpoint.providers import check_provider_owns, writable_provider_for
 
-            self.provider = provider_for(self.location)
+        if "provider" not in self.model_fields_set:
+            self.provider = writable_provider_for(self.location)
+        else:
+            check_provider_owns(self.location, self.provider)
         return self
 
     def wants(self, event_type: str) -> bool:
@@ -122,9 +126,9 @@ def config_from_state(data: Any) -> CheckpointSetting:
     from crewpoint.providers import provider_for
 
     location = str(data.get("location") or "./.checkpoints")
+    # max_checkpoints is never read back: only the running program's configuration prunes (DESIGN §3 "Deletion")
     return CheckpointConfig(
         location=location,
         on_events=data.get("on_events", ["task_completed"]),
         provider=provider_for(location),
-        max_checkpoints=data.get("max_checkpoints"),
     )

@@ -16,8 +16,10 @@ DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
 
 
 def _has_scheme(location: str) -> bool:
-    head, sep, _ = location.partition("://")
-    return bool(sep) and head.isidentifier()
+    """A URL (``postgresql://``) is always its URL's store, never a same-named local path."""
+    from crewpoint.providers import is_url
+
+    return is_url(location)
 
 
 def find_store(location: str | None) -> str:

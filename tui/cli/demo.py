@@ -18,9 +18,8 @@ from crewpoint.tui.cli.root import main
 @click.option(
     "--provider",
     type=click.Choice(["json", "sqlite"]),
-    default="json",
-    show_default=True,
-    help="Checkpoint storage.",
+    default=None,
+    help="Checkpoint storage for a path (default: SQLite for a .db/.sqlite path, else JSON; a URL is its own).",
 )
 @click.option(
     "--live",
@@ -29,12 +28,14 @@ from crewpoint.tui.cli.root import main
 )
 @click.option("--force", is_flag=True, help="With --live: replace LOCATION even when it holds other things.")
 @click.pass_context
-def demo(ctx: click.Context, location: str, delay: float, provider: str, live: bool, force: bool) -> None:
+def demo(ctx: click.Context, location: str, delay: float, provider: str | None, live: bool, force: bool) -> None:
     """Run the bundled example crew and flow on the offline model, checkpointing as they go."""
     from crewpoint.demo import run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
         location = "./.checkpoints.db"
+    if provider is not None and "://" in location:
+        fail(f"--provider is for a path: a URL location is its own kind of store ({location.partition('://')[0]})")
     if live:
         _live_demo(location, provider, delay or 3.0, force=force)
         return
@@ -92,7 +93,7 @@ def _clear_demo_location(location: str, force: bool) -> None:
                 os.remove(path)
 
 
-def _live_demo(location: str, provider: str, delay: float, *, force: bool = False) -> None:
+def _live_demo(location: str, provider: str | None, delay: float, *, force: bool = False) -> None:
     """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
     import subprocess
 
@@ -109,8 +110,7 @@ def _live_demo(location: str, provider: str, delay: float, *, force: bool = Fals
             "demo",
             "--location",
             location,
-            "--provider",
-            provider,
+            *(["--provider", provider] if provider else []),
             "--delay",
             str(delay),
         ],
