@@ -194,6 +194,8 @@ class RuntimeState:
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
+        self._started(record, config.location)
+
         writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
 
     def _reparent(self, record: CheckpointRecord) -> CheckpointRecord:
@@ -251,22 +253,43 @@ class RuntimeState:
         return f"{self.failed} checkpoint{plural} not written ({self.failures[-1]}); latest written: {latest}"
 
     def _prune(self, provider: BaseProvider, location: str, keep: int) -> None:
-        """Keep this run's newest ``keep`` checkpoints: its own chain on its branch, never another live run's,
-        never the checkpoint it resumed from."""
-        head = self.written_id
-        protect = {p for p in (self.resumed_from, head, self.checkpoint_id) if p}
+        """``max_checkpoints``: keep the newest ``keep`` checkpoints of this run's entity on its branch (the
+        seed's bound for repeated runs). Never the checkpoint it resumed from or the one it wrote last, never
+        another live run's, never a fork point or the first checkpoint of a fork (see ``PruneStrategy``).
+
+        ``keep`` comes only from the running program's configuration: a restored run never reads it from a
+        checkpoint (``config_from_state``), so a checkpoint cannot make a run delete anything.
+        """
+        from crewpoint.checkpoint.prune_plan import prune_store
+        from crewpoint.providers.prune import PruneStrategy
+
+        protect = frozenset(p for p in (self.resumed_from, self.written_id, self.checkpoint_id) if p)
+        strategy = PruneStrategy(
+            keep=keep,
+            branch=self.branch,
+            entity=(self.root.entity_kind, self.root.entity_name),
+            protect=protect,
+            own_run=self.run_id,
+        )
         try:
-            provider.prune(
-                location,
-                keep,
-                branch=self.branch,
-                protect=protect,
-                lineage=self.lineage,
-                head=head,
-                own_run=self.run_id,
-            )
+            prune_store(provider, location, strategy, source=self)
         except Exception as exc:
             log.warning("pruning %s failed: %s", location, exc)
+
+    def _started(self, record: CheckpointRecord, location: str) -> None:
+        """``checkpoint_started``: a checkpoint was captured and is on its way to the store."""
+        from crewpoint.events import CheckpointStartedEvent, event_bus
+        from crewpoint.providers import shown_location
+
+        event_bus.emit(
+            self,
+            CheckpointStartedEvent(
+                checkpoint_id=record.meta.id,
+                location=shown_location(location),
+                trigger=record.meta.trigger,
+                branch=record.meta.branch,
+            ),
+        )
 
     def checkpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
         """Write a checkpoint now and return where it went (a file path, or ``db#id``); a failed write raises
@@ -274,6 +297,7 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         writer.flush()
         record = self.capture(trigger)
+        self._started(record, loc)
         try:
             ref = provider.write(loc, record)
             provider.flush()
@@ -289,6 +313,7 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
+        self._started(record, loc)
         try:
             ref = await provider.awrite(loc, record)
             await asyncio.to_thread(provider.flush)
@@ -348,6 +373,9 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     checkpoint it may trigger, is emitted here once the stack has unwound, so no lock is held when it is written.
     SIGTSTP and SIGCONT are emitted from a short-lived thread and do not stop the run's thread.
     """
+    from crewpoint.checkpoint.program import refuse_kickoff_while_loading
+
+    refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)

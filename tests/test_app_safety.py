@@ -286,9 +286,11 @@ async def test_the_fork_dialog_shows_the_program_it_runs_and_refuses_a_bad_one(s
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
         dialog = pilot.app.screen
         field = dialog.query_one("#fork-app Input", Input)
-        assert field.value == "crewpoint.demo:demo_crew"  # pre-filled from where the checkpoint's crew came from
-        shown_file = dialog.query_one(AppField).file
-        assert shown_file is not None and shown_file.endswith("demo.py")  # the file it will run, shown first
+        assert field.value == ""  # crewpoint's own demo module is never suggested as the program to run
+        program = tmp_path / "prog.py"
+        program.write_text("crew = None\n")
+        field.value = f"{program}:crew"
+        await wait_until(pilot, lambda: dialog.query_one(AppField).file == str(program))  # shown before it runs
         assert "runs" in screen_text(pilot).split()
         field.value = ""
         await settle(pilot)

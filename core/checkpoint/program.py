@@ -4,35 +4,128 @@ A checkpoint is data; the code that runs it comes from the user's program. An *a
 ``path/to/script.py:attr`` or ``package.module:attr``, where the attribute is a Crew, Flow or Agent, its class,
 or a zero-argument factory (``:attr`` may be left out when the module holds exactly one such object).
 
-Each checkpoint records its entity's origin (script path or module, and the attribute when it can be found),
-so the terminal app can pre-fill the spec; nothing is ever run because a checkpoint names it: the command line
-needs ``--app`` (or ``[tool.crewpoint] app`` in the project's pyproject.toml), and the app shows the file it
-will run before it runs it.
+The program to run is the user's: ``--app``, ``[tool.crewpoint] app`` in the project's pyproject.toml, or what is
+typed in the app's dialogs. Each checkpoint records its entity's origin (script path or module, and the attribute
+when it can be found; never a file of crewpoint's own), and the dialogs may *suggest* it, saying so, only when it is
+a file inside the current project (not the standard library, an installed package or crewpoint). Checking a spec
+(:func:`app_file`, :func:`suggested_app`) never imports anything: module names are resolved to files by reading
+folders on ``sys.path``. Only :func:`load_app`, on the user's word, runs the program; a program that starts a run
+while it is loaded is stopped (:class:`KickoffWhileLoading`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.text import a_or_an
 
 #: The name a script loaded through ``--app`` gets in ``sys.modules``. Saved paths to its functions and
 #: classes read ``__main__.name``, as when the script runs on its own.
 APP_MODULE = "__crewpoint_app__"
 
+#: The bundled demo: the one module of crewpoint's own recorded as an origin (by name, never as a file), so the
+#: command line loads it for the demo's own checkpoints only.
+DEMO_MODULE = "crewpoint.demo"
+
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _ATTR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PACKAGES = ("crewpoint", "crewpoint.providers", "crewpoint.tui", "crewpoint.screens")
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 class AppError(CheckpointError):
     """An app spec that cannot be loaded; the message says what to fix."""
+
+
+class KickoffWhileLoading(AppError):
+    """The program named by ``--app`` started a run while it was being loaded."""
+
+
+# -- what is crewpoint's, what is the project's ------------------------------------------------------------------
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+@functools.cache
+def _crewpoint_folders() -> tuple[str, ...]:
+    """The folders of crewpoint's own packages, as installed and as their real paths (an editable install links)."""
+    folders: set[str] = set()
+    for name in _PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)  # the parent, ``crewpoint``, is imported already
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        for location in spec.submodule_search_locations or ():
+            folders.update((os.path.abspath(location), os.path.realpath(location)))
+        if spec.origin:
+            folders.add(os.path.dirname(os.path.realpath(spec.origin)))
+    return tuple(sorted(folders))
+
+
+def is_crewpoint_file(path: str) -> bool:
+    """Is ``path`` one of crewpoint's own files (its packages, by their path or the real path they link to)?"""
+    candidates = {os.path.abspath(path), os.path.realpath(path)}
+    return any(_inside(p, f) for p in candidates for f in _crewpoint_folders())
+
+
+@functools.cache
+def _installed_folders() -> tuple[str, ...]:
+    """The standard library, site-packages and the interpreter's prefixes: never part of a user's project."""
+    import site
+    import sysconfig
+
+    found: set[str] = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts", "data"):
+        value = sysconfig.get_paths().get(key)
+        if value:
+            found.add(value)
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        found.add(prefix)
+    try:
+        found.update(site.getsitepackages())
+        found.add(site.getusersitepackages())
+    except AttributeError:  # an embedded interpreter without them
+        pass
+    return tuple(sorted({os.path.realpath(f) for f in found if f and os.path.realpath(f) != os.sep}))
+
+
+def project_root(start: str | os.PathLike[str] | None = None) -> Path:
+    """The current project: the nearest folder at or above ``start`` (the working folder) holding a pyproject.toml,
+    setup.py, setup.cfg or .git, else the working folder itself."""
+    folder = Path(start or os.getcwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in _PROJECT_MARKERS):
+            return candidate
+    return folder
+
+
+def project_file(path: str, root: str | os.PathLike[str] | None = None) -> str | None:
+    """The real path of ``path`` when it is a regular ``.py`` file inside the current project and none of crewpoint's,
+    the standard library's or an installed package's; else None."""
+    if not path.endswith(".py") or "\0" in path:
+        return None
+    real = os.path.realpath(path)
+    if not os.path.isfile(real) or not real.endswith(".py"):
+        return None
+    if not _inside(real, str(Path(root).resolve() if root is not None else project_root())):
+        return None
+    if is_crewpoint_file(path) or any(_inside(real, folder) for folder in _installed_folders()):
+        return None
+    return real
 
 
 # -- the origin recorded in each checkpoint --------------------------------------------------------------------
@@ -42,8 +135,22 @@ def origin_of(entity: object) -> dict[str, Any] | None:
     """Where ``entity`` came from: ``{"file": ..., "module": ..., "attr": ...}``, or None when unknown.
 
     ``attr`` names the module-level variable holding the entity, or its class for a flow; ``module`` is set when
-    the program is an importable module rather than a script.
+    the program is an importable module rather than a script. crewpoint's own files are never recorded (a run
+    resumed by crewpoint's command line without ``--app`` has no origin); the bundled demo is recorded by its
+    module name alone.
     """
+    return _not_crewpoints(_find_origin(entity))
+
+
+def _not_crewpoints(origin: dict[str, Any] | None) -> dict[str, Any] | None:
+    if origin is None or not isinstance(origin.get("file"), str) or not is_crewpoint_file(origin["file"]):
+        return origin
+    if origin.get("module") == DEMO_MODULE:
+        return {"file": None, "module": DEMO_MODULE, "attr": origin.get("attr")}
+    return None
+
+
+def _find_origin(entity: object) -> dict[str, Any] | None:
     from crewpoint.serialize import program_modules
 
     for name in program_modules():
@@ -60,6 +167,9 @@ def origin_of(entity: object) -> dict[str, Any] | None:
     spec = getattr(main, "__spec__", None)
     path = getattr(main, "__file__", None)
     if path is None:
+        return None
+    real = os.path.realpath(path)
+    if any(_inside(real, folder) for folder in _installed_folders()):  # an installed command (crewpoint's own)
         return None
     return {"file": os.path.abspath(path), "module": _real_name(spec), "attr": None}
 
@@ -114,31 +224,68 @@ def _real_name(spec: Any) -> str | None:
     return str(name)
 
 
-def suggested_app(record: CheckpointRecord) -> str | None:
-    """The app spec to pre-fill for ``record``: the project's default, else the checkpoint's recorded origin."""
-    default = project_app()
-    if default:
-        return default
-    origin = record.body.get("origin")
+def is_demo_checkpoint(record: CheckpointRecord) -> bool:
+    """Was ``record`` written by the bundled demo (its origin is the demo module)? Only then does the command line
+    load the demo's crew, tools and flow."""
+    origin = record.body.get("origin") if isinstance(record.body, Mapping) else None
+    return isinstance(origin, Mapping) and origin.get("module") == DEMO_MODULE
+
+
+# -- what the dialogs pre-fill ------------------------------------------------------------------------------------
+
+
+class SuggestedApp(str):
+    """An app spec the dialogs pre-fill, with ``source``: where the suggestion comes from, said beside it."""
+
+    source: str
+
+    def __new__(cls, spec: str, source: str) -> SuggestedApp:
+        made = super().__new__(cls, spec)
+        made.source = source
+        return made
+
+
+def suggested_app(record: CheckpointRecord) -> SuggestedApp | None:
+    """The app spec to pre-fill for ``record``: the project's default, else the checkpoint's recorded origin when it
+    is a file inside the current project (:func:`project_file`). Nothing is imported to decide."""
+    found = _project_setting()
+    if found is not None:
+        spec, pyproject = found
+        return SuggestedApp(spec, f"[tool.crewpoint] app in {_shown_path(pyproject)}")
+    body = record.body if isinstance(record.body, Mapping) else {}
+    origin = body.get("origin")
     if not isinstance(origin, Mapping):
         return None
     attr = origin.get("attr")
     suffix = f":{attr}" if isinstance(attr, str) and _ATTR_RE.match(attr) else ""
-    module = origin.get("module")
-    if isinstance(module, str) and _MODULE_RE.match(module):
-        return module + suffix
     path = origin.get("file")
-    if isinstance(path, str) and path.endswith(".py"):
-        try:
-            path = os.path.relpath(path)
-        except ValueError:
-            pass
-        return path + suffix
-    return None
+    if not isinstance(path, str):
+        return None
+    real = project_file(path)
+    if real is None:
+        return None
+    source = "recorded in the checkpoint (a file of this project): check it is yours"
+    module = origin.get("module")
+    if isinstance(module, str) and _MODULE_RE.match(module) and locate_module(module) == real:
+        return SuggestedApp(module + suffix, source)
+    return SuggestedApp(_shown_path(real) + suffix, source)
+
+
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if relative.startswith(os.pardir) else relative
 
 
 def project_app(start: str | os.PathLike[str] | None = None) -> str | None:
     """``[tool.crewpoint] app`` from the nearest pyproject.toml at or above ``start`` (the working folder)."""
+    found = _project_setting(start)
+    return found[0] if found is not None else None
+
+
+def _project_setting(start: str | os.PathLike[str] | None = None) -> tuple[str, Path] | None:
     import tomllib
 
     folder = Path(start or os.getcwd()).resolve()
@@ -150,13 +297,15 @@ def project_app(start: str | os.PathLike[str] | None = None) -> str | None:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        app = data.get("tool", {}).get("crewpoint", {}).get("app")
+        tool = data.get("tool")
+        settings = tool.get("crewpoint") if isinstance(tool, dict) else None
+        app = settings.get("app") if isinstance(settings, dict) else None
         if not isinstance(app, str) or not app.strip():
             return None
         target, sep, attr = app.strip().rpartition(":") if ":" in app else (app.strip(), "", "")
         if target.endswith(".py") and not os.path.isabs(target):
             target = str(candidate / target)
-        return f"{target}{sep}{attr}"
+        return f"{target}{sep}{attr}", pyproject
     return None
 
 
@@ -176,40 +325,126 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return target, attr
 
 
+def _is_script(target: str) -> bool:
+    return target.endswith(".py") or os.sep in target or "/" in target
+
+
 def app_file(spec: str) -> str:
-    """The file ``spec`` will execute (a script path, or the module's source file), without running anything."""
+    """The file ``spec`` will execute (a script path, or the module's source file), without importing anything:
+    a module name is looked up in the folders of ``sys.path`` (:func:`locate_module`)."""
     target, _ = split_spec(spec)
-    if target.endswith(".py") or os.sep in target or "/" in target:
+    if _is_script(target):
         path = os.path.abspath(target)
         if not os.path.isfile(path):
             raise AppError(f"--app {spec!r}: {path}: no such file")
         return path
     if not _MODULE_RE.match(target):
         raise AppError(f"--app {spec!r}: {target!r} is neither a .py file nor a module name")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    found = locate_module(target)
+    if found is None:
+        raise AppError(f"--app {spec!r}: no module named {target!r} in the folders on the path (nothing was imported)")
+    return found
+
+
+def locate_module(name: str) -> str | None:
+    """The source file that importing ``name`` would run, found by reading folders (the working folder, then
+    ``sys.path``), never by importing: a regular package's ``__init__.py`` wins over a same-named ``.py``, as in
+    Python, and the rest of the name is looked up inside it. None when no source file is found (a builtin, an
+    extension module, a zip archive or an import hook: name such a program by its file)."""
+    if not _MODULE_RE.match(name):
+        return None
+    first, *rest = name.split(".")
+    entries = [os.getcwd(), *(entry or os.getcwd() for entry in sys.path)]
+    folders = [e for e in dict.fromkeys(os.path.abspath(e) for e in entries) if os.path.isdir(e)]
+    namespace: list[str] = []
+    for folder in folders:
+        package = os.path.join(folder, first)
+        if os.path.isfile(os.path.join(package, "__init__.py")):
+            return _locate_in(package, rest)
+        if os.path.isfile(package + ".py"):
+            return os.path.abspath(package + ".py") if not rest else None
+        if os.path.isdir(package):
+            namespace.append(package)
+    for package in namespace:  # a namespace package spans every folder that has it
+        found = _locate_in(package, rest)
+        if found is not None:
+            return found
+    return None
+
+
+def _locate_in(package: str, rest: list[str]) -> str | None:
+    folder = package
+    for index, part in enumerate(rest):
+        last = index == len(rest) - 1
+        inner = os.path.join(folder, part)
+        if os.path.isfile(os.path.join(inner, "__init__.py")) or (os.path.isdir(inner) and not last):
+            folder = inner
+            continue
+        if last and os.path.isfile(inner + ".py"):
+            return os.path.abspath(inner + ".py")
+        return None
+    init = os.path.join(folder, "__init__.py")
+    return os.path.abspath(init) if os.path.isfile(init) else None
+
+
+_loading: list[str] = []
+"""The programs being loaded by :func:`load_app` (innermost last); a run started meanwhile is refused."""
+_kickoffs: list[str] = []
+
+
+def refuse_kickoff_while_loading() -> None:
+    """Called as every run starts: while ``--app`` loads a program, a run it starts stops the load with one line
+    (a script whose module level calls ``kickoff()`` would otherwise run a whole fresh crew before resuming)."""
+    if _loading:
+        _kickoffs.append(_loading[-1])
+        raise KickoffWhileLoading(_kickoff_message(_loading[-1]))
+
+
+def _kickoff_message(path: str) -> str:
+    return (
+        f"--app: {_shown_path(path)} starts a run while it is loaded (a kickoff() at module level): "
+        'put that code under `if __name__ == "__main__":` so --app can load it without running it'
+    )
+
+
+@contextmanager
+def _no_kickoff(path: str) -> Iterator[None]:
+    _loading.append(path)
+    started = len(_kickoffs)
     try:
-        found = importlib.util.find_spec(target)
-    except (ImportError, ValueError) as exc:
-        raise AppError(f"--app {spec!r}: cannot find module {target!r} ({exc})") from None
-    if found is None or not found.origin:
-        raise AppError(f"--app {spec!r}: no module named {target!r} on the path")
-    return str(found.origin)
+        yield
+    except KickoffWhileLoading:
+        raise AppError(_kickoff_message(path)) from None
+    finally:
+        _loading.pop()
+    if len(_kickoffs) > started:  # the program caught the refusal and went on loading
+        raise AppError(_kickoff_message(path))
 
 
 def load_app(spec: str, kind: str) -> Any:
     """Run the program ``spec`` names and return its entity of ``kind`` (crew, flow, agent).
 
     A script is loaded as its own module (not as ``__main__``, so its ``if __name__ == "__main__":`` block does
-    not run); its folder goes on ``sys.path`` so its sibling modules import as they do when it runs.
+    not run); its folder goes on ``sys.path`` so its sibling modules import as they do when it runs. A program that
+    starts a run while it loads is stopped before the run does any work.
     """
     target, attr = split_spec(spec)
-    path = app_file(spec)
-    if target.endswith(".py") or os.sep in target or "/" in target:
-        module = _load_script(path)
+    if _is_script(target):
+        module = _load_script(app_file(spec))
     else:
+        if not _MODULE_RE.match(target):
+            raise AppError(f"--app {spec!r}: {target!r} is neither a .py file nor a module name")
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
         try:
-            module = importlib.import_module(target)
+            with _no_kickoff(locate_module(target) or target):
+                module = importlib.import_module(target)
+        except AppError:
+            raise
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
+                raise AppError(f"--app {spec!r}: no module named {exc.name!r} on the path") from None
+            raise AppError(f"--app {spec!r}: importing {target} failed: {type(exc).__name__}: {exc}") from exc
         except Exception as exc:
             raise AppError(f"--app {spec!r}: importing {target} failed: {type(exc).__name__}: {exc}") from exc
     return _entity_from(module, attr, kind, spec)
@@ -228,7 +463,10 @@ def _load_script(path: str) -> Any:
     sys.modules[APP_MODULE] = module
     register_program_module(APP_MODULE)
     try:
-        spec.loader.exec_module(module)
+        with _no_kickoff(path):
+            spec.loader.exec_module(module)
+    except AppError:
+        raise
     except SystemExit as exc:
         raise AppError(f"--app: {path} exited while loading (exit {exc.code})") from None
     except Exception as exc:
@@ -272,8 +510,10 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
             raise AppError(f"--app {spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}") from exc
         if isinstance(made, cls):
             return made
-        raise AppError(f"--app {spec!r}: {attr}() returned a {type(made).__name__}, not a {kind}")
-    raise AppError(f"--app {spec!r}: {attr} is a {type(value).__name__}, not a {kind} or a function making one")
+        raise AppError(f"--app {spec!r}: {attr}() returned {a_or_an(type(made).__name__)}, not {a_or_an(kind)}")
+    raise AppError(
+        f"--app {spec!r}: {attr} is {a_or_an(type(value).__name__)}, not {a_or_an(kind)} or a function making one"
+    )
 
 
 def _is_own_flow_class(value: Any, module: Any, flow: type[Any]) -> bool:

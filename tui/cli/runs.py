@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, one_line, wants_traceback
+from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, fail_from, one_line
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
 
@@ -43,9 +43,8 @@ def _run(
     outputs: tuple[str, ...] = (),
     app: str | None = None,
 ) -> None:
-    import crewpoint.demo  # noqa: F401  # the bundled demo's crew, tools and flow are part of this program
     from crewpoint.checkpoint import ops
-    from crewpoint.checkpoint.program import project_app
+    from crewpoint.checkpoint.program import is_demo_checkpoint, project_app
     from crewpoint.tui.progress import make_progress, result_text
 
     where = location_of(ctx, location)
@@ -54,6 +53,7 @@ def _run(
         _crewai_run(ctx, crewai_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
         return
     prepared: PreparedRun | None = None
+    given_app = app
     try:
         with bad_input(ctx):
             app = app or project_app()
@@ -61,6 +61,8 @@ def _run(
             edits = ops.parse_assignments(outputs, "--set-output")
             full = ops.resolve_id(where, ref)
             record = ops.load(full, where)
+            if is_demo_checkpoint(record):  # the bundled demo's crew, tools and flow: for its own checkpoints only
+                import crewpoint.demo  # noqa: F401
             new_outputs = {ops.resolve_task(record, key): text for key, text in edits.items()}
             prepared = ops.prepare_run(
                 full,
@@ -93,9 +95,7 @@ def _run(
                 raise
             except Exception as exc:
                 reporter.failed(exc)
-                if wants_traceback(ctx):
-                    raise
-                fail(f"the run failed: {one_line(exc)}", EXIT_FAILED)
+                fail_from(ctx, f"the run failed: {one_line(exc)}", EXIT_FAILED)
             reporter.finished(result)
     except KeyboardInterrupt:
         latest = prepared.latest_id if prepared is not None else ref
@@ -103,6 +103,8 @@ def _run(
         store = where if where is not None else prepared.store if prepared is not None else None
         if store is not None and (where is not None or not _found_by_default(store)):
             hint += f" --location {shlex.quote(store)}"
+        if given_app is not None:  # the program this run ran, which the resume must run too
+            hint += f" --app {shlex.quote(given_app)}"
         click.echo(f"interrupted; resume with: {hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if progress != "json":

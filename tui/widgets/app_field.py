@@ -1,4 +1,9 @@
-"""The App field of the Resume and Fork dialogs: which program runs the checkpoint, and the file it executes."""
+"""The App field of the Resume and Fork dialogs: which program runs the checkpoint, and the file it executes.
+
+The field is the user's: it starts from a suggestion only when there is one (the project's ``[tool.crewpoint] app``,
+or the checkpoint's recorded program when that is a file of this project), and says where the suggestion comes
+from. Checking what the text names reads folders only: nothing is imported before the user confirms.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from crewpoint.tui.visible import visible
 
 class AppField(Vertical):
     """``FILE.py:attr`` or ``package.module:attr``; empty rebuilds the entity from the checkpoint alone. Below it,
-    before anything runs, the file it names (or why it names none)."""
+    before anything runs, the file it names (or why it names none) and, while it holds the suggestion, where the
+    suggestion comes from (``spec`` may carry it as ``source``, see ``crewpoint.checkpoint.program.SuggestedApp``)."""
 
     DEFAULT_CSS = """
     AppField { height: auto; }
@@ -35,6 +41,8 @@ class AppField(Vertical):
     def __init__(self, spec: str | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.initial = spec or ""
+        self.source: str | None = getattr(spec, "source", None) if spec else None
+        """Where the pre-filled text comes from (None: nothing was suggested)."""
         self.file: str | None = None
         self.error: str | None = None
         self.checked_spec: str | None = None
@@ -52,6 +60,11 @@ class AppField(Vertical):
     @property
     def spec(self) -> str:
         return self.query_one(Input).value.strip()
+
+    @property
+    def suggested(self) -> bool:
+        """Does the field still hold the suggestion it was given?"""
+        return self.source is not None and self.spec == self.initial.strip()
 
     def verify(self) -> str | None:
         """Why the field cannot be run with (None: it can). Checks now if the last check was of other text."""
@@ -97,6 +110,9 @@ class AppField(Vertical):
         if message.error is not None:
             note.update(Text(visible(f"✗ {message.error}")))
         elif message.file is not None:
-            note.update(Text(visible(f"runs {message.file}")))
+            shown = visible(f"runs {message.file}", one_line=True)
+            if self.suggested:
+                shown += "\n" + visible(f"suggested: {self.source}", one_line=True)
+            note.update(Text(shown))
         else:
             note.update(Text("no program: the entity is rebuilt from the checkpoint (code it names is not loaded)"))
