@@ -428,6 +428,9 @@ class Heartbeat:
             checkpoint_id=state.checkpoint_id,
         )
         self._stop = threading.Event()
+        from crewpoint.providers.run_mark import hold
+
+        self._mark = hold(state.run_id)  # shows this process is the run its record names (``x`` in the app)
         self.beat()
         self._thread = threading.Thread(target=self._loop, name="crewpoint-heartbeat", daemon=True)
         self._thread.start()
@@ -452,6 +455,10 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         self.beat(status)
+        from crewpoint.providers.run_mark import release
+
+        release(self._mark)
+        self._mark = None
 
 
 def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:

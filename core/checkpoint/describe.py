@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crewpoint.providers.base import CheckpointMeta, CheckpointRecord, DamagedCheckpoint
+from crewpoint.checkpoint.restore import body_of
+from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState, TaskState
+from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 
 
 @dataclass
@@ -56,98 +57,85 @@ class CheckpointInfo:
         }
 
 
-def _label(task: Mapping[str, Any]) -> str:
-    name = task.get("name")
-    if name:
-        return str(name)
-    text = " ".join(str(task.get("description", "")).split())
+def _label(task: TaskState) -> str:
+    if task.name:
+        return task.name
+    text = " ".join(task.description.split())
     return text if len(text) <= 48 else text[:47] + "…"
 
 
 def describe(record: CheckpointRecord) -> CheckpointInfo:
-    """Everything the views show about one checkpoint, read from its body without rebuilding anything."""
-    try:
-        return _describe(record)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        where = record.meta.location or record.meta.id
-        raise DamagedCheckpoint(f"{where}: the checkpoint's entity state is damaged ({exc!r})") from exc
+    """Everything the views show about one checkpoint, read from its typed body without rebuilding anything.
+
+    A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field."""
+    return _describe(record, body_of(record))
 
 
-def _describe(record: CheckpointRecord) -> CheckpointInfo:
+def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
     from crewpoint.text import placeholders as find_placeholders
 
-    body = record.body
-    entity: dict[str, Any] = body["entity"]
-    kind = str(entity.get("kind", record.meta.entity_kind))
-    inputs = dict(body.get("inputs") or {})
-    events = [e for e in body.get("events") or [] if isinstance(e, dict)]
+    entity = body.entity
+    inputs = dict(body.inputs)
     tasks: list[TaskInfo] = []
     placeholders: list[str] = []
     flow_state: Any = None
     method_outputs: list[tuple[str, Any]] = []
-    if kind == "crew":
-        roles = {a["id"]: a.get("role", "") for a in entity.get("agents", [])}
-        saved = list(entity.get("tasks", []))
-        position = {t["id"]: i for i, t in enumerate(saved)}
-        for i, task in enumerate(saved):
-            output = task.get("output")
-            context = task.get("context")
+    if isinstance(entity, CrewState):
+        roles = {a.id: a.role for a in entity.agents}
+        position = {t.id: i for i, t in enumerate(entity.tasks)}
+        for i, task in enumerate(entity.tasks):
             tasks.append(
                 TaskInfo(
                     index=i,
-                    id=str(task["id"]),
+                    id=task.id,
                     name=_label(task),
-                    agent=str(roles.get(task.get("agent"), "")),
-                    description=str(task.get("description", "")),
-                    expected_output=str(task.get("expected_output", "")),
-                    done=output is not None,
-                    output=str(output["raw"]) if output is not None else None,
-                    context=[position[c] for c in context if c in position] if context is not None else None,
+                    agent=roles.get(task.agent or "", ""),
+                    description=task.description,
+                    expected_output=task.expected_output,
+                    done=task.output is not None,
+                    output=task.output.raw if task.output is not None else None,
+                    context=[position[c] for c in task.context if c in position] if task.context is not None else None,
                 )
             )
         texts = [t.description for t in tasks] + [t.expected_output for t in tasks]
-        for agent in entity.get("agents", []):
-            texts += [str(agent.get(k, "")) for k in ("role", "goal", "backstory")]
+        for agent in entity.agents:
+            texts += [agent.role, agent.goal, agent.backstory]
         placeholders = find_placeholders(*texts)
-        name = str(entity.get("name", "crew"))
-    elif kind == "flow":
-        flow_state = entity.get("state")
-        method_outputs = [(str(n), o) for n, o in entity.get("method_outputs", [])]
-        name = str(entity.get("name", ""))
-    elif kind == "agent":
-        name = str(entity.get("role", "agent"))
-        pending = entity.get("pending") or []
-        asked = [str(m.get("content", "")) for m in pending if m.get("role") == "user"]
-        result = entity.get("result")
+        name = entity.name
+    elif isinstance(entity, FlowState):
+        flow_state = entity.state
+        method_outputs = list(entity.method_outputs)
+        name = entity.name
+    else:
+        name = entity.role
+        asked = [m.content for m in entity.pending or [] if m.role == "user"]
         tasks.append(
             TaskInfo(
                 index=0,
-                id=str(entity["id"]),
+                id=entity.id,
                 name="kickoff",
                 agent=name,
                 description=asked[-1] if asked else "",
                 expected_output="",
-                done=result is not None,
-                output=None if result is None else str(result),
+                done=entity.result is not None,
+                output=entity.result,
                 context=None,
             )
         )
-        placeholders = find_placeholders(*(str(entity.get(k, "")) for k in ("role", "goal", "backstory")))
-    else:
-        raise ValueError(f"unknown entity kind {kind!r}")
+        placeholders = find_placeholders(entity.role, entity.goal, entity.backstory)
     for key in inputs:
         if key not in placeholders:
             placeholders.append(key)
     return CheckpointInfo(
         meta=record.meta,
-        kind=kind,
+        kind=entity.kind,
         name=name,
         inputs=inputs,
         placeholders=placeholders,
         tasks=tasks,
         flow_state=flow_state,
         method_outputs=method_outputs,
-        events=events,
+        events=list(body.events),
     )
 
 

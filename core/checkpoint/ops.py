@@ -18,7 +18,7 @@ from crewpoint.checkpoint.plan import (
     prepare_run,
     run_from,
 )
-from crewpoint.checkpoint.prune_plan import PrunePlan, delete_checkpoints, plan_prune
+from crewpoint.checkpoint.prune_plan import PrunePlan, PruneStrategy, prune, store_named
 from crewpoint.checkpoint.stores import (
     DEFAULT_STORES,
     ancestors,
@@ -39,10 +39,10 @@ __all__ = [
     "ForkPlan",
     "PreparedRun",
     "PrunePlan",
+    "PruneStrategy",
     "TaskInfo",
     "ancestors",
     "children",
-    "delete_checkpoints",
     "describe",
     "diff",
     "find_store",
@@ -54,11 +54,12 @@ __all__ = [
     "parse_age",
     "parse_assignments",
     "plan_fork",
-    "plan_prune",
     "prepare_run",
+    "prune",
     "resolve_id",
     "resolve_task",
     "run_from",
     "short",
+    "store_named",
     "store_of",
 ]

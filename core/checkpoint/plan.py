@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from crewpoint.checkpoint.restore import body_of
+from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 
@@ -20,19 +22,18 @@ class ForkPlan:
     rerun: list[int]
 
 
-def _kind(record: CheckpointRecord) -> str:
-    return str(record.body["entity"].get("kind", record.meta.entity_kind))
-
-
 def _plan(
-    record: CheckpointRecord, entity: Any | None, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
+    body: CheckpointBody, entity: Any | None, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
 ) -> ForkPlan:
-    old_inputs = dict(record.body.get("inputs") or {})
+    old_inputs = body.inputs
     changed = {k: v for k, v in (inputs or {}).items() if k not in old_inputs or old_inputs[k] != v}
-    saved = record.body["entity"].get("tasks", [])
-    edited = {
-        i: text for i, text in sorted((outputs or {}).items()) if (saved[i].get("output") or {}).get("raw") != text
-    }
+    saved = body.entity.tasks if isinstance(body.entity, CrewState) else []
+
+    def saved_raw(i: int) -> str | None:
+        output = saved[i].output if 0 <= i < len(saved) else None
+        return output.raw if output is not None else None
+
+    edited = {i: text for i, text in sorted((outputs or {}).items()) if saved_raw(i) != text}
     rerun = entity.rerun() if entity is not None else []
     return ForkPlan(changed_inputs=changed, edited_outputs=edited, rerun=rerun)
 
@@ -44,33 +45,34 @@ def plan_fork(
 
     ``rerun`` lists the crew tasks that will run: those not done at the checkpoint and those the edits reset.
     """
-    if record.body.get("format") == "crewai":  # CrewAI's own checkpoint: planned on its dump, run by CrewAI
+    body = body_of(record)
+    if body.format == "crewai":  # CrewAI's own checkpoint: planned on its dump, run by CrewAI
         from crewpoint.providers.crewai_fork import plan_body
 
         return ForkPlan(*plan_body(record.body, inputs or {}, outputs or {}))
     from crewpoint.checkpoint.restore_entities import entity_class
 
-    cls = entity_class(_kind(record))
+    cls = entity_class(body.kind)
     data = record.body["entity"]
     cls.check_edits(data, inputs, outputs)
-    planning = cls.planning_copy(data, dict(record.body.get("inputs") or {}))
+    planning = cls.planning_copy(data, dict(body.inputs))
     if planning is not None:
         planning.apply_edits(inputs, outputs)
-    return _plan(record, planning, inputs, outputs)
+    return _plan(body, planning, inputs, outputs)
 
 
 def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, Any] | None = None) -> None:
     """Refuse, with one line, a crew fork that names an input the crew does not know or that would run nothing
     (every task done and no edit changing that): such a fork would make no branch."""
     from crewpoint.checkpoint.describe import describe
+    from crewpoint.text import unknown_inputs
 
     info = describe(record)
     if info.kind != "crew":
         return
-    unknown = [key for key in inputs or {} if key not in info.placeholders]
-    if unknown:
-        known = ", ".join(info.placeholders) or "none"
-        raise ValueError(f"unknown input {', '.join(map(repr, unknown))}: this crew's inputs are {known}")
+    problem = unknown_inputs(inputs or {}, info.placeholders)
+    if problem is not None:
+        raise ValueError(problem)
     if not plan.rerun:
         raise ValueError(
             f"nothing to run: every task is done at {record.meta.id[:12]} and no edit changes that; "
@@ -84,8 +86,9 @@ def flow_class(record: CheckpointRecord) -> type[Any]:
     from crewpoint.flow import Flow
     from crewpoint.serialize import load_class
 
-    path = record.body["entity"].get("class")
-    if not isinstance(path, str) or not path:
+    entity = body_of(record).entity
+    path = entity.class_ if isinstance(entity, FlowState) else None
+    if not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
     try:
         return load_class(path, Flow, "flow class")
@@ -157,7 +160,8 @@ def prepare_run(
 
     if record is None:
         record = load(ref, location)
-    kind = _kind(record)
+    body = body_of(record)
+    kind = body.kind
     entity_class(kind).check_edits(record.body["entity"], inputs, outputs)
     store = store_of(record)
     if branch is not None and not fork:
@@ -180,7 +184,7 @@ def prepare_run(
         entity=entity,
         kind=kind,
         source=record.meta,
-        plan=_plan(record, entity, inputs, outputs),
+        plan=_plan(body, entity, inputs, outputs),
         store=store,
         fork=fork,
         inputs=dict(inputs) if inputs else None,

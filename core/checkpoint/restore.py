@@ -1,31 +1,45 @@
-"""Reading a checkpoint back: resolve a reference, read, migrate, and check what it holds."""
+"""Reading a checkpoint back: resolve a reference, read it, and pass its body through the schema's one door."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from crewpoint.checkpoint.schema import migrate
-from crewpoint.providers.base import CheckpointError, CheckpointRecord, DamagedCheckpoint
+from crewpoint.checkpoint.schema import CheckpointBody, load_body, migrate
+from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.text import a_or_an
 
 
-def load_record(ref: str | Path, checkpoint_id: str | None = None) -> CheckpointRecord:
-    """Read the checkpoint ``ref`` names (file, folder, ``db#id``) and migrate its body to the current schema."""
+def read_checked(ref: str | Path, checkpoint_id: str | None = None) -> tuple[CheckpointRecord, CheckpointBody]:
+    """Read the checkpoint ``ref`` names (file, folder, ``db#id``), migrated and validated in full, with its
+    typed body. The record's body stays the data as stored (migrated to the current schema): readers that take
+    a mapping see exactly the keys the checkpoint holds, and the typed body says they are of the right types.
+
+    A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field,
+    before anything acts on it.
+    """
     from crewpoint.providers import provider_for
 
     ref = os.fspath(ref)
     provider = provider_for(ref)
     record = provider.read(ref, checkpoint_id)
-    source = record.meta.location or ref
+    source = record.meta.id or record.meta.location or ref
     record.body = migrate(record.body, source)
-    if not isinstance(record.body.get("entity"), dict):
-        raise DamagedCheckpoint(f"{source}: the checkpoint holds no entity state")
-    return record
+    return record, load_body(record.body, source)
 
 
-def expect_kind(record: CheckpointRecord, kind: str) -> None:
-    found = record.body["entity"].get("kind")
-    if found != kind:
+def load_record(ref: str | Path, checkpoint_id: str | None = None) -> CheckpointRecord:
+    """:func:`read_checked` without the typed body."""
+    return read_checked(ref, checkpoint_id)[0]
+
+
+def body_of(record: CheckpointRecord) -> CheckpointBody:
+    """The typed body of a record (validated again: a caller may have edited or built ``record.body``)."""
+    return load_body(record.body, record.meta.id or record.meta.location or "checkpoint")
+
+
+def expect_kind(record: CheckpointRecord, body: CheckpointBody, kind: str) -> None:
+    if body.kind != kind:
         raise CheckpointError(
-            f"{record.meta.location or record.meta.id}: this checkpoint is of a {found}, not a {kind}"
+            f"{record.meta.location or record.meta.id}: this checkpoint is of {a_or_an(body.kind)}, not {a_or_an(kind)}"
         )

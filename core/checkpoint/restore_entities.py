@@ -6,14 +6,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
-from crewpoint.checkpoint.restore import expect_kind, load_record
+from crewpoint.checkpoint.restore import expect_kind, read_checked
+from crewpoint.checkpoint.schema import CheckpointBody, check_flow_state
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
 
 def reference_of(config: CheckpointConfig | str | Path) -> str:
-    """What ``restore_from`` names, as a reference :func:`load_record` reads: a file, a folder, ``db#id``, or a
+    """What ``restore_from`` names, as a reference :func:`read_checked` reads: a file, a folder, ``db#id``, or a
     bare checkpoint id or unique id prefix looked up in the configured location (``./.checkpoints`` by default)."""
     from crewpoint.checkpoint.stores import resolve_id
 
@@ -76,7 +79,20 @@ def build_entity(record: CheckpointRecord, kind: str, flow_cls: type[Any] | None
         if flow_cls is None:
             raise CheckpointError("restore a flow through its class: MyFlow.from_checkpoint(...)")
         cls = flow_cls
-    return cls.from_state(record.body["entity"])
+    return _state_checked(record, lambda: cls.from_state(record.body["entity"]))
+
+
+def _state_checked(record: CheckpointRecord, apply: Any) -> Any:
+    """Run ``apply`` (a rebuild or a bind); a flow state its state class refuses is a damaged checkpoint that
+    names the field (``entity.state.count``), in one line."""
+    try:
+        return apply()
+    except ValidationError as exc:
+        state_class = record.body["entity"].get("state_class")
+        if record.body["entity"].get("kind") == "flow" and isinstance(state_class, str):
+            if exc.title == state_class.rpartition(".")[2]:
+                raise check_flow_state(exc, record.meta.id) from None
+        raise
 
 
 def _settings_of(entity: Any) -> list[Any]:
@@ -96,25 +112,11 @@ def pin_locations(entity: Any, config: CheckpointConfig) -> None:
             owner.checkpoint = setting.model_copy(update={"location": config.location, "provider": config.provider})
 
 
-def _lineage_block(record: CheckpointRecord) -> dict[str, Any]:
-    """The body's lineage block, or the metadata's when the block is missing or of the wrong type."""
-    block = record.body.get("lineage")
-    block = block if isinstance(block, dict) else {}
-    meta = record.meta
-
-    def text(key: str, fallback: str) -> str:
-        value = block.get(key)
-        return value if isinstance(value, str) and value else fallback
-
-    try:
-        sequence = int(block.get("sequence") or meta.sequence)
-    except (TypeError, ValueError):
-        sequence = int(meta.sequence)
-    return {
-        "branch": text("branch", meta.branch),
-        "lineage": text("lineage", meta.lineage),
-        "sequence": sequence,
-    }
+def _lineage_block(record: CheckpointRecord, body: CheckpointBody) -> tuple[str, str, int]:
+    """Branch, lineage and sequence the restored run continues: the body's lineage block (validated), with the
+    metadata's where the block leaves one empty."""
+    block, meta = body.lineage, record.meta
+    return block.branch or meta.branch, block.lineage or meta.lineage, block.sequence or meta.sequence
 
 
 def restore(
@@ -133,28 +135,27 @@ def restore(
     from crewpoint.runtime import RuntimeState
     from crewpoint.serialize import callbacks_trusted
 
-    record = load_record(reference_of(config))
-    expect_kind(record, kind)
+    record, body = read_checked(reference_of(config))
+    expect_kind(record, body, kind)
     if target is not None:
-        target.bind_state(record.body["entity"])
+        _state_checked(record, lambda: target.bind_state(record.body["entity"]))
         entity = target
     else:
         entity = build_entity(record, kind, flow_cls)
     run = run_config(record, entity.checkpoint)
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
-    lineage = _lineage_block(record)
-    saved_inputs = record.body.get("inputs")
-    inputs = dict(saved_inputs) if isinstance(saved_inputs, dict) else {}
+    branch, lineage, sequence = _lineage_block(record, body)
+    inputs = dict(body.inputs)
     state = RuntimeState(
         entity,
         run,
         inputs,
-        events=EventRecord.from_list(record.body.get("events") or []),
-        branch=lineage["branch"],
-        lineage=lineage["lineage"],
+        events=EventRecord.from_list(body.events),
+        branch=branch,
+        lineage=lineage,
         parent_id=record.meta.id,
-        sequence=lineage["sequence"],
+        sequence=sequence,
         resumed_from=record.meta.id,
     )
     entity.attach_runtime(state, inputs)
