@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.events.base import BaseEvent
+from crewpoint.text import a_or_an
 
 StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -379,7 +380,7 @@ class Flow(Generic[StateT]):
         saved = str(data.get("class", ""))
         mine = type(self).__qualname__
         if saved.rpartition(".")[2] != mine:
-            return f"the checkpoint holds a flow of class {saved or '?'}; this flow is a {mine}"
+            return f"the checkpoint holds a flow of class {saved or '?'}; this flow is {a_or_an(mine)}"
         return None
 
     def bind_state(self, data: Mapping[str, Any]) -> None:

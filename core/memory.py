@@ -42,8 +42,9 @@ def keywords(text: str) -> set[str]:
 
 
 def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    from crewpoint.text import clip
+
+    return clip(text, limit)
 
 
 class ShortTermMemory(BaseModel):

@@ -382,10 +382,12 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     heartbeat = Heartbeat(state) if state.config is not None else None
     state.heartbeat = heartbeat
     status = "finished"
+    stopped: BaseException | None = None
     try:
         yield state
     except BaseException as exc:
         status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
+        stopped = exc
         signal_name, state.pending_signal = state.pending_signal, None
         if signal_name is not None:
             _emit_signal(state, signal_name)
@@ -400,6 +402,36 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
         summary = state.failure_summary()
         if summary is not None:
             log.warning("%s", summary)
+        if isinstance(stopped, KeyboardInterrupt) and current_state() is None:
+            hint = resume_hint(state)
+            if hint is not None:  # shown under the traceback of a Ctrl+C that ends the program
+                stopped.add_note(hint)
+
+
+def resume_hint(state: RuntimeState) -> str | None:
+    """The line telling how to resume an interrupted run from its newest checkpoint: crewpoint's command (with
+    the program, when known, as ``--app``) or ``kickoff(from_checkpoint=...)`` in the program itself. None when
+    the run wrote nothing."""
+    import shlex
+
+    from crewpoint.providers import shown_location
+
+    if state.config is None or state.written_id is None or state.last_ref is None:
+        return None
+    location = shlex.quote(shown_location(state.config.location))
+    command = f"crewpoint checkpoint resume {state.written_id} --location {location}"
+    origin = state.origin or {}
+    attr = origin.get("attr")
+    program = origin.get("module") or origin.get("file")
+    if isinstance(attr, str) and isinstance(program, str):
+        if program == origin.get("file"):
+            relative = os.path.relpath(program)
+            program = program if relative.startswith(os.pardir) else relative
+        command += f" --app {shlex.quote(f'{program}:{attr}')}"
+    name = attr if isinstance(attr, str) and attr.isidentifier() else state.root.entity_kind
+    name += "()" if state.root.entity_kind == "flow" and name != "flow" else ""  # a flow's origin is its class
+    python = f"{name}.kickoff(from_checkpoint={shown_location(state.last_ref)!r})"
+    return f"crewpoint: interrupted; resume with: {command}, or in your program: {python}"
 
 
 class Heartbeat:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
-from crewpoint.text import interpolate, placeholders
+from crewpoint.text import clip, interpolate, placeholders
 
 if TYPE_CHECKING:
     from crewpoint.agent import Agent
@@ -79,7 +79,7 @@ class Task(BaseModel):
     # -- text ---------------------------------------------------------------------------------------
     @property
     def label(self) -> str:
-        return self.name or _shorten(self.description)
+        return self.name or clip(self.description, 48)
 
     def placeholders(self) -> list[str]:
         return placeholders(self.description, self.expected_output)
@@ -168,7 +168,7 @@ class Task(BaseModel):
         """
         from crewpoint.serialize import load_callable
 
-        label = str(data.get("name") or _shorten(str(data.get("description", ""))))
+        label = str(data.get("name") or clip(data.get("description", ""), 48))
         guardrail: Any = None
         g = data.get("guardrail")
         if g:
@@ -212,8 +212,3 @@ def _warn_not_saved(what: str) -> None:
         UserWarning,
         stacklevel=3,
     )
-
-
-def _shorten(text: str, width: int = 48) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"

@@ -28,3 +28,34 @@ def interpolate(text: str, inputs: Mapping[str, Any]) -> str:
         return str(inputs[key]) if key in inputs else match.group(0)
 
     return _PLACEHOLDER.sub(sub, text)
+
+
+ELLIPSIS = "…"
+
+
+def clip(text: object, width: int, *, one_line: bool = True) -> str:
+    """``text`` cut to at most ``width`` characters, ending in ``…`` when cut: the one clipper every message, label
+    and table cell uses. With ``one_line`` (the default) runs of whitespace, newlines included, become one space
+    first; otherwise lines are kept and only the length is bounded."""
+    line = " ".join(str(text).split()) if one_line else str(text)
+    if len(line) <= width:
+        return line
+    return line[: width - 1].rstrip() + ELLIPSIS if width > 0 else ""
+
+
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article, for messages that name a type or a kind: ``an int``, ``a crew``."""
+    return f"{'an' if word[:1].lower() in _VOWEL_SOUNDS and word[:1] else 'a'} {word}"
+
+
+_VOWEL_SOUNDS = "aeio"
+"""First letters read with a vowel sound in type and kind names (``u`` is left out: a UUID, a user class)."""
+
+
+def unknown_inputs(given: Mapping[str, Any], known: list[str]) -> str | None:
+    """The one-line refusal of inputs that are not among ``known`` (the entity's ``{placeholder}`` names and the
+    inputs it already has), or None when every input is known. The API and the command line say the same."""
+    unknown = [key for key in given if key not in known]
+    if not unknown:
+        return None
+    return f"unknown input {', '.join(map(repr, unknown))}: this crew's inputs are {', '.join(known) or 'none'}"

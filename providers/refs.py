@@ -15,6 +15,8 @@ from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, Check
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}")
 _FOREIGN_ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{1,8}")
 """CrewAI's ids (``<YYYYmmddTHHMMSS>_<uuid8>``, or a prefix) in ``db#id`` references to its stores."""
+_STAMPED_ID_RE = re.compile(r"\d{8}T\d{6}[_-][0-9a-f]{8}")
+"""A time-stamped id: CrewAI's, or crewpoint's copy of one (``-`` for ``_``)."""
 MAX_BRANCH = 200
 _YEAR_10000 = 253402300800.0
 
@@ -177,11 +179,13 @@ def checked(meta: CheckpointMeta) -> CheckpointMeta:
     return meta if problem is None else damaged_meta(meta, problem)
 
 
-def short_id(checkpoint_id: str, width: int = 8) -> str:
-    """An id as narrow views show it: its first ``width`` characters; for CrewAI's ids
-    (``<YYYYmmddTHHMMSS>_<uuid8>``), whose start is only the time, the part after the ``_``."""
-    if _FOREIGN_ID_RE.fullmatch(checkpoint_id):
-        return checkpoint_id.rpartition("_")[2]
+def short_id(checkpoint_id: str, width: int = 8, *, typeable: bool = False) -> str:
+    """An id as views show it, the one rule for the app and the command line: crewpoint's ids (random hex) by
+    their first ``width`` characters. A time-stamped id (CrewAI's ``<YYYYmmddTHHMMSS>_<uuid8>``, or a copy of one
+    with ``-``), whose start is only the time and is shared by every checkpoint of that second, by its random
+    part; or, when ``typeable`` (a command line takes ids by their start), whole."""
+    if _STAMPED_ID_RE.fullmatch(checkpoint_id):
+        return checkpoint_id if typeable else checkpoint_id[16:]
     return checkpoint_id[:width]
 
 

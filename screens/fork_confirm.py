@@ -41,8 +41,9 @@ def default_branch_name(now: float | None = None) -> str:
 
 
 def short(text: str, limit: int = 160) -> str:
-    flat = visible(" ".join(text.split()), one_line=True)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    from crewpoint.text import clip
+
+    return clip(visible(" ".join(text.split()), one_line=True), limit)
 
 
 class ForkScreen(ModalScreen[ForkRequest | None]):

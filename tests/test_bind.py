@@ -121,7 +121,7 @@ def test_a_live_flow_binds_and_continues_after_its_finished_methods() -> None:
     CALLS.clear()
     assert Pipeline(checkpoint=config).kickoff(from_checkpoint=first.location) == "DATA"
     assert CALLS == ["clean"]
-    with pytest.raises(CheckpointError, match=r"holds a flow of class .*Pipeline; this flow is a OtherPipeline"):
+    with pytest.raises(CheckpointError, match=r"holds a flow of class .*Pipeline; this flow is an OtherPipeline"):
         OtherPipeline().kickoff(from_checkpoint=first.location)
 
 

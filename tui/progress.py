@@ -311,8 +311,9 @@ def _quiet_stdout(stream: IO[str]) -> None:
 
 
 def _clip(text: str, width: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+    from crewpoint.text import clip
+
+    return clip(text, width)
 
 
 def make_progress(mode: str, run: PreparedRun) -> RunProgress:

@@ -30,5 +30,6 @@ def parse_assignments(pairs: list[str] | tuple[str, ...], what: str) -> dict[str
 
 def short(text: Any, width: int = 200) -> str:
     """One line of at most ``width`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+    from crewpoint.text import clip
+
+    return clip(text, width)

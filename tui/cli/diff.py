@@ -12,7 +12,7 @@ import click
 from crewpoint.tui.cli.errors import bad_input, emit_json
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.tables import short_id
+from crewpoint.tui.cli.tables import cli_id
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ def _print_diff(a: CheckpointMeta, b: CheckpointMeta, entries: list[DiffEntry]) 
     def say(*parts: tuple[str, str]) -> None:
         console.print(Text.assemble(*((visible(text), style) for text, style in parts)), soft_wrap=True)
 
-    say(("--- ", "red"), (f"{short_id(a.id)}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
-    say(("+++ ", "green"), (f"{short_id(b.id)}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
+    say(("--- ", "red"), (f"{cli_id(a.id)}  {a.branch}  {a.trigger}  {a.tasks_done}/{a.tasks_total}", "red"))
+    say(("+++ ", "green"), (f"{cli_id(b.id)}  {b.branch}  {b.trigger}  {b.tasks_done}/{b.tasks_total}", "green"))
     if not entries:
         say(("no differences", "dim"))
         return

@@ -24,6 +24,16 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     sys.exit(code)
 
 
+def fail_from(ctx: click.Context, message: str, code: int) -> NoReturn:
+    """:func:`fail` while handling an exception: with ``--debug`` its traceback comes first, and the exit code
+    stays what it is without ``--debug`` (a bad input exits 2 either way)."""
+    if wants_traceback(ctx):
+        import traceback
+
+        traceback.print_exc()
+    fail(message, code)
+
+
 def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -39,10 +49,10 @@ def bad_input(ctx: click.Context) -> Iterator[None]:
 
     try:
         yield
+    except BrokenPipeError:  # the reader went away: not the user's input (the root group ends quietly)
+        raise
     except (CheckpointError, ValueError, OSError, LookupError) as exc:
-        if wants_traceback(ctx):
-            raise
-        fail(one_line(exc), EXIT_BAD_INPUT)
+        fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
 
 
 def emit_json(data: Any) -> None:

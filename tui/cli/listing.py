@@ -10,10 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.text import clip
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.tables import clip, format_time, print_table, short_id, table_row, written_by
+from crewpoint.tui.cli.tables import (
+    aligned,
+    cell_text,
+    cli_id,
+    entity_label,
+    format_time,
+    print_table,
+    table_row,
+    written_by,
+)
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -132,7 +142,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         ("parent", meta.parent_id or "- (first checkpoint of its run)"),
         ("lineage", meta.lineage),
         ("trigger", meta.trigger),
-        ("entity", f"{info.kind} {info.name}"),
+        ("entity", entity_label(info.kind, info.name)),
         ("written by", written_by(meta)),
         ("progress", f"{_bar(done, total)} {unit} done"),
     ]
@@ -140,8 +150,11 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         _say(f"{key:<11} {value}")
     if len(lineage) > 1:
         _say("\nancestry (newest first)")
-        lines = (f"  {short_id(m.id)}  {m.branch:<12} {m.trigger:<20} {m.tasks_done}/{m.tasks_total}" for m in lineage)
-        click.echo("\n".join(visible(line) for line in lines))  # one write, however long the ancestry
+        rows = [
+            [cli_id(m.id), cell_text(m.branch), cell_text(m.trigger), f"{m.tasks_done}/{m.tasks_total}"]
+            for m in lineage
+        ]
+        click.echo("\n".join(aligned(rows, indent="  ")))  # one write, however long the ancestry
     _say("\ninputs")
     if info.inputs:
         for key, value in info.inputs.items():
@@ -160,7 +173,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
             if task.context is not None:
                 _say(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
             if task.output is not None:
-                _say(_indent(clip(task.output, 400), "              "))
+                _say(_indent(clip(task.output, 400, one_line=False), "              "))
     if info.kind == "flow":
         _say("\nflow state")
         _say(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))

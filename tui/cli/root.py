@@ -8,12 +8,38 @@ from typing import Any
 
 import click
 
-from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, one_line, wants_traceback
+from crewpoint.tui.cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    bad_input,
+    fail,
+    fail_from,
+    one_line,
+    wants_traceback,
+)
 from crewpoint.tui.cli.locations import LOCATION_HELP
 
 
 class _Main(click.Group):
-    """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130."""
+    """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130; a
+    usage error is one line and exit 2; a reader that goes away (``list | head``) ends the command quietly."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "crewpoint"
+            fail(f"{_message(exc)} (see `{where} --help`)", exc.exit_code or EXIT_BAD_INPUT)
+        except click.ClickException as exc:
+            fail(_message(exc), exc.exit_code)
+        except click.exceptions.Abort:
+            fail("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_exit()
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -24,12 +50,27 @@ class _Main(click.Group):
             click.echo("crewpoint: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:  # the reader went away (``crewpoint checkpoint list | head``)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(EXIT_FAILED)
+            _quiet_exit()
         except Exception as exc:
-            if wants_traceback(ctx):
-                raise
-            fail(f"{one_line(exc)} (run with --debug for the traceback)", EXIT_FAILED)
+            hint = "" if wants_traceback(ctx) else " (run with --debug for the traceback)"
+            fail_from(ctx, f"{one_line(exc)}{hint}", EXIT_FAILED)
+
+
+def _message(exc: click.ClickException) -> str:
+    """Click's message as crewpoint writes a line: lower-case first letter, sentences joined by ``;``, no full
+    stop (``no such command 'lst'; did you mean 'list'?``)."""
+    parts = [p.strip() for p in " ".join(exc.format_message().split()).split(". ") if p.strip()]
+    parts = [p[:1].lower() + p[1:] if p[:2].isalpha() and not p[1:2].isupper() else p for p in parts]
+    return "; ".join(parts).removesuffix(".")
+
+
+def _quiet_exit() -> None:
+    """End after the reader of stdout went away: nothing on stderr, and nothing left to flush at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_FAILED)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,7 +120,5 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
     try:
         from crewpoint.tui.app import make_app
     except ImportError as exc:
-        if wants_traceback(ctx):
-            raise
-        fail(f"the terminal app cannot start: {one_line(exc)}", EXIT_FAILED)
+        fail_from(ctx, f"the terminal app cannot start: {one_line(exc)}", EXIT_FAILED)
     make_app(store, read_only=read_only).run()

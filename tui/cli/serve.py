@@ -6,7 +6,7 @@ import os
 
 import click
 
-from crewpoint.tui.cli.errors import EXIT_FAILED, bad_input, fail, one_line, wants_traceback
+from crewpoint.tui.cli.errors import EXIT_FAILED, bad_input, fail_from, one_line
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
 
@@ -39,9 +39,7 @@ def serve(ctx: click.Context, location: str | None, host: str, port: int, token:
         try:
             from crewpoint.tui.serve import check_token, exposure_warning, serve_app
         except ImportError as exc:
-            if wants_traceback(ctx):
-                raise
-            fail(f"serving the app needs textual-serve: {one_line(exc)}", EXIT_FAILED)
+            fail_from(ctx, f"serving the app needs textual-serve: {one_line(exc)}", EXIT_FAILED)
         if token is not None:
             check_token(token)
         warning = exposure_warning(host, port)

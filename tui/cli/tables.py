@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from crewpoint.providers.refs import short_id
+from crewpoint.text import clip
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -26,10 +28,25 @@ def format_size(n: int) -> str:
     return f"{n} B"
 
 
-def short_id(checkpoint_id: str) -> str:
-    """An id as list views show it: crewpoint's first 12 characters; CrewAI's ids (``<time>_<uuid8>``) whole,
-    since their unique part is at the end."""
-    return checkpoint_id if "_" in checkpoint_id else checkpoint_id[:12]
+ID_WIDTH = 12
+"""Characters of crewpoint's ids a table shows: unique enough, and a prefix every command takes."""
+CELL_WIDTH = 48
+"""The widest a table cell gets: a long branch name, entity or damage reason is cut, never widens its column
+past this (``info`` and ``--json`` give it whole)."""
+
+
+def cli_id(checkpoint_id: str) -> str:
+    """An id as the command line shows it, by the one rule (:func:`crewpoint.providers.refs.short_id`), in a form
+    a user can type back into any command."""
+    return short_id(checkpoint_id, ID_WIDTH, typeable=True)
+
+
+def entity_label(kind: str, name: str) -> str:
+    """``crew research``, ``flow TriageFlow``; an entity left with its default name (a ``Crew`` without
+    ``name=``) reads ``crew (unnamed)``, not ``crew crew``."""
+    if not name or name == kind:
+        return f"{kind} (unnamed)" if kind else "-"
+    return f"{kind} {name}".strip()
 
 
 def written_by(meta: CheckpointMeta) -> str:
@@ -41,13 +58,18 @@ def written_by(meta: CheckpointMeta) -> str:
 
 
 def table_row(meta: CheckpointMeta) -> list[str]:
-    return [visible(cell, one_line=True) for cell in _cells(meta)]
+    return [cell_text(cell) for cell in _cells(meta)]
+
+
+def cell_text(value: object) -> str:
+    """A table cell: on one line, control characters shown, at most :data:`CELL_WIDTH` wide."""
+    return clip(visible(str(value), one_line=True), CELL_WIDTH)
 
 
 def _cells(meta: CheckpointMeta) -> list[str]:
     if meta.damaged:
         return [
-            short_id(meta.id),
+            cli_id(meta.id),
             format_time(meta.created_at),
             meta.branch or "?",
             "-",
@@ -56,11 +78,11 @@ def _cells(meta: CheckpointMeta) -> list[str]:
             "-",
             format_size(meta.size),
         ]
-    entity = f"{meta.entity_kind} {meta.entity_name}".strip()
+    entity = entity_label(meta.entity_kind, meta.entity_name)
     progress = f"{meta.tasks_done}/{meta.tasks_total}"
-    parent = short_id(meta.parent_id) if meta.parent_id else "-"
+    parent = cli_id(meta.parent_id) if meta.parent_id else "-"
     when = format_time(meta.created_at)
-    return [short_id(meta.id), when, meta.branch, parent, meta.trigger, entity, progress, format_size(meta.size)]
+    return [cli_id(meta.id), when, meta.branch, parent, meta.trigger, entity, progress, format_size(meta.size)]
 
 
 def print_table(header: list[str] | None, rows: list[list[str]], widths: list[int] | None = None) -> list[int]:
@@ -68,11 +90,18 @@ def print_table(header: list[str] | None, rows: list[list[str]], widths: list[in
     Returns the widths used."""
     shown = [header, *rows] if header is not None else rows
     if widths is None:
-        widths = [max(len(str(r[i])) for r in shown) for i in range(len(shown[0]))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in shown]
-    click.echo("\n".join(lines))  # one write per chunk: listing 10,000 rows stays fast
+        widths = column_widths(shown)
+    click.echo("\n".join(aligned(shown, widths)))  # one write per chunk: listing 10,000 rows stays fast
     return widths
 
 
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def column_widths(rows: list[list[str]]) -> list[int]:
+    return [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+
+
+def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str = "") -> list[str]:
+    """``rows`` as lines of columns two spaces apart (``widths``: from the rows themselves when not given)."""
+    widths = column_widths(rows) if widths is None and rows else widths or []
+    return [
+        indent + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
