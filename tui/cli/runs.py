@@ -147,10 +147,9 @@ def _crewai_run(
     """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; the user's CrewAI runs it.
 
     With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
-    ``checkpoint`` event, and CrewAI's own output follows line by line.
+    ``checkpoint`` event, and CrewAI's own output follows line by line. CrewAI gets a copy whose endpoints come
+    from the user's environment (``crewpoint.providers.crewai_runner``), and the endpoints are said first.
     """
-    import subprocess
-
     from crewpoint.checkpoint import ops
     from crewpoint.providers import crewai_provider_for, split_ref
     from crewpoint.providers.crewai_fork import crewai_environment, fork_checkpoint, resume_command
@@ -215,15 +214,25 @@ def _crewai_run(
             say(f"note: {message}")
             return
         fail(message, EXIT_FAILED)
-    say(f"CrewAI resumes {meta.location} ({command[0]})")
-    sys.stdout.flush()
+    from crewpoint.providers.crewai_runner import handoff
+
+    with bad_input(ctx), handoff(meta.location, store) as safe:
+        say(f"CrewAI resumes {meta.location} ({command[0]})")
+        say(safe.describe())
+        sys.stdout.flush()
+        code = _call_crewai(resume_command(safe.ref, meta.entity_kind) or command, crewai_environment())
+    if code != 0:
+        fail(f"the CrewAI run failed (exit {code})", EXIT_FAILED)
+
+
+def _call_crewai(command: list[str], env: dict[str, str]) -> int:
+    import subprocess
+
     try:
-        code = subprocess.call(command, env=crewai_environment())
+        return subprocess.call(command, env=env)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    if code != 0:
-        fail(f"the CrewAI run failed (exit {code})", EXIT_FAILED)
 
 
 def _found_by_default(store: str) -> bool:
