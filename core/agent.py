@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,7 @@ class AgentStep:
 
 def warn_ignored_settings(model: BaseModel, what: str) -> None:
     """Warn once about keyword arguments a model accepted but does not use (they are not saved either): an agent
-    is validated again each time a task or a crew takes it, and says so once a process."""
+    is validated again each time a task or a crew takes it, and says so once."""
     import warnings
 
     from crewpoint.serialize import _caller_stacklevel
@@ -63,14 +64,16 @@ def warn_ignored_settings(model: BaseModel, what: str) -> None:
     if extra:
         names = ", ".join(sorted(extra))
         message = f"{what} ignores the setting(s) {names}: crewpoint does not use them and checkpoints do not save them"
-        if message in _WARNED:
+        key = id(model)
+        seen = _WARNED.get(key)
+        if seen is not None and seen() is model:
             return
-        _WARNED.add(message)
+        _WARNED[key] = weakref.ref(model, lambda _, key=key: _WARNED.pop(key, None))  # type: ignore[misc]
         warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
 
 
-_WARNED: set[str] = set()
-"""The ignored-settings warnings given in this process."""
+_WARNED: dict[int, weakref.ref[BaseModel]] = {}
+"""The models warned about, by id, while they live (each is validated again by every task and crew taking it)."""
 
 
 class Agent(BaseModel):

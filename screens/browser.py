@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from concurrent.futures import Future
 from typing import Any
@@ -25,6 +23,7 @@ from crewpoint.providers.runs import RunInfo, classify, this_host
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
+from crewpoint.tui import run_control
 from crewpoint.tui.diagnostics import no_checkpoints
 from crewpoint.tui.feed import StoreReader, read_runs_of, read_store
 from crewpoint.tui.launcher import fork_command, resume_command
@@ -459,13 +458,16 @@ class BrowserScreen(Screen[None]):
         if run.host != this_host():
             self.notify(f"The live {who} runs on another machine: stop it there.", markup=False)
             return
+        reason = run_control.problem(run)  # a run record names a pid: signal only the run's own process
+        if reason is not None:
+            self.notify(f"Cannot stop the live {who}: {visible(reason)}", severity="error", markup=False)
+            return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                try:
-                    os.kill(run.pid, signal.SIGINT)
-                except OSError as exc:
-                    self.notify(f"Cannot stop pid {run.pid}: {exc.strerror}", severity="error", markup=False)
+                reason = run_control.interrupt(run)
+                if reason is not None:
+                    self.notify(f"Cannot stop the live {who}: {visible(reason)}", severity="error", markup=False)
                 else:
                     self.notify(f"Sent SIGINT to pid {run.pid}: it writes a checkpoint and stops.", markup=False)
 
