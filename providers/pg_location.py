@@ -58,7 +58,23 @@ class BadLocation(ValueError):
 
 
 def parse(location: str) -> PgLocation:
-    """Split a ``postgresql://`` location (a ``#id`` already cut off) into its parts."""
+    """Split a ``postgresql://`` location (a ``#id`` already cut off) into its parts.
+
+    A location that does not parse is a :class:`BadLocation` quoting it with its credentials masked."""
+    try:
+        return _parse(location)
+    except BadLocation:
+        raise
+    except ValueError:
+        from crewpoint.providers.masking import mask_location
+
+        raise BadLocation(
+            f"{mask_location(location)} is not a postgresql:// URL that parses: percent-encode '/', '#', '?' and '@'"
+            " in a password (%2F, %23, %3F, %40) or give it through PGPASSWORD"
+        ) from None
+
+
+def _parse(location: str) -> PgLocation:
     if not is_postgres_location(location):
         raise BadLocation(f"{location!r} is not a postgresql:// location")
     parts = urlsplit(location)

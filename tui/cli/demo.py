@@ -63,10 +63,13 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str | None, 
         click.echo(output.raw)
         click.echo()
     click.echo(f"== triage flow\n{flow_result}")
+    from crewpoint.providers import shown_location
+    from crewpoint.providers.masking import mask_in
+
     if lost:  # the runs finished, but not every checkpoint reached the store
         plural = "s were" if len(lost) != 1 else " was"
-        fail(f"{len(lost)} checkpoint{plural} not written to {location}: {lost[-1]}", EXIT_FAILED)
-    click.echo(f"\ncheckpoints: {location}", err=True)
+        fail(mask_in(f"{len(lost)} checkpoint{plural} not written to {location}: {lost[-1]}", location), EXIT_FAILED)
+    click.echo(f"\ncheckpoints: {shown_location(location)}", err=True)
 
 
 def _clear_demo_location(location: str, force: bool) -> None:
