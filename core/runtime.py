@@ -97,6 +97,8 @@ class RuntimeState:
         self._origin_known = False
         self.run_id = uuid.uuid4().hex[:16]
         self.heartbeat: Heartbeat | None = None
+        self.run_started = 0.0
+        """When :func:`running` began this run (0: not running)."""
         self._lock = threading.Lock()
 
     @property
@@ -194,6 +196,8 @@ class RuntimeState:
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
+        if self.heartbeat is None and _current.get() is self:  # checkpoints by an agent's config alone
+            self.heartbeat = Heartbeat(self, config)  # the run is recorded, so it reads finished once it ends
         self._started(record, config.location)
 
         writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
@@ -379,8 +383,8 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)
-    heartbeat = Heartbeat(state) if state.config is not None else None
-    state.heartbeat = heartbeat
+    state.run_started = time.time()
+    state.heartbeat = Heartbeat(state, state.config) if state.config is not None else None
     status = "finished"
     stopped: BaseException | None = None
     try:
@@ -396,6 +400,7 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
         _restore_signal_handlers(previous)
         _current.reset(token)
         writer.flush()
+        heartbeat, state.run_started = state.heartbeat, 0.0  # started here, or at the run's first checkpoint
         if heartbeat is not None:
             heartbeat.stop(status)
             state.heartbeat = None
@@ -437,13 +442,12 @@ def resume_hint(state: RuntimeState) -> str | None:
 class Heartbeat:
     """Keeps a small record of the run in its store (pid, host, start, last beat, status) while it runs."""
 
-    def __init__(self, state: RuntimeState) -> None:
+    def __init__(self, state: RuntimeState, config: CheckpointConfig) -> None:
         from crewpoint.providers.runs import RunInfo, this_host
 
-        assert state.config is not None
         self.state = state
-        self.location = state.config.location
-        self.provider = state.config.provider
+        self.location = config.location
+        self.provider = config.provider
         self.recorded = False
         self._beat_lock = threading.Lock()
         now = time.time()
@@ -451,7 +455,7 @@ class Heartbeat:
             run_id=state.run_id,
             pid=os.getpid(),
             host=this_host(),
-            started_at=now,
+            started_at=state.run_started or now,
             last_beat=now,
             branch=state.branch,
             lineage=state.lineage,
