@@ -142,6 +142,9 @@ class Flow(Generic[StateT]):
     def __init__(self, checkpoint: CheckpointConfig | bool | None = None, **state: Any) -> None:
         from crewpoint.events import FlowCreatedEvent, event_bus
 
+        problem = _self_trigger(type(self))
+        if problem is not None:
+            raise ValueError(problem)
         self.checkpoint = checkpoint
         self.id = uuid.uuid4().hex[:16]
         self._state: Any = self._initial_state()
@@ -155,6 +158,9 @@ class Flow(Generic[StateT]):
         self._runtime: Any = None
         self._finished_events: dict[str, str] = {}
         self._edited_inputs: dict[str, Any] | None = None
+        self._ran_here = False
+        """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the
+        flow was restored from a checkpoint since."""
         event_bus.emit(self, FlowCreatedEvent(flow_name=self.entity_name, flow_id=self.id))
 
     # -- state ----------------------------------------------------------------------------------------
@@ -217,6 +223,9 @@ class Flow(Generic[StateT]):
         from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
         from crewpoint.runtime import RuntimeState, current_state, running
 
+        if self._ran_here:
+            self._log, self._replay, self._result, self._finished = [], [], None, False
+            self._runtime, self._ran_here = None, False
         if self._finished and inputs is None and self._replay == self._log:
             return self._result
         if inputs:
@@ -234,6 +243,7 @@ class Flow(Generic[StateT]):
             result = self._walk()
             self._result, self._finished = result, True
             event_bus.emit(self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result)))
+        self._ran_here = True
         return result
 
     async def kickoff_async(
@@ -259,6 +269,8 @@ class Flow(Generic[StateT]):
             fired.add(name)
             triggers = [name]
             if name in self._routers and isinstance(output, str):
+                if output in self._condition_of(name).names:  # a label made at run time the build could not see
+                    raise ValueError(_loops(type(self), name, output))
                 triggers.append(output)
                 fired.add(output)
             for listener, cond in self._listeners:
@@ -268,6 +280,9 @@ class Flow(Generic[StateT]):
                     continue
                 queue.append((listener, output, True, self._finished_events.get(name)))
         return last
+
+    def _condition_of(self, name: str) -> Condition:
+        return next((cond for listener, cond in self._listeners if listener == name), Condition(()))
 
     def _call(self, name: str, arg: Any, has_arg: bool, trigger: str | None = None) -> Any:
         import asyncio
@@ -374,6 +389,7 @@ class Flow(Generic[StateT]):
         self._replay = list(self._log)
         self._finished = bool(data.get("finished"))
         self._result = data.get("result")
+        self._ran_here = False
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
         """Why the saved flow ``data`` is not one of this flow's class, or None when it is."""
@@ -394,7 +410,7 @@ class Flow(Generic[StateT]):
         self._runtime = None
 
     def attach_runtime(self, runtime: Any, inputs: dict[str, Any]) -> None:
-        self._runtime, self._inputs = runtime, inputs
+        self._runtime, self._inputs, self._ran_here = runtime, inputs, False
 
     @property
     def runtime_state(self) -> Any:
@@ -440,6 +456,78 @@ class Flow(Generic[StateT]):
         import asyncio
 
         return await asyncio.to_thread(cls.from_checkpoint, config)
+
+
+def _loops(cls: type[Any], method: str, label: str) -> str:
+    what = "listens to itself" if label == method else f"listens to {label!r}, a label it returns itself,"
+    return (
+        f"flow {cls.__name__}: method {method!r} {what} and would run forever; "
+        "let another method take that label, or loop with a counter in the state"
+    )
+
+
+_checked: dict[type[Any], str | None] = {}
+
+
+def _self_trigger(cls: type[Any]) -> str | None:
+    """Why the flow class ``cls`` would run a method that triggers itself, forever, or None. A method that
+    listens to its own name, and a router that listens to a label it returns (read from its ``Literal`` return
+    type and the string constants it returns), are found when the flow is built; a label made at run time is
+    refused when the router returns it."""
+    if cls in _checked:
+        return _checked[cls]
+    problem: str | None = None
+    for name, cond in cls._listeners:
+        if name in cond.names:
+            problem = _loops(cls, name, name)
+            break
+        if name in cls._routers:
+            looped = [label for label in _router_labels(getattr(cls, name)) if label in cond.names]
+            if looped:
+                problem = _loops(cls, name, looped[0])
+                break
+    _checked[cls] = problem
+    return problem
+
+
+def _router_labels(fn: Any) -> set[str]:
+    """The labels a router can return, as far as can be told without running it."""
+    import ast
+    import textwrap
+
+    labels: set[str] = set()
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = {}
+    returned = hints.get("return")
+    if typing.get_origin(returned) is typing.Literal:
+        labels |= {arg for arg in typing.get_args(returned) if isinstance(arg, str)}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return labels
+
+    def constants(node: ast.expr | None) -> set[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.IfExp):
+            return constants(node.body) | constants(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return set().union(*(constants(value) for value in node.values))
+        return set()
+
+    def visit(node: ast.AST, top: bool) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef) and not top:
+            return  # a nested function's returns are not the router's
+        if isinstance(node, ast.Return):
+            labels.update(constants(node.value))
+        for child in ast.iter_child_nodes(node):
+            visit(child, False)
+
+    for node in tree.body:
+        visit(node, True)
+    return labels
 
 
 def _text(value: Any) -> str | None:

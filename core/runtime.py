@@ -199,7 +199,6 @@ class RuntimeState:
         if self.heartbeat is None and _current.get() is self:  # checkpoints by an agent's config alone
             self.heartbeat = Heartbeat(self, config)  # the run is recorded, so it reads finished once it ends
         self._started(record, config.location)
-
         writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
 
     def _reparent(self, record: CheckpointRecord) -> CheckpointRecord:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import abc
 import builtins
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from crewpoint.providers.prune import PrunePlan, PruneStrategy
     from crewpoint.providers.runs import RunInfo
     from crewpoint.providers.watch import WatchSpec
 
@@ -165,31 +168,22 @@ class BaseProvider(abc.ABC):
     def delete(self, location: str, ids: Iterable[str]) -> int:
         """Delete checkpoints by id, oldest first (an interrupted delete leaves no gap); return how many."""
 
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-        *,
-        lineage: str | None = None,
-        head: str | None = None,
-        own_run: str | None = None,
-    ) -> builtins.list[str]:
-        """Keep the newest ``keep`` of each run's branch (``lineage``, ``branch``); see
-        :func:`crewpoint.providers.prune.plan_prune` for what is never deleted. ``head`` limits the plan to one
-        run's own chain (the checkpoint it wrote last and its parents). The checkpoints of live runs other than
-        ``own_run`` are never deleted."""
-        from crewpoint.providers.prune import live_checkpoints, plan_prune
-
+    def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
+        """Delete what ``strategy`` plans over this store (see :class:`~crewpoint.providers.prune.PruneStrategy`
+        for what is never deleted), planned and applied under the store's lock; a dry run plans the same way and
+        deletes nothing. A read-only store refuses both."""
         self._refuse_if_read_only(location)
-        metas = self.list(location)
-        spared = set(protect) | live_checkpoints(metas, self.read_runs(location), own_run)
-        doomed = plan_prune(metas, keep=keep, branch=branch, protect=spared, lineage=lineage, head=head)
-        if doomed and not dry_run:
-            self.delete(location, doomed)
-        return doomed
+        with self._pruning(location):
+            plan = strategy.plan(self.list(location), self.read_runs(location))
+            if plan.doomed and not dry_run:
+                self.delete(location, plan.ids)
+        return plan
+
+    def _pruning(self, location: str) -> AbstractContextManager[Any]:
+        """The lock a prune holds while it plans and deletes. Default: one per provider in this process."""
+        return self._prune_lock
+
+    _prune_lock = threading.RLock()
 
     def clean(self, location: str) -> int:
         """Remove what interrupted writes left behind (temporary files of writers that died); return how

@@ -53,7 +53,7 @@ from crewpoint.providers.files import NotRegular as _NotRegular
 from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale_temp_files, temp_name
 from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
-from crewpoint.providers.prune import newest_first
+from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import (
     MAX_SEQUENCE,
     check_meta,
@@ -317,23 +317,12 @@ class JsonProvider(BaseProvider):
             _rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
         return removed
 
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-        *,
-        lineage: str | None = None,
-        head: str | None = None,
-        own_run: str | None = None,
-    ) -> builtins.list[str]:
+    def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
         """As :meth:`BaseProvider.prune`; also removes temporary files that writers killed mid-write left."""
-        doomed = super().prune(location, keep, branch, protect, dry_run, lineage=lineage, head=head, own_run=own_run)
+        plan = super().prune(location, strategy, dry_run)
         if not dry_run:
             self.clean(location)
-        return doomed
+        return plan
 
     def clean(self, location: str) -> int:
         """Remove temporary files left by writers that died mid-write; return how many."""

@@ -13,6 +13,7 @@ import builtins
 import json
 import threading
 from collections.abc import AsyncIterator, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +137,9 @@ class MemoryProvider(BaseProvider):
             _, store = self._store(location)
             found = store.records.get(checkpoint_id)
         return None if found is None else found[0]
+
+    def _pruning(self, location: str) -> AbstractContextManager[Any]:
+        return _lock  # the lock every write, read and delete of the memory stores holds
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
         wanted = set(ids)

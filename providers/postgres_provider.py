@@ -69,7 +69,7 @@ from crewpoint.providers.pg_sql import (
     runs_of,
     steps_back_sql,
 )
-from crewpoint.providers.prune import live_checkpoints, plan_prune
+from crewpoint.providers.prune import PrunePlan, PruneStrategy
 from crewpoint.providers.refs import check_meta, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 
@@ -380,33 +380,19 @@ class PostgresProvider(BaseProvider):
                     notify(conn, where, DELETE)
         return removed
 
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-        *,
-        lineage: str | None = None,
-        head: str | None = None,
-        own_run: str | None = None,
-    ) -> builtins.list[str]:
+    def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
         """As :meth:`BaseProvider.prune`, planned and applied in one transaction holding the store's lock
         alone: a writer on another process or host waits for it, and is never half pruned."""
         where, _ = self._where(location)
-        protected = set(protect)
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
-                metas = list_metas(conn, store, None)
-                protected |= live_checkpoints(metas, runs_of(conn, store), own_run)
-                doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
-                if doomed and not dry_run:
-                    delete_checkpoints(conn, store.s, doomed)
+                plan = strategy.plan(list_metas(conn, store, None), runs_of(conn, store))
+                if plan.doomed and not dry_run:
+                    delete_checkpoints(conn, store.s, plan.ids)
                     notify(conn, where, DELETE)
-        return doomed
+        return plan
 
     def stats(self, location: str) -> dict[str, int]:
         """Counts and stored bytes: ``checkpoints``, ``chunks``, ``chunk_bytes``, ``manifest_bytes``."""

@@ -1,5 +1,9 @@
 """Ordering and pruning plans over checkpoint metadata; no I/O here, providers delete what the plan names.
 
+Pruning has one path: a :class:`PruneStrategy` says what to delete, each provider's ``prune`` lists its store
+and reads its run records under the store's lock or in one transaction, asks the strategy for its
+:class:`PrunePlan`, and (unless it is a dry run) deletes exactly that plan before letting go.
+
 Order: within one run's branch (same lineage and branch) the sequence number decides, so clock steps never
 reorder a branch; runs and branches are interleaved by creation time.
 """
@@ -10,6 +14,7 @@ import builtins
 import heapq
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from crewpoint.providers.base import CheckpointMeta
@@ -66,20 +71,6 @@ def fork_roots(metas: Iterable[CheckpointMeta]) -> set[str]:
     return {m.id for m in metas if m.parent_id and m.parent_id in branch_of and branch_of[m.parent_id] != m.branch}
 
 
-def own_chain(metas: Iterable[CheckpointMeta], head: str) -> set[str]:
-    """``head`` and its parents on the same run's branch (same lineage and branch): one run's own checkpoints."""
-    by_id = {m.id: m for m in metas}
-    start = by_id.get(head)
-    chain: set[str] = set()
-    current = start
-    while current is not None and current.id not in chain:
-        if start is None or current.lineage != start.lineage or current.branch != start.branch:
-            break
-        chain.add(current.id)
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    return chain
-
-
 def live_checkpoints(metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo], own_run: str | None = None) -> set[str]:
     """Ids a prune must leave alone because a live (or lost) run other than ``own_run`` owns or stands on them: every
     checkpoint of its branch (same lineage and branch) and every ancestor of its newest checkpoint."""
@@ -103,65 +94,100 @@ def live_checkpoints(metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo], o
     return ids
 
 
-def plan_prune(
-    metas: Iterable[CheckpointMeta],
-    keep: int,
-    branch: str | None = None,
-    protect: Iterable[str] = (),
-    *,
-    lineage: str | None = None,
-    head: str | None = None,
-    force: bool = False,
-) -> builtins.list[str]:
-    """Ids to delete so that each run's branch (same ``lineage`` and ``branch``) keeps its newest ``keep``.
+Entity = tuple[str, str]
+"""An entity's kind and name (``("crew", "research")``): the unit a count keeps its newest N of, per branch."""
 
-    Only good records count and only good records are planned: a damaged one neither takes the place of a good
-    one nor is deleted by a prune. Never planned: ids in ``protect``, and unless ``force``, fork points
-    (checkpoints another branch or run continues from) and the first checkpoint of each fork. ``branch`` and
-    ``lineage`` narrow the plan; ``head`` narrows it to one run's own chain (:func:`own_chain`).
+
+def entity_of(meta: CheckpointMeta) -> Entity:
+    return (meta.entity_kind, meta.entity_name)
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What one prune deletes (or, in a dry run, would delete), and what it kept that it would otherwise have."""
+
+    doomed: builtins.list[CheckpointMeta] = field(default_factory=builtins.list)
+    """Newest first."""
+    kept_fork_points: frozenset[str] = frozenset()
+    """Checkpoints kept because another branch forks from them or a fork starts with them."""
+    kept_live: frozenset[str] = frozenset()
+    """Checkpoints kept because a live (or lost) run owns or stands on them."""
+    damaged: int = 0
+    """Damaged records in the store: never counted, never deleted by a prune."""
+
+    @property
+    def ids(self) -> builtins.list[str]:
+        return [m.id for m in self.doomed]
+
+
+@dataclass(frozen=True)
+class PruneStrategy:
+    """What a prune deletes: the one description every provider's :meth:`~BaseProvider.prune` takes, and the one
+    plan behind ``max_checkpoints``, ``prune --keep N``, ``prune --older-than AGE`` and their dry runs.
+
+    ``keep``: beyond the newest N checkpoints of each entity (kind and name) per branch. ``older_than``: created
+    more than that many seconds before ``now``. With both, only checkpoints both name. ``branch`` and ``entity``
+    narrow the prune to one branch, one entity.
+
+    Never deleted: damaged records (they never count either), ids in ``protect`` (the checkpoint a run resumes
+    from, the one it wrote last), the checkpoints of live runs other than ``own_run`` and every ancestor of their
+    newest checkpoint, and unless ``force`` (the command line's explicit word) every checkpoint another branch
+    forks from and the first checkpoint of each fork.
     """
-    if keep < 0:
-        raise ValueError(f"keep must be 0 or more, not {keep}")
-    metas = builtins.list(metas)
-    good = [m for m in metas if m.damaged is None]
-    spared = set(protect) if force else fork_points(metas) | fork_roots(good) | set(protect)
-    chain = own_chain(good, head) if head is not None else None
-    seen: dict[tuple[str, str], int] = defaultdict(int)
-    doomed: builtins.list[str] = []
-    for meta in newest_first(good):
-        if branch is not None and meta.branch != branch:
-            continue
-        if lineage is not None and meta.lineage != lineage:
-            continue
-        if chain is not None and meta.id not in chain:
-            continue
-        group = (meta.lineage, meta.branch)
-        seen[group] += 1
-        if seen[group] > keep and meta.id not in spared:
-            doomed.append(meta.id)
-    return doomed
 
+    keep: int | None = None
+    older_than: float | None = None
+    now: float | None = None
+    branch: str | None = None
+    entity: Entity | None = None
+    protect: frozenset[str] = frozenset()
+    own_run: str | None = None
+    force: bool = False
 
-def plan_prune_older_than(
-    metas: Iterable[CheckpointMeta],
-    seconds: float,
-    now: float,
-    branch: str | None = None,
-    protect: Iterable[str] = (),
-    force: bool = False,
-) -> builtins.list[str]:
-    """Ids of good checkpoints created more than ``seconds`` before ``now`` (damaged ones are never planned).
+    def __post_init__(self) -> None:
+        if self.keep is None and self.older_than is None:
+            raise ValueError("prune needs a number of checkpoints to keep or an age")
+        if self.keep is not None and self.keep < 0:
+            raise ValueError(f"keep must be 0 or more, not {self.keep}")
+        if self.older_than is not None and self.older_than < 0:
+            raise ValueError(f"age must be 0 seconds or more, not {self.older_than}")
 
-    Ids in ``protect`` are always kept; fork points and fork roots are kept unless ``force`` is true.
-    """
-    if seconds < 0:
-        raise ValueError(f"age must be 0 seconds or more, not {seconds}")
-    metas = builtins.list(metas)
-    good = [m for m in metas if m.damaged is None]
-    spared = set(protect) if force else fork_points(metas) | fork_roots(good) | set(protect)
-    cutoff = now - seconds
-    return [
-        m.id
-        for m in newest_first(good)
-        if (branch is None or m.branch == branch) and m.created_at < cutoff and m.id not in spared
-    ]
+    def plan(self, metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo] = ()) -> PrunePlan:
+        """The plan over a store's metadata and run records; reads and changes nothing."""
+        import time
+
+        metas = builtins.list(metas)
+        good = [m for m in metas if m.damaged is None]
+        ordered = newest_first(good)
+        chosen = self._chosen(ordered, time.time() if self.now is None else self.now)
+        live = live_checkpoints(metas, runs, self.own_run) - self.protect
+        structural = (fork_points(metas) | fork_roots(good)) - self.protect - live
+        spared = self.protect | live | (set() if self.force else structural)
+        return PrunePlan(
+            doomed=[m for m in ordered if m.id in chosen and m.id not in spared],
+            kept_fork_points=frozenset(set() if self.force else chosen & structural),
+            kept_live=frozenset(chosen & live),
+            damaged=len(metas) - len(good),
+        )
+
+    def _chosen(self, ordered: builtins.list[CheckpointMeta], now: float) -> set[str]:
+        """Ids the count and the age name, before anything is spared."""
+        scoped = [
+            m
+            for m in ordered
+            if (self.branch is None or m.branch == self.branch) and (self.entity is None or entity_of(m) == self.entity)
+        ]
+        chosen = {m.id for m in scoped}
+        if self.keep is not None:
+            seen: dict[tuple[Entity, str], int] = defaultdict(int)
+            beyond: set[str] = set()
+            for meta in scoped:
+                group = (entity_of(meta), meta.branch)
+                seen[group] += 1
+                if seen[group] > self.keep:
+                    beyond.add(meta.id)
+            chosen &= beyond
+        if self.older_than is not None:
+            cutoff = now - self.older_than
+            chosen &= {m.id for m in scoped if m.created_at < cutoff}
+        return chosen

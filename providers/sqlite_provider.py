@@ -39,7 +39,7 @@ from crewpoint.providers.base import (
     walk_parents,
 )
 from crewpoint.providers.files import make_private_dirs, remove_stale_temp_files, temp_name
-from crewpoint.providers.prune import live_checkpoints, newest_first, plan_prune
+from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
 
@@ -593,33 +593,19 @@ class SqliteProvider(BaseProvider):
             with _immediate(store.db):
                 return self._delete(store.db, wanted)
 
-    def prune(
-        self,
-        location: str,
-        keep: int,
-        branch: str | None = None,
-        protect: Iterable[str] = (),
-        dry_run: bool = False,
-        *,
-        lineage: str | None = None,
-        head: str | None = None,
-        own_run: str | None = None,
-    ) -> builtins.list[str]:
-        """As :meth:`BaseProvider.prune`, planned and applied in one transaction."""
+    def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
+        """As :meth:`BaseProvider.prune`, planned and applied in one write transaction."""
         path, _ = split_ref(location)
-        protected = set(protect)
         with self._use(path, create=False) as store:
             if store.version == 0:
-                return []
+                return strategy.plan([])
             if store.read_only is not None:
                 raise CheckpointError(f"cannot prune {path}: {store.read_only}")
             with _immediate(store.db):
-                metas = self._list(store.db, path, None)
-                protected |= live_checkpoints(metas, _runs(store.db), own_run)
-                doomed = plan_prune(metas, keep, branch, protected, lineage=lineage, head=head)
-                if doomed and not dry_run:
-                    self._delete(store.db, doomed)
-        return doomed
+                plan = strategy.plan(self._list(store.db, path, None), _runs(store.db))
+                if plan.doomed and not dry_run:
+                    self._delete(store.db, plan.ids)
+        return plan
 
     def collect_garbage(self, location: str) -> int:
         """Recount every chunk reference from the manifests, remove unreachable chunks; return how many.

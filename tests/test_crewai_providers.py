@@ -30,6 +30,7 @@ from crewpoint.providers import (
 from crewpoint.providers.crewai_common import MASK, mask_text, mask_value
 from crewpoint.providers.crewai_json import CrewAIJsonProvider
 from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
+from crewpoint.providers.prune import PruneStrategy
 
 PROJECT_KEY = "sk-" + "proj-" + "ABCDEFGHIJKLMNOPQRSTUVWX"  # key-shaped test values, assembled here only
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
@@ -188,7 +189,7 @@ def test_writing_deleting_and_pruning_are_refused(store: tuple[BaseProvider, str
     for attempt in (
         lambda: provider.write(location, CheckpointRecord(meta, {})),
         lambda: provider.delete(location, [meta.id]),
-        lambda: provider.prune(location, keep=1),
+        lambda: provider.prune(location, PruneStrategy(keep=1)),
     ):
         with pytest.raises(CheckpointError, match="read-only"):
             attempt()

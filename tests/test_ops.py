@@ -239,18 +239,18 @@ def test_prune_plan_keeps_fork_points_unless_forced() -> None:
     metas = ops.list_checkpoints(store)
     fork_point = metas[2]  # 2/4
     ops.run_from(fork_point.id, fork=True, branch="side", location=store)
-    plan = ops.plan_prune(store, keep=1, branch="main")
+    plan = ops.prune(store, ops.PruneStrategy(keep=1, branch="main"), dry_run=True)
     assert {m.id for m in plan.doomed} == {metas[1].id, metas[3].id}
     assert plan.kept_fork_points == {fork_point.id}
-    forced = ops.plan_prune(store, keep=1, branch="main", force=True)
+    forced = ops.prune(store, ops.PruneStrategy(keep=1, branch="main", force=True), dry_run=True)
     assert {m.id for m in forced.doomed} == {m.id for m in metas[1:]}
-    assert ops.plan_prune(store, older_than=3600).doomed == []
-    everything = ops.plan_prune(store, older_than=0, now=time.time() + 1)
+    assert ops.prune(store, ops.PruneStrategy(older_than=3600), dry_run=True).doomed == []
+    everything = ops.prune(store, ops.PruneStrategy(older_than=0, now=time.time() + 1), dry_run=True)
     assert fork_point.id not in {m.id for m in everything.doomed}
-    assert ops.delete_checkpoints(store, [m.id for m in plan.doomed]) == 2
+    assert ops.prune(store, ops.PruneStrategy(keep=1, branch="main")) == plan
     assert fork_point.id in ids_of(store)
     with pytest.raises(ValueError):
-        ops.plan_prune(store)
+        ops.PruneStrategy()
 
 
 @pytest.mark.parametrize(

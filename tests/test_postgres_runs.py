@@ -13,6 +13,7 @@ from collections.abc import Callable
 from crewpoint import CheckpointConfig, Crew
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import PostgresProvider, provider_for
+from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.runs import STALE_AFTER, classify, read_runs
 
 # Another host: the same machine under another name (a run records its host's name, a reader compares them).
@@ -84,7 +85,8 @@ parent = None
 for k in range(1, n + 1):
     cid = f"{tag}-{k:04d}"
     meta = CheckpointMeta(id=cid, parent_id=parent, branch=tag if tag.startswith("fork") else "main", lineage=tag,
-                          sequence=k, created_at=time.time(), trigger="task_completed")
+                          sequence=k, created_at=time.time(), trigger="task_completed", entity_kind="crew",
+                          entity_name=tag)
     history = shared + [{"k": j} for j in range(k)]
     provider.write(location, CheckpointRecord(meta, {"tag": tag, "k": k, "history": history}))
     parent = cid
@@ -120,7 +122,7 @@ def test_pruning_beside_a_writer_never_costs_the_writer_a_checkpoint(pg_location
         proc = subprocess.Popen([sys.executable, "-c", WRITER, pg_location, "live", "150"])
         prunes = 0
         while proc.poll() is None or prunes == 0:
-            provider.prune(pg_location, keep=2, lineage="old")
+            provider.prune(pg_location, PruneStrategy(keep=2, entity=("crew", "old")))
             provider.delete(pg_location, [])
             prunes += 1
         assert proc.wait() == 0
@@ -199,7 +201,10 @@ def test_a_prune_spares_a_run_lost_on_another_host(pg_location: str) -> None:
         stale = time.time() - STALE_AFTER - 5
         far = RunInfo("far", 4242, "host-c", stale, stale, "running", "main", "far-run", checkpoint_id="far-run-4")
         assert provider.write_run(pg_location, far) and classify(far) == "lost"
-        assert sorted(provider.prune(pg_location, keep=1)) == ["done-run-1", "done-run-2", "done-run-3"]
+        # the newest checkpoint of the entity on main is the lost run's: every one of the finished run's goes
+        plan = provider.prune(pg_location, PruneStrategy(keep=1))
+        assert sorted(plan.ids) == ["done-run-1", "done-run-2", "done-run-3", "done-run-4"]
+        assert plan.kept_live == {"far-run-1", "far-run-2", "far-run-3"}
         assert len([m for m in provider.list(pg_location) if m.lineage == "far-run"]) == 4
     finally:
         provider.close()

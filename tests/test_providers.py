@@ -35,7 +35,7 @@ from crewpoint.providers import (
     split_ref,
 )
 from crewpoint.providers.json_provider import INDEX
-from crewpoint.providers.prune import fork_points, newest_first, plan_prune, plan_prune_older_than
+from crewpoint.providers.prune import PruneStrategy, fork_points, newest_first
 from crewpoint.providers.sqlite_provider import MIGRATIONS, SCHEMA_VERSION, migrate, read_schema_version
 
 T0 = 1_760_000_000.0
@@ -217,17 +217,20 @@ def test_prune_keeps_the_newest_fork_points_and_protected(store: tuple[BaseProvi
     provider.write(location, CheckpointRecord(meta(20, 2, "experiment-a"), body(20)))
     provider.write(location, CheckpointRecord(meta(21, 20, "experiment-a"), body(21)))
 
-    planned = provider.prune(location, keep=2, protect={"cp0001"}, dry_run=True)
+    planned = provider.prune(location, PruneStrategy(keep=2, protect=frozenset({"cp0001"})), dry_run=True).ids
     assert sorted(planned) == ["cp0003", "cp0004"]
     assert len(provider.list(location)) == 8
 
-    assert sorted(provider.prune(location, keep=2, protect={"cp0001"})) == ["cp0003", "cp0004"]
+    assert sorted(provider.prune(location, PruneStrategy(keep=2, protect=frozenset({"cp0001"}))).ids) == [
+        "cp0003",
+        "cp0004",
+    ]
     left = {m.id for m in provider.list(location)}
     assert left == {"cp0006", "cp0005", "cp0002", "cp0001", "cp0021", "cp0020"}
     assert provider.read(location, "cp0002").body == body(2)
 
     # the fork's first checkpoint keeps the fork linked to where it came from
-    assert provider.prune(location, keep=1, branch="experiment-a") == []
+    assert provider.prune(location, PruneStrategy(keep=1, branch="experiment-a")).ids == []
     assert "cp0005" in {m.id for m in provider.list(location)}
 
 
@@ -384,7 +387,7 @@ def test_json_damaged_files_are_listed_as_damaged_and_others_still_work(tmp_path
         provider.read(str(root), "bin")
     assert provider.read(str(root), "cp0001").body == body(1)
     # damaged records neither count nor get deleted by a prune: only the good surplus goes
-    assert sorted(provider.prune(str(root), keep=1)) == ["cp0001"]
+    assert sorted(provider.prune(str(root), PruneStrategy(keep=1)).ids) == ["cp0001"]
     assert {m.id for m in provider.list(str(root))} == {"cp0002", "torn-1", "bin-1", "foreign-1", "empty-1"}
 
 
@@ -516,7 +519,7 @@ def test_sqlite_delete_and_prune_release_chunks(tmp_path: Path) -> None:
         events.append({"type": "llm_call_completed", "n": n, "text": f"answer {n} " * 20})
         provider.write(location, CheckpointRecord(meta(n, n - 1 or None), {"events": events, "n": n}))
     before = provider.stats(location)
-    provider.prune(location, keep=5)
+    provider.prune(location, PruneStrategy(keep=5))
     after = provider.stats(location)
     assert after["checkpoints"] == 5 and after["chunks"] < before["chunks"]
     assert provider.collect_garbage(location) == 0
@@ -771,23 +774,23 @@ def test_plans_keep_fork_points_protected_and_respect_age() -> None:
     metas += [meta(10, 2, "side"), meta(11, 10, "side")]
     assert fork_points(metas) == {"cp0002"}
     assert [m.id for m in newest_first(metas)][:3] == ["cp0011", "cp0010", "cp0006"]
-    assert plan_prune(metas, keep=2) == ["cp0004", "cp0003", "cp0001"]
-    assert plan_prune(metas, keep=2, protect={"cp0001"}) == ["cp0004", "cp0003"]
-    assert plan_prune(metas, keep=0, branch="side") == ["cp0011"]  # cp0010 links the fork to cp0002
+    assert PruneStrategy(keep=2).plan(metas).ids == ["cp0004", "cp0003", "cp0001"]
+    assert PruneStrategy(keep=2, protect=frozenset({"cp0001"})).plan(metas).ids == ["cp0004", "cp0003"]
+    assert PruneStrategy(keep=0, branch="side").plan(metas).ids == ["cp0011"]  # cp0010 links the fork to cp0002
     with pytest.raises(ValueError):
-        plan_prune(metas, keep=-1)
+        PruneStrategy(keep=-1)
 
     now = T0 + 100
-    assert plan_prune_older_than(metas, seconds=95.5, now=now) == ["cp0004", "cp0003", "cp0001"]
-    assert plan_prune_older_than(metas, seconds=95.5, now=now, force=True) == [
+    assert PruneStrategy(older_than=95.5, now=now).plan(metas).ids == ["cp0004", "cp0003", "cp0001"]
+    assert PruneStrategy(older_than=95.5, now=now, force=True).plan(metas).ids == [
         "cp0004",
         "cp0003",
         "cp0002",
         "cp0001",
     ]
-    assert plan_prune_older_than(metas, seconds=95.5, now=now, force=True, protect={"cp0002"}) == [
+    assert PruneStrategy(older_than=95.5, now=now, force=True, protect=frozenset({"cp0002"})).plan(metas).ids == [
         "cp0004",
         "cp0003",
         "cp0001",
     ]
-    assert plan_prune_older_than(metas, seconds=1000, now=now) == []
+    assert PruneStrategy(older_than=1000, now=now).plan(metas).ids == []

@@ -23,6 +23,7 @@ from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.events import CheckpointCompletedEvent, CheckpointFailedEvent, event_bus
 from crewpoint.providers import CheckpointError, JsonProvider, MemoryProvider, SqliteProvider
 from crewpoint.providers.json_provider import file_name
+from crewpoint.providers.prune import PruneStrategy
 from crewpoint.tui.cli import main
 
 CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
@@ -74,18 +75,21 @@ def test_1_prune_keep_1_never_deletes_good_checkpoints_because_of_an_empty_newer
     assert listed.exit_code == 0 and "DAMAGED" in listed.stdout
 
 
-# -- 2. max_checkpoints counts per run ---------------------------------------------------------------------------
+# -- 2. max_checkpoints keeps the newest of each entity per branch ------------------------------------------------
 
 
-def test_2_max_checkpoints_counts_per_run_so_one_crew_never_deletes_anothers() -> None:
+def test_2_max_checkpoints_bounds_repeated_runs_of_a_crew_and_never_touches_another_crew() -> None:
+    demo_crew(checkpoint=CheckpointConfig(location="shared"), name="another crew").kickoff(inputs=DEMO_INPUTS)
+    theirs = {m.id for m in ops.list_checkpoints("shared") if m.entity_name == "another crew"}
+    assert len(theirs) == 4
     config = CheckpointConfig(location="shared", max_checkpoints=2)
     demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
-    first = {m.id for m in crew_metas("shared")}
+    first = {m.id for m in crew_metas("shared")} - theirs
     assert len(first) == 2
     demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
-    after = crew_metas("shared")
-    assert first <= {m.id for m in after}  # the second run kept its newest two, not the store's
-    assert len(after) == 4
+    after = {m.id for m in crew_metas("shared")}
+    assert len(after - theirs) == 2 and not first & after  # the second run's newest two: the seed's bound
+    assert theirs <= after  # another crew's checkpoints are never counted or deleted
 
 
 RUN = (
@@ -107,9 +111,10 @@ def test_2_concurrent_runs_never_delete_each_others_latest_checkpoint(location: 
     by_run: dict[str, list] = {}
     for meta in metas:
         by_run.setdefault(meta.lineage, []).append(meta)
-    assert len(by_run) == 3
-    for own in by_run.values():
-        assert [m.tasks_done for m in own] == [4]  # each run kept its own newest, whatever the others did
+    assert by_run  # a run still live is never pruned by another, so each run ends with its final checkpoint,
+    for own in by_run.values():  # unless a run that finished later pruned it as beyond the newest one
+        assert [m.tasks_done for m in own] == [4]
+    assert metas[0].tasks_done == 4
 
 
 # -- 3. a fork keeps its link ------------------------------------------------------------------------------------
@@ -174,6 +179,7 @@ def test_4_resume_never_copies_a_wrong_typed_lineage_and_damaged_state_is_one_li
     path = Path(metas[1].location)
     data = json.loads(path.read_text())
     data["body"]["lineage"]["lineage"] = ["a", "list"]
+    del data["meta"]["digest"]  # an edited body with its digest kept is "altered"; without one, it is checked
     path.write_text(json.dumps(data))
     line = one_line_error(cli("checkpoint", "resume", metas[1].id, "--location", store))
     assert "lineage" in line and "'lineage'" not in line
@@ -371,7 +377,7 @@ def test_10_an_interrupted_json_prune_leaves_no_gap(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(os, "unlink", failing_unlink)
     with pytest.raises(CheckpointError):
-        JsonProvider().prune(store, keep=1)
+        JsonProvider().prune(store, PruneStrategy(keep=1))
     monkeypatch.setattr(os, "unlink", real_unlink)
     left = [m.sequence for m in crew_metas(store)]
     assert left == list(range(max(left), max(left) - len(left), -1))  # what is left is the newest, unbroken
@@ -463,7 +469,7 @@ def test_10_prune_frees_a_json_store_when_no_file_can_grow() -> None:
         )
         assert proc.returncode == code, proc.stderr
         if code == 0:
-            assert len(crew_metas(store)) == 3  # one per run, the others deleted
+            assert len(crew_metas(store)) == 1  # the newest of the crew on main, the others deleted
         else:
             assert "free some and retry" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 

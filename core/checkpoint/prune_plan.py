@@ -1,83 +1,67 @@
-"""Which checkpoints a prune deletes, and deleting them."""
+"""Pruning a store: the one path behind ``prune``, its dry run, and ``max_checkpoints``.
+
+What is deleted is a :class:`~crewpoint.providers.prune.PruneStrategy`; the store's provider plans it and deletes
+it under the store's lock (or in one transaction), so a dry run answers exactly as the real run would.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 from crewpoint.checkpoint.stores import _provider, find_store
-from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.prune import PrunePlan, PruneStrategy
+
+__all__ = ["PrunePlan", "PruneStrategy", "prune", "prune_store"]
 
 
-@dataclass
-class PrunePlan:
-    doomed: list[CheckpointMeta]
-    kept_fork_points: set[str]
-    kept_live: set[str]
-    damaged: int = 0
-    """Damaged records in the store: never counted, never deleted by a prune."""
+def prune(location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
+    """Prune the store ``location`` names (a folder, a database, a URL) by ``strategy``; nothing else is touched.
+
+    ``location`` must name a store itself: a checkpoint file or ``db#id`` is refused (a prune of "this file"
+    would delete in the store around it, which the user did not name), and so is a file that is not a checkpoint.
+    Emits ``checkpoint_pruned`` when something was deleted.
+    """
+    store = store_named(location)
+    return prune_store(_provider(store), store, strategy, dry_run)
 
 
-def _doomed(
-    metas: list[CheckpointMeta],
-    keep: int | None,
-    older_than: float | None,
-    branch: str | None,
-    force: bool,
-    now: float,
-    protect: set[str],
-) -> set[str]:
-    from crewpoint.providers.prune import plan_prune as plan_keep
-    from crewpoint.providers.prune import plan_prune_older_than
-
-    chosen: set[str] | None = None
-    if keep is not None:
-        chosen = set(plan_keep(metas, keep=keep, branch=branch, protect=protect, force=force))
-    if older_than is not None:
-        old = set(plan_prune_older_than(metas, older_than, now, branch=branch, protect=protect, force=force))
-        chosen = old if chosen is None else chosen & old
-    return chosen or set()
-
-
-def plan_prune(
-    location: str,
-    keep: int | None = None,
-    older_than: float | None = None,
-    branch: str | None = None,
-    force: bool = False,
-    now: float | None = None,
+def prune_store(
+    provider: Any, store: str, strategy: PruneStrategy, dry_run: bool = False, source: Any = None
 ) -> PrunePlan:
-    """Which checkpoints a prune deletes, newest first: beyond the newest ``keep`` of each run's branch, and/or
-    older than ``older_than`` seconds (with both, only those matching both). Damaged records never count and are
-    never planned; the checkpoints of live runs are always kept; fork points and the first checkpoint of each
-    fork are kept unless ``force``. ``kept_fork_points`` and ``kept_live`` name the ones kept that would
-    otherwise go."""
-    import time
+    """Prune ``store`` through its ``provider`` (and tidy what interrupted writes left); emits
+    ``checkpoint_pruned`` with the ids removed when something was deleted."""
+    plan: PrunePlan = provider.prune(store, strategy, dry_run)
+    if not dry_run:
+        provider.clean(store)
+        if plan.doomed:
+            from crewpoint.events import CheckpointPrunedEvent, event_bus
+            from crewpoint.providers import shown_location
 
-    from crewpoint.providers.prune import live_checkpoints
+            event_bus.emit(
+                source,
+                CheckpointPrunedEvent(
+                    location=shown_location(store),
+                    branch=strategy.branch,
+                    removed_ids=plan.ids,
+                ),
+            )
+    return plan
 
-    if keep is None and older_than is None:
-        raise ValueError("prune needs a number of checkpoints to keep or an age")
+
+def store_named(location: str | None) -> str:
+    """The store ``location`` names (None: the one in the current folder); a reference to one checkpoint, or a
+    file that is not a store, is refused with one line (a prune deletes only in the store the user named)."""
+    import os
+
+    from crewpoint.providers import is_url, split_ref
+
     store = find_store(location)
-    provider = _provider(store)
-    metas: list[CheckpointMeta] = provider.list(store)
-    live = live_checkpoints(metas, provider.read_runs(store))
-    now = time.time() if now is None else now
-    doomed = _doomed(metas, keep, older_than, branch, force, now, live)
-    unguarded = _doomed(metas, keep, older_than, branch, True, now, set())
-    kept = set() if force else _doomed(metas, keep, older_than, branch, True, now, live) - doomed
-    return PrunePlan(
-        doomed=[m for m in metas if m.id in doomed],
-        kept_fork_points=kept,
-        kept_live=(unguarded - doomed) & live,
-        damaged=sum(1 for m in metas if m.damaged is not None),
-    )
-
-
-def delete_checkpoints(location: str, ids: list[str]) -> int:
-    """Delete checkpoints by id from the store, oldest first, and what interrupted writes left behind;
-    returns how many checkpoints were removed."""
-    store = find_store(location)
-    provider = _provider(store)
-    removed = int(provider.delete(store, ids)) if ids else 0
-    provider.clean(store)
-    return removed
+    if location is None:
+        return store
+    path, fragment = split_ref(location)
+    if fragment is not None:
+        raise CheckpointError(f"{location} names one checkpoint: name its store ({path}) to prune it")
+    if not is_url(path) and os.path.normpath(os.path.realpath(store)) != os.path.normpath(os.path.realpath(path)):
+        raise CheckpointError(f"{location} is not a checkpoint store: name the store itself ({store}) to prune it")
+    return store

@@ -20,13 +20,20 @@ from crewpoint.providers import (
     CheckpointRecord,
     provider_for,
 )
+from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.runs import RunInfo, this_host
 
 T0 = 1_760_000_000.0
 
 
 def meta(
-    n: int, parent: int | None = None, branch: str = "main", *, lineage: str = "run-a", created: float | None = None
+    n: int,
+    parent: int | None = None,
+    branch: str = "main",
+    *,
+    lineage: str = "run-a",
+    created: float | None = None,
+    entity: str = "crew",
 ) -> CheckpointMeta:
     return CheckpointMeta(
         id=f"cp{n:04d}",
@@ -37,7 +44,7 @@ def meta(
         created_at=T0 + n if created is None else created,
         trigger="task_completed",
         entity_kind="crew",
-        entity_name="crew",
+        entity_name=entity,
         tasks_done=n % 4,
         tasks_total=4,
         version="0.1.0",
@@ -48,10 +55,19 @@ def body(n: int) -> dict[str, Any]:
     return {"n": n, "events": [{"i": i} for i in range(n % 5)], "text": "ünïcødé [bold]", "none": None}
 
 
-def chain(store: Store, first: int, last: int, branch: str = "main", lineage: str = "run-a", root: int | None = None):
+def chain(
+    store: Store,
+    first: int,
+    last: int,
+    branch: str = "main",
+    lineage: str = "run-a",
+    root: int | None = None,
+    entity: str = "crew",
+) -> None:
     parent = root
     for n in range(first, last + 1):
-        store.provider.write(store.location, CheckpointRecord(meta(n, parent, branch, lineage=lineage), body(n)))
+        record = CheckpointRecord(meta(n, parent, branch, lineage=lineage, entity=entity), body(n))
+        store.provider.write(store.location, record)
         parent = n
 
 
@@ -158,22 +174,32 @@ def test_delete_removes_only_the_named(store: Store) -> None:
     assert ids(store) == ["cp0004", "cp0001"]
 
 
-def test_prune_keeps_the_newest_of_each_run_and_never_another_runs(store: Store) -> None:
-    """Fault 2: two runs on branch main; keeping 2 keeps 2 of each run, not 2 of the branch name."""
+def test_prune_keeps_the_newest_of_each_entity_per_branch(store: Store) -> None:
+    """Two runs of one crew and a run of another on branch main: keeping 2 keeps the newest 2 of each crew there
+    (the seed's bound for repeated runs), whichever run wrote them."""
     chain(store, 1, 4, lineage="run-a")
     chain(store, 21, 24, lineage="run-b")
-    doomed = store.provider.prune(store.location, keep=2)
-    assert sorted(doomed) == ["cp0001", "cp0002", "cp0021", "cp0022"]
+    chain(store, 41, 43, lineage="run-x", entity="other crew")
+    plan = store.provider.prune(store.location, PruneStrategy(keep=2))
+    assert sorted(plan.ids) == ["cp0001", "cp0002", "cp0003", "cp0004", "cp0021", "cp0022", "cp0041"]
+    assert sorted(ids(store)) == ["cp0023", "cp0024", "cp0042", "cp0043"]
     chain(store, 31, 34, lineage="run-c")
-    store.provider.prune(store.location, keep=1, lineage="run-c", head="cp0034")  # one run prunes its own
-    assert sorted(ids(store)) == ["cp0003", "cp0004", "cp0023", "cp0024", "cp0034"]
+    one_entity = PruneStrategy(keep=1, entity=("crew", "crew"), branch="main")  # what max_checkpoints=1 asks
+    assert sorted(store.provider.prune(store.location, one_entity).ids) == [
+        "cp0023",
+        "cp0024",
+        "cp0031",
+        "cp0032",
+        "cp0033",
+    ]
+    assert sorted(ids(store)) == ["cp0034", "cp0042", "cp0043"]
 
 
 def test_prune_spares_fork_points_fork_roots_and_protected(store: Store) -> None:
     """Fault 3: a fork's first checkpoint links it to where it came from; pruning the fork keeps it."""
     chain(store, 1, 5)
     chain(store, 10, 14, branch="fork-b", root=2)
-    doomed = store.provider.prune(store.location, keep=1, protect={"cp0001"})
+    doomed = store.provider.prune(store.location, PruneStrategy(keep=1, protect=frozenset({"cp0001"}))).ids
     assert sorted(doomed) == ["cp0003", "cp0004", "cp0011", "cp0012", "cp0013"]
     left = {m.id: m for m in store.provider.list(store.location)}
     assert set(left) == {"cp0001", "cp0002", "cp0005", "cp0010", "cp0014"}
@@ -182,8 +208,11 @@ def test_prune_spares_fork_points_fork_roots_and_protected(store: Store) -> None
 
 def test_prune_dry_run_deletes_nothing(store: Store) -> None:
     chain(store, 1, 4)
-    assert store.provider.prune(store.location, keep=1, dry_run=True) == ["cp0003", "cp0002", "cp0001"]
+    dry = store.provider.prune(store.location, PruneStrategy(keep=1), dry_run=True)
+    assert dry.ids == ["cp0003", "cp0002", "cp0001"]
     assert len(ids(store)) == 4
+    assert store.provider.prune(store.location, PruneStrategy(keep=1)) == dry  # the same plan, carried out
+    assert ids(store) == ["cp0004"]
 
 
 def test_prune_never_touches_a_live_runs_checkpoints(store: Store) -> None:
@@ -192,10 +221,13 @@ def test_prune_never_touches_a_live_runs_checkpoints(store: Store) -> None:
     now = time.time()
     live = RunInfo("live-b", os.getpid(), this_host(), now, now, branch="main", lineage="run-b", checkpoint_id="cp0024")
     assert store.provider.write_run(store.location, live)
-    assert sorted(store.provider.prune(store.location, keep=1, own_run="live-a")) == ["cp0001", "cp0002", "cp0003"]
+    plan = store.provider.prune(store.location, PruneStrategy(keep=1, own_run="live-a"))
+    assert sorted(plan.ids) == ["cp0001", "cp0002", "cp0003", "cp0004"]
+    assert plan.kept_live == {"cp0021", "cp0022", "cp0023"}
     assert {"cp0021", "cp0022", "cp0023", "cp0024"} <= set(ids(store))
     # the run itself may prune its own checkpoints
-    assert sorted(store.provider.prune(store.location, keep=1, own_run="live-b")) == ["cp0021", "cp0022", "cp0023"]
+    own = store.provider.prune(store.location, PruneStrategy(keep=1, own_run="live-b"))
+    assert sorted(own.ids) == ["cp0021", "cp0022", "cp0023"]
 
 
 # -- every record is isolated -----------------------------------------------------------------------------------
@@ -223,7 +255,9 @@ def test_one_damaged_record_never_hides_stops_or_costs_the_others(store: Store, 
     assert latest is not None and latest.id == "cp0004"
     assert store.provider.read(store.location).meta.id == "cp0004"
     assert store.provider.read(store.location, "cp0002").body == body(2)
-    assert sorted(store.provider.prune(store.location, keep=1)) == ["cp0001", "cp0002", "cp0003"]
+    plan = store.provider.prune(store.location, PruneStrategy(keep=1))
+    assert sorted(plan.ids) == ["cp0001", "cp0002", "cp0003"]
+    assert plan.damaged == 1
     assert sorted(ids(store)) == ["cp0004", "cp0009"]
 
 

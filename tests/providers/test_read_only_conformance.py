@@ -14,6 +14,7 @@ from crewai_fixtures import json_store, sqlite_store
 
 from crewpoint.providers import CheckpointError, provider_for, provider_kind, registered_providers
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
+from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.runs import RunInfo, this_host
 
 
@@ -67,7 +68,7 @@ def test_writes_deletes_prunes_and_run_records_are_refused(store: tuple[BaseProv
     with pytest.raises(CheckpointError, match="read-only"):
         provider.delete(location, [before[0].id])
     with pytest.raises(CheckpointError, match="read-only"):
-        provider.prune(location, keep=1)
+        provider.prune(location, PruneStrategy(keep=1))
     assert provider.write_run(location, RunInfo("r", 1, this_host(), 0.0, 0.0)) is False
     assert provider.list(location) == before
 

@@ -13,7 +13,12 @@ from crewpoint.tui.visible import visible
 
 @checkpoint.command()
 @click.argument("location_arg", metavar="[LOCATION]", required=False)
-@click.option("--keep", type=click.IntRange(min=0), default=None, help="Keep the newest N checkpoints per branch.")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Keep the newest N checkpoints of each entity per branch.",
+)
 @click.option(
     "--older-than",
     "older_than",
@@ -36,16 +41,25 @@ def prune(
     force: bool,
     as_json: bool,
 ) -> None:
-    """Delete old checkpoints. Fork points are kept unless --force; --dry-run deletes nothing."""
+    """Delete old checkpoints in the store LOCATION names (and nowhere else).
+
+    \b
+    --keep N keeps the newest N checkpoints of each entity (crew, flow or agent, by name) per branch;
+    --older-than AGE deletes those older than AGE; with both, only checkpoints both name.
+    Never deleted: damaged records (they never count either), the checkpoints of live runs, and unless
+    --force the checkpoints another branch forks from and the first checkpoint of each fork.
+    --dry-run answers exactly as the real prune would, and deletes nothing.
+    """
     from crewpoint.checkpoint import ops
 
     if keep is None and older_than is None:
         fail("prune needs --keep N or --older-than AGE (or both)")
     with bad_input(ctx):
-        store = ops.find_store(location_of(ctx, location_arg))
+        store = ops.store_named(location_of(ctx, location_arg))
         seconds = ops.parse_age(older_than) if older_than is not None else None
-        plan = ops.plan_prune(store, keep=keep, older_than=seconds, branch=branch, force=force)
-        deleted = 0 if dry_run else ops.delete_checkpoints(store, [m.id for m in plan.doomed])
+        strategy = ops.PruneStrategy(keep=keep, older_than=seconds, branch=branch, force=force)
+        plan = ops.prune(store, strategy, dry_run=dry_run)
+        deleted = len(plan.doomed)
     if as_json:
         emit_json(
             {
