@@ -221,6 +221,8 @@ def fork_checkpoint(
         from crewpoint.providers.crewai_json import read_dump as read_file
 
         dump = read_file(source.location, masked=False)
+        recorded = dump.get("branch") if isinstance(dump.get("branch"), str) and dump.get("branch") else "main"
+        root = _json_store_root(path, source.location, recorded)
     edits, reset, changed = plan_edits(dump, dict(inputs or {}), dict(outputs or {}))
     apply_edits(dump, edits, reset, changed)
     checkpoint_id = new_id()
@@ -232,9 +234,6 @@ def fork_checkpoint(
         written = _insert_row(os.path.abspath(path), checkpoint_id, source.id, name, text)
         root = path
     else:
-        from crewpoint.providers.crewai_json import store_root
-
-        root = store_root(source.location)
         written = _write_file(root, name, f"{checkpoint_id}_p-{source.id}.json", text)
     entity = main_entity(dump)
     tasks = [t for t in entity.get("tasks") or [] if isinstance(t, dict)]
@@ -252,6 +251,27 @@ def fork_checkpoint(
         task_names=[str(t.get("name") or t.get("description") or "task") for t in tasks],
         changed_inputs=changed,
     )
+
+
+def _json_store_root(named: str, source: str, branch: str) -> str:
+    """The CrewAI JSON store a fork of the file ``source`` (whose recorded branch is ``branch``) is written
+    under: the folder the user named, or the store holding the file the user named, found from the file's real
+    folders (they must be its recorded branch, under a CrewAI store). Never a folder the branch points at."""
+    if os.path.isdir(named):
+        return named
+    from crewpoint.providers.crewai_detect import crewai_kind
+
+    root = os.path.dirname(os.path.realpath(source))
+    for part in reversed(branch.split("/")):
+        if os.path.basename(root) != part or part in ("", ".", ".."):
+            raise CheckpointError(
+                f"{source}: its recorded branch {branch!r} is not the folder it lies in, so no CrewAI store is"
+                " found from it: name the store folder instead"
+            )
+        root = os.path.dirname(root)
+    if crewai_kind(root) != "crewai-json":
+        raise CheckpointError(f"{source}: {root}, above its branch folder, is not a CrewAI JSON store")
+    return root
 
 
 def _write_file(root: str, branch: str, name: str, text: str) -> str:

@@ -158,3 +158,27 @@ def remove_stale_temp_files(folder: str, now: float | None = None, prefix: str =
             except OSError:
                 continue
     return removed
+
+
+PROBE_BYTES = 16384
+"""What :func:`probe_file` writes: a read-only folder refuses the file, a full disk refuses its bytes."""
+
+
+def probe_file(folder: str, what: str) -> None:
+    """Write a small hidden temporary file in ``folder`` and remove it; raise :class:`CheckpointError` (one
+    line, saying what could not be written and why) if the folder cannot take it."""
+    path = os.path.join(folder, temp_name("probe"))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise CheckpointError(f"cannot write {what}: {folder}: {exc.strerror}") from None
+    try:
+        view = memoryview(bytes(PROBE_BYTES))
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise CheckpointError(f"cannot write {what}: {folder}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)

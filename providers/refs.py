@@ -107,7 +107,9 @@ MAX_SEQUENCE = 2**63 - 1
 stored record damaged, so it can never sort above every later checkpoint."""
 
 _TEXT_FIELDS = ("trigger", "entity_kind", "entity_name", "version")
-_COUNT_FIELDS = ("tasks_done", "tasks_total", "schema_version")
+_COUNT_FIELDS = ("tasks_done", "tasks_total", "schema_version", "body_length")
+DIGEST_RE = re.compile(r"[0-9a-f]{64}")
+"""A body digest as stored: sha256 in lower-case hex."""
 
 
 def meta_problem(meta: CheckpointMeta) -> str | None:
@@ -135,6 +137,9 @@ def meta_problem(meta: CheckpointMeta) -> str | None:
         value = getattr(meta, name)
         if type(value) is not int or value < 0:
             return f"{name} must be a count, not {_short(value)}"
+    digest = meta.digest
+    if digest != "" and (not isinstance(digest, str) or not DIGEST_RE.fullmatch(digest)):
+        return f"digest must be a sha256 in hex, not {_short(digest)}"
     return None
 
 
