@@ -425,6 +425,8 @@ def _problem(error: Mapping[str, Any], value: Any, present: bool) -> str:
     expected = _EXPECTED.get(kind)
     if expected is not None:
         return f"expected {expected}, not {_type_name(value)}" if present else f"expected {expected}"
+    if kind == "literal_error":
+        return f"expected {error['ctx']['expected']}, not {_shown(value) if present else 'nothing'}"
     if kind == "value_error" and isinstance(error.get("ctx", {}).get("error"), _Refused):
         return str(error["ctx"]["error"].problem)
     text = str(error.get("msg", "is not valid"))
@@ -441,7 +443,10 @@ def _damaged(exc: ValidationError, data: Any, source: str, prefix: tuple[str | i
         loc = loc + ctx_error.loc
     path = _real_path(loc, data, first["type"] == "missing")
     if first["type"] == "entity_kind":  # the entity's kind picks its schema: name the field itself
-        kind, _ = _value_at(data, [*path, "kind"])
+        entity, _ = _value_at(data, path)
+        if not isinstance(entity, dict):
+            return DamagedBody(source, _dotted((*prefix, *path)), f"expected an object, not {_type_name(entity)}")
+        kind = entity.get("kind")
         problem = f"expected crew, flow or agent, not {_shown(kind)}"
         return DamagedBody(source, _dotted((*prefix, *path, "kind")), problem)
     # A value wrong for every member of a union gives one error per member at the same path: say them together.
