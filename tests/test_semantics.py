@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from click.testing import CliRunner, Result
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
+from crewpoint.flow import Flow, listen, or_, router, start
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointError
 
@@ -209,3 +210,123 @@ def test_a_same_named_local_folder_never_stands_for_a_url(command: list[str]) ->
     assert "cannot connect" in result.output or "postgres" in result.output
     assert sorted(p.name for p in decoy.glob("main/*.json")) == files  # the folder was neither read as it nor pruned
     assert files[0][:8] not in result.output
+
+
+# -- 6. a flow method that triggers itself is refused when the flow is built -----------------------------------------
+
+
+def test_a_router_listening_to_its_own_label_is_refused_when_the_flow_is_built() -> None:
+    class Retry(Flow[dict[str, Any]]):
+        @start()
+        def begin(self) -> str:
+            return "go"
+
+        @router(or_(begin, "again"))
+        def check(self) -> str:
+            return "again" if len(self.state) < 100 else "done"
+
+    with pytest.raises(ValueError, match=r"flow Retry: method 'check' listens to 'again', a label it returns") as err:
+        Retry()
+    assert "\n" not in str(err.value)
+    assert not os.path.exists(".checkpoints")
+
+
+def test_a_method_listening_to_itself_and_a_literal_typed_router_are_refused() -> None:
+    class Echo(Flow[dict[str, Any]]):
+        @start()
+        def begin(self) -> None:
+            return None
+
+        @listen(or_(begin, "echo"))
+        def echo(self) -> None:
+            return None
+
+    with pytest.raises(ValueError, match="method 'echo' listens to itself"):
+        Echo()
+
+    class Typed(Flow[dict[str, Any]]):
+        @start()
+        def begin(self) -> None:
+            return None
+
+        @router(or_(begin, "loop"))
+        def decide(self) -> Literal["loop", "stop"]:
+            return self.state["next"]  # type: ignore[no-any-return]
+
+    with pytest.raises(ValueError, match="method 'decide' listens to 'loop'"):
+        Typed()
+
+
+def test_a_label_made_at_run_time_that_would_loop_stops_at_once(tmp_path: Path) -> None:
+    class Dynamic(Flow[dict[str, Any]]):
+        @start()
+        def begin(self) -> None:
+            self.state["label"] = "re" + "peat"
+
+        @router(or_(begin, "repeat"))
+        def decide(self) -> str:
+            label: str = self.state["label"]
+            return label
+
+    flow = Dynamic(checkpoint=CheckpointConfig(location=str(tmp_path / "cp")))
+    with pytest.raises(ValueError, match="method 'decide' listens to 'repeat'"):
+        flow.kickoff()
+    assert len(ops.list_checkpoints(str(tmp_path / "cp"))) <= 2  # begin and decide, never thousands
+
+
+def test_routers_and_loops_through_other_methods_still_build_and_run(llm_calls: list[str]) -> None:
+    class Triage(Flow[dict[str, Any]]):
+        @start()
+        def classify(self) -> str:
+            return "high"
+
+        @router(classify)
+        def route(self, severity: str) -> str:
+            return "urgent" if severity == "high" else "routine"
+
+        @listen("urgent")
+        def page(self) -> str:
+            def helper() -> str:
+                return "route"  # a nested function's return is not the router's label
+
+            return helper()
+
+    flow = Triage()
+    assert flow.kickoff() == "route"
+    assert [name for name, _ in flow.method_outputs] == ["classify", "route", "page"]
+
+
+def test_a_finished_flow_runs_again_on_a_second_kickoff() -> None:
+    class Count(Flow[dict[str, Any]]):
+        @start()
+        def bump(self) -> int:
+            self.state["n"] = self.state.get("n", 0) + 1
+            return int(self.state["n"])
+
+    flow = Count()
+    assert flow.kickoff() == 1
+    assert flow.kickoff() == 2  # the method ran again
+
+
+# -- 7. checkpoint_started for a standalone agent ---------------------------------------------------------------------
+
+
+def test_checkpoint_started_and_completed_come_in_order_for_a_standalone_agent() -> None:
+    from crewpoint.events import CheckpointCompletedEvent, CheckpointStartedEvent, event_bus
+
+    order: list[str] = []
+
+    @event_bus.on(CheckpointStartedEvent)
+    def started(source: Any, event: CheckpointStartedEvent) -> None:
+        order.append(f"started {event.trigger} {event.checkpoint_id}")
+
+    @event_bus.on(CheckpointCompletedEvent)
+    def completed(source: Any, event: CheckpointCompletedEvent) -> None:
+        order.append(f"completed {event.trigger} {event.checkpoint_id}")
+
+    Agent(role="Researcher", checkpoint=True).kickoff(messages="Research AI trends")
+    (only,) = ops.list_checkpoints(".checkpoints")
+    assert order == [
+        f"started lite_agent_execution_completed {only.id}",
+        f"completed lite_agent_execution_completed {only.id}",
+    ]

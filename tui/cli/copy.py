@@ -26,7 +26,8 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     from crewpoint.providers.crewai_copy import copy_store
 
     with bad_input(ctx):
-        store = ops.find_store(source)
+        store = ops.store_named(source)
+        _refuse_inside(store, target)
         report = copy_store(store, target)
     if as_json:
         emit_json(
@@ -45,3 +46,23 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     if report.damaged:
         summary += f"; skipped {len(report.damaged)} damaged: {', '.join(report.damaged[:5])}"
     click.echo(summary, err=True)
+
+
+def _refuse_inside(store: str, target: str) -> None:
+    """A copy never writes into the store it reads (the copy would be copied again, and its files pruned or
+    listed as the source's): a target that is the source, or inside it, is refused."""
+    import os
+
+    from crewpoint.providers import is_url
+    from crewpoint.providers.base import CheckpointError
+
+    if is_url(store) or is_url(target):
+        if store == target:
+            raise CheckpointError(f"{target} is the source store: copy into another store")
+        return
+    source = os.path.realpath(store)
+    dest = os.path.realpath(target)
+    if dest == source:
+        raise CheckpointError(f"{target} is the source store: copy into another store")
+    if os.path.isdir(source) and os.path.commonpath([source, dest]) == source:
+        raise CheckpointError(f"{target} is inside the source store {store}: copy into a store outside it")
