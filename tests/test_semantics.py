@@ -330,3 +330,16 @@ def test_checkpoint_started_and_completed_come_in_order_for_a_standalone_agent()
         f"started lite_agent_execution_completed {only.id}",
         f"completed lite_agent_execution_completed {only.id}",
     ]
+
+
+@pytest.mark.parametrize(
+    "command", [["checkpoint", "list", "memory://nowhere"], ["checkpoint", "-l", "memory://nowhere"]]
+)
+def test_a_url_with_no_store_is_said_so_and_a_same_named_folder_is_never_described(command: list[str]) -> None:
+    decoy = Path("memory:/nowhere/main")
+    decoy.mkdir(parents=True)
+    (decoy / "notes.json").write_text("{}")
+    result = cli(*command)
+    assert result.exit_code == 2
+    assert "no checkpoint store at memory://nowhere" in result.stderr
+    assert ".json" not in result.output and "holds" not in result.output

@@ -57,7 +57,7 @@ def list_command(
         try:
             store = ops.find_store(where)
         except CheckpointNotFound:
-            if where is not None and os.path.isdir(where):
+            if where is not None and "://" not in where and os.path.isdir(where):
                 fail(no_checkpoints(where))
             raise
         if limit is not None or as_json:

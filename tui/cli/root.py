@@ -114,7 +114,7 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
         try:
             store = find_store(location)
         except CheckpointNotFound:
-            if location is not None and os.path.isdir(location):
+            if location is not None and "://" not in location and os.path.isdir(location):
                 fail(no_checkpoints(location))
             raise
     try:
