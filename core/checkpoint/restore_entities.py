@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, read_checked
-from crewpoint.checkpoint.schema import CheckpointBody, check_flow_state
+from crewpoint.checkpoint.schema import CheckpointBody, FlowState, check_flow_state
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
@@ -72,27 +73,34 @@ def entity_class(kind: str) -> type[Any]:
     raise CheckpointError(f"unknown entity kind {kind!r}")
 
 
-def build_entity(record: CheckpointRecord, kind: str, flow_cls: type[Any] | None = None) -> Any:
+def build_entity(record: CheckpointRecord, body: CheckpointBody, flow_cls: type[Any] | None = None) -> Any:
     """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``)."""
-    cls = entity_class(kind)
-    if kind == "flow":
+    cls = entity_class(body.kind)
+    if isinstance(body.entity, FlowState):
         if flow_cls is None:
             raise CheckpointError("restore a flow through its class: MyFlow.from_checkpoint(...)")
         cls = flow_cls
-    return _state_checked(record, lambda: cls.from_state(record.body["entity"]))
+    saved_state = body.entity.state_class if isinstance(body.entity, FlowState) else None
+    state_class = saved_state.rpartition(".")[2] if saved_state else None
+    return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))
 
 
-def _state_checked(record: CheckpointRecord, apply: Any) -> Any:
-    """Run ``apply`` (a rebuild or a bind); a flow state its state class refuses is a damaged checkpoint that
-    names the field (``entity.state.count``), in one line."""
+def _state_checked(record: CheckpointRecord, state_class: str | None, apply: Callable[[], Any]) -> Any:
+    """Run ``apply`` (a rebuild or a bind); a flow state its state class (named ``state_class``) refuses is a
+    damaged checkpoint that names the field (``entity.state.count``), in one line."""
     try:
         return apply()
     except ValidationError as exc:
-        state_class = record.body["entity"].get("state_class")
-        if record.body["entity"].get("kind") == "flow" and isinstance(state_class, str):
-            if exc.title == state_class.rpartition(".")[2]:
-                raise check_flow_state(exc, record.meta.id) from None
+        if state_class is not None and exc.title == state_class:
+            raise check_flow_state(exc, record.meta.id) from None
         raise
+
+
+def _live_state_class(target: Any) -> str | None:
+    """The name of a live flow's state class, or None for a crew, an agent or a flow with a dict state."""
+    find = getattr(target, "_state_class", None)
+    found = find() if callable(find) else None
+    return found.__name__ if isinstance(found, type) else None
 
 
 def _settings_of(entity: Any) -> list[Any]:
@@ -138,10 +146,10 @@ def restore(
     record, body = read_checked(reference_of(config))
     expect_kind(record, body, kind)
     if target is not None:
-        _state_checked(record, lambda: target.bind_state(record.body["entity"]))
+        _state_checked(record, _live_state_class(target), lambda: target.bind_state(record.body["entity"]))
         entity = target
     else:
-        entity = build_entity(record, kind, flow_cls)
+        entity = build_entity(record, body, flow_cls)
     run = run_config(record, entity.checkpoint)
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)

@@ -1,0 +1,187 @@
+"""The checkpoint body has one typed schema, and every reader goes through its one door.
+
+A body is validated in full before anything acts on it: a wrong field is a damaged checkpoint, named by its path in
+one line, and nothing runs or is written. Old bodies migrate, CrewAI's translated bodies validate, keys the schema
+does not know are kept, and a newer schema is refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from crewai_fixtures import json_store, sqlite_store
+from pydantic import BaseModel
+
+from crewpoint import Agent, CheckpointConfig, Crew, Task
+from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.schema import SCHEMA_VERSION, CrewState, DamagedBody, FlowState, load_body
+from crewpoint.flow import Flow, listen, start
+from crewpoint.providers import JsonProvider, provider_for
+from crewpoint.providers.base import CheckpointMeta, CheckpointRecord, UnsupportedSchema
+from crewpoint.tui.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _crew() -> Crew:
+    writer = Agent(role="Writer", goal="write about {topic}")
+    one = Task(name="research", description="research {topic}", expected_output="facts", agent=writer)
+    two = Task(name="draft", description="draft it", expected_output="text", agent=writer, context=[one])
+    return Crew(agents=[writer], tasks=[one, two], checkpoint=CheckpointConfig(location="cp"))
+
+
+def _first_checkpoint() -> CheckpointRecord:
+    _crew().kickoff(inputs={"topic": "tides"})
+    first = next(m for m in ops.list_checkpoints("cp") if m.tasks_done == 1)
+    return ops.load(first.id, "cp")
+
+
+def _crafted(record: CheckpointRecord, change: Any) -> tuple[str, CheckpointMeta]:
+    """A copy of ``record`` on a branch of its own with ``change`` applied to its body; its file and metadata."""
+    body = copy.deepcopy(record.body)
+    change(body)
+    meta = record.meta.with_(id="c0ffee" + record.meta.id[6:], branch="crafted", parent_id=None, location="")
+    return JsonProvider(fsync=False).write("cp", CheckpointRecord(meta=meta, body=body)), meta
+
+
+def _files() -> list[str]:
+    return sorted(str(p) for p in Path("cp").rglob("*.json"))
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_a_wrong_field_is_a_damaged_checkpoint_named_by_its_path_for_every_reader(llm_calls: list[str]) -> None:
+    record = _first_checkpoint()
+    path, meta = _crafted(record, lambda b: b["entity"]["tasks"][0].update(output="just text"))
+    line = f"checkpoint {meta.id} is damaged: entity.tasks.0.output: expected an object, not a string"
+    before, calls = _files(), len(llm_calls)
+
+    with pytest.raises(DamagedBody) as refused:
+        ops.load(meta.id, "cp")
+    assert str(refused.value) == line and refused.value.field == "entity.tasks.0.output"
+    for rebuild in (Crew.from_checkpoint, Crew.fork):
+        with pytest.raises(DamagedBody, match=r"entity\.tasks\.0\.output"):
+            rebuild(CheckpointConfig(restore_from=path))
+    with pytest.raises(DamagedBody, match=r"entity\.tasks\.0\.output"):
+        _crew().kickoff(from_checkpoint=path)
+    for argv in (("info", meta.id), ("fork", meta.id), ("resume", meta.id), ("diff", meta.id, record.meta.id)):
+        result = cli("checkpoint", *argv, "--location", "cp")
+        assert result.exit_code == 2, (argv, result.output)
+        assert result.stderr == f"crewpoint: {line}\n", argv
+
+    assert _files() == before and len(llm_calls) == calls  # nothing ran, nothing was written
+
+
+def test_a_crew_whose_name_is_null_is_refused_before_any_task_runs(llm_calls: list[str]) -> None:
+    record = _first_checkpoint()
+    path, meta = _crafted(record, lambda b: b["entity"].update(name=None))
+    before, calls = _files(), len(llm_calls)
+
+    with pytest.raises(DamagedBody, match=r"is damaged: entity\.name: expected a string, not null$"):
+        Crew.from_checkpoint(CheckpointConfig(restore_from=path))
+    result = cli("checkpoint", "fork", meta.id, "--location", "cp")
+    assert result.exit_code == 2 and "entity.name: expected a string, not null" in result.stderr
+    assert _files() == before and len(llm_calls) == calls
+
+
+def test_the_typed_body_is_what_the_views_read() -> None:
+    record = _first_checkpoint()
+    body = load_body(record.body, record.meta.id)
+    assert isinstance(body.entity, CrewState) and body.schema_version == SCHEMA_VERSION
+    assert [t.name for t in body.entity.tasks] == ["research", "draft"]
+    assert body.entity.tasks[0].output is not None and body.entity.tasks[1].output is None
+    assert body.entity.tasks[1].context == [body.entity.tasks[0].id]
+    assert body.lineage.id == record.meta.id and body.inputs == {"topic": "tides"}
+    info = ops.describe(record)
+    assert info.tasks[0].output == body.entity.tasks[0].output.raw and info.tasks[1].context == [0]
+
+
+def test_a_task_naming_an_agent_or_task_the_crew_lacks_is_damaged() -> None:
+    record = _first_checkpoint()
+    _, meta = _crafted(record, lambda b: b["entity"]["tasks"][1].update(context=["nope"]))
+    with pytest.raises(DamagedBody, match=r"entity\.tasks\.1\.context\.0: names task 'nope'"):
+        ops.load(meta.id, "cp")
+    _, meta = _crafted(record, lambda b: b["entity"]["tasks"][0].update(agent="ghost"))
+    with pytest.raises(DamagedBody, match=r"entity\.tasks\.0\.agent: names agent 'ghost'"):
+        ops.load(meta.id, "cp")
+
+
+def test_keys_the_schema_does_not_know_are_kept_and_a_newer_schema_is_refused() -> None:
+    record = _first_checkpoint()
+    body = copy.deepcopy(record.body)
+    body["annotations"] = {"by": "a later tool"}
+    body["entity"]["tasks"][0]["review"] = "ok"
+    typed = load_body(body, "x")
+    assert typed.model_extra == {"annotations": {"by": "a later tool"}}
+    assert isinstance(typed.entity, CrewState) and typed.entity.tasks[0].model_extra == {"review": "ok"}
+    with pytest.raises(UnsupportedSchema, match="newer crewpoint"):
+        load_body({**body, "schema_version": SCHEMA_VERSION + 1}, "x")
+    with pytest.raises(DamagedBody, match=r"schema_version: expected a version number, not '1'"):
+        load_body({**body, "schema_version": "1"}, "x")
+    with pytest.raises(DamagedBody, match=r"entity\.kind: expected crew, flow or agent, not 'robot'"):
+        load_body({**body, "entity": {**body["entity"], "kind": "robot"}}, "x")
+
+
+def test_an_old_body_migrates_then_validates() -> None:
+    store = FIXTURES / "v0-store"
+    for meta in JsonProvider().list(str(store)):
+        raw = JsonProvider().read(meta.location).body  # as stored: the provider does not migrate
+        assert raw.get("schema_version", 0) == 0 and "state" in raw
+        body = load_body(raw, meta.id)
+        assert body.schema_version == SCHEMA_VERSION and body.kind == "crew" and body.lineage.branch == "main"
+
+
+@pytest.mark.parametrize("make", [json_store, sqlite_store], ids=["json", "sqlite"])
+def test_crewais_checkpoints_translate_into_bodies_that_validate(tmp_path: Path, make: Any) -> None:
+    store = str(make(tmp_path / "crewai-store"))
+    provider = provider_for(store)
+    kinds = set()
+    for meta in provider.list(store):
+        body = load_body(provider.read(meta.location or store, meta.id).body, meta.id)
+        assert body.format == "crewai" and body.kind == meta.entity_kind
+        kinds.add(body.kind)
+    assert kinds == {"crew", "flow", "agent"}
+
+
+class Tally(BaseModel):
+    count: int = 0
+
+
+class Counter(Flow[Tally]):
+    @start()
+    def first(self) -> str:
+        self.state.count += 1
+        return "one"
+
+    @listen(first)
+    def second(self, value: str) -> str:
+        return value + " two"
+
+
+def test_a_flow_state_its_class_refuses_is_damaged_naming_the_state_field(llm_calls: list[str]) -> None:
+    Counter(checkpoint=CheckpointConfig(location="cp", on_events=["method_execution_finished"])).kickoff()
+    first = next(m for m in ops.list_checkpoints("cp") if m.tasks_done == 1)
+    record = ops.load(first.id, "cp")
+    assert isinstance(load_body(record.body).entity, FlowState)
+    path, _ = _crafted(record, lambda b: b["entity"]["state"].update(count="many"))
+    before = _files()
+    with pytest.raises(DamagedBody, match=r"is damaged: entity\.state\.count: expected a whole number"):
+        Counter.from_checkpoint(CheckpointConfig(restore_from=path))
+    with pytest.raises(DamagedBody, match=r"entity\.state\.count"):
+        Counter().kickoff(from_checkpoint=path)
+    assert _files() == before
+
+
+def test_the_schema_version_has_one_owner() -> None:
+    """The body's version is set in crewpoint.checkpoint.schema alone; what the runtime writes is that one."""
+    record = _first_checkpoint()
+    assert record.body["schema_version"] == SCHEMA_VERSION == record.meta.schema_version
+    runtime = sys.modules["crewpoint.runtime"]
+    assert runtime.SCHEMA_VERSION is SCHEMA_VERSION  # type: ignore[attr-defined]
