@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo demo-headless test lint typecheck pytest bench screenshots clean test-crewai crewai-fixtures pg-local
+.PHONY: demo demo-headless test lint typecheck pytest system-packages bench screenshots clean test-crewai crewai-fixtures pg-local
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,15 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy --strict -p crewpoint
 
-pytest: $(STAMP_DEV)
-	$(PY) -m pytest -q
+# Chromium and the PostgreSQL binaries, installed when missing and this user can (root or password-less sudo);
+# otherwise their tests are skipped, each naming the command that enables it (under CI=true they fail instead).
+system-packages:
+	scripts/system-packages
+
+# Parallel on every core (pytest-xdist): one PostgreSQL server per worker. The ten slowest tests are listed.
+TEST_WORKERS ?= auto
+pytest: $(STAMP_DEV) system-packages
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
 test: lint typecheck pytest
 

@@ -13,7 +13,6 @@ import base64
 import itertools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -22,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-
-MISSING = "chromium is not installed: apt-get install chromium (.ci/run installs it when missing)"
+from support import systems
 
 CATCH_TERMINAL = """
 (() => {
@@ -65,11 +63,8 @@ CATCH_TERMINAL = """
 
 
 def chromium_path() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError(MISSING)
+    """The browser's executable; :class:`~support.systems.MissingPart` (a skip in the tests) when there is none."""
+    return systems.chromium()
 
 
 class Chromium:

@@ -1,11 +1,43 @@
-"""Shared test set-up: every test runs in its own empty folder with an isolated home."""
+"""Shared test set-up: every test runs in its own empty folder with an isolated home.
+
+A test that needs a system part this machine lacks (Chromium, the PostgreSQL server binaries) is skipped with the
+command that installs it, counted in pytest's closing line; under CI (``CI=true``) it fails instead, since CI
+installs everything first (``scripts/system-packages``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support.systems import MissingPart, under_ci
+
+
+def _missing_part(error: BaseException) -> MissingPart | None:
+    """The :class:`MissingPart` behind ``error``, also when it comes inside an exception group."""
+    if isinstance(error, MissingPart):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _missing_part(inner)
+            if found is not None:
+                return found
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A test stopped by a missing system part is reported as skipped, with the part and how to install it."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    missing = _missing_part(call.excinfo.value) if call.excinfo is not None else None
+    if missing is None or under_ci() or report.outcome != "failed":
+        return
+    path, line, _name = item.reportinfo()
+    report.outcome = "skipped"
+    report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {missing}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -49,8 +81,8 @@ def llm_calls() -> Iterator[list[str]]:
 
 @pytest.fixture
 def pg_location(tmp_path: Path) -> str:
-    """A location for a new store on this run's PostgreSQL server (started on first use; a test that needs it
-    fails, never skips, when it cannot start)."""
+    """A location for a new store on this worker's PostgreSQL server (started on first use; skipped when the
+    machine has no PostgreSQL binaries, except under CI; a server that cannot start is a failure)."""
     from pg_server import store_url
 
     return store_url(tmp_path.name)

@@ -12,7 +12,6 @@ ends (even by ``kill -9``), the pipe closes and the watchdog stops the server an
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import socket
@@ -21,6 +20,9 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from support import systems
+from support.systems import MissingPart
 
 SERVER_USER = "postgres"
 DATABASE = "crewpoint"
@@ -39,25 +41,16 @@ class ServerError(RuntimeError):
     """The server could not be started; the message says why and what to do."""
 
 
+class BinariesMissing(MissingPart, ServerError):
+    """The machine has no PostgreSQL server binaries (a skip in the tests, except under CI)."""
+
+
 def find_bindir() -> Path:
     """The folder of the newest installed PostgreSQL server binaries."""
-    candidates = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name or 0)
-    )
-    if candidates:
-        return Path(candidates[-1]).parent
-    found = shutil.which("initdb")
-    if found:
-        return Path(found).parent
     try:
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        out = None
-    if out is not None and (Path(out.stdout.strip()) / "initdb").exists():
-        return Path(out.stdout.strip())
-    raise ServerError(
-        "no PostgreSQL server binaries found (initdb): install the 'postgresql' package (apt-get install postgresql)"
-    )
+        return systems.postgres_bindir()
+    except MissingPart as missing:
+        raise BinariesMissing(missing.what, missing.package) from None
 
 
 def free_port() -> int:

@@ -1,0 +1,29 @@
+"""Reading what the app holds, not what a terminal of some width happens to show after wrapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.content import Content
+from textual.pilot import Pilot
+from textual.widget import Widget
+
+
+def text_of(widget: Widget) -> str:
+    """The text a widget was given to show (a ``Static``'s or ``Label``'s content), before any wrapping."""
+    content = getattr(widget, "content", None)
+    if content is None:
+        content = widget.render()
+    if isinstance(content, Text | Content):
+        return content.plain
+    return str(content)
+
+
+def screen_text(pilot: Pilot[Any]) -> str:
+    """What the terminal shows now, as plain text lines (the screen and any toast or modal on top).
+
+    For short fixed words only (a status mark, a button's label): text that holds a path or anything of
+    varying length may wrap or be cut, so read it from its widget with :func:`text_of`."""
+    strips = pilot.app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)

@@ -1,0 +1,40 @@
+"""Waiting on events, never on the clock: a timeout here only stops a hang, it is never how long a test waits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Wait for something to happen (a file to appear, a process to stop); the timeout only guards a hang."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Let every worker finish and every message land."""
+    for _ in range(3):
+        for _attempt in range(20):
+            try:
+                await pilot.app.workers.wait_for_complete()
+                break
+            except WorkerCancelled:  # a newer request replaced it: what it would have shown is stale
+                await pilot.pause()
+        await pilot.pause()
+
+
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Let the app run until ``condition()`` holds; the timeout only guards a hang."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.05)
