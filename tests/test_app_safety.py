@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.reading import text_of
 from test_app import (
     browser,
     choose,
@@ -19,7 +20,7 @@ from test_app import (
     template_store,
     wait_until,
 )
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Static, TextArea
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.runs import RunInfo, write_run
@@ -290,14 +291,17 @@ async def test_the_fork_dialog_shows_the_program_it_runs_and_refuses_a_bad_one(s
         program = tmp_path / "prog.py"
         program.write_text("crew = None\n")
         field.value = f"{program}:crew"
-        await wait_until(pilot, lambda: dialog.query_one(AppField).file == str(program))  # shown before it runs
-        assert "runs" in screen_text(pilot).split()
+        app_field = dialog.query_one(AppField)
+        note = app_field.query_one("#app-file", Static)
+        await wait_until(pilot, lambda: app_field.file == str(program))  # shown before it runs
+        assert text_of(note) == f"runs {program}"
         field.value = ""
-        await settle(pilot)
-        assert "rebuilt from the checkpoint" in " ".join(screen_text(pilot).split())
-        dialog.query_one("#fork-app Input", Input).value = "missing.py:crew"
-        await settle(pilot)
-        assert "no such file" in screen_text(pilot)
+        await wait_until(pilot, lambda: app_field.checked_spec == "")
+        assert "rebuilt from the checkpoint" in text_of(note)
+        field.value = "missing.py:crew"
+        await wait_until(pilot, lambda: app_field.checked_spec == "missing.py:crew")
+        assert app_field.error is not None and "no such file" in app_field.error
+        assert text_of(note) == f"✗ {app_field.error}" and app_field.has_class("-bad")
         await pilot.press("y")
         await pilot.pause()
         assert pilot.app.screen is dialog  # refused: nothing runs
