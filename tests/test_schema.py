@@ -147,6 +147,9 @@ def test_crewais_checkpoints_translate_into_bodies_that_validate(tmp_path: Path,
         body = load_body(provider.read(meta.location or store, meta.id).body, meta.id)
         assert body.format == "crewai" and body.kind == meta.entity_kind
         kinds.add(body.kind)
+        translated = provider.read(meta.location or store, meta.id).body
+        translated.pop("schema_version", None)  # a translation is made as it is read: it needs no version of its own
+        assert load_body(translated, meta.id).schema_version == SCHEMA_VERSION
     assert kinds == {"crew", "flow", "agent"}
 
 

@@ -301,7 +301,8 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
     :func:`load_body` validates what this returns)."""
     if not isinstance(body, dict):
         raise DamagedBody(source, "", f"expected an object, not {_type_name(body)}")
-    raw = body.get("schema_version", 0)
+    # A body translated from another format (CrewAI's) is made by this crewpoint as it reads, so it is current.
+    raw = body.get("schema_version", 0 if body.get("format", "crewpoint") == "crewpoint" else SCHEMA_VERSION)
     if type(raw) is not int or raw < 0:
         raise DamagedBody(source, "schema_version", f"expected a version number, not {_shown(raw)}")
     if raw > SCHEMA_VERSION:
