@@ -75,6 +75,11 @@ def base_of(url: str) -> str:
     return url.split("/?", 1)[0]
 
 
+def cookie_of(url: str) -> str:
+    """The name of the token cookie of the server at ``url``: ``crewpoint_token_<port>``."""
+    return f"crewpoint_token_{base_of(url).rsplit(':', 1)[1]}"
+
+
 # -- the token ---------------------------------------------------------------------------------------------------
 
 
@@ -93,24 +98,28 @@ async def test_every_page_file_and_websocket_needs_the_token(served: Served) -> 
             assert f'data-session-websocket-url="ws://{base[len("http://") :]}/ws"' in page.text
             assert page.headers["referrer-policy"] == "no-referrer"
             assert "HttpOnly" in page.headers["set-cookie"] and "SameSite=Strict" in page.headers["set-cookie"]
+            cookie = cookie_of(url)  # named for the port: servers on other ports of the host never see it
+            assert page.headers["set-cookie"].startswith(f"{cookie}=")
         # the cookie the page set opens its static files; a browser sends nothing else
-        async with httpx.AsyncClient(cookies={"crewpoint_token": TOKEN}) as browser:
+        async with httpx.AsyncClient(cookies={"crewpoint_token": TOKEN}) as browser:  # another port's name
+            assert (await browser.get(f"{base}/static/js/textual.js")).status_code == 401
+        async with httpx.AsyncClient(cookies={cookie: TOKEN}) as browser:
             script = await browser.get(f"{base}/static/js/textual.js")
             assert script.status_code == 200 and "WebSocket" in script.text
-        async with httpx.AsyncClient(cookies={"crewpoint_token": WRONG}) as browser:
+        async with httpx.AsyncClient(cookies={cookie: WRONG}) as browser:
             assert (await browser.get(f"{base}/static/js/textual.js")).status_code == 403
 
         ws = f"{base.replace('http://', 'ws://')}/ws?width=100&height=30"
         async with aiohttp.ClientSession() as http:
             for headers, status in (
                 ({}, 401),
-                ({"Cookie": f"crewpoint_token={WRONG}"}, 403),
-                ({"Cookie": f"crewpoint_token={TOKEN}", "Origin": "http://evil.example"}, 403),
+                ({"Cookie": f"{cookie}={WRONG}"}, 403),
+                ({"Cookie": f"{cookie}={TOKEN}", "Origin": "http://evil.example"}, 403),
             ):
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                     await http.ws_connect(ws, headers=headers)
                 assert refused.value.status == status
-            async with http.ws_connect(ws, headers={"Cookie": f"crewpoint_token={TOKEN}", "Origin": base}) as socket:
+            async with http.ws_connect(ws, headers={"Cookie": f"{cookie}={TOKEN}", "Origin": base}) as socket:
                 drawn = b""
                 while b"research-crew" not in drawn:  # the app runs and draws the store's crew
                     message = await asyncio.wait_for(socket.receive(), 30)
@@ -133,7 +142,7 @@ async def test_ctrl_c_stops_the_server_and_every_app_it_started(served: Served) 
         ws = f"{base_of(url).replace('http://', 'ws://')}/ws"
         async with (
             aiohttp.ClientSession() as http,
-            http.ws_connect(ws, headers={"Cookie": f"crewpoint_token={TOKEN}"}) as socket,
+            http.ws_connect(ws, headers={"Cookie": f"{cookie_of(url)}={TOKEN}"}) as socket,
         ):
             drawn = b""
             while b"research-crew" not in drawn:

@@ -2,8 +2,12 @@
 
 Every browser that connects gets its own app process (``crewpoint checkpoint --location …``), so every screen, key
 and dialog works as in a terminal. Every request, the page, its static files, downloads and the websocket that
-drives the app, must carry the token: in the URL (``?token=…``), in the cookie the page sets when opened with it, or
-as ``Authorization: Bearer …``. No token is 401, a wrong one 403.
+drives the app, must carry the token: in the URL (``?token=…``), in the cookie the page sets when opened with it
+(named for the port, ``crewpoint_token_8000``, so servers on other ports of the host never share it), or as
+``Authorization: Bearer …``. No token is 401, a wrong one 403.
+
+Nothing a request carries is logged: the access log is off, and a request that fails (an oversized or malformed
+one included) is logged as one line naming the error's kind, never its bytes, headers, traceback or locals.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from aiohttp import web
 from textual_serve.server import Server, to_int
 
 TOKEN_COOKIE = "crewpoint_token"
+"""The cookie's name before the port: :func:`cookie_name` gives the one a server uses."""
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{8,}")
 TOKEN_RULE = "the token must be at least 8 characters of A-Z a-z 0-9 . _ ~ -"
 
@@ -35,6 +40,11 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
+
+
+def cookie_name(port: int) -> str:
+    """The name of the token cookie of the server on ``port`` (cookies are shared by every port of a host)."""
+    return f"{TOKEN_COOKIE}_{port}"
 
 
 def check_token(token: str) -> str:
@@ -78,12 +88,12 @@ def exposure_warning(host: str, port: int) -> str | None:
     )
 
 
-def presented_token(request: web.Request) -> str | None:
-    """The token a request carries: in the query, the cookie, or an Authorization header."""
+def presented_token(request: web.Request, cookie: str) -> str | None:
+    """The token a request carries: in the query, the cookie named ``cookie``, or an Authorization header."""
     if "token" in request.query:
         return request.query["token"]
-    if TOKEN_COOKIE in request.cookies:
-        return request.cookies[TOKEN_COOKIE]
+    if cookie in request.cookies:
+        return request.cookies[cookie]
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and credentials:
         return credentials.strip()
@@ -96,6 +106,24 @@ def same_origin(request: web.Request) -> bool:
     return origin is None or urlsplit(origin).netloc == request.host
 
 
+class NoRequestData(logging.Filter):
+    """Rewrites a record so it holds nothing a request carried: no traceback (whose locals and messages can quote
+    the request line, headers or body), no arguments from aiohttp or textual-serve, one line at most."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        literal = isinstance(record.msg, str) and not record.args
+        text = str(record.msg).splitlines()[0][:120] if literal and str(record.msg).strip() else ""
+        if exc is not None or record.name.split(".", 1)[0] in ("aiohttp", "textual-serve", "textual_serve"):
+            if exc is not None and record.msg is exc:
+                text = ""  # log.exception(error): the message is the error's own text
+            kind = f" ({type(exc).__name__})" if exc is not None else ""
+            text = f"{record.name}: {text or 'error'}{kind}"
+            record.msg, record.args = text, ()
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
 class TokenServer(Server):
     """textual-serve's server, with every request checked for the token and the page's own URLs taken from the
     address the browser used (so a page opened through a machine's name connects back through it)."""
@@ -103,6 +131,7 @@ class TokenServer(Server):
     def __init__(self, command: str, *, host: str, port: int, token: str, title: str) -> None:
         super().__init__(command, host=host, port=port, title=title)
         self.token = token
+        self.cookie = cookie_name(port)
         self.url = ""
         self._sockets: set[asyncio.Task[Any]] = set()
         self.console.stderr = True  # textual-serve's log lines are diagnostics
@@ -115,10 +144,11 @@ class TokenServer(Server):
     def _guard(self) -> Any:
         token = self.token.encode()
         sockets = self._sockets
+        server = self
 
         @web.middleware
         async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-            given = presented_token(request)
+            given = presented_token(request, server.cookie)
             if given is None:
                 raise web.HTTPUnauthorized(
                     text="crewpoint: this needs the access token: open the URL `crewpoint checkpoint serve` printed\n"
@@ -140,7 +170,7 @@ class TokenServer(Server):
             if request.path == "/":
                 response.headers["Cache-Control"] = "no-store"
                 if request.query.get("token") is not None:
-                    response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="Strict", path="/")
+                    response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
             return response
 
         return guard
@@ -167,7 +197,16 @@ class TokenServer(Server):
             await asyncio.wait(sessions, timeout=3.0)
 
     def initialize_logging(self) -> None:
-        super().initialize_logging()
+        """Plain one-line log records on stderr, with nothing of a request in them (see the module's docstring);
+        textual-serve's own would print tracebacks with their locals: the token, headers and request bytes."""
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("crewpoint serve: %(message)s"))
+        handler.addFilter(NoRequestData())
+        root = logging.getLogger()
+        for old in list(root.handlers):
+            root.removeHandler(old)
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG if self.debug else logging.INFO)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     async def run(self, ready: Callable[[str], None]) -> None:
@@ -186,6 +225,7 @@ class TokenServer(Server):
                     reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
                 raise OSError(f"cannot listen on {self.host}:{self.port}: {reason}") from exc
             port = runner.addresses[0][1]
+            self.cookie = cookie_name(port)
             self.public_url = f"http://{display_host(self.host)}:{port}"
             self.url = f"{self.public_url}/?token={self.token}"
             stop = asyncio.Event()

@@ -56,6 +56,12 @@ def bad_input(ctx: click.Context) -> Iterator[None]:
 
 
 def emit_json(data: Any) -> None:
-    """JSON on stdout; the control characters JSON leaves as they are (DEL, C1) are written as ``\\u`` escapes."""
+    """JSON on stdout; the characters JSON leaves as they are but a terminal acts on (DEL, C1 controls, bidi and other
+    format characters, line and paragraph separators) are written as ``\\u`` escapes."""
+    from crewpoint.tui.visible import visible
+
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    click.echo("".join(f"\\u{ord(c):04x}" if "\x7f" <= c <= "\x9f" else c for c in text))
+    if visible(text) == text:
+        click.echo(text)
+        return
+    click.echo("".join(json.dumps(c)[1:-1] if c not in "\t\n" and visible(c) != c else c for c in text))

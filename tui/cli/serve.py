@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import click
+from click.core import ParameterSource
 
 from crewpoint.tui.cli.errors import EXIT_FAILED, bad_input, fail_from, one_line
 from crewpoint.tui.cli.locations import location_of, location_option
@@ -19,11 +20,26 @@ from crewpoint.tui.cli.root import checkpoint
     "--token",
     envvar="CREWPOINT_SERVE_TOKEN",
     default=None,
-    help="Access token every request must carry (default: a new random one; env CREWPOINT_SERVE_TOKEN).",
+    help="Access token every request must carry (default: a new random one). Other users of this machine can read "
+    "a command line: prefer env CREWPOINT_SERVE_TOKEN or --token-file.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Read the access token from this file (its first line).",
 )
 @click.option("--read-only", is_flag=True, help="Browsers can watch but not resume, fork, edit, cancel or prune.")
 @click.pass_context
-def serve(ctx: click.Context, location: str | None, host: str, port: int, token: str | None, read_only: bool) -> None:
+def serve(
+    ctx: click.Context,
+    location: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    token_file: str | None,
+    read_only: bool,
+) -> None:
     """Serve the app to web browsers until Ctrl-C; prints the URL to open, with the access token in it.
 
     \b
@@ -40,8 +56,19 @@ def serve(ctx: click.Context, location: str | None, host: str, port: int, token:
             from crewpoint.tui.serve import check_token, exposure_warning, serve_app
         except ImportError as exc:
             fail_from(ctx, f"serving the app needs textual-serve: {one_line(exc)}", EXIT_FAILED)
+        if token_file is not None:
+            if token is not None:
+                raise ValueError("give the token once: --token (or CREWPOINT_SERVE_TOKEN) or --token-file")
+            with open(token_file, encoding="utf-8") as handle:
+                token = handle.readline().strip()
         if token is not None:
             check_token(token)
+        if ctx.get_parameter_source("token") is ParameterSource.COMMANDLINE:
+            click.echo(
+                "crewpoint: warning: --token on the command line can be read by other users of this machine "
+                "(ps, /proc); set CREWPOINT_SERVE_TOKEN or use --token-file",
+                err=True,
+            )
         warning = exposure_warning(host, port)
         if warning is not None:
             click.echo(f"crewpoint: {warning}", err=True)
