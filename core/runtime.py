@@ -284,15 +284,15 @@ class RuntimeState:
         from crewpoint.events import CheckpointStartedEvent, event_bus
         from crewpoint.providers import shown_location
 
-        event_bus.emit(
-            self,
-            CheckpointStartedEvent(
-                checkpoint_id=record.meta.id,
-                location=shown_location(location),
-                trigger=record.meta.trigger,
-                branch=record.meta.branch,
-            ),
+        event = CheckpointStartedEvent(
+            checkpoint_id=record.meta.id,
+            location=shown_location(location),
+            trigger=record.meta.trigger,
+            branch=record.meta.branch,
         )
+        # In a copy of the context: a ``*_started`` event opens a nesting scope, and this one is closed (by
+        # checkpoint_completed) on the writer's thread, if at all; the run's own events must not nest under it.
+        contextvars.copy_context().run(event_bus.emit, self, event)
 
     def checkpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
         """Write a checkpoint now and return where it went (a file path, or ``db#id``); a failed write raises
@@ -379,6 +379,8 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     from crewpoint.checkpoint.program import refuse_kickoff_while_loading
 
     refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
+    if state.config is not None:  # a store that cannot be written is refused before any work is done
+        state.config.provider.check_writable(str(state.config.location))
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)

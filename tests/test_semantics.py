@@ -343,3 +343,16 @@ def test_a_url_with_no_store_is_said_so_and_a_same_named_folder_is_never_describ
     assert result.exit_code == 2
     assert "no checkpoint store at memory://nowhere" in result.stderr
     assert ".json" not in result.output and "holds" not in result.output
+
+
+def test_a_runs_events_never_nest_under_checkpoint_started() -> None:
+    from crewpoint.events import BaseEvent, event_bus
+
+    seen: list[BaseEvent] = []
+    event_bus.register("*", lambda source, event: seen.append(event))
+    two_task_crew("store").kickoff(inputs={"topic": "tides"})
+    started = {e.event_id for e in seen if e.type == "checkpoint_started"}
+    assert len(started) == 2
+    assert not [e.type for e in seen if e.parent_event_id in started]
+    kickoff = next(e.event_id for e in seen if e.type == "crew_kickoff_started")
+    assert [e.parent_event_id for e in seen if e.type == "task_started"] == [kickoff, kickoff]
