@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from crewpoint.serialize import CheckpointState
+from crewpoint.text import clip
 
 if TYPE_CHECKING:
     import httpx
@@ -67,8 +68,6 @@ def _new_call_id() -> str:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    from crewpoint.text import clip
-
     return clip(text, limit)
 
 
@@ -473,7 +472,7 @@ class OfflineLLM(BaseLLM):
             middle = _MIDDLES[(seed >> 8) % len(_MIDDLES)]
             sentences.append(middle.format(a=a, A=a[:1].upper() + a[1:], b=b))
         if observation:
-            shown = observation if len(observation) <= 1000 else observation[:999] + "…"
+            shown = clip(observation, 1000, one_line=False)
             sentences.append(f"The tool reported: {shown}")
         sentences.append(f"[offline {digest[:8]}]")
         return " ".join(sentences)

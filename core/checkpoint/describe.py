@@ -8,6 +8,7 @@ from typing import Any
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState, TaskState
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.text import clip
 
 
 @dataclass
@@ -60,8 +61,7 @@ class CheckpointInfo:
 def _label(task: TaskState) -> str:
     if task.name:
         return task.name
-    text = " ".join(task.description.split())
-    return text if len(text) <= 48 else text[:47] + "…"
+    return clip(task.description, 48)
 
 
 def describe(record: CheckpointRecord) -> CheckpointInfo:

@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from crewpoint.text import clip
+
 _sequence = itertools.count(1)
 
 HISTORY_TEXT_LIMIT = 160
@@ -51,5 +53,5 @@ class BaseEvent(BaseModel):
         data["timestamp"] = round(self.timestamp, 3)
         for key, value in data.items():
             if isinstance(value, str) and len(value) > HISTORY_TEXT_LIMIT:
-                data[key] = value[: HISTORY_TEXT_LIMIT - 1] + "…"
+                data[key] = clip(value, HISTORY_TEXT_LIMIT, one_line=False)
         return data

@@ -150,11 +150,11 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
         _say(f"{key:<11} {value}")
     if len(lineage) > 1:
         _say("\nancestry (newest first)")
-        rows = [
+        ancestry = [
             [cli_id(m.id), cell_text(m.branch), cell_text(m.trigger), f"{m.tasks_done}/{m.tasks_total}"]
             for m in lineage
         ]
-        click.echo("\n".join(aligned(rows, indent="  ")))  # one write, however long the ancestry
+        click.echo("\n".join(aligned(ancestry, indent="  ")))  # one write, however long the ancestry
     _say("\ninputs")
     if info.inputs:
         for key, value in info.inputs.items():

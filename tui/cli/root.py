@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -25,11 +26,18 @@ class _Main(click.Group):
     """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130; a
     usage error is one line and exit 2; a reader that goes away (``list | head``) ends the command quietly."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, False, **extra)
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "crewpoint"
             fail(f"{_message(exc)} (see `{where} --help`)", exc.exit_code or EXIT_BAD_INPUT)

@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import DiffEntry
+from crewpoint.text import clip
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail, Edits
 from crewpoint.tui.widgets.overview_view import shown
@@ -20,7 +21,7 @@ def cell(value: object, style: str = "") -> Text:
     if value is None:
         return Text("—", style="dim")
     text = shown(value)
-    return Text(text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…", style=style)
+    return Text(clip(text, CELL_LIMIT, one_line=False), style=style)
 
 
 class DiffView(VerticalScroll):

@@ -10,6 +10,7 @@ from textual import on
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from crewpoint.text import clip
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 from crewpoint.tui.widgets.detail_state import Detail, Edits
@@ -32,8 +33,7 @@ def summary_of(event: EventData) -> str:
     for key in ("task_name", "method_name", "agent_role", "tool_name", "model", "signal_number", "branch", "error"):
         value = event.get(key)
         if value not in (None, ""):
-            text = visible(" ".join(plain(value).split()), one_line=True)
-            return text if len(text) <= 60 else text[:59] + "…"
+            return clip(visible(" ".join(plain(value).split()), one_line=True), 60)
     return ""
 
 
