@@ -20,6 +20,12 @@ DEMO_INPUTS = {"topic": "durable AI agent pipelines", "audience": "engineering l
 DEMO_MARKER = ".crewpoint-demo"
 """A file the live demo leaves in a demo store folder, so a later demo may replace the folder and nothing else."""
 DEMO_ENTITIES = frozenset({"research-crew", "TriageFlow"})
+LIVE_DELAY = 12.0
+"""Seconds per offline model call in the live demo's run: its crew makes five calls (the research task two), so
+the run goes on for about a minute, long enough to watch it, fork it and stop it."""
+LIVE_EVENTS = ["crew_kickoff_started", "task_completed", "method_execution_finished"]
+"""When the live demo's run checkpoints: at once when it starts (so it shows in the app as it opens), then after
+each task and each flow method."""
 
 
 @tool("search_notes")
@@ -123,10 +129,15 @@ def run_demo(
     delay: float = 0.0,
     provider: str | None = None,
     inputs: dict[str, Any] | None = None,
+    *,
+    from_start: bool = False,
 ) -> tuple[CrewOutput, Any]:
     """Run the demo crew (checkpointed at ``location``) and the triage flow; return both results. With no
-    ``provider`` ("json" or "sqlite") the location picks its kind of store (a URL its URL's, ``.db`` SQLite)."""
+    ``provider`` ("json" or "sqlite") the location picks its kind of store (a URL its URL's, ``.db`` SQLite).
+    ``from_start`` checkpoints when the crew starts too (:data:`LIVE_EVENTS`), as the live demo's run does."""
     config = _demo_config(location, provider)
+    if from_start:
+        config = config.model_copy(update={"on_events": list(LIVE_EVENTS)})
     crew = demo_crew(delay=delay, checkpoint=config)
     result = crew.kickoff(inputs=inputs or DEMO_INPUTS)
     flow_result = TriageFlow(checkpoint=config).kickoff()
@@ -160,7 +171,10 @@ def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
 
 
 def seed_demo_store(location: str, provider: str | None = None) -> None:
-    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``), written quickly."""
+    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``) stopped after its
+    first task, as by Ctrl+C: a branch to resume (``e``) or fork (``f``). Written quickly."""
+    from crewpoint.events import event_bus
+
     config = _demo_config(location, provider)
     store = config.provider
     if store.kind == "json":
@@ -172,4 +186,14 @@ def seed_demo_store(location: str, provider: str | None = None) -> None:
     second = sorted((m for m in store.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)[1]
     fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="shorter-outline")
     fork.override_output("outline", "1. What a crash costs  2. Checkpoints  3. Forks for what-if questions")
-    fork.kickoff()
+
+    def stop(source: object, event: object) -> None:
+        raise KeyboardInterrupt  # once the draft is checkpointed: the review is left to do
+
+    event_bus.register("task_completed", stop)
+    try:
+        fork.kickoff()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        event_bus.off(stop)

@@ -38,9 +38,20 @@ from crewpoint.tui.widgets.detail_panel import DetailPanel
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.inputs_view import InputsView
 from crewpoint.tui.widgets.key_footer import KeyFooter
-from crewpoint.tui.widgets.run_panel import RunPanel, RunRequest
-from crewpoint.tui.widgets.store_index import CheckpointRef, StoreIndex
+from crewpoint.tui.widgets.run_panel import EXIT_INTERRUPTED, RunPanel, RunRequest
+from crewpoint.tui.widgets.store_index import CheckpointRef, Segment, StoreIndex, run_label
 from crewpoint.tui.widgets.tasks_view import TasksView
+
+HEADER_ICON = "≡"
+"""The header's menu mark (it opens the command palette): a glyph every common monospace font has, where
+textual's own ⭘ shows as an empty box in many (the browser's font under ``serve`` among them)."""
+
+STOP_PROMISE = (
+    "Send it SIGINT? It stops where it is; the tasks it finished stay in its checkpoints. "
+    "Resume it later from its last checkpoint with e."
+)
+"""What stopping a run does, and no more (a checkpoint at SIGINT is written only when the run's configuration
+asks for one)."""
 
 TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
 
@@ -90,7 +101,7 @@ class BrowserScreen(Screen[None]):
         """Where the app last put the cursor itself; while it is there, the cursor follows live runs."""
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon=HEADER_ICON)
         with Horizontal(id="browser-main"):
             with Vertical(id="browser-left"):
                 yield Input(placeholder="filter: words, branch:NAME, trigger:NAME", id="filter")
@@ -417,6 +428,43 @@ class BrowserScreen(Screen[None]):
     def action_resume(self) -> None:
         if not self._can_start():
             return
+        meta = self.detail.meta
+        assert meta is not None
+        live = self._live_segment_of(meta.id)
+        if live is not None:
+            self._offer_fork_instead(meta, live)
+            return
+        self._confirm_resume()
+
+    def _live_segment_of(self, checkpoint_id: str) -> Segment | None:
+        """The segment holding ``checkpoint_id`` when a run is writing it now (started here or elsewhere)."""
+        key = self.index.segment_of.get(checkpoint_id)
+        segment = self.index.segments.get(key) if key is not None else None
+        if segment is None:
+            return None
+        if self.ckpt_tree.runs_here(segment) or self.index.state_of(segment) == "running":
+            return segment
+        return None
+
+    def _offer_fork_instead(self, meta: CheckpointMeta, segment: Segment) -> None:
+        """A resume beside a live run would run the same tasks a second time: say so, and offer a fork."""
+        run = self.index.run_of(segment)
+        who = f"run {run_label(segment.lineage)} of {meta.entity_kind} {meta.entity_name} on ⎇ {segment.branch}"
+        if run is not None:
+            who += f" (pid {run.pid} on {run.host})"
+        question = Text(visible(f"The {who} is live: it is running its tasks now.", one_line=True) + "\n")
+        question.append(
+            f"Resuming from {meta.id[:12]} would start the same tasks a second time beside it, on the same branch.\n"
+        )
+        question.append("Fork instead: a new branch from this checkpoint, leaving the live run alone.")
+
+        def answered(fork: bool | None) -> None:
+            if fork:
+                self.action_fork()
+
+        self.app.push_screen(ConfirmScreen("This run is live", question, yes="Fork instead"), answered)
+
+    def _confirm_resume(self) -> None:
         meta, info, record = self.detail.meta, self.detail.info, self.detail.record
         assert meta is not None and info is not None and record is not None
         pending = [t for t in info.tasks if not t.done]
@@ -451,7 +499,7 @@ class BrowserScreen(Screen[None]):
             self.notify("No run is going.", severity="information")
             return
         who = visible(
-            f"run {run.run_id[:8]} of {run.entity_kind} {run.entity_name} on ⎇ {run.branch} "
+            f"run {run_label(run.lineage)} of {run.entity_kind} {run.entity_name} on ⎇ {run.branch} "
             f"(pid {run.pid} on {run.host})",
             one_line=True,
         )
@@ -469,10 +517,10 @@ class BrowserScreen(Screen[None]):
                 if reason is not None:
                     self.notify(f"Cannot stop the live {who}: {visible(reason)}", severity="error", markup=False)
                 else:
-                    self.notify(f"Sent SIGINT to pid {run.pid}: it writes a checkpoint and stops.", markup=False)
+                    self.notify(f"Sent SIGINT to pid {run.pid}: the run stops.", markup=False)
 
         question = Text(f"The live {who} was started outside this app.\n")
-        question.append("Send it SIGINT? It writes a checkpoint and stops; resume it later with e.")
+        question.append(STOP_PROMISE)
         self.app.push_screen(ConfirmScreen("Stop a run started elsewhere", question, yes="Stop it"), answered)
 
     def _live_run_elsewhere(self) -> RunInfo | None:
@@ -494,20 +542,20 @@ class BrowserScreen(Screen[None]):
 
     @on(RunPanel.Finished)
     def _run_finished(self, message: RunPanel.Finished) -> None:
+        """One notification per run: success, cancelled or failed, by how it ended."""
         self.ckpt_tree.running.pop(message.request.source_id, None)
         if message.checkpoints:
             self._reveal = message.checkpoints[-1]
+        title = message.request.title
         if message.returncode == 0:
-            self.notify(visible(f"{message.request.title}: finished"), markup=False)
+            self.notify(visible(f"{title}: finished"), markup=False)
+        elif self.run_panel.cancelled or message.returncode == EXIT_INTERRUPTED:
+            self.notify(visible(f"{title}: cancelled"), severity="warning", markup=False)
+        else:
+            self.notify(visible(f"{title}: {message.error or 'failed'}"), severity="error", markup=False)
         focused = self.focused
         if focused is None or self.run_panel in focused.ancestors_with_self:
             self.ckpt_tree.focus()  # back to the tree after a run, unless the user is busy elsewhere
-        elif self.run_panel.cancelled:
-            self.notify(visible(f"{message.request.title}: cancelled"), severity="warning", markup=False)
-        else:
-            self.notify(
-                visible(f"{message.request.title}: {message.error or 'failed'}"), severity="error", markup=False
-            )
         self.refresh_store()
 
     # -- other actions ----------------------------------------------------------------------------------
@@ -637,7 +685,7 @@ class BrowserScreen(Screen[None]):
             label = "Clear the diff mark" if self.ckpt_tree.marked == chosen else f"Mark {chosen[:8]} for diff"
             commands.append((label, "The Diff tab compares other checkpoints with the marked one", "mark"))
         if self.run_panel.running:
-            commands.append(("Cancel the run", "Send SIGINT: the run checkpoints and stops", "cancel_run"))
+            commands.append(("Cancel the run", "Send SIGINT: the run stops; its checkpoints stay", "cancel_run"))
         elif self.run_panel.has_class("-shown"):
             commands.append(("Hide the run panel", "Close the finished run's log", "hide_run"))
         commands += [

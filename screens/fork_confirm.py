@@ -21,6 +21,7 @@ from crewpoint.providers.refs import branch_problem
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.overview_view import plain, shown
+from crewpoint.tui.widgets.store_index import progress_text
 
 
 @dataclass(slots=True)
@@ -54,6 +55,8 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
     BINDINGS = [
         Binding("y", "confirm", "Fork"),
         Binding("n,escape", "cancel", "Cancel"),
+        Binding("pagedown", "scroll_body(1)", "Scroll down", key_display="PgDn"),
+        Binding("pageup", "scroll_body(-1)", "Scroll up", show=False),
     ]
 
     def __init__(
@@ -76,13 +79,13 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="fork-dialog"):
             yield Label("Fork a new branch", id="fork-heading")
-            with VerticalScroll(id="fork-body"):
+            with VerticalScroll(id="fork-body"):  # what it runs first: a short terminal shows the top
                 yield Static(self._source(), markup=False, id="fork-source")
-                yield Label("Branch name")
-                yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
-                yield Static("", id="fork-branch-error", markup=False)
-                yield Static(self._changes(), markup=False, id="fork-changes")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
+                yield Label("Branch name", id="fork-branch-label")
+                yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
+                yield Static("", id="fork-branch-error", markup=False, classes="-empty")
+                yield Static(self._changes(), markup=False, id="fork-changes")
                 yield AppField(self.app_spec, id="fork-app")
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
@@ -99,7 +102,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             visible(f"{meta.entity_kind} {meta.entity_name}  ⎇ {meta.branch}  {meta.id[:12]}", one_line=True),
         )
         if meta.tasks_total:
-            text.append(f"  ({meta.tasks_done}/{meta.tasks_total} tasks done)")
+            text.append(f"  ({progress_text(meta)})")
         return text
 
     def _changes(self) -> Table | Text:
@@ -155,6 +158,9 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             problem = branch_problem(branch)  # the one rule the API and the command line apply too
         if problem is not None:
             error.update(Text(visible(problem)))
+            error.remove_class("-empty")
+            body = self.query_one("#fork-body", VerticalScroll)
+            body.scroll_to_widget(self.query_one("#fork-branch", Input), animate=False)
             self.query_one("#fork-branch", Input).focus()
             return None
         app_field = self.query_one(AppField)
@@ -164,6 +170,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             self.notify(visible(problem), severity="error", markup=False)
             return None
         error.update("")
+        error.add_class("-empty")
         plan = self.plan
         return ForkRequest(
             source_id=self.meta.id,
@@ -181,6 +188,14 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_scroll_body(self, pages: int) -> None:
+        """PageDown / PageUp scroll the dialog's body wherever the focus is (the buttons, the branch field)."""
+        body = self.query_one("#fork-body", VerticalScroll)
+        if pages > 0:
+            body.scroll_page_down(animate=False)
+        else:
+            body.scroll_page_up(animate=False)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

@@ -13,12 +13,15 @@ from textual.widgets import Footer, Label, Static
 LEGEND = [
     ("● live", "a run is writing this branch now (its process beats)"),
     ("✓ done", "the run on this branch finished"),
-    ("⏸ interrupted", "the run was stopped (Ctrl+C or a signal): resume it with e"),
+    ("■ interrupted", "the run was stopped (Ctrl+C or a signal): resume it with e"),
     ("✗ crashed", "the run's process died without a word, or stopped beating"),
     ("✗ failed", "the run ended with an error"),
     ("✗", "a damaged checkpoint, or one from a newer crewpoint: its reason is shown"),
     ("◆", "the checkpoint marked with m: the Diff tab compares against it"),
+    ("? lost", "the run's record stopped beating on another machine"),
     ("2/4", "tasks done of the crew's tasks at that checkpoint"),
+    ("step 3", "a flow's methods run so far (its routers choose which of its methods run)"),
+    ("run 224794", "which run, when a branch has several: the start of the run's lineage id"),
 ]
 
 

@@ -110,7 +110,7 @@ class CheckpointApp(App[None]):
             count = len(screen.detail.edits)
             worries.append(f"{count} checkpoint{'s' if count != 1 else ''} with unsaved edits (they are lost)")
         if screen.run_panel.running:
-            worries.append("a run started here is going (it is stopped with SIGINT and checkpoints)")
+            worries.append("a run started here is going (it is stopped with SIGINT; its checkpoints stay)")
         if not worries:
             self.exit()
             return

@@ -269,26 +269,22 @@ class RichProgress(RunProgress):
         elif kind in protocol.STEP_FAILED:
             self.line(("✗ ", "red"), (label or kind, "bold"), ("  ", ""), (record.error or "", "red"))
         elif kind == protocol.CHECKPOINT:
-            checkpoint = (record.checkpoint_id or "")[:12]
+            checkpoint = _shown_id(record.checkpoint_id or "")
             self.line(("  checkpoint ", "dim"), (checkpoint, "cyan"), (f" {record.trigger or ''}", "dim"))
         elif kind == protocol.WRITE_FAILED:
             self.line(("  checkpoint not written: ", "yellow"), (record.error or "", "yellow"))
         elif kind == protocol.FINISHED:
             self.progress.stop()
             where = f"  branch {record.branch}, latest checkpoint "
-            self.line(("done", "green bold"), (where, ""), ((record.checkpoint_id or "")[:12], "cyan"))
+            self.line(("done", "green bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
         elif kind in (protocol.FAILED, protocol.INTERRUPTED):
             self.progress.stop()
 
     def _started(self) -> None:
         run = self.run
         verb, where = ("forking", "onto") if run.fork else ("resuming", "on")
-        self.line(
-            (
-                f"{verb} {run.kind} {run.source.entity_name} from {run.source.id[:12]} {where} branch {run.branch}",
-                "bold",
-            )
-        )
+        source = _shown_id(run.source.id)
+        self.line((f"{verb} {run.kind} {run.source.entity_name} from {source} {where} branch {run.branch}", "bold"))
         if run.kind == "crew":
             names = run.task_names
             todo = ", ".join(f"{i + 1}. {names[i]}" for i in run.plan.rerun) or "nothing: every task is done"
@@ -308,6 +304,13 @@ def _quiet_stdout(stream: IO[str]) -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+def _shown_id(checkpoint_id: str) -> str:
+    """An id as the command line shows it (the one rule: :func:`crewpoint.providers.refs.short_id`)."""
+    from crewpoint.providers.refs import short_id
+
+    return short_id(checkpoint_id, 12, typeable=True)
 
 
 def _clip(text: str, width: int) -> str:

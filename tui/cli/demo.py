@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from crewpoint.tui.cli.errors import EXIT_FAILED, fail
 from crewpoint.tui.cli.root import main
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 @main.command()
@@ -27,17 +30,21 @@ from crewpoint.tui.cli.root import main
     help="Open the app on a fresh demo store (a run and a fork) while a slow demo run writes into it.",
 )
 @click.option("--force", is_flag=True, help="With --live: replace LOCATION even when it holds other things.")
+@click.option("--from-start", is_flag=True, hidden=True, help="Checkpoint when the crew starts too (the live run).")
 @click.pass_context
-def demo(ctx: click.Context, location: str, delay: float, provider: str | None, live: bool, force: bool) -> None:
-    """Run the bundled example crew and flow on the offline model, checkpointing as they go."""
-    from crewpoint.demo import run_demo
+def demo(
+    ctx: click.Context, location: str, delay: float, provider: str | None, live: bool, force: bool, from_start: bool
+) -> None:
+    """Run the bundled example crew and flow on the offline model, checkpointing as they go. With --live the
+    slow run takes about a minute (--delay sets the seconds per model call)."""
+    from crewpoint.demo import LIVE_DELAY, run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
         location = "./.checkpoints.db"
     if provider is not None and "://" in location:
         fail(f"--provider is for a path: a URL location is its own kind of store ({location.partition('://')[0]})")
     if live:
-        _live_demo(location, provider, delay or 3.0, force=force)
+        _live_demo(location, provider, delay or LIVE_DELAY, force=force)
         return
     from crewpoint.events import CheckpointFailedEvent, event_bus
 
@@ -48,7 +55,7 @@ def demo(ctx: click.Context, location: str, delay: float, provider: str | None, 
 
     event_bus.register(CheckpointFailedEvent, on_failed)
     try:
-        result, flow_result = run_demo(location=location, delay=delay, provider=provider)
+        result, flow_result = run_demo(location=location, delay=delay, provider=provider, from_start=from_start)
     except KeyboardInterrupt:
         click.echo("interrupted: resume from the latest checkpoint to continue", err=True)
         sys.exit(130)
@@ -96,8 +103,27 @@ def _clear_demo_location(location: str, force: bool) -> None:
                 os.remove(path)
 
 
-def _live_demo(location: str, provider: str | None, delay: float, *, force: bool = False) -> None:
-    """A finished run and a fork in a fresh store, a slow run writing into it, and the app watching it all."""
+def live_run_command(location: str, provider: str | None, delay: float) -> list[str]:
+    """The slow run of the live demo: the crew and the flow on the offline model, checkpointing from the start."""
+    return [
+        sys.executable,
+        "-m",
+        "crewpoint.tui.cli",
+        "demo",
+        "--location",
+        location,
+        *(["--provider", provider] if provider else []),
+        "--delay",
+        str(delay),
+        "--from-start",
+    ]
+
+
+def start_live_demo(
+    location: str, provider: str | None, delay: float, *, force: bool = False
+) -> subprocess.Popen[bytes]:
+    """A finished run and a stopped fork in a fresh store, and the slow run started: its first checkpoint (at the
+    crew's start) lands while the app opens."""
     import subprocess
 
     from crewpoint.demo import seed_demo_store
@@ -105,21 +131,14 @@ def _live_demo(location: str, provider: str | None, delay: float, *, force: bool
     _clear_demo_location(location, force)
     click.echo(f"making a demo store at {location} …", err=True)
     seed_demo_store(location, provider)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "crewpoint.tui.cli",
-            "demo",
-            "--location",
-            location,
-            *(["--provider", provider] if provider else []),
-            "--delay",
-            str(delay),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    return subprocess.Popen(
+        live_run_command(location, provider, delay), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+
+
+def _live_demo(location: str, provider: str | None, delay: float, *, force: bool = False) -> None:
+    """The demo store, the slow run writing into it, and the app watching it all; the run stops with the app."""
+    child = start_live_demo(location, provider, delay, force=force)
     try:
         from crewpoint.tui.app import make_app
 

@@ -7,7 +7,7 @@ import click
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.tables import format_time
+from crewpoint.tui.cli.tables import cli_id, format_time
 from crewpoint.tui.visible import visible
 
 
@@ -75,7 +75,7 @@ def prune(
         return
     verb = "would delete" if dry_run else "deleted"
     for meta in plan.doomed:
-        line = f"{verb}  {meta.id[:12]}  {format_time(meta.created_at)}  {meta.branch}  {meta.trigger}"
+        line = f"{verb}  {cli_id(meta.id)}  {format_time(meta.created_at)}  {meta.branch}  {meta.trigger}"
         click.echo(visible(line, one_line=True))
     count = len(plan.doomed) if dry_run else deleted
     summary = f"{count} checkpoint{'s' if count != 1 else ''} {'would be deleted' if dry_run else 'deleted'} in {store}"

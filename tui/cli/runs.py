@@ -14,6 +14,7 @@ import click
 from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, fail_from, one_line
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
+from crewpoint.tui.cli.tables import cli_id
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
@@ -82,8 +83,8 @@ def _run(
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
             if later:
                 click.echo(
-                    f"note: {prepared.source.id[:12]} already continues on branch {prepared.branch} "
-                    f"(next: {later[0].id[:12]}); this run writes beside it. Use fork for a separate branch.",
+                    f"note: {cli_id(prepared.source.id)} already continues on branch {prepared.branch} "
+                    f"(next: {cli_id(later[0].id)}); this run writes beside it. Use fork for a separate branch.",
                     err=True,
                 )
         reporter = make_progress(progress, prepared)

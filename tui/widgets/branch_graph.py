@@ -15,6 +15,7 @@ from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps, format_time, problem_of
+from crewpoint.tui.widgets.store_index import progress_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +105,11 @@ def _fork_line(lanes: list[str | None], col: int) -> str:
 
 
 class BranchGraph(OptionList):
-    """Every checkpoint as one line of a lane graph. Choosing a line posts :class:`BranchGraph.Chosen`."""
+    """Every checkpoint as one line of a lane graph, never wrapped (a wrapped line would break the lanes).
+    Choosing a line posts :class:`BranchGraph.Chosen`."""
 
     DEFAULT_CSS = """
-    BranchGraph { border: none; padding: 0 1; }
+    BranchGraph { border: none; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     BranchGraph > .option-list--option-disabled { color: $accent; }
     """
 
@@ -148,10 +150,10 @@ class BranchGraph(OptionList):
         if problem is not None:
             text.append(visible(f"  ✗ {problem}", one_line=True), style="red")
             return attach_gaps(text)
+        if meta.tasks_total:  # what matters most first: a narrow panel cuts the end of a line, never wraps it
+            text.append(f"  {progress_text(meta)}")
         text.append(f"  {format_time(meta.created_at)}  ", style="dim")
         text.append(visible(meta.trigger, one_line=True))
-        if meta.tasks_total:
-            text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
         text.append(visible(f"  {meta.entity_name}", one_line=True), style="dim")
         return attach_gaps(text)
 

@@ -36,6 +36,8 @@ from crewpoint.tui.widgets.store_index import (
     Segment,
     SegmentRef,
     StoreIndex,
+    progress_text,
+    run_label,
 )
 
 Node = TreeNode[NodeRef]
@@ -43,7 +45,7 @@ Node = TreeNode[NodeRef]
 STATE_MARKS = {
     "running": ("● live", "live"),
     "finished": ("✓ done", "muted"),
-    "interrupted": ("⏸ interrupted", "stopped"),
+    "interrupted": ("■ interrupted", "stopped"),
     "crashed": ("✗ crashed", "damaged"),
     "failed": ("✗ failed", "damaged"),
     "lost": ("? lost", "stopped"),
@@ -137,7 +139,7 @@ class CheckpointTree(Tree[NodeRef]):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("checkpoints", id=id, classes=classes)
         self.show_root = False
-        self.guide_depth = 3
+        self.guide_depth = 2
         self.index = StoreIndex()
         self.marked: str | None = None
         self.edited: set[str] = set()
@@ -153,6 +155,8 @@ class CheckpointTree(Tree[NodeRef]):
         self._branch_runs_of: StoreIndex | None = None
         self._unfolded: set[OlderRef] = set()
         self._after_drawn: list[Callable[[], object]] = []
+        self._before_filter: tuple[set[NodeRef], set[NodeRef]] | None = None
+        """Which nodes were open and closed before a filter was typed: so they are again once it is cleared."""
 
     # -- the public surface ---------------------------------------------------------------------------
     @property
@@ -161,24 +165,62 @@ class CheckpointTree(Tree[NodeRef]):
         return node.data.id if node is not None and isinstance(node.data, CheckpointRef) else None
 
     def load(self, index: StoreIndex) -> None:
-        """Show ``index``: in place when the filter is unchanged, else rebuilt. The cursor keeps its checkpoint."""
+        """Show ``index``: in place when the filter is unchanged, else rebuilt. The cursor keeps its checkpoint
+        (the branches on its way are opened); what was open before a filter is open again once it is cleared;
+        when the cursor's checkpoint is filtered out it goes to the newest one shown. The detail always hears
+        where the cursor ends."""
         keep = self.cursor_node.data if self.cursor_node is not None else None
         rebuilt = index.query != self.index.query or not self._by_ref
+        restore: tuple[set[NodeRef], set[NodeRef]] | None = None
+        if rebuilt and self._by_ref:
+            if not self.index.query:
+                self._before_filter = self._expansion()  # the user's own layout, kept while a filter is on
+            if not index.query and self._before_filter is not None:
+                restore, self._before_filter = self._before_filter, None
         self.index = index
         self._now = time.time()
         self._labels.clear()
         if rebuilt:
             self._rebuild()
+            if restore is not None:
+                self._restore(*restore)
         else:
             self._sync()
         self._relabel()
         target = self._by_ref.get(keep) if keep is not None else None
-        if target is None and keep is None and rebuilt and index.metas:
+        if rebuilt and isinstance(keep, CheckpointRef):
+            target = self.expand_to(keep.id)
+        if target is None and (keep is None or rebuilt) and index.metas:
             newest = max(index.metas.values(), key=lambda m: (m.created_at, m.sequence))
             target = self.expand_to(newest.id)
         if target is not None:
             _ = self.last_line  # lay the lines out so the node knows its line
             self.move_cursor(target)
+        chosen = self.chosen_id
+        if rebuilt and chosen is not None and chosen in index.metas:
+            self.post_message(self.Chosen(index.metas[chosen]))  # the cursor may land on the line it was on
+
+    def _expansion(self) -> tuple[set[NodeRef], set[NodeRef]]:
+        """The refs of the open nodes, and of the closed ones that open by themselves (entities, fork points)."""
+        opened = {ref for ref, node in self._by_ref.items() if node.is_expanded}
+        closed = {ref for ref, node in self._by_ref.items() if not node.is_expanded and node.allow_expand}
+        return opened, closed
+
+    def _restore(self, opened: set[NodeRef], closed: set[NodeRef]) -> None:
+        """Open and close nodes as they were (those still in the index)."""
+        for ref in opened:
+            if isinstance(ref, SegmentRef) and ref.key in self.index.segments:
+                segment = self.index.segments[ref.key]
+                self.expand_to(segment.metas[0].id)
+            elif isinstance(ref, OlderRef):
+                self._unfold((ref.kind, ref.name))
+                node = self._by_ref.get(ref)
+                if node is not None:
+                    node.expand()
+        for ref in closed:
+            node = self._by_ref.get(ref)
+            if node is not None and node.is_expanded:
+                node.collapse()
 
     def reveal(self, checkpoint_id: str) -> bool:
         """Expand the way to a checkpoint and put the cursor on it."""
@@ -483,34 +525,40 @@ class CheckpointTree(Tree[NodeRef]):
         return self._branch_runs[(segment.entity, segment.branch)]
 
     def _entity_label(self, data: EntityRef) -> Text:
+        """``crew research-crew  2 runs · 3 branches · 11 ckpt``: runs counted as runs (lineages), branches as
+        branch names."""
         segments = [s for s in self.index.segments.values() if s.entity == (data.kind, data.name)]
         count = sum(len(s.metas) for s in segments)
-        branches = len({(s.lineage, s.branch) for s in segments})
+        runs = len({s.lineage for s in segments})
+        branches = len({s.branch for s in segments})
         return Text.assemble(
             (visible(data.kind, one_line=True), self._style("muted")),
             " ",
             (visible(data.name, one_line=True), "bold"),
             (
-                f"  {branches} branch{'es' if branches != 1 else ''}, {plural(count, 'checkpoint')}",
+                f"  {plural(runs, 'run')} · {plural(branches, 'branch', 'branches')} · {count:,} ckpt",
                 self._style("muted"),
             ),
         )
 
     def _segment_label(self, segment: Segment) -> Text:
+        """What matters most first, since a narrow tree cuts the end: the branch, how its run stands, its
+        progress; then which run it is (when its branch has several) and its checkpoint count."""
         text = Text.assemble(
             ("⎇ ", self._style("branch")), (visible(segment.branch, one_line=True), self._style("branch"))
         )
-        if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
-            text.append(f" run {segment.lineage[:6]}", self._style("muted"))
-        head = segment.head
-        text.append(f"  {len(segment.metas)} ckpt", self._style("muted"))
-        if head.tasks_total:
-            text.append(f"  {head.tasks_done}/{head.tasks_total}")
         state = "running" if self.runs_here(segment) else self.index.state_of(segment, self._now)
         if state in STATE_MARKS:
             mark, style = STATE_MARKS[state]
-            text.append("  ")
+            text.append(" ")
             text.append(mark, self._style(style))
+        head = segment.head
+        if head.tasks_total:
+            done = head.tasks_done
+            text.append(f" {plural(done, 'step')}" if head.entity_kind == "flow" else f" {done}/{head.tasks_total}")
+        if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
+            text.append(f" run {run_label(segment.lineage)}", self._style("muted"))
+        text.append(f" {len(segment.metas)} ckpt", self._style("muted"))
         return text
 
     def _checkpoint_label(self, meta: CheckpointMeta) -> Text:
@@ -526,7 +574,7 @@ class CheckpointTree(Tree[NodeRef]):
             text.append(visible(f"  {problem}", one_line=True), self._style("damaged"))
             return text
         if meta.tasks_total:  # what matters most first: a narrow tree cuts the end of a label
-            text.append(f"{meta.tasks_done}/{meta.tasks_total}  ")
+            text.append(f"{progress_text(meta)}  ")
         text.append(format_time(meta.created_at, self._now), self._style("muted"))
         text.append(f"  {short_id(meta.id)}  ", self._style("muted"))
         text.append(visible(meta.trigger or "?", one_line=True))

@@ -26,6 +26,7 @@ from crewpoint.tui.widgets.events_view import EventsView
 from crewpoint.tui.widgets.inputs_view import InputsView
 from crewpoint.tui.widgets.overview_view import OverviewView
 from crewpoint.tui.widgets.raw_view import RawView
+from crewpoint.tui.widgets.store_index import progress_text
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 ViewT = TypeVar("ViewT", bound=Widget)
@@ -277,7 +278,7 @@ class DetailPanel(Vertical):
         text.append(visible(f"  ⎇ {meta.branch}  ", one_line=True), style="bold")
         text.append(short_id(meta.id, 12))
         if meta.tasks_total:
-            text.append(f"  {meta.tasks_done}/{meta.tasks_total}")
+            text.append(f"  {progress_text(meta)}")
         if meta.id in self.edits:
             text.append("  ✎ edited", style="bold")
         if note:

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.diagnostics import plural
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail, Edits
 
@@ -37,6 +38,16 @@ def shown(value: Any, *, one_line: bool = False) -> str:
 def step_word(meta: CheckpointMeta) -> str:
     """What a checkpoint's progress counts: a crew's tasks, a flow's methods, an agent's run."""
     return {"flow": "methods", "agent": "steps"}.get(meta.entity_kind, "tasks")
+
+
+def progress_line(meta: CheckpointMeta) -> str:
+    """The Overview's progress row: a crew's ``2/4 tasks``; a flow's methods run so far (its routers decide how
+    many of the methods it defines will run)."""
+    if not meta.tasks_total:
+        return "-"
+    if meta.entity_kind == "flow":
+        return f"{plural(meta.tasks_done, 'method')} run ({meta.tasks_total} defined; its routers choose which run)"
+    return f"{meta.tasks_done}/{meta.tasks_total} {step_word(meta)}"
 
 
 def size_text(size: int) -> str:
@@ -87,7 +98,7 @@ class OverviewView(VerticalScroll):
             ("trigger", meta.trigger or "?"),
             ("size", size_text(meta.size)),
             ("entity", f"{meta.entity_kind} {meta.entity_name}".strip() or "?"),
-            ("progress", f"{meta.tasks_done}/{meta.tasks_total} {step_word(meta)}" if meta.tasks_total else "-"),
+            ("progress", progress_line(meta)),
             ("schema", f"{meta.schema_version} ({_writer(meta.version)})"),
             ("location", meta.location or "?"),
         ]

@@ -1,7 +1,7 @@
 """The run panel: starts a resume or fork as a child process and streams its progress.
 
 The child prints one JSON object per line (``--progress json``); errors go to stderr. Cancelling sends SIGINT,
-on which the child writes a checkpoint and exits with 130.
+on which the child stops (its finished tasks are in its checkpoints) and exits with 130.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class RunPanel(Vertical):
             return False
         self.cancelled = True
         process.send_signal(signal.SIGINT)
-        self.query_one(RichLog).write(Text("cancelling: sent SIGINT, waiting for the run to checkpoint…", style="bold"))
+        self.query_one(RichLog).write(Text("cancelling: sent SIGINT, waiting for the run to stop…", style="bold"))
         return True
 
     def hide(self) -> None:

@@ -39,6 +39,25 @@ STATUS_WORDS = {
 
 EntityKey = tuple[str, str]
 
+RUN_LABEL_LENGTH = 6
+
+
+def progress_text(meta: CheckpointMeta) -> str:
+    """A checkpoint's progress as people read it: ``2/4`` tasks of a crew (or steps of an agent); a flow's
+    methods run so far, ``step 3``, since its routers decide how many of its methods run ("" when nothing is
+    counted)."""
+    if not meta.tasks_total:
+        return ""
+    if meta.entity_kind == "flow":
+        return f"step {meta.tasks_done}"
+    return f"{meta.tasks_done}/{meta.tasks_total}"
+
+
+def run_label(lineage: str) -> str:
+    """How a run is named to people (the tree, the dialogs): the start of its lineage, the id shared by all its
+    checkpoints."""
+    return lineage[:RUN_LABEL_LENGTH]
+
 
 @dataclass(frozen=True, slots=True)
 class EntityRef:
