@@ -340,7 +340,7 @@ class Agent(BaseModel):
     def from_state(cls, data: Mapping[str, Any]) -> Agent:
         from crewpoint.knowledge import knowledge_source_from_state
         from crewpoint.llm import llm_from_state
-        from crewpoint.serialize import load_callable
+        from crewpoint.serialize import callbacks_trusted, load_callable
         from crewpoint.tools import tool_from_state
 
         llm_data = data.get("llm")
@@ -360,7 +360,8 @@ class Agent(BaseModel):
             memory=data.get("memory", True),
             knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
             checkpoint=_config_from_state(data.get("checkpoint")),
-            max_iter=data.get("max_iter", 5),
+            # a loop bound is the program's, like a delay or a timeout: the class default unless trusted
+            max_iter=data.get("max_iter", 5) if callbacks_trusted() else cls.model_fields["max_iter"].default,
             step_callback=load_callable(step, f"step_callback of agent {data.get('role')!r}") if step else None,
         )
         agent._apply_run_state(data)

@@ -166,11 +166,12 @@ def test_an_offline_delay_from_the_checkpoint_does_not_hang_the_resume(
     env: tuple[LLMServer, LLMServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     crew = _crew(tmp_path, Agent(role="Writer", goal="write", llm=OfflineLLM(temperature=0.3)))
-    ref = _crafted(tmp_path, crew, lambda a: a["llm"]["fields"].update(delay=1e9))
+    ref = _crafted(tmp_path, crew, lambda a: (a["llm"]["fields"].update(delay=1e9), a.update(max_iter=10**6)))
 
     rebuilt = Crew.from_checkpoint(CheckpointConfig(restore_from=ref))
     llm = _rebuilt_llm(rebuilt)
     assert isinstance(llm, OfflineLLM) and llm.delay == 0.0 and llm.temperature == 0.3
+    assert rebuilt.agents[0].max_iter == Agent.model_fields["max_iter"].default  # a loop bound: the program's
     assert rebuilt.kickoff().tasks_output[1].raw  # finished: nothing slept
 
     monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
