@@ -260,6 +260,19 @@ class CheckpointBody(_Part):
     created_at: StrictFloat = 0.0
     origin: OriginState | None = None
 
+    @model_validator(mode="after")
+    def _crew_tasks_have_agents(self) -> CheckpointBody:
+        """In crewpoint's own format every task of a crew is done by one of its agents (a translated body may
+        leave a task's agent unknown: CrewAI runs it, not crewpoint)."""
+        if self.format == "crewpoint" and isinstance(self.entity, CrewState):
+            for i, task in enumerate(self.entity.tasks):
+                if not task.agent:
+                    raise _Refused(
+                        ("entity", "tasks", i, "agent"),
+                        f"expected the id of one of the crew's agents, not {_shown(task.agent)}",
+                    )
+        return self
+
     @property
     def kind(self) -> str:
         return self.entity.kind
