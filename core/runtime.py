@@ -379,6 +379,8 @@ def running(state: RuntimeState) -> Iterator[RuntimeState]:
     from crewpoint.checkpoint.program import refuse_kickoff_while_loading
 
     refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
+    if state.config is not None:  # a store that cannot be written is refused before any work is done
+        state.config.provider.check_writable(str(state.config.location))
     _install_observer()
     token = _current.set(state)
     previous = _install_signal_handlers(state)

@@ -102,6 +102,17 @@ class MissingChunk(Exception):
     """A chunk a manifest refers to is not in the store."""
 
 
+class BadChunk(ValueError):
+    """A body cannot be rebuilt safely: a chunk that does not match its hash, references nested deeper than
+    :data:`MAX_DEPTH`, or a body that expands past its bound. The message is one line."""
+
+
+MAX_DEPTH = 256
+"""Levels of chunk references a body may have (a split body has a few; a crafted chain has thousands)."""
+MAX_EXPANDED = 1 << 30
+"""Bytes of chunk payload a body may expand to when the store records no size for it."""
+
+
 @dataclass(slots=True)
 class Chunk:
     payload: bytes
@@ -388,18 +399,31 @@ Loader = Callable[[list[bytes]], dict[bytes, bytes]]
 
 
 class _Joiner:
-    def __init__(self, load: Loader) -> None:
+    def __init__(self, load: Loader, budget: int) -> None:
         self.load = load
         self.raw: dict[str, bytes] = {}
         self.parsed: dict[str, Any] = {}
         self.nuls: dict[str, int] = {}
         self.taken: set[str] = set()
+        self.budget = budget
+
+    def spend(self, hex_digest: str) -> None:
+        """Count a chunk's bytes each time the body uses it: a manifest that fans out (a chunk used a million
+        times) stops at the bound instead of filling memory."""
+        self.budget -= len(self.raw[hex_digest])
+        if self.budget < 0:
+            raise BadChunk("the body expands beyond the size its store records (chunks used over and over)")
 
     def fetch_all(self, encoded: Any) -> None:
-        """Load every chunk reachable from ``encoded``, one batch per tree level."""
+        """Load every chunk reachable from ``encoded``, one batch per tree level, each checked against its
+        hash; at most :data:`MAX_DEPTH` levels."""
         pending: set[str] = set()
         _refs(encoded, pending)
+        depth = 0
         while pending:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise BadChunk(f"chunk references nest deeper than {MAX_DEPTH} levels")
             wanted = sorted(pending)
             found = self.load([bytes.fromhex(h) for h in wanted])
             following: set[str] = set()
@@ -407,6 +431,8 @@ class _Joiner:
                 data = found.get(bytes.fromhex(hex_digest))
                 if data is None:
                     raise MissingChunk(hex_digest)
+                if hashlib.sha256(data).hexdigest() != hex_digest:
+                    raise BadChunk(f"chunk {hex_digest[:12]} does not match its hash (altered or damaged)")
                 obj = json.loads(data)
                 self.raw[hex_digest] = data
                 self.parsed[hex_digest] = obj
@@ -417,6 +443,7 @@ class _Joiner:
 
     def fresh(self, hex_digest: str) -> Any:
         """The parsed chunk; a chunk used twice is parsed again, so the body never shares objects."""
+        self.spend(hex_digest)
         if hex_digest in self.taken:
             return json.loads(self.raw[hex_digest])
         self.taken.add(hex_digest)
@@ -430,6 +457,7 @@ class _Joiner:
                     if key == REF:
                         if self.nuls[inner] == 0:
                             return self.fresh(inner)
+                        self.spend(inner)
                         return self.value(self.parsed[inner])
                     if key == LIST:
                         items: list[Any] = []
@@ -449,6 +477,8 @@ class _Joiner:
 
     def entries(self, hex_digest: str, out: list[Any], pairs: bool) -> None:
         node = self.parsed[hex_digest]
+        if self.nuls[hex_digest] != 1:
+            self.spend(hex_digest)  # (a leaf of plain items is counted by fresh)
         if node[_NODE] > 0:
             for child in node["v"]:
                 self.entries(child, out, pairs)
@@ -491,23 +521,35 @@ def _refs(encoded: Any, into: set[str]) -> None:
 
 
 def children_of(payload: bytes) -> set[bytes]:
-    """Hashes a manifest or a stored chunk refers to directly."""
+    """Hashes a manifest or a stored chunk refers to directly (none for one that does not parse)."""
     if _NUL_BYTES not in payload:
         return set()
     found: set[str] = set()
-    _refs(json.loads(payload), found)
-    return {bytes.fromhex(h) for h in found}
+    try:
+        _refs(json.loads(payload), found)
+        return {bytes.fromhex(h) for h in found if isinstance(h, str)}
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return set()
 
 
-def join(manifest: bytes, load: Loader) -> dict[str, Any]:
+def join(manifest: bytes, load: Loader, size: int | None = None) -> dict[str, Any]:
     """Rebuild the body ``manifest`` describes; ``load`` returns ``{hash: payload}`` for a list of hashes.
 
-    Raises :class:`MissingChunk` if a chunk is gone.
+    Every chunk is checked against its hash, references nest at most :data:`MAX_DEPTH` levels, and the chunks
+    used add up to at most six times ``size`` (the body's length as compact JSON, as the store records it) plus
+    some room, or :data:`MAX_EXPANDED` without one. Raises :class:`MissingChunk` if a chunk is gone and
+    :class:`BadChunk` (a ``ValueError``) when a check fails.
     """
-    encoded = json.loads(manifest)
-    joiner = _Joiner(load)
-    joiner.fetch_all(encoded)
-    body = joiner.value(encoded)
+    budget = MAX_EXPANDED if size is None or size <= 0 else 6 * size + (1 << 16) + len(manifest)
+    try:
+        encoded = json.loads(manifest)
+        joiner = _Joiner(load, budget)
+        joiner.fetch_all(encoded)
+        body = joiner.value(encoded)
+    except RecursionError:
+        raise BadChunk("the body's data nests too deeply") from None
+    except MemoryError:
+        raise BadChunk("the body's data is too large to rebuild") from None
     if not isinstance(body, dict):
         raise ValueError("manifest does not describe a dict")
     return body

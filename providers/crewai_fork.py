@@ -221,7 +221,8 @@ def fork_checkpoint(
         from crewpoint.providers.crewai_json import read_dump as read_file
 
         dump = read_file(source.location, masked=False)
-        recorded = dump.get("branch") if isinstance(dump.get("branch"), str) and dump.get("branch") else "main"
+        recorded = dump.get("branch")
+        recorded = recorded if isinstance(recorded, str) and recorded else "main"
         root = _json_store_root(path, source.location, recorded)
     edits, reset, changed = plan_edits(dump, dict(inputs or {}), dict(outputs or {}))
     apply_edits(dump, edits, reset, changed)

@@ -160,8 +160,8 @@ def remove_stale_temp_files(folder: str, now: float | None = None, prefix: str =
     return removed
 
 
-PROBE_BYTES = 16384
-"""What :func:`probe_file` writes: a read-only folder refuses the file, a full disk refuses its bytes."""
+PROBE_BYTES = 512
+"""What :func:`probe_file` writes: a read-only folder refuses the file, a full disk (no block left) its bytes."""
 
 
 def probe_file(folder: str, what: str) -> None:

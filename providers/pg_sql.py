@@ -76,8 +76,19 @@ def schema_v1(s: str) -> list[str]:
     ]
 
 
+def schema_v2(s: str) -> list[str]:
+    """Each checkpoint records its body's length and digest: the length and sha256 of its manifest (whose chunks
+    are each named by their own sha256). Rows written before have 0 and '' (not recorded) and still read."""
+    return [
+        f"ALTER TABLE {s}.checkpoints ADD COLUMN body_length bigint NOT NULL DEFAULT 0,"
+        " ADD COLUMN digest text NOT NULL DEFAULT ''"
+    ]
+
+
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
-MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1,)
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2)
+WRITTEN = (*COLUMNS, "body_length", "digest")
+"""The columns a write fills: the listed ones, and the body's length and digest (schema v2)."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -158,6 +169,16 @@ def migrate(
 
 
 # -- inside a connection ---------------------------------------------------------------------------------------
+
+
+def body_check(conn: psycopg.Connection[Any], store: PgStore, meta: CheckpointMeta) -> CheckpointMeta:
+    """``meta`` with the body length and digest its row records (schema v2 and later)."""
+    if store.version < 2:
+        return meta
+    row = conn.execute(f"SELECT body_length, digest FROM {store.s}.checkpoints WHERE id = %s", [meta.id]).fetchone()
+    if row is None or type(row[0]) is not int or not isinstance(row[1], str):
+        return meta
+    return checked(replace(meta, body_length=row[0], digest=row[1]))
 
 
 def row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:

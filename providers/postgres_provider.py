@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import hashlib
 import os
 import threading
 import zlib
@@ -50,8 +51,9 @@ from crewpoint.providers.pg_sql import (
     RUN,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    SELECT,
+    WRITTEN,
     PgStore,
+    body_check,
     connect_error,
     delete_checkpoints,
     latest,
@@ -72,6 +74,13 @@ from crewpoint.providers.pg_sql import (
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
 from crewpoint.providers.refs import check_meta, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
+
+_INSERT = (
+    "INSERT INTO {s}.checkpoints ("
+    + ", ".join(f'"{c}"' for c in WRITTEN)
+    + ") VALUES ("
+    + (", ".join(["%s"] * len(WRITTEN)) + ")")
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -245,7 +254,8 @@ class PostgresProvider(BaseProvider):
             parts = chunks.split(record.body, known.memo if known is not None else None)
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
-        row = [getattr(meta, c) for c in COLUMNS[:-1]] + [parts.size]
+        digest = hashlib.sha256(parts.manifest).hexdigest()
+        row = [getattr(meta, c) for c in COLUMNS[:-1]] + [parts.size, len(parts.manifest), digest]
         manifest = zlib.compress(parts.manifest)
         deadlocked = _psycopg().errors.DeadlockDetected
         with self._conn(where) as conn:
@@ -288,7 +298,7 @@ class PostgresProvider(BaseProvider):
                 if steps_back:
                     mark_stepped(conn, s)
                 put_chunks(conn, s, parts)
-                conn.execute(f"INSERT INTO {s}.checkpoints ({SELECT}) VALUES ({', '.join(['%s'] * len(COLUMNS))})", row)
+                conn.execute(_INSERT.format(s=s), row)
                 conn.execute(
                     f"WITH b AS (INSERT INTO {s}.bodies (id, manifest) VALUES (%s, %s) RETURNING id)"
                     " SELECT pg_notify(%s, %s) FROM b",
@@ -315,8 +325,14 @@ class PostgresProvider(BaseProvider):
                 found = conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = %s", [meta.id]).fetchone()
                 if found is None:
                     raise DamagedCheckpoint(f"{where.name}#{meta.id}: the checkpoint body is missing")
+                meta = body_check(conn, store, meta)
                 try:
-                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: load_chunks(conn, s, hashes))
+                    manifest = zlib.decompress(found[0])
+                    if meta.digest and (
+                        len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest
+                    ):
+                        raise chunks.BadChunk("its manifest does not match the digest its row records")
+                    body = chunks.join(manifest, lambda hashes: load_chunks(conn, s, hashes), meta.size)
                 except chunks.MissingChunk as exc:
                     raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data chunk {exc} is missing") from exc
                 except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:

@@ -17,6 +17,7 @@ at once. Each provider keeps one connection per database file (reopened after ``
 from __future__ import annotations
 
 import builtins
+import hashlib
 import itertools
 import os
 import sqlite3
@@ -38,7 +39,7 @@ from crewpoint.providers.base import (
     UnsupportedSchema,
     walk_parents,
 )
-from crewpoint.providers.files import make_private_dirs, remove_stale_temp_files, temp_name
+from crewpoint.providers.files import make_private_dirs, probe_file, remove_stale_temp_files, temp_name
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
@@ -85,7 +86,7 @@ def _database(db: Db) -> Database:
     return db if not isinstance(db, _Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 _COLUMNS = (
@@ -105,6 +106,10 @@ _COLUMNS = (
     "size",
 )
 _SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in _COLUMNS) + " FROM checkpoints"
+_WRITTEN = (*_COLUMNS, "body_length", "digest")
+_INSERT = (
+    "INSERT INTO checkpoints (" + ", ".join(f'"{c}"' for c in _WRITTEN) + f") VALUES ({','.join('?' * len(_WRITTEN))})"
+)
 
 # Connections inherited through fork(): the child must neither use nor close them.
 _inherited: list[sqlite3.Connection] = []
@@ -163,9 +168,17 @@ def _schema_v2(db: Database) -> None:
     )
 
 
+def _schema_v3(db: Database) -> None:
+    """Each checkpoint records its body's length and digest: the length and sha256 of its manifest (whose
+    chunks are each named by their own sha256), so a read tells a whole body from an altered one. Rows
+    written before have 0 and '' (not recorded) and still read."""
+    db.execute("ALTER TABLE checkpoints ADD COLUMN body_length INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE checkpoints ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+
+
 Migration = Callable[["Database"], None]
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2)
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3)
 
 
 def read_schema_version(db: Db) -> int | None:
@@ -426,17 +439,14 @@ class SqliteProvider(BaseProvider):
             parts = chunks.split(record.body, self._memos.get(key))
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
-        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size]
+        digest = hashlib.sha256(parts.manifest).hexdigest()
+        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size, len(parts.manifest), digest]
         with self._use(path, create=True) as store:
             db = store.db
             with _immediate(db):
                 self._delete(db, [meta.id])
                 self._put_chunks(db, parts)
-                db.execute(
-                    "INSERT INTO checkpoints (" + ", ".join(f'"{c}"' for c in _COLUMNS) + ")"
-                    f" VALUES ({_marks(len(_COLUMNS))})",
-                    row,
-                )
+                db.execute(_INSERT, row)
                 db.execute("INSERT INTO bodies (id, manifest) VALUES (?, ?)", [meta.id, zlib.compress(parts.manifest)])
                 self._note_clock_step(db, meta)
         self._memos[key] = parts.memo
@@ -513,8 +523,19 @@ class SqliteProvider(BaseProvider):
                 found = db.execute("SELECT manifest FROM bodies WHERE id = ?", [meta.id]).fetchone()
                 if found is None:
                     raise DamagedCheckpoint(f"{path}#{meta.id}: the checkpoint body is missing")
+                if store.version >= 3:
+                    length, digest = db.execute(
+                        "SELECT body_length, digest FROM checkpoints WHERE id = ?", [meta.id]
+                    ).fetchone()
+                    if type(length) is int and isinstance(digest, str):
+                        meta = checked(meta.with_(body_length=length, digest=digest))
                 try:
-                    body = chunks.join(zlib.decompress(found[0]), lambda hashes: _load(db, hashes))
+                    manifest = zlib.decompress(found[0])
+                    if meta.digest and (
+                        len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest
+                    ):
+                        raise chunks.BadChunk("its manifest does not match the digest its row records")
+                    body = chunks.join(manifest, lambda hashes: _load(db, hashes), meta.size)
                 except chunks.MissingChunk as exc:
                     raise DamagedCheckpoint(f"{path}#{meta.id}: body data chunk {exc} is missing") from exc
                 except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
@@ -672,6 +693,28 @@ class SqliteProvider(BaseProvider):
         path, _ = split_ref(location)
         with self._use(path, create=False):
             return path
+
+    def check_writable(self, location: str) -> None:
+        """Refuse, before a run starts, a database this process cannot write: not a crewpoint store, a file
+        opened read-only, a folder where SQLite cannot make its journal, a full disk (a write probe, removed)."""
+        path, _ = split_ref(location)
+        folder = os.path.dirname(os.path.abspath(path))
+        while not os.path.lexists(folder):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        if not os.path.isdir(folder):
+            raise CheckpointError(f"cannot write checkpoints to {path}: {folder} is not a folder")
+        if os.path.lexists(path):
+            with self._use(path, create=False) as store:
+                if store.read_only is not None:
+                    raise CheckpointError(f"cannot write checkpoints to {path}: {store.read_only}")
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)))
+            except OSError as exc:
+                raise CheckpointError(f"cannot write checkpoints to {path}: {exc.strerror}") from None
+        probe_file(folder, f"checkpoints to {path}")
 
     def write_run(self, location: str, run: RunInfo) -> bool:
         path, _ = split_ref(location)

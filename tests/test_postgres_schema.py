@@ -33,11 +33,12 @@ def test_a_store_is_migrated_in_order_and_a_newer_one_is_refused_untouched(pg_lo
             return [f"CREATE TABLE {s}.notes (id text PRIMARY KEY)"]
 
         with psycopg.connect(where.conninfo, autocommit=True) as conn:
-            assert migrate(conn, where, (*MIGRATIONS, v2)) == 2  # v1 -> v2 runs only the new step
-            assert migrate(conn, where, (*MIGRATIONS, v2)) == 2  # and only once
+            newer = len(MIGRATIONS) + 1
+            assert migrate(conn, where, (*MIGRATIONS, v2)) == newer  # runs only the new step
+            assert migrate(conn, where, (*MIGRATIONS, v2)) == newer  # and only once
             assert {"checkpoints", "bodies", "chunks", "runs", "schema_meta", "notes"} <= tables(conn, where.schema)
-        fresh = PostgresProvider()  # a crewpoint that knows only v1
-        with pytest.raises(UnsupportedSchema, match=r"schema v2.*upgrade crewpoint"):
+        fresh = PostgresProvider()  # a crewpoint that knows only the versions before
+        with pytest.raises(UnsupportedSchema, match=rf"schema v{newer}.*upgrade crewpoint"):
             fresh.list(pg_location)
         with pytest.raises(UnsupportedSchema):
             fresh.write(pg_location, record(2))
@@ -45,7 +46,7 @@ def test_a_store_is_migrated_in_order_and_a_newer_one_is_refused_untouched(pg_lo
         with psycopg.connect(where.conninfo, autocommit=True) as conn:
             count = conn.execute(f'SELECT count(*) FROM "{where.schema}".checkpoints').fetchone()
             version = conn.execute(f"SELECT value FROM \"{where.schema}\".schema_meta WHERE key = 'schema_version'")
-            assert count == (1,) and version.fetchone() == ("2",)
+            assert count == (1,) and version.fetchone() == (str(newer),)
     finally:
         provider.close()
 

@@ -292,7 +292,8 @@ def test_8_another_applications_database_is_never_changed(tmp_path: Path) -> Non
     assert one_line_error(cli("checkpoint", "info", "app.db"))
     with pytest.raises(CheckpointError, match="not a crewpoint"):
         SqliteProvider().write("app.db", ops_record())
-    demo_crew(checkpoint=CheckpointConfig(location="app.db", provider=SqliteProvider())).kickoff(inputs=DEMO_INPUTS)
+    with pytest.raises(CheckpointError, match="not a crewpoint"):  # refused before the run, not after it
+        demo_crew(checkpoint=CheckpointConfig(location="app.db", provider=SqliteProvider())).kickoff(inputs=DEMO_INPUTS)
     assert hashlib.sha256(Path("app.db").read_bytes()).hexdigest() == before
     assert sorted(os.listdir(".")) == ["app.db", "home"]  # no -wal, -shm or journal left beside it
     con = sqlite3.connect("app.db")
@@ -493,10 +494,10 @@ def test_5_the_demo_command_reports_checkpoints_it_could_not_write() -> None:
     Path("blocked").write_text("a file where the store folder should be")
     result = cli("demo", "--location", "blocked/store")
     assert result.exit_code == 1
-    assert "== triage flow" in result.stdout  # the runs themselves finished
+    assert "== triage flow" not in result.stdout  # refused before any run: nothing is done for checkpoints lost
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("crewpoint: ") and "checkpoints were not written to blocked/store" in last
-    assert "a file is in the way" in last
+    assert last.startswith("crewpoint: ") and "cannot write checkpoints to blocked/store" in last
+    assert "is not a folder" in last
 
 
 def test_10_a_huge_sequence_never_hides_newer_checkpoints() -> None:

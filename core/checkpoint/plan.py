@@ -168,6 +168,7 @@ def prepare_run(
         raise ValueError("a branch name is for forks: use fork to start a new branch")
     if fork and branch:
         _check_new_branch(store, branch)
+    _provider(store).check_writable(store)  # a store that cannot be written: refused before anything runs
     source = record.meta.location or ref
     fork_branch = (branch or "") if fork else None
     if app:
