@@ -62,6 +62,12 @@ class CheckpointMeta:
     size: int = 0
     location: str = ""
     damaged: str | None = None
+    body_length: int = 0
+    """The length in bytes of the body as the store keeps it (0: not recorded, a record older than this)."""
+    digest: str = ""
+    """The sha256 (hex) of those bytes, so a read can tell a whole body from a cut or altered one ("": not
+    recorded). What the bytes are is the store's choice: the JSON file's text after its metadata line, the
+    SQLite or PostgreSQL body's manifest (whose chunks are each checked by their own hash)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -202,6 +208,13 @@ class BaseProvider(abc.ABC):
         from crewpoint.providers.refs import split_ref
 
         return split_ref(meta.location)[0]
+
+    def check_writable(self, location: str) -> None:
+        """Raise :class:`CheckpointError` (one line) if checkpoints cannot be written to ``location`` now: a
+        read-only store, folder or database, a full disk. Cheap; called before a run starts, so that no work
+        (no LLM call) is done for checkpoints that could not be kept. Writes nothing that stays. Default: only
+        a read-only provider is refused."""
+        self._refuse_if_read_only(location)
 
     def _refuse_if_read_only(self, location: str) -> None:
         if self.read_only:

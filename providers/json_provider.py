@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import hashlib
 import json
 import os
 import re
@@ -50,17 +51,19 @@ from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
 from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
 from crewpoint.providers.files import NotRegular as _NotRegular
-from crewpoint.providers.files import fsync_dir, make_private_dirs, remove_stale_temp_files, temp_name
+from crewpoint.providers.files import fsync_dir, make_private_dirs, probe_file, remove_stale_temp_files, temp_name
 from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import (
+    MAX_BRANCH,
     MAX_SEQUENCE,
     check_meta,
     check_stored_branch,
     match_prefix,
     meta_problem,
     split_ref,
+    stored_branch_problem,
 )
 from crewpoint.providers.runs import RunInfo, run_from_dict
 
@@ -89,16 +92,37 @@ def stored_meta(meta: CheckpointMeta) -> dict[str, Any]:
 
 
 def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
-    """The file's bytes: compact JSON, metadata on the first line, one top-level list item per line."""
+    """The file's bytes: compact JSON, metadata on the first line, one top-level list item per line. The
+    metadata records the length and sha256 of everything after its line (:func:`encode_record`)."""
+    return encode_record(meta, body)[1]
+
+
+def encode_record(meta: CheckpointMeta, body: dict[str, Any]) -> tuple[CheckpointMeta, bytes]:
+    """``meta`` with the body's length and digest filled in, and the file's bytes."""
+    rest = _text_bytes(_body_text(body, encode_json), body)
+    meta = meta.with_(body_length=len(rest), digest=hashlib.sha256(rest).hexdigest())
+    return meta, _head_bytes(meta) + rest
+
+
+def _head_bytes(meta: CheckpointMeta) -> bytes:
+    head = '{"meta":' + encode_json(stored_meta(meta)) + ",\n"
     try:
-        return _file_text(meta, body, encode_json).encode("utf-8")
+        return head.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate cannot be UTF-8: write \u escapes instead, which read back exactly.
-        return _file_text(meta, body, _ASCII.encode).encode("ascii")
+        return ('{"meta":' + _ASCII.encode(stored_meta(meta)) + ",\n").encode("ascii")
 
 
-def _file_text(meta: CheckpointMeta, body: dict[str, Any], encode: Callable[[Any], str]) -> str:
-    head = '{"meta":' + encode(stored_meta(meta)) + ',\n"body":'
+def _text_bytes(text: str, body: dict[str, Any]) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _body_text(body, _ASCII.encode).encode("ascii")
+
+
+def _body_text(body: dict[str, Any], encode: Callable[[Any], str]) -> str:
+    """Everything after the metadata line: ``"body":{...}}`` and the closing newline."""
+    head = '"body":'
     if not all(isinstance(k, str) for k in body):
         return head + encode(body) + "}\n"
     out = [head, "{"]
@@ -197,16 +221,21 @@ class JsonProvider(BaseProvider):
     def write(self, location: str, record: CheckpointRecord) -> str:
         meta = check_meta(record.meta)
         try:
-            data = encode_file(meta, record.body)
+            meta, data = encode_record(meta, record.body)
         except (TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
-        return self.write_encoded(location, meta, data)
+        return self._write_file(location, meta, data)
 
     def write_encoded(self, location: str, meta: CheckpointMeta, data: bytes) -> str:
         """Store a checkpoint file already encoded by :func:`encode_file`: atomically, 0600, fsync'd.
 
         ``location`` is taken as written: a ``#`` in it is part of the folder's name, never a reference.
         """
+        rest = data[data.index(b"\n") + 1 :]
+        meta = meta.with_(body_length=len(rest), digest=hashlib.sha256(rest).hexdigest())
+        return self._write_file(location, meta, data)
+
+    def _write_file(self, location: str, meta: CheckpointMeta, data: bytes) -> str:
         root = _write_root(location)
         make_private_dirs(root)
         folder = self._branch_folder(root, meta.branch, create=True)
@@ -228,18 +257,22 @@ class JsonProvider(BaseProvider):
         root, ref_id = _root(location)
         wanted = checkpoint_id or ref_id
         if os.path.isfile(root):
-            return _read_file(root)
+            record = _read_file(root)
+            if enclosing_store(root) is not None and home_store(root, record.meta.branch)[0] is None:
+                # Inside a store, a record whose folder is not its recorded branch is damaged.
+                raise _damage(root, _misplaced(record.meta.branch))
+            return record
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
         if wanted is None:
             latest = self.latest(root)
             if latest is None:
                 raise CheckpointNotFound(f"no readable checkpoints in {root}")
-            return _read_file(latest.location, follow=False)
+            return _read_file(latest.location, follow=False, branch=latest.branch)
         entries = self._scan(root)
         found = match_prefix([e.id for e in entries], wanted, root)
         chosen = max((e for e in entries if e.id == found), key=lambda e: (int(e.match.group(1)), e.match.group(2)))
-        return _read_file(chosen.path, follow=False)
+        return _read_file(chosen.path, follow=False, branch=chosen.branch)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         root = _root(location)[0]
@@ -276,6 +309,8 @@ class JsonProvider(BaseProvider):
                     good.append(cached)
                     continue
             found = _file_meta(entry.path, entry, size)
+            if found.damaged is None and found.branch != entry.branch:
+                found = entry.damaged(_branch_problem(found.branch, entry.branch), size)
             if found.damaged is None:
                 line = [size, mtime, *_values(found)]
                 fresh.append(encode_json(line))
@@ -357,7 +392,8 @@ class JsonProvider(BaseProvider):
 
     def store_at(self, location: str) -> str:
         """A folder that is a JSON store (empty, or with checkpoint files under it), or the store holding the
-        checkpoint file ``location`` names."""
+        checkpoint file ``location`` names (see :meth:`store_of`). A file that is not a checkpoint is never a
+        store: it is refused."""
         path = _root(location)[0]
         if os.path.isdir(path):
             if _looks_like_store(path):
@@ -367,16 +403,39 @@ class JsonProvider(BaseProvider):
             raise CheckpointNotFound(f"{path}: no such file or folder")
         if path.endswith(".json"):
             try:
-                return _root_of(path, _file_meta(path, None).branch)
-            except CheckpointError:
-                return os.path.dirname(os.path.dirname(os.path.abspath(path)))
+                meta = _file_meta(path, None)
+            except DamagedCheckpoint as exc:
+                raise CheckpointNotFound(f"{exc}: not a crewpoint checkpoint, so no store is found from it") from None
+            return self.store_of(meta)
         raise CheckpointNotFound(f"{path}: not a checkpoint store (a checkpoint folder or a SQLite database)")
 
     def store_of(self, meta: CheckpointMeta) -> str:
+        """The store holding the checkpoint file ``meta.location``, found from the file's real folders (links
+        resolved): the folders it lies in must be its recorded branch, under a folder that is a JSON store.
+        Raises :class:`CheckpointError` when they are not: nothing is ever written beside such a file."""
         path, _ = split_ref(meta.location)
         if os.path.isdir(path):
             return path
-        return _root_of(path, meta.branch)
+        root, problem = home_store(path, meta.branch)
+        if root is None:
+            if enclosing_store(path) is not None:
+                raise _damage(path, f"damaged checkpoint: {_misplaced(meta.branch)}")
+            raise CheckpointError(f"{path}: {problem}")
+        return root
+
+    def check_writable(self, location: str) -> None:
+        """Refuse, before a run starts, a store this process cannot write to: a write probe (a hidden temp
+        file, created and removed) in the store folder, or in the nearest existing folder above a new one."""
+        root = os.path.abspath(_write_root(location))
+        probe_in = root
+        while not os.path.lexists(probe_in):
+            parent = os.path.dirname(probe_in)
+            if parent == probe_in:
+                break
+            probe_in = parent
+        if not os.path.isdir(probe_in):
+            raise CheckpointError(f"cannot write checkpoints to {location}: {probe_in} is not a folder")
+        probe_file(probe_in, f"checkpoints to {location}")
 
     # run records: one small file per run under .runs/, never through a link
 
@@ -516,12 +575,44 @@ def _write_root(location: str) -> str:
     return location.rstrip(os.sep) or location
 
 
-def _root_of(path: str, branch: str) -> str:
-    """The store folder of the checkpoint file ``path`` on ``branch`` (``<store>/<branch>/<file>``)."""
-    root = os.path.dirname(os.path.abspath(path)) if os.path.isabs(path) else os.path.dirname(path)
-    for _ in branch.split("/") if branch else [""]:
+def home_store(path: str, branch: str) -> tuple[str | None, str]:
+    """The JSON store holding the checkpoint file ``path`` on ``branch``, or ``None`` and why not.
+
+    Found from the file's real folders (links resolved), never from the branch alone: the folders the file
+    lies in must be the parts of ``branch``, and the folder above them a store (its index, or checkpoint
+    files in its branch folders). The store is given as the caller named it when that is the same folder.
+    """
+    if not isinstance(branch, str) or stored_branch_problem(branch) is not None:
+        return None, f"its recorded branch {branch!r} is not a branch name"
+    real = os.path.realpath(path)
+    root = os.path.dirname(real)
+    for part in reversed(branch.split("/")):
+        if os.path.basename(root) != part:
+            return None, (
+                f"it does not lie in the folder of its branch {branch!r} inside a checkpoint store,"
+                " so no store is found from it (name the store, or copy the file to <store>/<branch>/)"
+            )
         root = os.path.dirname(root)
-    return root or "."
+    if not (os.path.lexists(os.path.join(root, INDEX)) or _looks_like_store(root)):
+        return None, f"{root}, above its branch folder, is not a checkpoint store"
+    named = os.path.dirname(path) if not os.path.isabs(path) else os.path.dirname(os.path.abspath(path))
+    for _ in branch.split("/"):
+        named = os.path.dirname(named)
+    named = named or "."
+    return (named if os.path.realpath(named) == root else root), ""
+
+
+def enclosing_store(path: str) -> str | None:
+    """The nearest folder above the file ``path`` (links resolved) that holds a JSON store's index."""
+    folder = os.path.dirname(os.path.realpath(path))
+    for _ in range(MAX_BRANCH // 2 + 2):
+        if os.path.lexists(os.path.join(folder, INDEX)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return None
 
 
 def _looks_like_store(path: str) -> bool:
@@ -622,8 +713,12 @@ def _meta_from(raw: Any, size: int, location: str) -> CheckpointMeta:
     return meta
 
 
-def _read_file(path: str, follow: bool = True) -> CheckpointRecord:
-    """Read and check one checkpoint file; inside a store (``follow=False``) a link is not followed."""
+def _read_file(path: str, follow: bool = True, branch: str | None = None) -> CheckpointRecord:
+    """Read and check one checkpoint file; inside a store (``follow=False``) a link is not followed.
+
+    The body must match the length and digest its metadata records, and, read from the folder of
+    ``branch``, its recorded branch must be that branch: otherwise the record is damaged.
+    """
     try:
         data = _read_regular(path, follow)
     except FileNotFoundError:
@@ -639,13 +734,40 @@ def _read_file(path: str, follow: bool = True) -> CheckpointRecord:
         if not isinstance(obj, dict) or not isinstance(obj.get("body"), dict) or "meta" not in obj:
             raise ValueError("JSON, but not a crewpoint checkpoint (no meta and body)")
         meta = _meta_from(obj["meta"], len(data), path)
+        if meta.digest:
+            rest = data[data.find(b"\n") + 1 :]
+            problem = _length_problem(len(rest), meta.body_length)
+            if problem is None and hashlib.sha256(rest).hexdigest() != meta.digest:
+                problem = "its body does not match the digest its metadata records (altered or damaged)"
+            if problem is not None:
+                raise ValueError(problem)
+        if branch is not None and meta.branch != branch:
+            raise ValueError(_branch_problem(meta.branch, branch))
     except ValueError as exc:
         raise _damage(path, str(exc)) from None
     return CheckpointRecord(meta, obj["body"])
 
 
+def _length_problem(found: int, recorded: int) -> str | None:
+    if found < recorded:
+        return f"the file is cut short: its body holds {found:,} of the {recorded:,} bytes its metadata records"
+    if found > recorded:
+        return f"its body holds {found:,} bytes, its metadata records {recorded:,}: altered or damaged"
+    return None
+
+
+def _misplaced(recorded: str) -> str:
+    return f"its metadata says branch {recorded!r} but it does not lie in that branch's folder of its store"
+
+
+def _branch_problem(recorded: str, folder: str) -> str:
+    return f"its metadata says branch {recorded!r} but it lies in the folder of branch {folder!r}"
+
+
 def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> CheckpointMeta:
-    """Metadata from the file's first line (the whole file if the first line is not a header).
+    """Metadata from the file's first line (the whole file if the first line is not a header), checked
+    against the file's size: a body shorter or longer than the metadata records is damaged, and so is (for
+    records older than body digests) a file that does not end as a checkpoint file ends. No body is parsed.
 
     A file that cannot be read gives damaged metadata when its name parses (``entry``), else raises.
     """
@@ -657,15 +779,31 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
                 if size is None:
                     size = os.fstat(handle.fileno()).st_size
                 try:
-                    return _meta_from(json.loads(head[len(_HEADER) : end - 1]), size, path)
+                    meta = _meta_from(json.loads(head[len(_HEADER) : end - 1]), size, path)
                 except (ValueError, RecursionError):
-                    pass
+                    meta = None
+                if meta is not None:
+                    if meta.digest:
+                        problem = _length_problem(size - end - 1, meta.body_length)
+                    elif size > len(head) or not head.endswith(_TAIL):
+                        tail = os.pread(handle.fileno(), len(_TAIL), max(0, size - len(_TAIL)))
+                        problem = None if tail == _TAIL else "the file is truncated (its JSON does not end)"
+                    else:
+                        problem = None
+                    if problem is not None:
+                        raise ValueError(problem)
+                    return meta
             data = head + handle.read()
         size = len(data)
         obj = _parse(data)
         if not isinstance(obj, dict) or "meta" not in obj:
             raise ValueError("JSON, but not a crewpoint checkpoint (no meta)")
-        return _meta_from(obj["meta"], size, path)
+        meta = _meta_from(obj["meta"], size, path)
+        if meta.digest:
+            problem = _length_problem(size - data.find(b"\n") - 1, meta.body_length)
+            if problem is not None:
+                raise ValueError(problem)
+        return meta
     except ValueError as exc:
         if entry is None:
             raise _damage(path, str(exc)) from None
@@ -680,13 +818,20 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
 
 
+_TAIL = b"}}\n"
+"""How every checkpoint file ends (its body, then the outer object)."""
+
+
 # The index: a cache of metadata. A header line names the fields; then one JSON array per checkpoint file,
 # [size, mtime_ns, *stored metadata values]. Lines that do not parse are skipped (the file's header is read).
 
 _INDEX_HEADER = encode_json({"crewpoint_index": 1, "fields": STORED_FIELDS})
 _ID = 2 + STORED_FIELDS.index("id")
 _BRANCH = 2 + STORED_FIELDS.index("branch")
-_POSITIONAL = STORED_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(STORED_FIELDS)]
+_ALL_FIELDS = tuple(CheckpointMeta.__dataclass_fields__)
+_FRONT = 2 + _ALL_FIELDS.index("size")
+# The stored fields are the dataclass's, in order, with the computed ones (size, location, damaged) left out.
+_POSITIONAL = STORED_FIELDS == _ALL_FIELDS[: _FRONT - 2] + _ALL_FIELDS[_FRONT - 2 + len(_COMPUTED) :]
 
 
 def _values(meta: CheckpointMeta) -> list[Any]:
@@ -695,7 +840,7 @@ def _values(meta: CheckpointMeta) -> list[Any]:
 
 def _meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
     if _POSITIONAL:
-        args: tuple[Any, ...] = (*line[2:], size, location)
+        args: tuple[Any, ...] = (*line[2:_FRONT], size, location, None, *line[_FRONT:])
         return CheckpointMeta(*args)
     return CheckpointMeta(**dict(zip(STORED_FIELDS, line[2:], strict=True)), size=size, location=location)
 

@@ -111,7 +111,7 @@ def test_round_trip_gives_back_the_same_record(store: tuple[BaseProvider, str]) 
     assert latest.meta.size > 0
     expected = meta(3, 2).to_dict()
     got = latest.meta.to_dict()
-    for field in ("size", "location", "damaged"):
+    for field in ("size", "location", "damaged", "body_length", "digest"):
         expected.pop(field)
         got.pop(field)
     assert got == expected
@@ -328,13 +328,15 @@ def test_json_list_reads_only_headers(tmp_path: Path) -> None:
     header = target.read_bytes().split(b"\n", 1)[0]
     target.write_bytes(header + b'\n"body":{"tasks":[{"broken')
 
+    # The header records the body's length: a cut body is told from the file's size, without parsing it.
     metas = provider.list(str(root))
     assert [m.id for m in metas] == ["cp0003", "cp0002", "cp0001"]
-    assert metas[1].damaged is None and metas[1].tasks_done == 2
+    assert metas[1].damaged is not None and "cut short" in metas[1].damaged
     assert metas[1].size == target.stat().st_size
+    assert metas[0].damaged is None and metas[0].tasks_done == 3
 
     os.unlink(root / INDEX)
-    assert [m.damaged for m in provider.list(str(root))] == [None, None, None]
+    assert [m.damaged is None for m in provider.list(str(root))] == [True, False, True]
     assert (root / INDEX).exists()
 
     with pytest.raises(DamagedCheckpoint, match="not valid JSON") as damaged:
@@ -349,6 +351,11 @@ def test_json_list_notices_files_edited_by_hand(tmp_path: Path) -> None:
     ref = write_chain(provider, str(root), 2)[0]
     document = json.loads(Path(ref).read_text())
     document["meta"]["trigger"] = "edited"
+    Path(ref).write_text(json.dumps(document, indent=2))
+    # Its body's bytes changed (re-indented) while the digest stayed: the record is altered, so damaged.
+    assert "altered" in (provider.list(str(root))[1].damaged or "")
+    # An edit that drops the digest reads as a record written before digests.
+    del document["meta"]["digest"], document["meta"]["body_length"]
     Path(ref).write_text(json.dumps(document, indent=2))
     assert {m.id: m.trigger for m in provider.list(str(root))} == {"cp0001": "edited", "cp0002": "task_completed"}
     assert provider.read(ref).body == body(1)
