@@ -325,6 +325,7 @@ def test_a_killed_run_reads_crashed_as_soon_as_its_process_is_gone(tmp_path: Pat
     store = tmp_path / ".checkpoints"
     proc = subprocess.Popen([sys.executable, "crew1.py"], cwd=tmp_path, env={**os.environ, "STALL": "1"})
     wait_for(lambda: bool(checkpoint_files(store)), "the first checkpoint")
+    wait_for(lambda: any((store / ".runs").glob("*.json")), "the run's record")
     header, rows = table(crewpoint("checkpoint", "list", cwd=tmp_path).stdout)
     assert column(header, rows, "STATUS") == ["live"]
     proc.kill()
