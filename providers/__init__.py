@@ -143,8 +143,10 @@ def provider_kind(location: str) -> str:
     for entry in registered_providers():
         if entry.detect(location):
             return entry.name
+    from crewpoint.providers.masking import mask_location
+
     scheme = location.partition("://")[0]
-    raise CheckpointError(f"no checkpoint store kind handles {scheme}:// locations ({location})")
+    raise CheckpointError(f"no checkpoint store kind handles {scheme}:// locations ({mask_location(location)})")
 
 
 def provider_named(name: str) -> BaseProvider:

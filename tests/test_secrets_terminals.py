@@ -58,6 +58,15 @@ def test_a_postgres_password_that_breaks_the_url_never_shows(mark: str, tmp_path
     assert runs["list"].stderr.count("\n") == 1 and runs["env"].stderr.count("\n") == 1
 
 
+def test_a_location_of_an_unknown_kind_is_named_without_its_password(tmp_path: Path) -> None:
+    url = f"mysql://alice:{PIECE_A}/{PIECE_B}@127.0.0.1/db"
+    for argv, env in (([url], _env()), ([], _env(CREWPOINT_CHECKPOINT_LOCATION=url))):
+        proc = subprocess.run([*CREWPOINT, "--debug", "checkpoint", "list", *argv], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 2 and "mysql://alice:***@127.0.0.1/db" in proc.stderr, proc.stderr
+        assert PIECE_A not in proc.stdout + proc.stderr and PIECE_B not in proc.stdout + proc.stderr
+
+
 def test_mask_location_masks_credentials_without_parsing() -> None:
     assert mask_location("postgresql://bob:a/b#c?d@host:5432/db") == "postgresql://bob:***@host:5432/db"
     assert mask_location("postgresql://bob@host/db?password=x/y&sslmode=require") == (
