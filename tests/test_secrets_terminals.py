@@ -194,3 +194,24 @@ async def test_no_format_character_from_a_checkpoint_reaches_the_screen(bidi_sto
             assert not RAW_FORMAT.search(text), tab
             shown += text
         assert "\\u202eevil" in shown  # the text is there, escaped
+
+
+def test_a_resumed_runs_result_from_the_checkpoint_is_printed_escaped(bidi_store: str, tmp_path: Path) -> None:
+    import copy
+    import uuid
+
+    from crewpoint.providers import JsonProvider
+    from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+
+    last = max((m for m in ops.list_checkpoints(bidi_store) if m.entity_kind == "crew"), key=lambda m: m.sequence)
+    base = ops.load(last.id, bidi_store)
+    body = copy.deepcopy(base.body)
+    body["entity"]["tasks"][-1]["output"]["raw"] = f"final{BIDI}\x1b]0;owned\x07"
+    new_id = uuid.uuid4().hex
+    body["lineage"]["id"] = new_id
+    meta = CheckpointMeta(**{**base.meta.to_dict(), "id": new_id, "location": "", "size": 0})
+    store = tmp_path / "crafted"
+    JsonProvider().write(str(store), CheckpointRecord(meta=meta, body=body))
+    result = CliRunner().invoke(main, ["checkpoint", "resume", new_id, "--location", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "final\\u202eevil" in result.stdout and not RAW_FORMAT.search(result.stdout)

@@ -109,8 +109,10 @@ def _run(
         click.echo(f"interrupted; resume with: {hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if progress != "json":
-        text = result_text(result)
-        click.echo(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str))
+        from crewpoint.tui.visible import visible
+
+        text = result_text(result)  # it can hold outputs read from the checkpoint: escapes are shown, not sent
+        click.echo(visible(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)))
     state = prepared.state if prepared is not None else None
     lost = state.failure_summary() if state is not None else None
     if lost is not None:  # the run finished, but not every checkpoint reached the store
