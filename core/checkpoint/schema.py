@@ -261,9 +261,9 @@ class CheckpointBody(_Part):
     origin: OriginState | None = None
 
     @model_validator(mode="after")
-    def _crew_tasks_have_agents(self) -> CheckpointBody:
-        """In crewpoint's own format every task of a crew is done by one of its agents (a translated body may
-        leave a task's agent unknown: CrewAI runs it, not crewpoint)."""
+    def _runnable(self) -> CheckpointBody:
+        """In crewpoint's own format every task of a crew is done by one of its agents, and an agent run holds the
+        messages it was given (a translated body may leave these unknown: CrewAI runs it, not crewpoint)."""
         if self.format == "crewpoint" and isinstance(self.entity, CrewState):
             for i, task in enumerate(self.entity.tasks):
                 if not task.agent:
@@ -271,6 +271,8 @@ class CheckpointBody(_Part):
                         ("entity", "tasks", i, "agent"),
                         f"expected the id of one of the crew's agents, not {_shown(task.agent)}",
                     )
+        if self.format == "crewpoint" and isinstance(self.entity, AgentState) and self.entity.pending is None:
+            raise _Refused(("entity", "pending"), "expected the list of messages the agent was given, not null")
         return self
 
     @property
