@@ -292,7 +292,7 @@ _warned_switch: set[tuple[str, str, str]] = set()
 def _program_default(model: str, declared: dict[str, Any], agent: str, saved: type | None = None) -> BaseLLM:
     """This program's default LLM, with what a checkpoint may set on it: the saved model when it is of the same
     family, the saved sampling settings when the checkpoint's class is the default's."""
-    base = default_llm()
+    base = default_llm(say_offline=saved is not OfflineLLM)  # a checkpoint that ran offline goes on offline quietly
     cls = type(base)
     values = base.model_dump()
     kept = saved is cls and (not model or model_family(model) == model_family(base.model))
@@ -771,14 +771,17 @@ _warned_offline = False
 _warn_lock = threading.Lock()
 
 
-def default_llm() -> BaseLLM:
-    """``LLM(model=$CREWPOINT_LLM, base_url=$CREWPOINT_BASE_URL)`` if configured, else :class:`OfflineLLM`."""
+def default_llm(*, say_offline: bool = True) -> BaseLLM:
+    """``LLM(model=$CREWPOINT_LLM, base_url=$CREWPOINT_BASE_URL)`` if configured, else :class:`OfflineLLM` (said once,
+    unless ``say_offline`` is False)."""
     global _warned_offline
     model = os.environ.get("CREWPOINT_LLM", "").strip()
     if model == "offline":
         return OfflineLLM()
     if model:
         return LLM(model=model, base_url=os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL)
+    if not say_offline:
+        return OfflineLLM()
     with _warn_lock:
         if not _warned_offline:
             _warned_offline = True
