@@ -10,7 +10,8 @@ run ends, in which:
   query, client parameters, timeouts, retries, interceptor) is left out, so CrewAI takes it from the user's
   environment (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, …) or its own defaults;
 - every embedder keeps only its provider and model;
-- every checkpoint setting names the store the checkpoint came from, so CrewAI writes its new checkpoints there.
+- every checkpoint setting names the store the checkpoint came from, so CrewAI writes its new checkpoints there
+  (CrewAI writes where the restored entity's setting says), and asks for no pruning.
 
 With ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` the checkpoint is trusted and the copy is the checkpoint as saved.
 Before the run, :attr:`Handoff.endpoints` says which endpoint each model will be asked at.
@@ -104,8 +105,11 @@ def _endpoint(llm: Mapping[str, Any], environ: Mapping[str, str], saved: bool) -
 
 
 def _store_setting(setting: dict[str, Any], store: str, kind: str) -> dict[str, Any]:
+    """A checkpoint setting that writes into ``store`` and deletes nothing (pruning is the program's to ask for)."""
     out = dict(setting)
     out["location"] = store
+    out["max_checkpoints"] = None
+    out["restore_from"] = None
     provider = out.get("provider")
     out["provider"] = {**provider, "provider_type": kind} if isinstance(provider, dict) else {"provider_type": kind}
     return out
