@@ -91,6 +91,9 @@ class Base:
     meta: CheckpointMeta
     body: dict[str, Any]
     app: str | None
+    """The program a fork must name (a flow's class lives in the user's script)."""
+    bind: str | None = None
+    """A program a fork may also name, to bind the checkpoint to its live entity instead of rebuilding it."""
 
 
 @dataclass
@@ -123,7 +126,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with LLMServer() as server:
         yield World(
             root=root,
-            crew=Base("crew", crew_meta, crew_body, None),
+            crew=Base("crew", crew_meta, crew_body, None, bind=f"{script}:crew"),
             flow=Base("flow", flow_meta, flow_body, f"{script}:Pipeline"),
             agent=Base("agent", agent_meta, agent_body, None),
             server=server,
@@ -210,6 +213,8 @@ def commands(base: Base, store: str, checkpoint_id: str) -> dict[str, list[str]]
         "info": ["checkpoint", "info", checkpoint_id, "--location", store],
         "fork": ["checkpoint", "fork", checkpoint_id, "--location", store, *app],
     }
+    if base.bind:
+        out["fork --app"] = ["checkpoint", "fork", checkpoint_id, "--location", store, "--app", base.bind]
     if _resume_has_dry_run():
         out["resume --dry-run"] = ["checkpoint", "resume", checkpoint_id, "--location", store, "--dry-run", *app]
     return out
@@ -251,7 +256,7 @@ def fields_of(base: Base) -> st.SearchStrategy[Path_]:
 
 
 FUZZ = settings(
-    max_examples=300,
+    max_examples=250,
     deadline=None,
     derandomize=True,
     database=None,
@@ -334,14 +339,15 @@ def test_a_crafted_field_stops_a_real_process_with_one_line_naming_it(
 def test_the_checkpoints_the_fuzz_starts_from_fork_untouched(world: World) -> None:
     """A fuzz that only ever saw refusals would prove nothing: the untouched checkpoints fork and exit 0."""
     for base in (world.crew, world.flow, world.agent):
-        store, checkpoint_id = write(world, base, copy.deepcopy(base.body))
-        app = ["--app", base.app] if base.app else []
-        result = CliRunner().invoke(
-            main,
-            ["checkpoint", "fork", checkpoint_id, "--location", store, *app],
-            env={"CREWPOINT_BASE_URL": world.server.base_url},
-        )
-        assert result.exit_code == 0, (base.kind, result.stderr)
-        assert f"forking {base.kind}" in result.stderr
-        if base.kind != "agent":  # a finished agent's fork answers from its saved result: it has nothing to run
-            assert len(JsonProvider().list(store)) > 1
+        for program in {base.app, base.bind}:
+            store, checkpoint_id = write(world, base, copy.deepcopy(base.body))
+            app = ["--app", program] if program else []
+            result = CliRunner().invoke(
+                main,
+                ["checkpoint", "fork", checkpoint_id, "--location", store, *app],
+                env={"CREWPOINT_BASE_URL": world.server.base_url},
+            )
+            assert result.exit_code == 0, (base.kind, program, result.stderr)
+            assert f"forking {base.kind}" in result.stderr
+            if base.kind != "agent":  # a finished agent's fork answers from its saved result: nothing to run
+                assert len(JsonProvider().list(store)) > 1
