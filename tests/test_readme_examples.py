@@ -1,0 +1,259 @@
+"""Every example in the README runs as written.
+
+The test reads README.md, takes out each fenced code block and runs it the way the README tells a reader to, in a
+fresh folder, on the embedded offline model: Python blocks are saved as the files the README names (``crew1.py``,
+``resume.py``) or run as scripts; console and sh blocks are run line by line as real subprocesses, with the
+placeholders a reader fills in (``<id>``, ``<file>``) replaced by real ids and file names. A block is either run
+here or listed in :data:`NOT_RUN` with the reason, and a block the test does not know fails it, so a new example
+cannot be added without being tried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BIN = Path(sys.executable).parent
+TIMEOUT = 180
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    code: str
+    line: int
+
+    @property
+    def commands(self) -> list[str]:
+        """The command lines of a console/sh block."""
+        return [line for line in self.code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def readme_blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    found = []
+    for match in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
+        found.append(Block(match.group(1), match.group(2), text.count("\n", 0, match.start()) + 1))
+    return found
+
+
+# A block is known by a piece of its text. RUN: the blocks this test runs; NOT_RUN: the reason a block is not run.
+RUN = {
+    "crew1.py": "slow = OfflineLLM(delay=3)",
+    "resume.py": "result = crew.kickoff(from_checkpoint=sys.argv[1])",
+    "bind": 'restore_from="<id or prefix>"',
+    "app": "crewpoint checkpoint resume <id> --app crew1.py:crew",
+    "rebuild": 'Crew.fork(CheckpointConfig(restore_from=first.location), branch="shorter-research")',
+    "config": "config = CheckpointConfig(  # then Crew(",
+    "handler": "@event_bus.on(LLMCallCompletedEvent)",
+    "postgres config": 'CheckpointConfig(location="postgresql://crewpoint@db.internal:5432/agents")',
+    "command line": "crewpoint checkpoint list ./.checkpoints --branch main --limit 5 --json",
+}
+NOT_RUN = {
+    "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
+    "export CREWPOINT_CHECKPOINT_LOCATION=postgresql": "needs the PostgreSQL server db.internal of the example; "
+    "tests/test_postgres_location.py runs these commands on a local server",
+    "python scripts/pg_local.py": "starts a PostgreSQL server that runs until Ctrl-C (tests/pg_server.py is its core)",
+    "crewpoint checkpoint serve --location": "starts a web server that runs until Ctrl-C; tests/test_serve.py drives "
+    "these options with a real browser",
+    "crewpoint checkpoint info -l ./.checkpoints 20260115T093012_1a2b3c4d": "needs a CrewAI store holding those ids; "
+    "tests/test_crewai_cli.py runs these commands on stores CrewAI wrote",
+}
+LINES_NOT_RUN = {
+    "crewpoint checkpoint  ": "opens the terminal app (tests/test_app.py drives it)",
+    "crewpoint checkpoint --location ./my_checkpoints": "opens the terminal app (tests/test_app.py drives it)",
+    "crewpoint checkpoint serve --read-only": "a web server that runs until Ctrl-C (tests/test_serve.py)",
+}
+
+
+def block(name: str) -> Block:
+    (found,) = [b for b in readme_blocks() if RUN[name] in b.code]
+    return found
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CREWPOINT_DESERIALIZE_CALLBACKS", "CREWPOINT_LLM")}
+    env["NO_COLOR"] = "1"
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # `crewpoint` and `python` as a reader's venv has them
+    return env
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def python(script: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, script, *args], cwd)
+
+
+def checkpoints(folder: Path, branch: str = "main") -> list[Path]:
+    """The JSON checkpoint files of ``branch``, oldest first (their names start with the sequence number)."""
+    where = folder / ".checkpoints" / branch
+    return sorted(where.glob("*.json")) if where.is_dir() else []
+
+
+def listing(folder: Path) -> list[dict[str, object]]:
+    done = run([str(BIN / "crewpoint"), "checkpoint", "list", ".checkpoints", "--json"], folder)
+    assert done.returncode == 0, done.stderr
+    rows: list[dict[str, object]] = json.loads(done.stdout)
+    return rows
+
+
+def write(folder: Path, name: str, text: str) -> None:
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder where the README's first example (``crew1.py``) ran to the end."""
+    folder = tmp_path_factory.mktemp("finished")
+    write(folder, "crew1.py", block("crew1.py").code)
+    done = python("crew1.py", folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() and len(checkpoints(folder)) == 2
+    return folder
+
+
+@pytest.fixture
+def project(finished: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    shutil.copytree(finished, folder)
+    return folder
+
+
+def test_every_block_of_the_readme_is_run_here_or_says_why_not() -> None:
+    known = {**{f"run {k}": v for k, v in RUN.items()}, **{f"not run {k}": k for k in NOT_RUN}}
+    for found in readme_blocks():
+        names = [name for name, key in known.items() if key in found.code]
+        assert len(names) == 1, f"README line {found.line}: a {found.lang} block this test does not know ({names})"
+    for name, key in RUN.items():
+        assert sum(key in b.code for b in readme_blocks()) == 1, f"the README no longer has the {name} example"
+    assert all(reason for reason in NOT_RUN.values())
+
+
+def test_the_crash_story_ctrl_c_after_the_first_task_then_resume(tmp_path: Path) -> None:
+    write(tmp_path, "crew1.py", block("crew1.py").code)
+    write(tmp_path, "resume.py", block("resume.py").code)
+    process = subprocess.Popen(
+        [sys.executable, "crew1.py"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not checkpoints(tmp_path):  # the first task's checkpoint: now press Ctrl+C
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no checkpoint was written"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode in (130, -signal.SIGINT), stderr  # exit 130, or killed by SIGINT as Python does
+    (first,) = checkpoints(tmp_path)  # the run stopped during the summary, the research saved
+    assert "resume" in stderr
+    assert "python resume.py ./.checkpoints/main/<file>.json" in block("resume.py").code  # what the reader runs
+    resumed = python("resume.py", tmp_path, f"./.checkpoints/main/{first.name}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip()
+    rows = listing(tmp_path)
+    assert len(rows) == 2  # one new checkpoint, the summary's: the research task was not run again
+    assert rows[0]["parent_id"] == rows[1]["id"] and rows[0]["tasks_done"] == 2
+
+
+def test_binding_naming_the_program_and_rebuilding_run_as_written(project: Path) -> None:
+    oldest = listing(project)[-1]
+    first_id = str(oldest["id"])
+
+    write(project, "bind.py", block("bind").code.replace("<id or prefix>", first_id[:8]))
+    bound = python("bind.py", project)
+    assert bound.returncode == 0, bound.stderr
+
+    for command in block("app").commands:
+        argv = shlex.split(command.replace("<id>", first_id))
+        done = run([str(BIN / argv[0]), *argv[1:]], project)
+        assert done.returncode == 0, (command, done.stderr)
+    assert any(row["branch"] == "shorter" for row in listing(project))
+
+    write(project, "rebuild.py", block("rebuild").code)
+    rebuilt = python("rebuild.py", project)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    forked = [row for row in listing(project) if row["branch"] == "shorter-research"]
+    assert forked and all(row["parent_id"] for row in forked)
+
+
+def test_an_app_script_that_kicks_off_while_loading_stops_with_one_line(project: Path) -> None:
+    """The first example without its ``__main__`` guard, named by ``--app``: one line, nothing runs."""
+    head, _, guarded = block("crew1.py").code.partition('if __name__ == "__main__":')
+    unguarded = head + textwrap.dedent(guarded.split("\n", 1)[1])
+    assert "__main__" not in unguarded and "\nresult = crew.kickoff(" in unguarded
+    write(project, "crew1.py", unguarded)
+    before = listing(project)
+    done = run(
+        [str(BIN / "crewpoint"), "checkpoint", "resume", str(before[-1]["id"]), "--app", "crew1.py:crew"], project
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+    assert listing(project) == before
+
+
+def test_the_configuration_and_event_handler_examples_run(tmp_path: Path) -> None:
+    for name in ("config", "postgres config"):
+        write(tmp_path, f"{name.replace(' ', '_')}.py", block(name).code + "\nprint(config.location)\n")
+        done = python(f"{name.replace(' ', '_')}.py", tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] in ("./my_checkpoints", "postgresql://crewpoint@db.internal:5432/agents")
+
+    # the handler, with a small crew of the offline model to call it
+    crew = (
+        "\nfrom crewpoint import Agent, Crew, Task\n"
+        'agent = Agent(role="Writer", goal="write", backstory="")\n'
+        'Crew(agents=[agent], tasks=[Task(description="say hi", expected_output="hi", agent=agent)]).kickoff()\n'
+    )
+    write(tmp_path, "handler.py", block("handler").code + crew)
+    done = python("handler.py", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Saved checkpoint:" in done.stdout
+    assert any((tmp_path / "my_checkpoints").rglob("*.json"))
+
+
+def test_the_command_line_examples_run_as_written(project: Path) -> None:
+    rows = listing(project)
+    newest, oldest = rows[0], rows[-1]
+    names = {
+        "<file>": checkpoints(project)[-1].stem,
+        "<id-prefix>": str(newest["id"])[:8],
+        "<id1>": str(oldest["id"])[:8],
+        "<id2>": str(newest["id"])[:8],
+    }
+    ran = 0
+    for command in block("command line").commands:
+        if any(command.startswith(line) or command.rstrip() == line.strip() for line in LINES_NOT_RUN):
+            continue
+        for placeholder, value in names.items():
+            command = command.replace(placeholder, value)
+        argv = shlex.split(command, comments=True)
+        done = run([str(BIN / argv[0]), *argv[1:]], project)
+        assert done.returncode == 0, (command, done.stderr)
+        ran += 1
+    assert ran == len(block("command line").commands) - len(LINES_NOT_RUN)
+    assert (project / "backup.db").is_file() and (project / "demo-store").is_dir()
+    assert any(row["branch"] == "what-if" for row in listing(project))
