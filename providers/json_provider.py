@@ -288,33 +288,36 @@ class JsonProvider(BaseProvider):
         metas: builtins.list[CheckpointMeta] = []
         good: builtins.list[builtins.list[Any]] = []
         fresh: builtins.list[str] = []
-        append = metas.append
-        lstat = os.lstat
+        append, keep, lookup = metas.append, good.append, index.get
+        lstat, make, problem = os.lstat, _meta_of, meta_problem
         for entry in entries:
+            folder_branch, path, match = entry
             try:
-                stat = lstat(entry.path)
+                stat = lstat(path)
             except FileNotFoundError:
                 continue
             if not S_ISREG(stat.st_mode):
                 continue
             size, mtime = stat.st_size, stat.st_mtime_ns
-            cached = index.get(entry.match.group(3))
-            if cached is not None and cached[0] == size and cached[1] == mtime and cached[_BRANCH] == entry.branch:
+            cached = lookup(match.group(3))
+            if cached is not None and cached[0] == size and cached[1] == mtime and cached[_BRANCH] == folder_branch:
                 try:
-                    from_index = _meta_of(cached, size, entry.path)
+                    from_index = make(cached, size, path)
                 except TypeError:
                     from_index = None
-                if from_index is not None and meta_problem(from_index) is None:
+                if from_index is not None and problem(from_index) is None:
                     append(from_index)
-                    good.append(cached)
+                    keep(cached)
                     continue
-            found = _file_meta(entry.path, entry, size)
-            if found.damaged is None and found.branch != entry.branch:
-                found = entry.damaged(_branch_problem(found.branch, entry.branch), size)
+            found = _file_meta(path, entry, size)
+            if found.damaged is None and found.branch != folder_branch:
+                found = entry.damaged(_branch_problem(found.branch, folder_branch), size)
             if found.damaged is None:
                 line = [size, mtime, *_values(found)]
                 fresh.append(encode_json(line))
                 good.append(line)
+                if found.digest:  # as from the index: a listing carries no digest, a read does
+                    found = found.with_(body_length=0, digest="")
             append(found)
         if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
             _rewrite_index(root, [encode_json(line) for line in good])
@@ -825,24 +828,28 @@ _TAIL = b"}}\n"
 # The index: a cache of metadata. A header line names the fields; then one JSON array per checkpoint file,
 # [size, mtime_ns, *stored metadata values]. Lines that do not parse are skipped (the file's header is read).
 
-_INDEX_HEADER = encode_json({"crewpoint_index": 1, "fields": STORED_FIELDS})
-_ID = 2 + STORED_FIELDS.index("id")
-_BRANCH = 2 + STORED_FIELDS.index("branch")
-_ALL_FIELDS = tuple(CheckpointMeta.__dataclass_fields__)
-_FRONT = 2 + _ALL_FIELDS.index("size")
-# The stored fields are the dataclass's, in order, with the computed ones (size, location, damaged) left out.
-_POSITIONAL = STORED_FIELDS == _ALL_FIELDS[: _FRONT - 2] + _ALL_FIELDS[_FRONT - 2 + len(_COMPUTED) :]
+_DIGEST_FIELDS = ("body_length", "digest")
+INDEX_FIELDS = tuple(f for f in STORED_FIELDS if f not in _DIGEST_FIELDS)
+"""What the index keeps of each file: its metadata but the body's length and digest, which only a read uses
+(a listing checks a file's size against its header when it reads the header, and indexes only files that pass)."""
+INDEX_VERSION = 2
+"""Version 2 indexes only files whose size matched their header's body length when indexed; an index of an
+earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
+_INDEX_HEADER = encode_json({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS})
+_ID = 2 + INDEX_FIELDS.index("id")
+_BRANCH = 2 + INDEX_FIELDS.index("branch")
+_POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(INDEX_FIELDS)]
 
 
 def _values(meta: CheckpointMeta) -> list[Any]:
-    return [getattr(meta, f) for f in STORED_FIELDS]
+    return [getattr(meta, f) for f in INDEX_FIELDS]
 
 
 def _meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
     if _POSITIONAL:
-        args: tuple[Any, ...] = (*line[2:_FRONT], size, location, None, *line[_FRONT:])
+        args: tuple[Any, ...] = (*line[2:], size, location)
         return CheckpointMeta(*args)
-    return CheckpointMeta(**dict(zip(STORED_FIELDS, line[2:], strict=True)), size=size, location=location)
+    return CheckpointMeta(**dict(zip(INDEX_FIELDS, line[2:], strict=True)), size=size, location=location)
 
 
 def _index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
@@ -863,12 +870,16 @@ def _load_index(root: str) -> tuple[dict[str, list[Any]], int]:
     except (ValueError, RecursionError):
         items = list(_each_line(data.split(b"\n")))
     out: dict[str, list[Any]] = {}
-    width = 2 + len(STORED_FIELDS)
+    width = 2 + len(INDEX_FIELDS)
     for item in items:
         if isinstance(item, list):
             if len(item) == width and isinstance(item[0], int) and isinstance(item[1], int):
                 out[item[_ID]] = item
-        elif not isinstance(item, dict) or item.get("fields") != list(STORED_FIELDS):
+        elif (
+            not isinstance(item, dict)
+            or item.get("fields") != list(INDEX_FIELDS)
+            or item.get("crewpoint_index") != INDEX_VERSION
+        ):
             return {}, len(items)
     return out, len(items)
 

@@ -108,13 +108,45 @@ stored record damaged, so it can never sort above every later checkpoint."""
 
 _TEXT_FIELDS = ("trigger", "entity_kind", "entity_name", "version")
 _COUNT_FIELDS = ("tasks_done", "tasks_total", "schema_version", "body_length")
-DIGEST_RE = re.compile(r"[0-9a-f]{64}")
-"""A body digest as stored: sha256 in lower-case hex."""
+DIGEST_LENGTH = 64
+"""A body digest as stored: sha256 in hex (one that is not hex never matches a body, so its read fails)."""
 
 
 def meta_problem(meta: CheckpointMeta) -> str | None:
     """Why ``meta`` cannot be trusted (one line), or ``None``. Every field is checked for its type, so a
     record whose metadata was edited by hand or damaged can be shown as damaged instead of breaking a sort."""
+    # One expression for the usual case (a listing checks every record); the reason is found only when it fails.
+    m = meta
+    if (
+        type(m.id) is str
+        and type(m.lineage) is str
+        and type(m.trigger) is str
+        and type(m.entity_kind) is str
+        and type(m.entity_name) is str
+        and type(m.version) is str
+        and type(m.sequence) is int
+        and 0 <= m.sequence <= MAX_SEQUENCE
+        and type(m.created_at) in (float, int)
+        and 0 <= m.created_at < _YEAR_10000
+        and type(m.tasks_done) is int
+        and type(m.tasks_total) is int
+        and type(m.schema_version) is int
+        and type(m.body_length) is int
+        and m.tasks_done >= 0
+        and m.tasks_total >= 0
+        and m.schema_version >= 0
+        and m.body_length >= 0
+        and type(m.digest) is str
+        and len(m.digest) in (0, DIGEST_LENGTH)
+        and m.branch in _STORABLE_BRANCHES
+        and ID_RE.fullmatch(m.id)
+        and (m.parent_id is None or (type(m.parent_id) is str and ID_RE.fullmatch(m.parent_id)))
+    ):
+        return None
+    return _meta_problem(meta)
+
+
+def _meta_problem(meta: CheckpointMeta) -> str | None:
     if not isinstance(meta.id, str) or not ID_RE.fullmatch(meta.id):
         return f"invalid checkpoint id {meta.id!r}"
     if meta.parent_id is not None and (not isinstance(meta.parent_id, str) or not ID_RE.fullmatch(meta.parent_id)):
@@ -138,7 +170,7 @@ def meta_problem(meta: CheckpointMeta) -> str | None:
         if type(value) is not int or value < 0:
             return f"{name} must be a count, not {_short(value)}"
     digest = meta.digest
-    if digest != "" and (not isinstance(digest, str) or not DIGEST_RE.fullmatch(digest)):
+    if not isinstance(digest, str) or len(digest) not in (0, DIGEST_LENGTH):
         return f"digest must be a sha256 in hex, not {_short(digest)}"
     return None
 

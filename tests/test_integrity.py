@@ -228,3 +228,26 @@ def test_a_store_that_cannot_be_written_is_refused_before_any_llm_call(
 def _newest(location: str) -> str:
     provider = JsonProvider() if location == "full" else SqliteProvider()
     return next(m.id for m in provider.list(location) if m.entity_kind == "crew")
+
+
+def test_an_index_written_before_length_checks_never_vouches_for_a_cut_file() -> None:
+    store = make_store(".checkpoints")
+    provider = JsonProvider()
+    newest = next(m for m in provider.list(store) if m.entity_kind == "crew")
+    cut_after_meta_line(Path(newest.location))
+    # The index as an earlier crewpoint left it: version 1, the cut file cached as whole at its new size.
+    stat = Path(newest.location).stat()
+    index = Path(store, ".index.jsonl")
+    header, *lines = index.read_text().splitlines()
+    fields = json.loads(header)["fields"]
+    values = [getattr(newest, f) for f in fields]
+    old = [
+        json.dumps({"crewpoint_index": 1, "fields": fields}),
+        *lines,
+        json.dumps([stat.st_size, stat.st_mtime_ns, *values]),
+    ]
+    index.write_text("\n".join(old) + "\n")
+
+    listed_again = {m.id: m for m in provider.list(store)}
+    assert "cut short" in (listed_again[newest.id].damaged or "")
+    assert json.loads(index.read_text().splitlines()[0])["crewpoint_index"] == 2
