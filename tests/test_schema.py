@@ -22,7 +22,7 @@ from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.schema import SCHEMA_VERSION, CrewState, DamagedBody, FlowState, load_body
 from crewpoint.flow import Flow, listen, start
 from crewpoint.providers import JsonProvider, provider_for
-from crewpoint.providers.base import CheckpointMeta, CheckpointRecord, UnsupportedSchema
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, UnsupportedSchema
 from crewpoint.tui.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -188,3 +188,17 @@ def test_the_schema_version_has_one_owner() -> None:
     assert record.body["schema_version"] == SCHEMA_VERSION == record.meta.schema_version
     runtime = sys.modules["crewpoint.runtime"]
     assert runtime.SCHEMA_VERSION is SCHEMA_VERSION  # type: ignore[attr-defined]
+
+
+def test_a_body_claiming_another_format_is_never_run_by_crewpoint(llm_calls: list[str]) -> None:
+    """A translated body skips the checks only crewpoint's runtime needs; crewpoint never runs one, so a crafted
+    crewpoint record that claims CrewAI's format gains nothing."""
+    record = _first_checkpoint()
+    path, meta = _crafted(record, lambda b: (b.update(format="crewai"), b["entity"]["tasks"][1].update(agent=None)))
+    before, calls = _files(), len(llm_calls)
+    assert ops.describe(ops.load(meta.id, "cp")).tasks[1].agent == ""  # still readable
+    with pytest.raises(CheckpointError, match="in crewai's format"):
+        Crew.from_checkpoint(CheckpointConfig(restore_from=path))
+    result = cli("checkpoint", "fork", meta.id, "--location", "cp")
+    assert result.exit_code == 2 and "in crewai's format" in result.stderr
+    assert _files() == before and len(llm_calls) == calls

@@ -144,6 +144,11 @@ def restore(
     from crewpoint.serialize import callbacks_trusted
 
     record, body = read_checked(reference_of(config))
+    if body.format != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it
+        raise CheckpointError(
+            f"checkpoint {record.meta.id} is in {body.format}'s format: {body.format} runs it, not crewpoint's "
+            "runtime (crewpoint checkpoint resume or fork hands it to it)"
+        )
     expect_kind(record, body, kind)
     if target is not None:
         _state_checked(record, _live_state_class(target), lambda: target.bind_state(record.body["entity"]))

@@ -247,7 +247,7 @@ class CheckpointBody(_Part):
 
     schema_version: StrictInt = SCHEMA_VERSION
     version: StrictStr = ""
-    format: StrictStr = "crewpoint"
+    format: Literal["crewpoint", "crewai"] = "crewpoint"
     """``crewpoint``, or the format a body was translated from (``crewai``: the original sits under its name)."""
     entity: EntityState
     inputs: dict[str, Any] = Field(default_factory=dict)
@@ -278,10 +278,6 @@ class CheckpointBody(_Part):
     @property
     def kind(self) -> str:
         return self.entity.kind
-
-    def as_dict(self) -> Body:
-        """The body as JSON data, every field the schema knows filled in."""
-        return self.model_dump(mode="json", by_alias=True)
 
 
 # -- migration ---------------------------------------------------------------------------------------------
