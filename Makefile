@@ -29,6 +29,7 @@ demo-headless: $(STAMP_RUN)
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache  # the layers of DESIGN.md §2, contracts in pyproject.toml
 
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy --strict -p crewpoint
