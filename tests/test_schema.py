@@ -202,3 +202,16 @@ def test_a_body_claiming_another_format_is_never_run_by_crewpoint(llm_calls: lis
     result = cli("checkpoint", "fork", meta.id, "--location", "cp")
     assert result.exit_code == 2 and "in crewai's format" in result.stderr
     assert _files() == before and len(llm_calls) == calls
+
+
+def test_fields_an_llm_class_refuses_are_named_by_their_path(llm_calls: list[str]) -> None:
+    """An LLM's fields are checked by its own class when the program rebuilds it; what it refuses is named as a
+    field of the body like any other."""
+    record = _first_checkpoint()
+    path, meta = _crafted(record, lambda b: b["entity"]["agents"][0]["llm"]["fields"].update(model=5))
+    before, calls = _files(), len(llm_calls)
+    with pytest.raises(DamagedBody, match=r"is damaged: entity\.agents\.0\.llm\.fields\.model: expected a string"):
+        Crew.from_checkpoint(CheckpointConfig(restore_from=path))
+    result = cli("checkpoint", "fork", meta.id, "--location", "cp")
+    assert result.exit_code == 2 and "entity.agents.0.llm.fields.model" in result.stderr
+    assert _files() == before and len(llm_calls) == calls

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, read_checked
-from crewpoint.checkpoint.schema import CheckpointBody, FlowState, check_flow_state
+from crewpoint.checkpoint.schema import CheckpointBody, FlowState, owner_of, refused_by_class
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
@@ -86,13 +86,18 @@ def build_entity(record: CheckpointRecord, body: CheckpointBody, flow_cls: type[
 
 
 def _state_checked(record: CheckpointRecord, state_class: str | None, apply: Callable[[], Any]) -> Any:
-    """Run ``apply`` (a rebuild or a bind); a flow state its state class (named ``state_class``) refuses is a
-    damaged checkpoint that names the field (``entity.state.count``), in one line."""
+    """Run ``apply`` (a rebuild or a bind). Data the schema leaves to a class and the class refuses is a damaged
+    checkpoint that names the field, in one line: a flow's state its state class (named ``state_class``) refuses
+    (``entity.state.count``), an LLM's or tool's fields its class refuses (``entity.agents.0.llm.fields.model``).
+    """
     try:
         return apply()
     except ValidationError as exc:
         if state_class is not None and exc.title == state_class:
-            raise check_flow_state(exc, record.meta.id) from None
+            raise refused_by_class(exc, record.meta.id, ("entity", "state")) from None
+        owner = owner_of(exc, record.body)
+        if owner is not None:
+            raise refused_by_class(exc, record.meta.id, owner) from None
         raise
 
 

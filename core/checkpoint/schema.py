@@ -262,8 +262,9 @@ class CheckpointBody(_Part):
 
     @model_validator(mode="after")
     def _runnable(self) -> CheckpointBody:
-        """In crewpoint's own format every task of a crew is done by one of its agents, and an agent run holds the
-        messages it was given (a translated body may leave these unknown: CrewAI runs it, not crewpoint)."""
+        """In crewpoint's own format every task of a crew is done by one of its agents, a flow names its class and
+        an agent run holds the messages it was given (a translated body may leave these unknown: CrewAI runs it,
+        not crewpoint)."""
         if self.format == "crewpoint" and isinstance(self.entity, CrewState):
             for i, task in enumerate(self.entity.tasks):
                 if not task.agent:
@@ -271,6 +272,8 @@ class CheckpointBody(_Part):
                         ("entity", "tasks", i, "agent"),
                         f"expected the id of one of the crew's agents, not {_shown(task.agent)}",
                     )
+        if self.format == "crewpoint" and isinstance(self.entity, FlowState) and not self.entity.class_:
+            raise _Refused(("entity", "class"), f"expected the flow's class path, not {_shown(self.entity.class_)}")
         if self.format == "crewpoint" and isinstance(self.entity, AgentState) and self.entity.pending is None:
             raise _Refused(("entity", "pending"), "expected the list of messages the agent was given, not null")
         return self
@@ -362,9 +365,36 @@ def load_body(raw: Any, source: str = "checkpoint") -> CheckpointBody:
     return typed
 
 
-def check_flow_state(error: ValidationError, source: str) -> DamagedBody:
-    """A flow's state that its state class refuses, as a damaged body naming ``entity.state.<field>``."""
-    return _damaged(error, None, source, ("entity", "state"))
+def refused_by_class(error: ValidationError, source: str, where: Sequence[str | int]) -> DamagedBody:
+    """Data the schema leaves to a class (a flow's state, an LLM's or tool's fields) that the class refuses, as a
+    damaged body naming the field below ``where`` (``entity.state.count``)."""
+    return _damaged(error, None, source, tuple(where))
+
+
+def owner_of(error: ValidationError, body: Body) -> tuple[str | int, ...] | None:
+    """Where in ``body`` the fields a class refused sit: the one ``{"class": ..., "fields": {...}}`` entry naming
+    a class called ``error.title`` whose fields hold the refused value (its path ending in ``fields``), or None."""
+    first = error.errors()[0]
+    loc = first["loc"]
+    if not loc:
+        return None
+    found: list[tuple[str | int, ...]] = []
+
+    def walk(value: Any, here: tuple[str | int, ...]) -> None:
+        if isinstance(value, dict):
+            name, fields = value.get("class"), value.get("fields")
+            if isinstance(name, str) and isinstance(fields, dict) and name.rpartition(".")[2] == error.title:
+                value_there, present = _value_at(fields, loc)
+                if first["type"] == "missing" or (present and value_there == first["input"]):
+                    found.append((*here, "fields"))
+            for key, inner in value.items():
+                walk(inner, (*here, key))
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                walk(inner, (*here, i))
+
+    walk(body, ())
+    return found[0] if len(found) == 1 else None
 
 
 def _check_events(events: list[dict[str, Any]], body: Body, source: str) -> None:
