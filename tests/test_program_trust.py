@@ -308,6 +308,20 @@ def test_resume_loads_the_bundled_demo_only_for_the_demos_own_checkpoints(projec
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "crewpoint.demo" in _imported_modules(demo.stderr)
 
+    # the fork's checkpoints are the demo's too: resuming one finds the demo's tools
+    forked = next(m for m in _newest_first(project / "demo-store") if m.branch != "main")
+    assert ops.load(forked.id, str(project / "demo-store")).body["origin"]["module"] == "crewpoint.demo"
+    again = subprocess.run(
+        [*IMPORTTIME, "resume", forked.id, "-l", "demo-store"],
+        cwd=project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "crewpoint.demo" in _imported_modules(again.stderr)
+
 
 def test_app_on_a_script_that_starts_a_run_while_it_loads_stops_with_one_line(tmp_path: Path) -> None:
     script = PROGRAM.replace('if __name__ == "__main__":\n    crew.kickoff()', "crew.kickoff()")

@@ -139,7 +139,18 @@ def origin_of(entity: object) -> dict[str, Any] | None:
     resumed by crewpoint's command line without ``--app`` has no origin); the bundled demo is recorded by its
     module name alone.
     """
-    return _not_crewpoints(_find_origin(entity))
+    origin = _not_crewpoints(_find_origin(entity))
+    if origin is None and _continues_the_demo(entity):
+        return {"file": None, "module": DEMO_MODULE, "attr": None}
+    return origin
+
+
+def _continues_the_demo(entity: object) -> bool:
+    """Is ``entity`` the bundled demo's crew or flow, rebuilt from one of its checkpoints? The command line loads the
+    demo only for those, so a resume or fork of a demo checkpoint is the demo's too, and so are its checkpoints."""
+    demo = sys.modules.get(DEMO_MODULE)
+    names = getattr(demo, "DEMO_ENTITIES", ())
+    return demo is not None and getattr(entity, "entity_name", None) in names
 
 
 def _not_crewpoints(origin: dict[str, Any] | None) -> dict[str, Any] | None:
