@@ -51,7 +51,15 @@ def test_the_engine_contract_names_every_module_of_core() -> None:
     for folder in core.iterdir():
         if (folder / "__init__.py").is_file():
             expected |= {f"crewpoint.{folder.name}", f"crewpoint.{folder.name}.**"}
-    assert set(contract("the engine")["source_modules"]) == expected
+    assert set(contract("the engine")["source_modules"]) == expected, "name the new core/ module in the contract"
+
+
+def test_every_module_of_tui_has_its_layer() -> None:
+    """A module of tui/ is the App's (app, serve) or a helper below the screens, named in the widgets contract."""
+    helpers = {f"crewpoint.tui.{path.stem}" for path in (ROOT / "tui").glob("*.py")}
+    helpers -= {"crewpoint.tui.__init__", "crewpoint.tui.app", "crewpoint.tui.serve"}
+    sources = set(contract("widgets and the app's helpers")["source_modules"])
+    assert sources - {"crewpoint.tui.widgets"} == helpers, "name the new tui/ module in pyproject's contracts"
 
 
 def test_every_layer_rule_of_the_design_has_a_contract() -> None:
@@ -86,7 +94,8 @@ def tree(tmp_path: Path) -> Path:
         ("crewpoint/text.py", "import textual.app", "the engine (core/) imports"),
         ("crewpoint/runtime.py", "def _later():\n    from crewpoint.tui import diagnostics", "the engine (core/)"),
         ("crewpoint/events/bus.py", "from crewpoint.screens import help", "the engine (core/) imports"),
-        ("crewpoint/tui/widgets/raw_view.py", "from crewpoint.screens import help", "widgets import no screen"),
+        ("crewpoint/tui/widgets/raw_view.py", "from crewpoint.screens import help", "widgets and the app"),
+        ("crewpoint/tui/feed.py", "from crewpoint.screens import browser", "widgets and the app's helpers"),
         ("crewpoint/screens/help.py", "from crewpoint.tui.app import make_app", "screens import neither"),
         ("crewpoint/tui/cli/listing.py", "def _later():\n    import textual", "headless code"),
         ("crewpoint/tui/progress.py", "from crewpoint.tui.widgets import raw_view", "headless code"),
