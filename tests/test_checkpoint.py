@@ -188,6 +188,7 @@ def test_newer_schema_torn_and_non_utf8_files_are_refused_clearly_and_others_sti
     newer = Path(ms[2].location)
     data = json.loads(newer.read_text())
     data["body"]["schema_version"] = 99
+    del data["meta"]["digest"]  # an edited body with its digest kept is altered; without one, it is read
     newer.write_text(json.dumps(data))
     torn = Path(ms[3].location)
     torn.write_bytes(torn.read_bytes()[: torn.stat().st_size // 2])
@@ -207,8 +208,10 @@ def test_newer_schema_torn_and_non_utf8_files_are_refused_clearly_and_others_sti
 
 
 def test_a_failed_write_is_logged_counted_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
-    Path("blocked").write_text("a file where the store folder should be")
-    crew = demo_crew(checkpoint=CheckpointConfig(location="blocked/store"))
+    # The store's folder can be written (so the run starts) but its branch folder is a file.
+    Path("blocked").mkdir()
+    Path("blocked", "main").write_text("a file where the branch folder should be")
+    crew = demo_crew(checkpoint=CheckpointConfig(location="blocked"))
     with caplog.at_level(logging.WARNING, logger="crewpoint.checkpoint"):
         result = crew.kickoff(inputs=DEMO_INPUTS)
     assert len(result.tasks_output) == 4
