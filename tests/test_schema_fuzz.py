@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.flow import Flow, listen, start
+from crewpoint.knowledge import StringKnowledgeSource
 
 
 class Counts(BaseModel):
@@ -64,7 +65,8 @@ def crew():
     editor = Agent(role="Editor", goal="edit", backstory="careful")
     one = Task(name="research", description="research {topic}", expected_output="facts", agent=writer)
     two = Task(name="draft", description="draft it", expected_output="text", agent=editor, context=[one])
-    return Crew(agents=[writer, editor], tasks=[one, two], memory=True)
+    notes = StringKnowledgeSource(content="Tides follow the moon.")
+    return Crew(agents=[writer, editor], tasks=[one, two], memory=True, knowledge_sources=[notes])
 
 
 if __name__ == "__main__":
