@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import hashlib
 import json
 import threading
 from collections.abc import AsyncIterator, Iterable
@@ -23,6 +24,7 @@ from crewpoint.providers.base import (
     CheckpointMeta,
     CheckpointNotFound,
     CheckpointRecord,
+    DamagedCheckpoint,
     StoreChange,
 )
 from crewpoint.providers.chunks import encode_json
@@ -101,7 +103,9 @@ class MemoryProvider(BaseProvider):
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
         ref = f"{name}#{meta.id}"
-        stored = meta.with_(size=len(text.encode("utf-8", "surrogatepass")), location=ref, damaged=None)
+        data = text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()
+        stored = meta.with_(size=len(data), location=ref, damaged=None, body_length=len(data), digest=digest)
         with _lock:
             store = _stores.setdefault(name, _Store())
             if store.read_only is not None:
@@ -122,7 +126,19 @@ class MemoryProvider(BaseProvider):
                 wanted = latest.id
             found = match_prefix(builtins.list(store.records), wanted, name)
             meta, text = store.records[found]
+        if meta.digest:
+            data = text.encode("utf-8", "surrogatepass")
+            if len(data) != meta.body_length or hashlib.sha256(data).hexdigest() != meta.digest:
+                raise DamagedCheckpoint(f"{meta.location}: its body does not match the digest its metadata records")
         return CheckpointRecord(meta, json.loads(text))
+
+    def check_writable(self, location: str) -> None:
+        """A store set read-only (:meth:`set_read_only`) is refused before a run starts."""
+        with _lock:
+            store = _stores.get(_name(location))
+            reason = store.read_only if store is not None else None
+        if reason is not None:
+            raise CheckpointError(f"cannot write checkpoints to {_name(location)}: {reason}")
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         if branch is not None:

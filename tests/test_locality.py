@@ -72,7 +72,7 @@ def test_a_record_whose_branch_disagrees_with_its_folder_is_damaged_and_never_re
     above = tmp_path / "work"
     before = tree(above) - tree(store)
 
-    line = refused(run_cli("resume", str(crafted), cwd=project))
+    line = refused(run_cli("resume", str(crafted), cwd=project)).replace(str(tmp_path), "")
     assert "damaged" in line and "x/y/z" in line
     # Nothing was written beside the store: no checkpoints, .runs/ or index in the folders above it.
     assert tree(above) - {f".checkpoints/{p}" for p in tree(store)} - {".checkpoints"} == before - {".checkpoints"}
@@ -98,7 +98,7 @@ def test_a_lone_checkpoint_file_is_read_but_no_run_writes_beside_it(project: Pat
     before_home, before_top = tree(home), set(os.listdir(tmp_path))
 
     for command in (["resume", str(lone)], ["fork", str(lone), "--branch", "try"], ["info", str(lone)]):
-        line = refused(run_cli(*command, cwd=downloads))
+        line = refused(run_cli(*command, cwd=downloads)).replace(str(tmp_path), "")
         assert "no store is found from it" in line
     assert tree(home) == before_home and set(os.listdir(tmp_path)) == before_top
 
