@@ -429,6 +429,27 @@ class PostgresProvider(BaseProvider):
             self._store(where, conn, create=False)
         return where.name
 
+    def check_writable(self, location: str) -> None:
+        """Refuse, before a run starts, a store on a server this process cannot reach or write: a standby, a
+        read-only session, or a role without the right to write the store (or to make it). One query."""
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            row = conn.execute(
+                "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'),"
+                " CASE WHEN to_regclass(%s) IS NOT NULL THEN has_table_privilege(to_regclass(%s), 'INSERT')"
+                " ELSE has_database_privilege(current_database(), 'CREATE') OR EXISTS (SELECT 1 FROM pg_namespace"
+                " WHERE nspname = %s AND has_schema_privilege(oid, 'CREATE')) END",
+                [f'"{where.schema}".checkpoints', f'"{where.schema}".checkpoints', where.schema],
+            ).fetchone()
+            conn.rollback()
+        if row is None:
+            return
+        standby, read_only, allowed = row
+        if standby or read_only == "on":
+            raise CheckpointError(f"cannot write checkpoints to {where.name}: the server is read-only")
+        if not allowed:
+            raise CheckpointError(f"cannot write checkpoints to {where.name}: this role may not write the store")
+
     def store_of(self, meta: CheckpointMeta) -> str:
         return split_ref(meta.location)[0]
 

@@ -251,3 +251,19 @@ def test_an_index_written_before_length_checks_never_vouches_for_a_cut_file() ->
     listed_again = {m.id: m for m in provider.list(store)}
     assert "cut short" in (listed_again[newest.id].damaged or "")
     assert json.loads(index.read_text().splitlines()[0])["crewpoint_index"] == 2
+
+
+def test_a_read_only_postgresql_session_is_refused_before_a_run(pg_location: str) -> None:
+    from crewpoint.providers import PostgresProvider
+
+    provider = PostgresProvider()
+    try:
+        provider.check_writable(pg_location)  # a store that can be made
+        read_only = pg_location + "&options=-cdefault_transaction_read_only%3Don"
+        with pytest.raises(CheckpointError, match="read-only"):
+            provider.check_writable(read_only)
+        crew = demo_crew(checkpoint=CheckpointConfig(location=read_only, provider=provider))
+        with pytest.raises(CheckpointError, match="read-only"):
+            crew.kickoff(inputs=DEMO_INPUTS)
+    finally:
+        provider.close()
