@@ -11,9 +11,16 @@ top-level list item per line::
     {...}],
     "entity":{...}}}
 
-Listing never parses bodies: ``<location>/.index.jsonl`` caches each file's metadata with its size and mtime;
-a file that is missing from the index or changed since is listed from its first line (and the index updated).
-The index is only a cache: deleting it costs one slower listing.
+The metadata line records ``body_length`` and ``digest``: the length and sha256 of everything after that line.
+Listing never parses bodies: a file whose size disagrees with its header's body length (cut short, or grown)
+is listed as damaged, and a read checks the digest. ``<location>/.index.jsonl`` caches the metadata of files
+that passed, with their size and mtime; a file that is missing from the index or changed since is listed from
+its first line (and the index updated). The index is only a cache: deleting it costs one slower listing.
+
+A checkpoint file names its store only through its real folders: ``<store>/<branch parts>/<file>``, each folder
+the part of the branch its metadata records, under a folder that is a store (:func:`home_store`). A file in
+another folder of a store is damaged; a file outside any store, or one that is no checkpoint, names no store,
+so nothing is ever written or deleted beside it.
 
 Writes are atomic (hidden temp file in the same folder, fsync, rename, fsync of the folder); files are 0600
 and the folders this provider creates 0700. A branch may contain ``/`` (nested folders); names that would
