@@ -63,6 +63,7 @@ from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import (
+    DIGEST_LENGTH,
     MAX_BRANCH,
     MAX_SEQUENCE,
     check_meta,
@@ -323,8 +324,6 @@ class JsonProvider(BaseProvider):
                 line = [size, mtime, *_values(found)]
                 fresh.append(encode_json(line))
                 good.append(line)
-                if found.digest:  # as from the index: a listing carries no digest, a read does
-                    found = found.with_(body_length=0, digest="")
             append(found)
         if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
             _rewrite_index(root, [encode_json(line) for line in good])
@@ -705,14 +704,26 @@ def _parse(data: bytes) -> Any:
         raise ValueError("JSON nested too deeply") from None
 
 
-def _meta_from(raw: Any, size: int, location: str) -> CheckpointMeta:
-    """Build metadata from a stored dict; raises ValueError with a one-line reason."""
+def _meta_from(raw: Any, size: int, location: str, listed: bool = False) -> CheckpointMeta:
+    """Build metadata from a stored dict; raises ValueError with a one-line reason. ``listed``: for a listing,
+    without the body's length and digest (see :func:`_recorded_length`)."""
     if not isinstance(raw, dict):
         raise ValueError("JSON, but not a crewpoint checkpoint (its meta is not an object)")
+    if listed and _POSITIONAL:
+        try:  # the usual case, a header this provider wrote: every field there, taken in order
+            args: tuple[Any, ...] = (*[raw[k] for k in INDEX_FIELDS], size, location)
+            meta = CheckpointMeta(*args)
+        except KeyError:
+            pass
+        else:
+            problem = meta_problem(meta)
+            if problem is not None:
+                raise ValueError(f"bad metadata: {problem}")
+            return meta
     missing = [f for f in ("id", "branch", "sequence", "created_at") if f not in raw]
     if missing:
         raise ValueError(f"JSON, but not a crewpoint checkpoint (meta lacks {', '.join(missing)})")
-    fields = {k: raw[k] for k in STORED_FIELDS if k in raw}
+    fields = {k: raw[k] for k in (INDEX_FIELDS if listed else STORED_FIELDS) if k in raw}
     fields.setdefault("parent_id", None)
     fields.setdefault("lineage", "")
     fields.setdefault("trigger", "")
@@ -789,12 +800,14 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
                 if size is None:
                     size = os.fstat(handle.fileno()).st_size
                 try:
-                    meta = _meta_from(json.loads(head[len(_HEADER) : end - 1]), size, path)
+                    raw = json.loads(head[len(_HEADER) : end - 1])
+                    meta = _meta_from(raw, size, path, listed=True)
                 except (ValueError, RecursionError):
                     meta = None
                 if meta is not None:
-                    if meta.digest:
-                        problem = _length_problem(size - end - 1, meta.body_length)
+                    length = _recorded_length(raw)
+                    if length is not None:
+                        problem = _length_problem(size - end - 1, length)
                     elif size > len(head) or not head.endswith(_TAIL):
                         tail = os.pread(handle.fileno(), len(_TAIL), max(0, size - len(_TAIL)))
                         problem = None if tail == _TAIL else "the file is truncated (its JSON does not end)"
@@ -808,12 +821,14 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         obj = _parse(data)
         if not isinstance(obj, dict) or "meta" not in obj:
             raise ValueError("JSON, but not a crewpoint checkpoint (no meta)")
-        meta = _meta_from(obj["meta"], size, path)
-        if meta.digest:
-            problem = _length_problem(size - data.find(b"\n") - 1, meta.body_length)
+        meta = _meta_from(obj["meta"], size, path, listed=True)
+        length = _recorded_length(obj["meta"])
+        if length is not None:
+            problem = _length_problem(size - data.find(b"\n") - 1, length)
             if problem is not None:
                 raise ValueError(problem)
         return meta
+
     except ValueError as exc:
         if entry is None:
             raise _damage(path, str(exc)) from None
@@ -826,6 +841,20 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         if entry is None:
             raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
         return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
+
+
+def _recorded_length(raw: dict[str, Any]) -> int | None:
+    """The body length a metadata dict records with its digest; None for a record written before digests.
+    Raises ValueError for a length or digest of the wrong kind."""
+    digest = raw.get("digest", "")
+    if digest == "":
+        return None
+    length = raw.get("body_length")
+    if type(digest) is not str or len(digest) != DIGEST_LENGTH:
+        raise ValueError(f"bad metadata: digest must be a sha256 in hex, not {str(digest)[:40]!r}")
+    if type(length) is not int or length < 0:
+        raise ValueError(f"bad metadata: body_length must be a count, not {str(length)[:40]!r}")
+    return length
 
 
 _TAIL = b"}}\n"
