@@ -4,8 +4,8 @@ that names it: ``info``, ``fork`` and ``resume`` exit 0 or 2, never 1, never wit
 The checkpoints come from a real crew run, flow run and agent run (a script run in its own process, on the offline
 model; an agent whose model a crafted body names talks to a model server on 127.0.0.1). Each example copies one
 of them, replaces one field anywhere in the body (entity, tasks, agents, flow state, events, lineage, origin, …)
-with a value of another JSON type, writes it into a store of its own, and runs the command line on it in this
-process; a few fixed cases run as real ``crewpoint`` processes too.
+with a value of another JSON type (or leaves it out), writes it into a store of its own, and runs the command line
+on it in this process; a few fixed cases run as real ``crewpoint`` processes too.
 """
 
 from __future__ import annotations
@@ -170,10 +170,15 @@ OTHER_VALUES = {
 }
 
 
+ABSENT = object()
+"""The field left out altogether (a key removed from its object)."""
+
+
 def other_value(original: Any) -> st.SearchStrategy[Any]:
-    """A value of another JSON type than ``original``."""
+    """A value of another JSON type than ``original``, or no value at all."""
     mine = _kind(original)
-    return st.sampled_from(sorted(k for k in OTHER_VALUES if k != mine)).flatmap(lambda kind: OTHER_VALUES[kind])
+    kinds = sorted(k for k in OTHER_VALUES if k != mine)
+    return st.one_of(st.sampled_from(kinds).flatmap(lambda kind: OTHER_VALUES[kind]), st.just(ABSENT))
 
 
 def replaced(body: dict[str, Any], path: Path_, value: Any) -> dict[str, Any]:
@@ -181,7 +186,10 @@ def replaced(body: dict[str, Any], path: Path_, value: Any) -> dict[str, Any]:
     here: Any = out
     for part in path[:-1]:
         here = here[part]
-    here[path[-1]] = value
+    if value is ABSENT and isinstance(here, dict):
+        del here[path[-1]]
+    else:
+        here[path[-1]] = None if value is ABSENT else value
     return out
 
 

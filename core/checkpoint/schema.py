@@ -174,8 +174,8 @@ class CrewState(_Part):
     name: StrictStr = "crew"
     process: Literal["sequential"] = "sequential"
     memory: StrictBool = False
-    agents: list[AgentState] = Field(default_factory=list)
-    tasks: list[TaskState] = Field(default_factory=list)
+    agents: list[AgentState]
+    tasks: Annotated[list[TaskState], Field(min_length=1)]
     crew_memory: CrewMemoryState | None = None
     knowledge_sources: list[KnowledgeSourceState] = Field(default_factory=list)
     task_callback: StrictStr | None = None
@@ -266,8 +266,9 @@ class CheckpointBody(_Part):
         an agent run holds the messages it was given (a translated body may leave these unknown: CrewAI runs it,
         not crewpoint)."""
         if self.format == "crewpoint" and isinstance(self.entity, CrewState):
+            agents = {a.id for a in self.entity.agents}
             for i, task in enumerate(self.entity.tasks):
-                if not task.agent:
+                if task.agent not in agents:
                     raise _Refused(
                         ("entity", "tasks", i, "agent"),
                         f"expected the id of one of the crew's agents, not {_shown(task.agent)}",
@@ -315,8 +316,14 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
     :func:`load_body` validates what this returns)."""
     if not isinstance(body, dict):
         raise DamagedBody(source, "", f"expected an object, not {_type_name(body)}")
-    # A body translated from another format (CrewAI's) is made by this crewpoint as it reads, so it is current.
-    raw = body.get("schema_version", 0 if body.get("format", "crewpoint") == "crewpoint" else SCHEMA_VERSION)
+    # A body translated from another format (CrewAI's) is made by this crewpoint as it reads, so it is current;
+    # crewpoint's own bodies carry their version, the oldest (0) told by its shape too (``state``, no ``entity``).
+    if body.get("format", "crewpoint") != "crewpoint":
+        raw = body.get("schema_version", SCHEMA_VERSION)
+    elif "schema_version" in body or "state" in body:
+        raw = body.get("schema_version", 0)
+    else:
+        raise DamagedBody(source, "schema_version", "missing")
     if type(raw) is not int or raw < 0:
         raise DamagedBody(source, "schema_version", f"expected a version number, not {_shown(raw)}")
     if raw > SCHEMA_VERSION:
@@ -480,10 +487,9 @@ def _damaged(exc: ValidationError, data: Any, source: str, prefix: tuple[str | i
     errors = exc.errors()
     first = errors[0]
     ctx_error = first.get("ctx", {}).get("error")
-    loc = tuple(first["loc"])
-    if isinstance(ctx_error, _Refused):
-        loc = loc + ctx_error.loc
-    path = _real_path(loc, data, first["type"] == "missing")
+    path = _real_path(tuple(first["loc"]), data, first["type"] == "missing")
+    if isinstance(ctx_error, _Refused):  # a cross-field check names its field below the model that made it
+        path += list(ctx_error.loc)
     if first["type"] == "entity_kind":  # the entity's kind picks its schema: name the field itself
         entity, _ = _value_at(data, path)
         if not isinstance(entity, dict):
