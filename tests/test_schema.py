@@ -125,6 +125,10 @@ def test_keys_the_schema_does_not_know_are_kept_and_a_newer_schema_is_refused() 
         load_body({**body, "schema_version": SCHEMA_VERSION + 1}, "x")
     with pytest.raises(DamagedBody, match=r"schema_version: expected a version number, not '1'"):
         load_body({**body, "schema_version": "1"}, "x")
+    with pytest.raises(DamagedBody, match=r"is damaged: schema_version: missing$"):
+        load_body({k: v for k, v in body.items() if k != "schema_version"}, "x")
+    with pytest.raises(DamagedBody, match=r"is damaged: entity\.tasks: missing$"):
+        load_body({**body, "entity": {k: v for k, v in body["entity"].items() if k != "tasks"}}, "x")
     with pytest.raises(DamagedBody, match=r"entity\.kind: expected crew, flow or agent, not 'robot'"):
         load_body({**body, "entity": {**body["entity"], "kind": "robot"}}, "x")
 

@@ -266,7 +266,7 @@ def fields_of(base: Base) -> st.SearchStrategy[Path_]:
 
 
 FUZZ = settings(
-    max_examples=250,
+    max_examples=200,
     deadline=None,
     derandomize=True,
     database=None,
