@@ -8,9 +8,15 @@ object``) so a command can say it in one line and exit 2 before anything acts on
 
 Fields are typed strictly (a number is never taken for text, nor ``0`` for ``false``); keys the schema does not
 name are kept (``extra="allow"``), so a body translated from CrewAI's format, which carries fewer fields and some
-of its own, validates and comes back whole. What the schema leaves open is said where it is: inputs, flow state
-and method outputs are the user's data, and an LLM's, tool's or knowledge source's ``fields`` are checked by their
-own class when the program rebuilds it.
+of its own, validates and comes back whole. Beyond types, the checks crewpoint's runtime needs before it runs
+anything are made here too: a crew's tasks name its own agents and tasks, a flow names its class, an agent run
+holds its messages. A body in another tool's ``format`` (``crewai``) is only read by crewpoint, never run by it.
+What the schema leaves open is said where it is: inputs, flow state and method outputs are the user's data, and
+an LLM's, tool's or knowledge source's ``fields`` are checked by their own class when the program rebuilds it;
+what that class refuses is named as a field of the body too (:func:`refused_by_class`).
+
+To change the body: add the field to its model here; if old bodies need rewriting, bump :data:`SCHEMA_VERSION`
+and add the step to :data:`MIGRATIONS`.
 
 Version history:
 
