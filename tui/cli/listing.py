@@ -46,7 +46,7 @@ def list_command(
     Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
     the run that wrote it (live, done, interrupted, crashed, failed; - when unknown).
     """
-    from crewpoint.checkpoint import ops
+    from crewpoint.checkpoint import stores as ops  # not checkpoint.ops: a listing reads no body, so no schema
     from crewpoint.providers.base import CheckpointNotFound
     from crewpoint.providers.files import allow_processes
     from crewpoint.tui.diagnostics import no_checkpoints
