@@ -1,0 +1,103 @@
+"""The floor under ``crewpoint checkpoint list STORE``: the least work that prints the same bytes.
+
+``python list_floor.py STORE`` reads what a listing reads (a JSON store's ``.index.jsonl``, a SQLite store's
+``checkpoints`` table), orders it newest first, works out each run's status and prints the same table, with the
+standard library only (no crewpoint import). It does none of the checks a real listing owes its user: it trusts
+the index without looking at the files, reads no run records and assumes every record is whole and every text
+plain, which is why the bench compares its output with crewpoint's byte for byte before it reports a ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Any
+
+COLUMNS = ("id", "parent_id", "branch", "lineage", "sequence", "created_at", "trigger")
+COLUMNS += ("entity_kind", "entity_name", "tasks_done", "tasks_total", "size")
+HEADER = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+CHUNK = 2000  # crewpoint's columns are as wide as its first 2,000 rows need
+LIVE_WINDOW = 10.0  # an unfinished run whose newest checkpoint is this recent reads "live"
+TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
+
+
+def json_rows(root: str) -> list[tuple[Any, ...]]:
+    """The index's rows as :data:`COLUMNS` (its size column is the file's size)."""
+    with open(os.path.join(root, ".index.jsonl"), "rb") as f:
+        data = f.read().strip(b"\n")
+    items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
+    at = {name: i for i, name in enumerate(["size", "mtime_ns", *items[0]["fields"]])}
+    at["size"] = 0
+    picks = [at[c] for c in COLUMNS]
+    unique = {item[at["id"]]: item for item in items[1:]}  # an appended line replaces an earlier one
+    return [tuple(item[i] for i in picks) for item in unique.values()]
+
+
+def sqlite_rows(path: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute(f"SELECT {', '.join(COLUMNS)} FROM checkpoints").fetchall()
+    finally:
+        con.close()
+
+
+def statuses(rows: list[tuple[Any, ...]], now: float) -> dict[tuple[Any, ...], str]:
+    """(lineage, branch, kind, name) → the status word of that run's branch, from its newest checkpoint."""
+    heads: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for row in rows:
+        key = (row[3], row[2], row[7], row[8])
+        head = heads.get(key)
+        if head is None or (row[4], row[5], row[0]) > (head[4], head[5], head[0]):
+            heads[key] = row
+    out = {}
+    for key, head in heads.items():
+        if head[6] in TERMINAL or (head[10] > 0 and head[9] >= head[10]):
+            out[key] = "done"
+        elif now - head[5] < LIVE_WINDOW and head[6] != "crewpoint_fork":
+            out[key] = "live"
+    return out
+
+
+def size_text(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def table(rows: list[tuple[Any, ...]]) -> str:
+    rows.sort(key=lambda r: (r[5], r[4], r[0]), reverse=True)
+    status = statuses(rows, time.time())
+    strftime, localtime = time.strftime, time.localtime
+    cells = [
+        [
+            r[0][:12],
+            strftime("%Y-%m-%d %H:%M:%S", localtime(r[5])),
+            r[2],
+            r[1][:12] if r[1] else "-",
+            r[6],
+            f"{r[7]} {r[8]}" if r[8] and r[8] != r[7] else f"{r[7]} (unnamed)",
+            f"{r[9]}/{r[10]}",
+            size_text(r[11]),
+            status.get((r[3], r[2], r[7], r[8]), "-"),
+        ]
+        for r in rows
+    ]
+    first = [HEADER, *cells[:CHUNK]]
+    widths = [max(len(row[i]) for row in first) for i in range(len(HEADER))]
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format
+    return "".join(line(*row).rstrip() + "\n" for row in [HEADER, *cells])
+
+
+def main(store: str) -> None:
+    rows = sqlite_rows(store) if os.path.isfile(store) else json_rows(store)
+    sys.stdout.write(table(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,91 @@
+"""The side-by-side benches run on tiny stores, so they cannot rot between ``make bench`` runs.
+
+No timing is asserted here (budgets live in bench/): that the floor prints the very bytes ``list`` prints, and
+that the side-by-side rows come out, each with a ratio.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture()
+def bench_modules() -> Iterator[None]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _sqlite_schema(path: str) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _stdout(args: list[str]) -> bytes:
+    return subprocess.run(args, capture_output=True, check=True).stdout
+
+
+@pytest.mark.parametrize("kind", ["JSON", "SQLite"])
+def test_the_floor_prints_what_list_prints(tmp_path: Path, bench_modules: None, kind: str) -> None:
+    from stores import fill_store
+
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    store = str(tmp_path / ("store.db" if kind == "SQLite" else "store"))
+    if kind == "SQLite":
+        provider = SqliteProvider()
+        fill_store(provider, store, 50)
+        provider.close()
+    else:
+        fill_store(JsonProvider(fsync=False), store, 50)
+    listed = _stdout([sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "list", store])
+    floor = _stdout([sys.executable, str(BENCH / "list_floor.py"), store])
+    assert len(listed.splitlines()) == 51  # a header and 50 rows
+    assert b"fork-0" in listed and b"done" in listed  # branches and statuses, not only ids
+    assert floor == listed
+
+
+def test_side_by_side_rows_come_out_for_both_store_kinds(tmp_path: Path, bench_modules: None) -> None:
+    from side_by_side import BASELINE, BUDGET, FLOOR_GOAL, measure, prepare
+
+    known = subprocess.run(["git", "cat-file", "-e", f"{BASELINE}^{{commit}}"], cwd=BENCH, capture_output=True)
+    if known.returncode != 0:
+        pytest.skip(f"this clone does not hold {BASELINE} (a shallow clone): `git fetch --unshallow` enables it")
+    baseline, today = prepare(tmp_path / "side", count=50)
+    for build in (baseline, today):  # ordinary installs: the package's files in the venv, not a link back here
+        assert Path(build.crewpoint).is_file()
+        assert list(build.venv.glob("lib/python*/site-packages/crewpoint/tui/cli/__init__.py"))
+        assert not list(build.venv.glob("lib/python*/site-packages/__editable__*"))
+    # each version wrote its own stores: the baseline's SQLite store is of an older schema than today's
+    assert _sqlite_schema(baseline.stores["SQLite"]) < _sqlite_schema(today.stores["SQLite"])
+    rows = measure(baseline, today, runs=1)
+    names = [row.name for row in rows]
+    assert names == [
+        f"today / {BASELINE}: list 50 (JSON)",
+        f"today / {BASELINE}: list 50 (SQLite)",
+        f"today / {BASELINE}: info of the newest of 50 (JSON)",
+        f"today / {BASELINE}: info of the newest of 50 (SQLite)",
+        "list 50 (JSON) / its floor",
+        "list 50 (SQLite) / its floor",
+    ]
+    assert [row.target for row in rows] == [BUDGET] * 4 + [FLOOR_GOAL] * 2
+    assert all(math.isfinite(row.value) and row.value > 0 for row in rows), [(r.name, r.note) for r in rows]
+    # each version listed the store it wrote itself: the same table shape, other ids
+    for kind in ("JSON", "SQLite"):
+        ours, theirs = today.listing[kind].splitlines(), baseline.listing[kind].splitlines()
+        assert len(ours) == len(theirs) == 51
+        assert ours[1].split()[0] != theirs[1].split()[0]
