@@ -9,13 +9,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.reading import log_text, screen_text, text_of
+from support.waiting import settle, wait_until
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import Input, TextArea
-from textual.worker import WorkerCancelled
+from textual.widgets import Input, Label, RichLog, Static, TextArea
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.screens.browser import BrowserScreen
@@ -77,24 +78,15 @@ def slow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- helpers -------------------------------------------------------------------------------------------------
 
 
-async def settle(pilot: Pilot[None]) -> None:
-    """Let every worker finish and every message land."""
-    for _ in range(3):
-        for _attempt in range(20):
-            try:
-                await pilot.app.workers.wait_for_complete()
-                break
-            except WorkerCancelled:  # a newer request replaced it: what it would have shown is stale
-                await pilot.pause()
-        await pilot.pause()
-
-
-async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
+def palette_choice(pilot: Pilot[None]) -> str:
+    """The command the open command palette would run on enter ("" while it has none)."""
+    palette = pilot.app.screen
+    if not isinstance(palette, CommandPalette):
+        return ""
+    commands = palette.query_one(CommandList)
+    if commands.highlighted is None:
+        return ""
+    return str(commands.get_option_at_index(commands.highlighted).prompt)
 
 
 def browser(pilot: Pilot[None]) -> BrowserScreen:
@@ -123,12 +115,6 @@ def visible_checkpoints(tree: CheckpointTree) -> list[str]:
         if node is not None and isinstance(node.data, CheckpointRef):
             ids.append(node.data.id)
     return ids
-
-
-def screen_text(pilot: Pilot[None]) -> str:
-    """What the terminal shows now, as plain text lines (the screen and any toast or modal on top)."""
-    strips = pilot.app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
 
 
 # -- browsing ------------------------------------------------------------------------------------------------
@@ -320,15 +306,17 @@ async def test_cancelling_a_running_run(slow_template: Path, tmp_path: Path) -> 
         script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8")
         pilot.app.screen.query_one("#fork-app Input", Input).value = f"{script}:crew"
         await settle(pilot)
-        assert f"runs {script}" in screen_text(pilot)  # the file it will execute, shown before it runs
+        note = pilot.app.screen.query_one("#fork-app #app-file", Static)
+        assert text_of(note) == f"runs {script}"  # the file it will execute, shown before it runs
         await pilot.press("y")
-        await wait_until(pilot, lambda: "outline started" in screen_text(pilot), timeout=20)
+        log = screen.run_panel.query_one(RichLog)
+        await wait_until(pilot, lambda: "outline started" in log_text(log), timeout=20)
         assert screen.run_panel.running
         await pilot.press("x")
         await wait_until(pilot, lambda: not screen.run_panel.running, timeout=20)
         await settle(pilot)
         assert screen.run_panel.has_class("-failed")
-        assert "cancelled" in screen_text(pilot)
+        assert "cancelled" in text_of(screen.run_panel.query_one("#run-title", Label))
         assert len(sorted_metas(screen, "stopped")) < 3  # it stopped before finishing its three tasks
 
 
@@ -341,7 +329,7 @@ async def test_live_refresh_while_another_process_writes(store: Path) -> None:
         await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
         screen = browser(pilot)
         await pilot.press("up")  # the user moves: the cursor is theirs
-        await pilot.pause(0.2)
+        await pilot.pause()
         selected = screen.ckpt_tree.chosen_id
         before = len(screen.metas)
         writer = subprocess.Popen(
@@ -548,7 +536,6 @@ async def test_a_damaged_checkpoint_is_marked_and_explained(store: Path) -> None
         assert screen.detail.problem
         text = screen_text(pilot)
         assert "✗" in text and "cannot be opened" in text
-    del data["meta"]["digest"]  # an edited body with its digest kept is altered; without one, it is read
         await pilot.press("f")  # a fork from it is refused with a message, not a crash
         await pilot.pause()
         assert pilot.app.screen is screen
@@ -561,6 +548,7 @@ async def test_a_newer_schema_checkpoint_is_refused_with_its_reason(store: Path)
     data = json.loads(victim.read_text(encoding="utf-8"))
     data["meta"]["schema_version"] = 99
     data["body"]["schema_version"] = 99
+    del data["meta"]["digest"]  # an edited body with its digest kept is altered; without one, it is read
     victim.write_text(json.dumps(data), encoding="utf-8")
     app = make_app(str(store), watch=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -629,7 +617,7 @@ async def test_help_palette_graph_and_mark(store: Path) -> None:
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Fork")
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: "Fork" in palette_choice(pilot))  # the palette has found the command
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen), timeout=5)
         await pilot.press("n")
@@ -652,18 +640,14 @@ async def test_ten_thousand_checkpoints_open_quickly() -> None:
         def compose(self) -> ComposeResult:
             yield CheckpointTree()
 
-    started = time.perf_counter()
+    # How long this takes is measured in bench/ (the app on 10,000 checkpoints); here, that the work stays lazy.
     index = StoreIndex.build(metas)
-    assert time.perf_counter() - started < 2.0
     async with TreeApp().run_test(size=SIZE) as pilot:
         tree = pilot.app.query_one(CheckpointTree)
-        started = time.perf_counter()
         tree.load(index)
         await pilot.pause()
-        assert time.perf_counter() - started < 2.0
         assert len(tree._by_ref) < 1_100  # only the newest branch is filled; the others wait to be opened
-        started = time.perf_counter()
         assert tree.reveal(metas[-1].id)
         await pilot.pause()
-        assert time.perf_counter() - started < 3.0
         assert tree.chosen_id == metas[-1].id
+        assert len(tree._by_ref) < 2_200  # revealing one checkpoint fills its own branch, not all ten

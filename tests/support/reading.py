@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
+from textual.widgets import RichLog
 
 
 def text_of(widget: Widget) -> str:
@@ -18,6 +19,11 @@ def text_of(widget: Widget) -> str:
     if isinstance(content, Text | Content):
         return content.plain
     return str(content)
+
+
+def log_text(log: RichLog) -> str:
+    """Everything a ``RichLog`` holds, its wrapped lines joined back into one line of words."""
+    return " ".join(" ".join("".join(segment.text for segment in strip) for strip in log.lines).split())
 
 
 def screen_text(pilot: Pilot[Any]) -> str:
