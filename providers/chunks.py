@@ -532,6 +532,17 @@ def children_of(payload: bytes) -> set[bytes]:
         return set()
 
 
+def manifest_problem(stored: bytes, length: object, digest: object) -> str | None:
+    """Why a stored (zlib-compressed) manifest does not match the length and digest its row records, or None."""
+    try:
+        manifest = zlib.decompress(stored)
+    except zlib.error:
+        return "its body's manifest is corrupt"
+    if len(manifest) != length or hashlib.sha256(manifest).hexdigest() != digest:
+        return "its body's manifest does not match the digest its row records"
+    return None
+
+
 def join(manifest: bytes, load: Loader, size: int | None = None) -> dict[str, Any]:
     """Rebuild the body ``manifest`` describes; ``load`` returns ``{hash: payload}`` for a list of hashes.
 

@@ -19,7 +19,7 @@ from crewpoint.providers import chunks
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound, UnsupportedSchema
 from crewpoint.providers.pg_location import PgLocation
 from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import ID_RE, checked, match_prefix
+from crewpoint.providers.refs import ID_RE, checked, damaged_meta, match_prefix
 from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
 
 if TYPE_CHECKING:
@@ -193,6 +193,28 @@ def list_metas(conn: psycopg.Connection[Any], store: PgStore, branch: str | None
         rows = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints WHERE branch = %s", [branch]).fetchall()
     name = store.where.name
     return newest_first(row_meta(row, name) for row in rows)
+
+
+def sound_bodies(
+    conn: psycopg.Connection[Any], store: PgStore, metas: builtins.list[CheckpointMeta]
+) -> builtins.list[CheckpointMeta]:
+    """``metas`` with those whose body is missing, or whose manifest does not match its recorded digest, marked
+    damaged: a prune never counts them (nor deletes them by a count). Chunks are checked when a body is read."""
+    digests = ", c.body_length, c.digest" if store.version >= 2 else ", 0, ''"
+    rows = conn.execute(
+        f"SELECT c.id, b.manifest{digests} FROM {store.s}.checkpoints c LEFT JOIN {store.s}.bodies b ON b.id = c.id"
+    ).fetchall()
+    bad: dict[str, str] = {}
+    for checkpoint_id, manifest, length, digest in rows:
+        if manifest is None:
+            bad[checkpoint_id] = "its body is missing"
+        elif digest:
+            problem = chunks.manifest_problem(bytes(manifest), length, digest)
+            if problem is not None:
+                bad[checkpoint_id] = problem
+    if not bad:
+        return metas
+    return [damaged_meta(m, bad[m.id]) if m.id in bad and m.damaged is None else m for m in metas]
 
 
 def meta_of(conn: psycopg.Connection[Any], store: PgStore, checkpoint_id: str) -> CheckpointMeta | None:

@@ -69,6 +69,7 @@ from crewpoint.providers.pg_sql import (
     report_crashed,
     resolve,
     runs_of,
+    sound_bodies,
     steps_back_sql,
 )
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
@@ -404,7 +405,7 @@ class PostgresProvider(BaseProvider):
             store = self._store(where, conn, create=False)
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
-                plan = strategy.plan(list_metas(conn, store, None), runs_of(conn, store))
+                plan = strategy.plan(sound_bodies(conn, store, list_metas(conn, store, None)), runs_of(conn, store))
                 if plan.doomed and not dry_run:
                     delete_checkpoints(conn, store.s, plan.ids)
                     notify(conn, where, DELETE)

@@ -41,7 +41,7 @@ from crewpoint.providers.base import (
 )
 from crewpoint.providers.files import make_private_dirs, probe_file, remove_stale_temp_files, temp_name
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
-from crewpoint.providers.refs import ID_RE, check_meta, checked, match_prefix, split_ref
+from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
 
 if TYPE_CHECKING:
@@ -623,7 +623,8 @@ class SqliteProvider(BaseProvider):
             if store.read_only is not None:
                 raise CheckpointError(f"cannot prune {path}: {store.read_only}")
             with _immediate(store.db):
-                plan = strategy.plan(self._list(store.db, path, None), _runs(store.db))
+                metas = _sound_bodies(store.db, self._list(store.db, path, None), store.version)
+                plan = strategy.plan(metas, _runs(store.db))
                 if plan.doomed and not dry_run:
                     self._delete(store.db, plan.ids)
         return plan
@@ -827,6 +828,24 @@ def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
     """One row's metadata; a row with a wrong-typed field comes back damaged, with the reason."""
     # the columns are the first fields of CheckpointMeta, in order (id ... version, size)
     return checked(CheckpointMeta(*row, location=f"{path}#{row[0]}"))  # type: ignore[misc]
+
+
+def _sound_bodies(db: Db, metas: builtins.list[CheckpointMeta], version: int) -> builtins.list[CheckpointMeta]:
+    """``metas`` with those whose body is missing, or whose manifest does not match its recorded digest, marked
+    damaged: a prune never counts them (nor deletes them by a count). Chunks are checked when a body is read."""
+    digests = ", c.body_length, c.digest" if version >= 3 else ", 0, ''"
+    bad: dict[str, str] = {}
+    query = f"SELECT c.id, b.manifest{digests} FROM checkpoints c LEFT JOIN bodies b ON b.id = c.id"
+    for checkpoint_id, manifest, length, digest in db.execute(query):
+        if manifest is None:
+            bad[checkpoint_id] = "its body is missing"
+        elif digest:
+            bad_reason = chunks.manifest_problem(manifest, length, digest)
+            if bad_reason is not None:
+                bad[checkpoint_id] = bad_reason
+    if not bad:
+        return metas
+    return [damaged_meta(m, bad[m.id]) if m.id in bad and m.damaged is None else m for m in metas]
 
 
 def _load(db: Db, hashes: list[bytes]) -> dict[bytes, bytes]:

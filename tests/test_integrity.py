@@ -267,3 +267,43 @@ def test_a_read_only_postgresql_session_is_refused_before_a_run(pg_location: str
             crew.kickoff(inputs=DEMO_INPUTS)
     finally:
         provider.close()
+
+
+def test_a_sqlite_record_without_its_body_is_never_kept_in_place_of_a_readable_one() -> None:
+    store = make_store("s.db")
+    metas = [m for m in SqliteProvider().list(store) if m.entity_kind == "crew"]
+    newest, readable = metas[0], metas[1]
+    db = sqlite3.connect(store)
+    db.execute("DELETE FROM bodies WHERE id = ?", [newest.id])
+    db.commit()
+    db.close()
+    dry = run_cli("prune", store, "--keep", "1", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert readable.id not in dry.stdout and newest.id not in dry.stdout
+    result = run_cli("prune", store, "--keep", "1")
+    assert result.returncode == 0, result.stderr
+    left = {m.id for m in SqliteProvider().list(store)}
+    assert {newest.id, readable.id} <= left
+    assert SqliteProvider().read(store, readable.id).body["entity"]
+
+
+def test_a_postgresql_record_without_its_body_is_never_kept_in_place_of_a_readable_one(pg_location: str) -> None:
+    import psycopg
+
+    from crewpoint.providers import PostgresProvider
+    from crewpoint.providers.pg_location import parse
+    from crewpoint.providers.prune import PruneStrategy
+
+    provider = PostgresProvider()
+    try:
+        demo_crew(checkpoint=CheckpointConfig(location=pg_location, provider=provider)).kickoff(inputs=DEMO_INPUTS)
+        metas = [m for m in provider.list(pg_location) if m.entity_kind == "crew"]
+        newest, readable = metas[0], metas[1]
+        where = parse(pg_location)
+        with psycopg.connect(where.conninfo, autocommit=True) as conn:
+            conn.execute(f'DELETE FROM "{where.schema}".bodies WHERE id = %s', [newest.id])
+        plan = provider.prune(pg_location, PruneStrategy(keep=1))
+        assert readable.id not in plan.ids and newest.id not in plan.ids
+        assert provider.read(pg_location, readable.id).body["entity"]
+    finally:
+        provider.close()
