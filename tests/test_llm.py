@@ -163,11 +163,24 @@ def test_offline_delay_and_call_count_are_not_saved() -> None:
     }
 
 
-async def test_offline_async_call_sleeps_without_blocking_the_loop() -> None:
+async def test_offline_async_call_sleeps_without_blocking_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     llm = OfflineLLM(delay=0.2)
-    started = time.monotonic()
+    sleeping: list[float] = []
+    both_asleep = asyncio.Event()
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, result: object = None) -> object:
+        if delay != 0.2:
+            return await real_sleep(delay, result)
+        sleeping.append(delay)
+        if len(sleeping) == 2:
+            both_asleep.set()
+        await asyncio.wait_for(both_asleep.wait(), 30)  # the other call goes to sleep while this one sleeps
+        return result
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
     replies = await asyncio.gather(llm.ainvoke([user("alpha beta")]), llm.ainvoke([user("alpha beta")]))
-    assert time.monotonic() - started < 0.38
+    assert sleeping == [0.2, 0.2]
     assert replies[0] == replies[1] == OfflineLLM().call([user("alpha beta")])
 
 
