@@ -219,3 +219,13 @@ def test_fields_an_llm_class_refuses_are_named_by_their_path(llm_calls: list[str
     result = cli("checkpoint", "fork", meta.id, "--location", "cp")
     assert result.exit_code == 2 and "entity.agents.0.llm.fields.model" in result.stderr
     assert _files() == before and len(llm_calls) == calls
+
+
+def test_a_resumed_run_continues_the_branch_its_record_is_in_whatever_the_body_says() -> None:
+    record = _first_checkpoint()
+    _, meta = _crafted(record, lambda b: b["lineage"].update(branch="elsewhere", lineage="someone-else"))
+    result = cli("checkpoint", "resume", meta.id, "--location", "cp")
+    assert result.exit_code == 0, result.stderr
+    written = [m for m in ops.list_checkpoints("cp") if m.parent_id == meta.id]
+    assert [(m.branch, m.lineage) for m in written] == [("crafted", meta.lineage)]
+    assert not Path("cp", "elsewhere").exists()

@@ -126,10 +126,11 @@ def pin_locations(entity: Any, config: CheckpointConfig) -> None:
 
 
 def _lineage_block(record: CheckpointRecord, body: CheckpointBody) -> tuple[str, str, int]:
-    """Branch, lineage and sequence the restored run continues: the body's lineage block (validated), with the
-    metadata's where the block leaves one empty."""
+    """Branch, lineage and sequence the restored run continues: as the store records them (the metadata, which
+    the provider checks against where the record sits), the body's lineage block only where the metadata has none.
+    A body never moves its run onto another branch than the one its record is in."""
     block, meta = body.lineage, record.meta
-    return block.branch or meta.branch, block.lineage or meta.lineage, block.sequence or meta.sequence
+    return meta.branch or block.branch, meta.lineage or block.lineage, meta.sequence or block.sequence
 
 
 def restore(
