@@ -191,6 +191,7 @@ class BrowserScreen(Screen[None]):
         self.runs = message.runs
         self.index.set_runs(message.runs)
         self.ckpt_tree.tick()
+        self._follow_live_runs()  # a run's record can show it live before its next checkpoint does
 
     @on(StoreListed)
     def _listed(self, message: StoreListed) -> None:

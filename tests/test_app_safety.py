@@ -424,7 +424,7 @@ async def test_x_offers_to_stop_a_live_run_started_elsewhere(store: Path) -> Non
             if process.poll() is None:
                 process.kill()
         assert next(r for r in read_runs(str(store)) if r.pid == process.pid).status == "interrupted"
-        await wait_until(pilot, lambda: "⏸ interrupted" in screen_text(pilot), timeout=10)
+        await wait_until(pilot, lambda: "■ interrupted" in screen_text(pilot), timeout=10)
 
 
 async def test_a_status_word_filters_the_tree(store: Path) -> None:
