@@ -3,8 +3,9 @@
 ``python list_floor.py STORE`` reads what a listing reads (a JSON store's ``.index.jsonl``, a SQLite store's
 ``checkpoints`` table), orders it newest first, works out each run's status and prints the same table, with the
 standard library only (no crewpoint import). It does none of the checks a real listing owes its user: it trusts
-the index without looking at the files, reads no run records and assumes every record is whole and every text
-plain, which is why the bench compares its output with crewpoint's byte for byte before it reports a ratio.
+the index without looking at the files (``--check-files`` adds that one), reads no run records and assumes every
+record is whole and every text plain, which is why the bench compares its output with crewpoint's byte for byte
+before it reports a ratio.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ LIVE_WINDOW = 10.0  # an unfinished run whose newest checkpoint is this recent r
 TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
 
 
-def json_rows(root: str) -> list[tuple[Any, ...]]:
-    """The index's rows as :data:`COLUMNS` (its size column is the file's size)."""
+def json_rows(root: str, check_files: bool = False) -> list[tuple[Any, ...]]:
+    """The index's rows as :data:`COLUMNS` (its size column is the file's size). ``check_files``: also what a
+    listing must do to trust its index, look at every checkpoint file (``lstat``), and keep only the rows whose
+    file has the size and time the index recorded."""
     with open(os.path.join(root, ".index.jsonl"), "rb") as f:
         data = f.read().strip(b"\n")
     items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
@@ -33,7 +36,25 @@ def json_rows(root: str) -> list[tuple[Any, ...]]:
     at["size"] = 0
     picks = [at[c] for c in COLUMNS]
     unique = {item[at["id"]]: item for item in items[1:]}  # an appended line replaces an earlier one
+    if check_files:
+        files = _files(root)
+        unique = {i: item for i, item in unique.items() if files.get(i) == (item[0], item[1])}
     return [tuple(item[i] for i in picks) for item in unique.values()]
+
+
+def _files(root: str) -> dict[str, tuple[int, int]]:
+    """Checkpoint id → (size, mtime_ns) of each checkpoint file (``<sequence>_<time>_<id>_<parent>.json``)."""
+    out = {}
+    folders = [os.path.join(root, name) for name in os.listdir(root) if not name.startswith(".")]
+    while folders:
+        folder = folders.pop()
+        for entry in os.scandir(folder):
+            if entry.name.endswith(".json"):
+                stat = entry.stat(follow_symlinks=False)
+                out[entry.name.split("_")[2]] = (stat.st_size, stat.st_mtime_ns)
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+    return out
 
 
 def sqlite_rows(path: str) -> list[tuple[Any, ...]]:
@@ -94,10 +115,10 @@ def table(rows: list[tuple[Any, ...]]) -> str:
     return "".join(line(*row).rstrip() + "\n" for row in [HEADER, *cells])
 
 
-def main(store: str) -> None:
-    rows = sqlite_rows(store) if os.path.isfile(store) else json_rows(store)
+def main(store: str, check_files: bool = False) -> None:
+    rows = sqlite_rows(store) if os.path.isfile(store) else json_rows(store, check_files)
     sys.stdout.write(table(rows))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--check-files" in sys.argv[2:])
