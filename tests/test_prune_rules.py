@@ -297,3 +297,15 @@ def test_checkpoint_started_precedes_each_written_checkpoint_and_pruned_names_wh
     assert removed == []  # a dry run deletes nothing and says nothing was pruned
     ops.prune("store", ops.PruneStrategy(keep=1))
     assert removed == [plan.ids]
+
+
+def test_the_programs_restore_config_may_bound_a_rebuilt_run_and_the_checkpoints_never_does() -> None:
+    for _ in range(3):
+        crew().kickoff(inputs={"topic": "tides"})
+    first = min(metas(), key=lambda m: m.created_at)
+    before = ids()
+    Crew.from_checkpoint(CheckpointConfig(restore_from=first.location)).kickoff()
+    assert before <= ids()  # no max_checkpoints in the program: nothing is deleted
+    assert len(ids()) == 9 + 2
+    Crew.from_checkpoint(CheckpointConfig(restore_from=first.location, max_checkpoints=1)).kickoff()
+    assert ids() == {metas()[0].id, first.id}  # the newest, and the one two runs went on from

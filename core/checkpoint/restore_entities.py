@@ -162,6 +162,9 @@ def restore(
     else:
         entity = build_entity(record, body, flow_cls)
     run = run_config(record, entity.checkpoint)
+    if isinstance(config, CheckpointConfig) and config.max_checkpoints is not None:
+        # the program's own CheckpointConfig(restore_from=..., max_checkpoints=N): the running program prunes
+        run = run.model_copy(update={"max_checkpoints": config.max_checkpoints})
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
     branch, lineage, sequence = _lineage_block(record, body)
