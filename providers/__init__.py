@@ -292,7 +292,7 @@ register_provider("json", "crewpoint.providers.json_provider:JsonProvider", _is_
 
 def _is_crewai(kind: str) -> Callable[[str], bool]:
     def detect(location: str) -> bool:
-        from crewpoint.providers.crewai_detect import crewai_kind
+        from crewpoint.providers.crewai.detect import crewai_kind
 
         return not _has_scheme(location) and crewai_kind(location) == kind
 
@@ -301,14 +301,14 @@ def _is_crewai(kind: str) -> Callable[[str], bool]:
 
 register_provider(
     "crewai-sqlite",
-    "crewpoint.providers.crewai_sqlite:CrewAISqliteProvider",
+    "crewpoint.providers.crewai.sqlite_store:CrewAISqliteProvider",
     _is_crewai("crewai-sqlite"),
     priority=20,
     read_only=True,
 )
 register_provider(
     "crewai-json",
-    "crewpoint.providers.crewai_json:CrewAIJsonProvider",
+    "crewpoint.providers.crewai.json_store:CrewAIJsonProvider",
     _is_crewai("crewai-json"),
     priority=5,
     read_only=True,

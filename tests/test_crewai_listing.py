@@ -18,9 +18,9 @@ from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
 from crewpoint.providers import files
-from crewpoint.providers.crewai_json import CrewAIJsonProvider, read_dump
-from crewpoint.providers.crewai_listing import describe_dump, json_facts
-from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider, _facts_of, _whole_facts, connect
+from crewpoint.providers.crewai.json_store import CrewAIJsonProvider, read_dump
+from crewpoint.providers.crewai.listing import describe_dump, json_facts
+from crewpoint.providers.crewai.sqlite_store import CrewAISqliteProvider, _facts_of, _whole_facts, connect
 
 KEY_NAME = "sk-" + "ant-" + "NAMEDNAMEDNAMEDNAMEDNAMED"  # key-shaped, assembled here only
 
@@ -210,7 +210,7 @@ def test_a_fifo_or_link_swapped_in_after_the_walk_is_never_read(json_store: Path
     secret.write_text('{"crewai_version": "x", "entities": [{"entity_type": "crew", "name": "SECRET"}]}')
     script = f"""
 import os, sys
-from crewpoint.providers.crewai_json import CrewAIJsonProvider
+from crewpoint.providers.crewai.json_store import CrewAIJsonProvider
 provider = CrewAIJsonProvider()
 listing = provider._lazy({str(json_store)!r}, None)
 fifo, link = listing.entries[0], listing.entries[1]
@@ -230,7 +230,7 @@ def test_a_big_first_listing_read_by_two_processes_is_the_same_as_one(
 ) -> None:
     """`list` reads a big CrewAI store the first time in two forked processes; what it prints is what one
     process reads, row for row, and it leaves no process behind."""
-    from crewpoint.providers.crewai_json import PARALLEL_FROM
+    from crewpoint.providers.crewai.json_store import PARALLEL_FROM
 
     source = copy_json_store(tmp_path / "source")
     dumps = [p.read_bytes() for p in sorted(source.rglob("*.json"))]
@@ -256,7 +256,7 @@ def test_a_big_first_listing_read_by_two_processes_is_the_same_as_one(
     assert FAKE_KEY not in listed.stdout
     if (os.cpu_count() or 1) >= 2:  # the listing above did use two processes
         script = (
-            "from crewpoint.providers import crewai_json as j\n"
+            "from crewpoint.providers.crewai import json_store as j\n"
             "from crewpoint.providers.files import allow_processes\n"
             f"allow_processes(); j.CrewAIJsonProvider().list({str(store)!r}); print(j._processes['pool'] is not None)"
         )

@@ -27,9 +27,9 @@ from crewpoint.providers import (
     provider_for,
     split_ref,
 )
-from crewpoint.providers.crewai_common import MASK, mask_text, mask_value
-from crewpoint.providers.crewai_json import CrewAIJsonProvider
-from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider
+from crewpoint.providers.crewai.common import MASK, mask_text, mask_value
+from crewpoint.providers.crewai.json_store import CrewAIJsonProvider
+from crewpoint.providers.crewai.sqlite_store import CrewAISqliteProvider
 from crewpoint.providers.prune import PruneStrategy
 
 PROJECT_KEY = "sk-" + "proj-" + "ABCDEFGHIJKLMNOPQRSTUVWX"  # key-shaped test values, assembled here only
@@ -232,7 +232,7 @@ def test_jsonb_without_a_new_enough_sqlite_says_what_to_install(sqlite_store: Pa
     code = (
         "import sys; sys.modules['apsw'] = None\n"
         "import sqlite3\n"
-        "from crewpoint.providers.crewai_sqlite import CrewAISqliteProvider, JSONB_VERSION\n"
+        "from crewpoint.providers.crewai.sqlite_store import CrewAISqliteProvider, JSONB_VERSION\n"
         "if sqlite3.sqlite_version_info >= JSONB_VERSION: print('NEW-ENOUGH'); raise SystemExit\n"
         "from crewpoint.providers.base import CheckpointError\n"
         f"try: CrewAISqliteProvider().list({str(sqlite_store)!r})\n"
@@ -300,8 +300,8 @@ def test_a_damaged_database_row_is_damaged_and_hides_nothing(sqlite_store: Path)
 def test_the_crewai_modules_load_neither_textual_nor_the_engine() -> None:
     code = (
         "import sys\n"
-        "import crewpoint.providers.crewai_json, crewpoint.providers.crewai_sqlite, crewpoint.providers.crewai_fork\n"
-        "import crewpoint.providers.crewai_copy, crewpoint.providers.crewai_detect\n"
+        "import crewpoint.providers.crewai.json_store, crewpoint.providers.crewai.sqlite_store\n"
+        "import crewpoint.providers.crewai.fork, crewpoint.providers.crewai.copy, crewpoint.providers.crewai.detect\n"
         "layers = ('textual', 'crewpoint.checkpoint', 'crewpoint.crew', 'crewpoint.runtime', 'crewpoint.tui',"
         " 'crewpoint.screens', 'pydantic')\n"
         "print(sorted(m for m in sys.modules if m.startswith(layers)))\n"

@@ -47,7 +47,7 @@ def plan_fork(
     """
     body = body_of(record)
     if body.format == "crewai":  # CrewAI's own checkpoint: planned on its dump, run by CrewAI
-        from crewpoint.providers.crewai_fork import plan_body
+        from crewpoint.providers.crewai.fork import plan_body
 
         return ForkPlan(*plan_body(record.body, inputs or {}, outputs or {}))
     from crewpoint.checkpoint.restore_entities import entity_class

@@ -151,11 +151,11 @@ def _crewai_run(
 
     With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
     ``checkpoint`` event, and CrewAI's own output follows line by line. CrewAI gets a copy whose endpoints come
-    from the user's environment (``crewpoint.providers.crewai_runner``), and the endpoints are said first.
+    from the user's environment (``crewpoint.providers.crewai.runner``), and the endpoints are said first.
     """
     from crewpoint.checkpoint import ops
     from crewpoint.providers import crewai_provider_for, split_ref
-    from crewpoint.providers.crewai_fork import crewai_environment, fork_checkpoint, resume_command
+    from crewpoint.providers.crewai.fork import crewai_environment, fork_checkpoint, resume_command
     from crewpoint.providers.refs import match_prefix
 
     streaming = progress == "json"
@@ -203,7 +203,7 @@ def _crewai_run(
                 raise ValueError(f"name the checkpoint to resume in {path}")
             target = match_prefix([m.id for m in metas], wanted, path)
             if is_file:
-                from crewpoint.providers.crewai_json import store_root
+                from crewpoint.providers.crewai.json_store import store_root
 
                 store = store_root(path)
         meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
@@ -217,7 +217,7 @@ def _crewai_run(
             say(f"note: {message}")
             return
         fail(message, EXIT_FAILED)
-    from crewpoint.providers.crewai_runner import handoff
+    from crewpoint.providers.crewai.runner import handoff
 
     with bad_input(ctx), handoff(meta.location, store) as safe:
         say(f"CrewAI resumes {meta.location} ({command[0]})")

@@ -6,7 +6,7 @@ damaged and the order within one second is the parent chain's, then the files' m
 
 Listing has to read each file (the name holds no progress); what it learns is kept per file, keyed by size and
 modification time, so a live view re-reads only the files that changed. Writing goes through
-:mod:`crewpoint.providers.crewai_fork` (a fork in CrewAI's own format), never through this provider.
+:mod:`crewpoint.providers.crewai.fork` (a fork in CrewAI's own format), never through this provider.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import FILE_RE, parse_json, parse_stamp, to_body
-from crewpoint.providers.crewai_listing import (
+from crewpoint.providers.crewai.common import FILE_RE, parse_json, parse_stamp, to_body
+from crewpoint.providers.crewai.listing import (
     Entry,
     Facts,
     LazyListing,

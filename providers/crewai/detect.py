@@ -32,17 +32,17 @@ def _detect(path: str) -> str | None:
     if os.path.isdir(path):
         if os.path.exists(os.path.join(path, ".index.jsonl")):
             return None  # crewpoint's own JSON store
-        from crewpoint.providers.crewai_json import looks_like_crewai_json_store
+        from crewpoint.providers.crewai.json_store import looks_like_crewai_json_store
 
         return "crewai-json" if looks_like_crewai_json_store(path) else None
     if not os.path.isfile(path):
         return None
     if path.endswith(".json"):
-        from crewpoint.providers.crewai_json import is_crewai_json_file
+        from crewpoint.providers.crewai.json_store import is_crewai_json_file
 
         return "crewai-json" if is_crewai_json_file(path) else None
     if path in OPEN_DATABASES or not has_sqlite_header(path):
         return None
-    from crewpoint.providers.crewai_sqlite import is_crewai_database
+    from crewpoint.providers.crewai.sqlite_store import is_crewai_database
 
     return "crewai-sqlite" if is_crewai_database(path) else None

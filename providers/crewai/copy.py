@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
-from crewpoint.providers.crewai_common import mask_value
+from crewpoint.providers.crewai.common import mask_value
 
 
 @dataclass

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta
-from crewpoint.providers.crewai_common import entity_name, main_entity, mask_text, progress
+from crewpoint.providers.crewai.common import entity_name, main_entity, mask_text, progress
 from crewpoint.providers.files import NotRegular, one_look, open_regular
 
 Facts = dict[str, Any]
@@ -348,7 +348,7 @@ def describe_dump(dump: dict[str, Any]) -> Facts:
 
 
 def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str, Any]]:
-    from crewpoint.providers.crewai_common import events_of
+    from crewpoint.providers.crewai.common import events_of
 
     return events_of(dump) if entity.get("entity_type") != "crew" else []
 

@@ -25,9 +25,9 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
-from crewpoint.providers.crewai_common import parse_json, parse_stamp, to_body
-from crewpoint.providers.crewai_json import READ_ONLY
-from crewpoint.providers.crewai_listing import (
+from crewpoint.providers.crewai.common import parse_json, parse_stamp, to_body
+from crewpoint.providers.crewai.json_store import READ_ONLY
+from crewpoint.providers.crewai.listing import (
     SQL_CREW_FIRST,
     SQL_FACTS,
     Entry,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
-from crewpoint.providers.crewai_common import context_ids, main_entity, new_id
+from crewpoint.providers.crewai.common import context_ids, main_entity, new_id
 from crewpoint.providers.refs import check_branch, match_prefix, split_ref
 
 FORK_TRIGGER = "crewpoint_fork"
@@ -214,11 +214,11 @@ def fork_checkpoint(
         raise CheckpointError(f"branch {name!r} already exists in {path}: choose another name with --branch")
     sqlite = provider.kind == "crewai-sqlite"
     if sqlite:
-        from crewpoint.providers.crewai_sqlite import read_dump as read_row
+        from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 
         dump = read_row(os.path.abspath(path), source.id, masked=False)
     else:
-        from crewpoint.providers.crewai_json import read_dump as read_file
+        from crewpoint.providers.crewai.json_store import read_dump as read_file
 
         dump = read_file(source.location, masked=False)
         recorded = dump.get("branch")
@@ -260,7 +260,7 @@ def _json_store_root(named: str, source: str, branch: str) -> str:
     folders (they must be its recorded branch, under a CrewAI store). Never a folder the branch points at."""
     if os.path.isdir(named):
         return named
-    from crewpoint.providers.crewai_detect import crewai_kind
+    from crewpoint.providers.crewai.detect import crewai_kind
 
     root = os.path.dirname(os.path.realpath(source))
     for part in reversed(branch.split("/")):
@@ -306,7 +306,7 @@ def _write_file(root: str, branch: str, name: str, text: str) -> str:
 
 
 def _insert_row(path: str, checkpoint_id: str, parent_id: str, branch: str, text: str) -> str:
-    from crewpoint.providers.crewai_sqlite import _errors, connect
+    from crewpoint.providers.crewai.sqlite_store import _errors, connect
 
     created = checkpoint_id.split("_", 1)[0]
     try:
