@@ -38,6 +38,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -76,6 +77,8 @@ from crewpoint.providers.refs import (
 from crewpoint.providers.runs import RunInfo, run_from_dict
 
 INDEX = ".index.jsonl"
+PRUNE_LOCK = ".prune.lock"
+"""Held (``flock``) by a prune while it plans and deletes, so two processes never prune one store at once."""
 NAME_RE = re.compile(
     r"(\d{1,40})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
 )
@@ -360,6 +363,28 @@ class JsonProvider(BaseProvider):
             remaining = {e.id for e in self._scan(root)}
             _rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
         return removed
+
+    @contextmanager
+    def _pruning(self, location: str) -> Iterator[None]:
+        """The store's prune lock: one prune at a time in this process (a thread lock) and across processes (an
+        advisory ``flock`` on ``.prune.lock`` in the store's folder, where the platform has one)."""
+        with self._prune_lock:
+            try:
+                import fcntl
+            except ImportError:  # no advisory locks here: the thread lock alone
+                yield
+                return
+            root = _root(location)[0]
+            try:
+                fd = os.open(os.path.join(root, PRUNE_LOCK), os.O_RDWR | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
+            except OSError:  # a store that cannot take a lock file cannot be pruned either: the delete says why
+                yield
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing drops the lock
 
     def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
         """As :meth:`BaseProvider.prune`; also removes temporary files that writers killed mid-write left."""

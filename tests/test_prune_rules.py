@@ -309,3 +309,38 @@ def test_the_programs_restore_config_may_bound_a_rebuilt_run_and_the_checkpoints
     assert len(ids()) == 9 + 2
     Crew.from_checkpoint(CheckpointConfig(restore_from=first.location, max_checkpoints=1)).kickoff()
     assert ids() == {metas()[0].id, first.id}  # the newest, and the one two runs went on from
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="needs Linux's /proc/locks to see a waiting lock")
+def test_a_json_prune_waits_for_another_processes_prune_of_the_store() -> None:
+    import fcntl
+    import subprocess
+    import sys
+
+    from support.waiting import wait_for
+
+    from crewpoint.providers.json_provider import PRUNE_LOCK
+
+    for _ in range(2):
+        crew().kickoff(inputs={"topic": "tides"})
+    fd = os.open(Path("store") / PRUNE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    inode = os.fstat(fd).st_ino
+    before = files("store")
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process's prune holds the store
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "prune", "store", "--keep", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+        def waiting() -> bool:
+            with open("/proc/locks") as locks:
+                return any("->" in line and f":{inode} " in line for line in locks)
+
+        wait_for(waiting, "the second prune to wait for the store's lock")
+        assert proc.poll() is None and files("store") == before  # nothing planned or deleted meanwhile
+    finally:
+        os.close(fd)
+    assert proc.wait(timeout=60) == 0
+    assert len(metas()) == 1
