@@ -83,6 +83,11 @@ class RuntimeState:
         """The newest checkpoint of this run (at first: the one it resumes from). It may be on its way to the
         store; once every write is done (the end of a run) it is the newest actually written."""
         self.written_id: str | None = parent_id
+        self.own: set[str] = set()
+        """The checkpoints this run wrote: with :attr:`prunes_own_only`, the only ones its pruning may delete."""
+        self.prunes_own_only = False
+        """The run's entity was rebuilt from a checkpoint (not the program's own object): which entity and branch
+        it is, the checkpoint says, so ``max_checkpoints`` trims only what this run wrote itself."""
         """The newest checkpoint of this run actually written (or the one it resumes from)."""
         self._lost: set[str] = set()
         self.sequence = sequence
@@ -218,6 +223,7 @@ class RuntimeState:
         self.written += 1
         self.last_ref = ref
         self.written_id = record.meta.id
+        self.own.add(record.meta.id)
         heartbeat = self.heartbeat
         if heartbeat is not None and not heartbeat.recorded:
             heartbeat.beat()  # the store exists now: record the run at once rather than at the next beat
@@ -273,6 +279,7 @@ class RuntimeState:
             entity=(self.root.entity_kind, self.root.entity_name),
             protect=protect,
             own_run=self.run_id,
+            only=frozenset(self.own) if self.prunes_own_only else None,
         )
         try:
             prune_store(provider, location, strategy, source=self)

@@ -127,7 +127,8 @@ class PruneStrategy:
 
     ``keep``: beyond the newest N checkpoints of each entity (kind and name) per branch. ``older_than``: created
     more than that many seconds before ``now``. With both, only checkpoints both name. ``branch`` and ``entity``
-    narrow the prune to one branch, one entity.
+    narrow the prune to one branch, one entity; ``only`` (a run's own checkpoints) to the ids it holds: the
+    others still count, but are never deleted.
 
     Never deleted: damaged records (they never count either), ids in ``protect`` (the checkpoint a run resumes
     from, the one it wrote last), the checkpoints of live runs other than ``own_run`` and every ancestor of their
@@ -143,6 +144,7 @@ class PruneStrategy:
     protect: frozenset[str] = frozenset()
     own_run: str | None = None
     force: bool = False
+    only: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.keep is None and self.older_than is None:
@@ -190,4 +192,6 @@ class PruneStrategy:
         if self.older_than is not None:
             cutoff = now - self.older_than
             chosen &= {m.id for m in scoped if m.created_at < cutoff}
+        if self.only is not None:
+            chosen &= self.only
         return chosen

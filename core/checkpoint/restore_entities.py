@@ -180,6 +180,7 @@ def restore(
         sequence=sequence,
         resumed_from=record.meta.id,
     )
+    state.prunes_own_only = target is None  # a rebuilt entity is what the checkpoint says: it trims only its own
     entity.attach_runtime(state, inputs)
     event_bus.emit(entity, CheckpointRestoredEvent(checkpoint_id=record.meta.id, location=record.meta.location))
     if fork_branch is not None:
