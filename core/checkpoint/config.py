@@ -39,6 +39,8 @@ class CheckpointConfig(BaseModel):
     on_events: list[CheckpointEventType | Literal["*"]] = Field(default_factory=_default_events)
     provider: BaseProvider = Field(default_factory=_default_provider)
     max_checkpoints: int | None = None
+    """Keep the newest N checkpoints of each entity per branch (see ``crewpoint.providers.prune.PruneStrategy``).
+    Set only by the running program: a checkpoint's saved setting never brings it back."""
     restore_from: Path | str | None = None
 
     @field_validator("on_events", mode="before")
