@@ -446,7 +446,10 @@ async def test_a_run_record_alone_changes_the_branch_mark(store: Path) -> None:
         main = sorted_metas(screen, "main")
         lineage = main[-1].lineage
         checkpoints = len(screen.metas)
-        line = lambda: next(ln for ln in screen_text(pilot).splitlines() if "⎇ main" in ln)  # noqa: E731
+
+        def line() -> str:  # the tree's line of main (the detail's title, right of the tree, may name main too)
+            return next(part for ln in screen_text(pilot).splitlines() if "⎇ main" in (part := ln.split("▕")[0]))
+
         assert "✓ done" in line()
         now = time.time()
         beat = RunInfo(
