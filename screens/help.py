@@ -10,15 +10,22 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static
 
+from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
+
+STATE_MEANINGS = {
+    "running": "a run is writing this branch now (its process beats)",
+    "finished": "the run on this branch finished",
+    "interrupted": "the run was stopped (Ctrl+C or a signal): resume it with e",
+    "crashed": "the run's process died without a word, or stopped beating",
+    "failed": "the run ended with an error",
+    "lost": "the run's record stopped beating on another machine",
+}
+"""What each run state's mark in the tree means; the marks themselves come from the tree's one table."""
+
 LEGEND = [
-    ("● live", "a run is writing this branch now (its process beats)"),
-    ("✓ done", "the run on this branch finished"),
-    ("■ interrupted", "the run was stopped (Ctrl+C or a signal): resume it with e"),
-    ("✗ crashed", "the run's process died without a word, or stopped beating"),
-    ("✗ failed", "the run ended with an error"),
+    *((STATE_MARKS[state][0], meaning) for state, meaning in STATE_MEANINGS.items()),
     ("✗", "a damaged checkpoint, or one from a newer crewpoint: its reason is shown"),
     ("◆", "the checkpoint marked with m: the Diff tab compares against it"),
-    ("? lost", "the run's record stopped beating on another machine"),
     ("2/4", "tasks done of the crew's tasks at that checkpoint"),
     ("step 3", "a flow's methods run so far (its routers choose which of its methods run)"),
     ("run 224794", "which run, when a branch has several: the start of the run's lineage id"),
