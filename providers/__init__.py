@@ -28,6 +28,7 @@ from crewpoint.providers.base import (
     StoreChange,
     UnsupportedSchema,
 )
+from crewpoint.providers.formats import register_format, register_store_copy
 from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
@@ -315,10 +316,5 @@ register_provider(
 )
 
 
-def crewai_provider_for(location: str) -> BaseProvider | None:
-    """The read-only provider for a CrewAI JSON folder or SQLite file at ``location``, else None."""
-    try:
-        kind = provider_kind(location)
-    except CheckpointError:
-        return None
-    return provider_named(kind) if kind.startswith("crewai-") else None
+register_format("crewai", "crewpoint.providers.crewai.adapter:CREWAI")
+register_store_copy("crewpoint.providers.crewai.copy:copy_store")  # it reads crewpoint's stores and CrewAI's

@@ -10,13 +10,10 @@ import os
 import re
 
 from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, CheckpointMeta, CheckpointNotFound
+from crewpoint.providers.formats import foreign_formats, format_of_id
 
 # No underscore: the JSON provider separates file-name fields with "_".
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}")
-_FOREIGN_ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{1,8}")
-"""CrewAI's ids (``<YYYYmmddTHHMMSS>_<uuid8>``, or a prefix) in ``db#id`` references to its stores."""
-_STAMPED_ID_RE = re.compile(r"\d{8}T\d{6}[_-][0-9a-f]{8}")
-"""A time-stamped id: CrewAI's, or crewpoint's copy of one (``-`` for ``_``)."""
 MAX_BRANCH = 200
 _YEAR_10000 = 253402300800.0
 
@@ -218,12 +215,10 @@ def checked(meta: CheckpointMeta) -> CheckpointMeta:
 
 def short_id(checkpoint_id: str, width: int = 8, *, typeable: bool = False) -> str:
     """An id as views show it, the one rule for the app and the command line: crewpoint's ids (random hex) by
-    their first ``width`` characters. A time-stamped id (CrewAI's ``<YYYYmmddTHHMMSS>_<uuid8>``, or a copy of one
-    with ``-``), whose start is only the time and is shared by every checkpoint of that second, by its random
-    part; or, when ``typeable`` (a command line takes ids by their start), whole."""
-    if _STAMPED_ID_RE.fullmatch(checkpoint_id):
-        return checkpoint_id if typeable else checkpoint_id[16:]
-    return checkpoint_id[:width]
+    their first ``width`` characters; another format's ids as its adapter says (a time-stamped id, whose start is
+    shared by every checkpoint of that second, by its random part; or, when ``typeable`` (a command line takes
+    ids by their start), whole)."""
+    return format_of_id(checkpoint_id).short_id(checkpoint_id, width, typeable)
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
@@ -239,7 +234,7 @@ def split_ref(ref: str) -> tuple[str, str | None]:
         return ref, None
     if not fragment:
         return location, None
-    if ID_RE.fullmatch(fragment) or _FOREIGN_ID_RE.fullmatch(fragment):
+    if ID_RE.fullmatch(fragment) or any(f.takes_ref_id(fragment) for f in foreign_formats()):
         return location, fragment
     return ref, None
 

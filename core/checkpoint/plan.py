@@ -10,6 +10,7 @@ from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.formats import format_of
 
 if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
@@ -46,10 +47,10 @@ def plan_fork(
     ``rerun`` lists the crew tasks that will run: those not done at the checkpoint and those the edits reset.
     """
     body = body_of(record)
-    if body.format == "crewai":  # CrewAI's own checkpoint: planned on its dump, run by CrewAI
-        from crewpoint.providers.crewai.fork import plan_body
-
-        return ForkPlan(*plan_body(record.body, inputs or {}, outputs or {}))
+    adapter = format_of(record)
+    if adapter.foreign:  # another tool's checkpoint: planned by its adapter, run by that tool
+        planned = adapter.plan_fork(record.body, inputs or {}, outputs or {})
+        return ForkPlan(planned.changed_inputs, planned.edited_outputs, planned.rerun)
     from crewpoint.checkpoint.restore_entities import entity_class
 
     cls = entity_class(body.kind)

@@ -31,11 +31,12 @@ def crewpoint_id(checkpoint_id: str) -> str:
 
 def copy_store(source: str, target: str) -> CopyReport:
     """Copy every checkpoint of the store ``source`` into the crewpoint store ``target`` (made if missing)."""
-    from crewpoint.providers import crewai_provider_for, provider_for
+    from crewpoint.providers import provider_for
+    from crewpoint.providers.crewai.adapter import CREWAI
 
     if os.path.abspath(source) == os.path.abspath(target):
         raise CheckpointError("source and target are the same store")
-    if crewai_provider_for(target) is not None:
+    if CREWAI.provider_for(target) is not None:
         raise CheckpointError(f"{target} is a CrewAI store, which crewpoint does not write: copy into a new store")
     reader = provider_for(source)
     writer = provider_for(target)

@@ -192,9 +192,9 @@ def fork_checkpoint(
     outputs: dict[str, str] | None = None,
 ) -> CrewAIFork:
     """Write a fork of the CrewAI checkpoint ``ref`` (an id or prefix; None: the latest) in ``store``."""
-    from crewpoint.providers import crewai_provider_for
+    from crewpoint.providers.crewai.adapter import CREWAI
 
-    provider = crewai_provider_for(store)
+    provider = CREWAI.provider_for(store)
     if provider is None:
         raise CheckpointError(f"{store}: not a CrewAI checkpoint store")
     path, ref_id = split_ref(store)

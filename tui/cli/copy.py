@@ -23,7 +23,7 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     crewpoint ids with '-' for '_'.
     """
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.crewai.copy import copy_store
+    from crewpoint.providers.formats import copy_store
 
     with bad_input(ctx):
         store = ops.store_named(source)

@@ -1,4 +1,4 @@
-"""``crewpoint checkpoint resume`` and ``fork``, for crewpoint and CrewAI stores."""
+"""``crewpoint checkpoint resume`` and ``fork``, for crewpoint's stores and other tools' (CrewAI's)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from crewpoint.tui.cli.tables import cli_id
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.providers.formats import Format
 
 
 PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
@@ -49,9 +50,12 @@ def _run(
     from crewpoint.tui.progress import make_progress, result_text
 
     where = location_of(ctx, location)
-    crewai_store = _crewai_store(where, ref)
-    if crewai_store is not None:
-        _crewai_run(ctx, crewai_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs)
+    foreign = _foreign_store(where, ref)
+    if foreign is not None:
+        adapter, foreign_store = foreign
+        _foreign_run(
+            ctx, adapter, foreign_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs
+        )
         return
     prepared: PreparedRun | None = None
     given_app = app
@@ -119,11 +123,13 @@ def _run(
         fail(lost, EXIT_FAILED)
 
 
-def _crewai_store(where: str | None, ref: str) -> str | None:
-    """The CrewAI store ``ref`` (an id in ``where``, a file or ``db#id``) is in, or None for crewpoint's own."""
+def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
+    """The format and store of ``ref`` (an id in ``where``, a file or ``db#id``) when it is another tool's
+    checkpoint store (CrewAI's), or None for crewpoint's own."""
     from crewpoint.checkpoint import ops
-    from crewpoint.providers import crewai_provider_for, split_ref
+    from crewpoint.providers import split_ref
     from crewpoint.providers.base import CheckpointError
+    from crewpoint.providers.formats import format_of_store
 
     path = split_ref(ref)[0]
     candidate = ref if os.path.exists(path) else None
@@ -131,13 +137,13 @@ def _crewai_store(where: str | None, ref: str) -> str | None:
         store = candidate if candidate is not None else ops.find_store(where)
     except CheckpointError:
         return None
-    if crewai_provider_for(store) is None:
-        return None
-    return store
+    adapter = format_of_store(store)
+    return (adapter, store) if adapter.foreign else None
 
 
-def _crewai_run(
+def _foreign_run(
     ctx: click.Context,
+    adapter: Format,
     store: str,
     ref: str,
     progress: str,
@@ -147,16 +153,12 @@ def _crewai_run(
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
 ) -> None:
-    """Resume or fork a CrewAI checkpoint: a fork is written in CrewAI's format; the user's CrewAI runs it.
+    """Resume or fork another tool's checkpoint (CrewAI's): its adapter writes a fork in that tool's format and
+    the user's copy of the tool runs it.
 
     With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
-    ``checkpoint`` event, and CrewAI's own output follows line by line. CrewAI gets a copy whose endpoints come
-    from the user's environment (``crewpoint.providers.crewai.runner``), and the endpoints are said first.
-    """
+    ``checkpoint`` event, and the tool's own output follows line by line."""
     from crewpoint.checkpoint import ops
-    from crewpoint.providers import crewai_provider_for, split_ref
-    from crewpoint.providers.crewai.fork import crewai_environment, fork_checkpoint, resume_command
-    from crewpoint.providers.refs import match_prefix
 
     streaming = progress == "json"
 
@@ -166,76 +168,34 @@ def _crewai_run(
         else:
             click.echo(text, err=True)
 
-    path, ref_id = split_ref(store)
-    is_file = os.path.isfile(path) and path.endswith(".json")
-    with bad_input(ctx):
-        provider = crewai_provider_for(store)
-        assert provider is not None
-        if fork:
-            done = fork_checkpoint(
+    def forked(done: dict[str, str]) -> None:
+        if streaming:
+            click.echo(json.dumps({"event": "checkpoint", **done}, ensure_ascii=False))
+        else:
+            click.echo(done["ref"])
+
+    try:
+        with bad_input(ctx):
+            outcome = adapter.run(
                 store,
-                None if (is_file or ref == store) else ref,
+                ref,
+                fork=fork,
                 branch=branch,
                 inputs=ops.parse_assignments(inputs, "--input"),
                 outputs=ops.parse_assignments(outputs, "--set-output"),
+                say=say,
+                forked=forked,
             )
-            store, target = done.store, done.checkpoint_id
-            names = done.task_names
-            said = f"forked {done.source.id} to {done.checkpoint_id} on branch {done.branch} (CrewAI format)"
-            if done.edited:
-                said += "; edited " + ", ".join(f"{i + 1}. {names[i]}" for i in done.edited)
-            if done.reset:
-                said += "; reset " + ", ".join(f"{i + 1}. {names[i]}" for i in done.reset)
-            if done.will_run != done.reset:
-                said += "; CrewAI runs " + (", ".join(str(i + 1) for i in done.will_run) or "nothing")
-            if streaming:
-                event = {"event": "checkpoint", "checkpoint_id": target, "branch": done.branch, "ref": done.ref}
-                click.echo(json.dumps(event, ensure_ascii=False))
-            else:
-                click.echo(done.ref)
-            say(said)
-        else:
-            metas = provider.list(path)
-            wanted = ref_id or (None if ref == store else ref)
-            if is_file:
-                wanted = metas[0].id if metas else None
-            if wanted is None:
-                raise ValueError(f"name the checkpoint to resume in {path}")
-            target = match_prefix([m.id for m in metas], wanted, path)
-            if is_file:
-                from crewpoint.providers.crewai.json_store import store_root
-
-                store = store_root(path)
-        meta = next(m for m in provider.list(split_ref(store)[0]) if m.id == target)
-    command = resume_command(meta.location, meta.entity_kind)
-    if command is None:
-        message = (
-            "this is a CrewAI checkpoint, which CrewAI runs, and CrewAI is not installed here "
-            f"(no `crewai` command; CREWPOINT_CREWAI_PYTHON names a Python that has it): resume {meta.location}"
-        )
-        if fork:
-            say(f"note: {message}")
-            return
-        fail(message, EXIT_FAILED)
-    from crewpoint.providers.crewai.runner import handoff
-
-    with bad_input(ctx), handoff(meta.location, store) as safe:
-        say(f"CrewAI resumes {meta.location} ({command[0]})")
-        say(safe.describe())
-        sys.stdout.flush()
-        code = _call_crewai(resume_command(safe.ref, meta.entity_kind) or command, crewai_environment())
-    if code != 0:
-        fail(f"the CrewAI run failed (exit {code})", EXIT_FAILED)
-
-
-def _call_crewai(command: list[str], env: dict[str, str]) -> int:
-    import subprocess
-
-    try:
-        return subprocess.call(command, env=env)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    if outcome.problem is not None:
+        if fork:  # the fork is written: the user runs it where the tool is installed
+            say(f"note: {outcome.problem}")
+            return
+        fail(outcome.problem, EXIT_FAILED)
+    if outcome.exit_code:
+        fail(f"the {adapter.title} run failed (exit {outcome.exit_code})", EXIT_FAILED)
 
 
 def _found_by_default(store: str) -> bool:

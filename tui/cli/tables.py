@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
 from crewpoint.text import clip
 from crewpoint.tui.visible import visible
@@ -50,10 +51,9 @@ def entity_label(kind: str, name: str) -> str:
 
 
 def written_by(meta: CheckpointMeta) -> str:
-    if meta.version.startswith("crewai "):
-        return f"{meta.version} (a CrewAI store, read-only)"
-    if meta.version.startswith("copy of crewai "):
-        return f"crewpoint, a {meta.version} checkpoint"
+    foreign = format_written_by(meta.version)  # another tool's checkpoint, or crewpoint's copy of one
+    if foreign is not None:
+        return foreign
     return f"crewpoint {meta.version or '?'}, schema {meta.schema_version}"
 
 

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.formats import written_by
 from crewpoint.tui.diagnostics import plural
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail, Edits
@@ -138,5 +139,6 @@ class OverviewView(VerticalScroll):
 
 
 def _writer(version: str) -> str:
-    """Who wrote a checkpoint: crewpoint (its version), or CrewAI for a checkpoint read from a CrewAI store."""
-    return version if version.startswith(("crewai ", "copy of crewai ")) else f"crewpoint {version or '?'}"
+    """Who wrote a checkpoint: crewpoint (its version), or another tool (CrewAI) for a checkpoint read from its
+    store or copied from one."""
+    return version if written_by(version) is not None else f"crewpoint {version or '?'}"
