@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.checkpoint.restore import body_of
-from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState, TaskState
+from crewpoint.checkpoint.schema import CheckpointBody, TaskState
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.text import clip
 
@@ -59,9 +59,9 @@ class CheckpointInfo:
 
 
 def _label(task: TaskState) -> str:
-    if task.name:
-        return task.name
-    return clip(task.description, 48)
+    if task["name"]:
+        return task["name"]
+    return clip(task["description"], 48)
 
 
 def describe(record: CheckpointRecord) -> CheckpointInfo:
@@ -74,68 +74,69 @@ def describe(record: CheckpointRecord) -> CheckpointInfo:
 def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
     from crewpoint.text import placeholders as find_placeholders
 
-    entity = body.entity
-    inputs = dict(body.inputs)
+    entity = body["entity"]
+    inputs = dict(body["inputs"])
     tasks: list[TaskInfo] = []
     placeholders: list[str] = []
     flow_state: Any = None
     method_outputs: list[tuple[str, Any]] = []
-    if isinstance(entity, CrewState):
-        roles = {a.id: a.role for a in entity.agents}
-        position = {t.id: i for i, t in enumerate(entity.tasks)}
-        for i, task in enumerate(entity.tasks):
+    if entity["kind"] == "crew":
+        roles = {a["id"]: a["role"] for a in entity["agents"]}
+        position = {t["id"]: i for i, t in enumerate(entity["tasks"])}
+        for i, task in enumerate(entity["tasks"]):
+            output, context = task["output"], task["context"]
             tasks.append(
                 TaskInfo(
                     index=i,
-                    id=task.id,
+                    id=task["id"],
                     name=_label(task),
-                    agent=roles.get(task.agent or "", ""),
-                    description=task.description,
-                    expected_output=task.expected_output,
-                    done=task.output is not None,
-                    output=task.output.raw if task.output is not None else None,
-                    context=[position[c] for c in task.context if c in position] if task.context is not None else None,
+                    agent=roles.get(task["agent"] or "", ""),
+                    description=task["description"],
+                    expected_output=task["expected_output"],
+                    done=output is not None,
+                    output=output["raw"] if output is not None else None,
+                    context=[position[c] for c in context if c in position] if context is not None else None,
                 )
             )
         texts = [t.description for t in tasks] + [t.expected_output for t in tasks]
-        for agent in entity.agents:
-            texts += [agent.role, agent.goal, agent.backstory]
+        for agent in entity["agents"]:
+            texts += [agent["role"], agent["goal"], agent["backstory"]]
         placeholders = find_placeholders(*texts)
-        name = entity.name
-    elif isinstance(entity, FlowState):
-        flow_state = entity.state
-        method_outputs = list(entity.method_outputs)
-        name = entity.name
+        name = entity["name"]
+    elif entity["kind"] == "flow":
+        flow_state = entity["state"]
+        method_outputs = [(n, o) for n, o in entity["method_outputs"]]
+        name = entity["name"]
     else:
-        name = entity.role
-        asked = [m.content for m in entity.pending or [] if m.role == "user"]
+        name = entity["role"]
+        asked = [m["content"] for m in entity["pending"] or [] if m["role"] == "user"]
         tasks.append(
             TaskInfo(
                 index=0,
-                id=entity.id,
+                id=entity["id"],
                 name="kickoff",
                 agent=name,
                 description=asked[-1] if asked else "",
                 expected_output="",
-                done=entity.result is not None,
-                output=entity.result,
+                done=entity["result"] is not None,
+                output=entity["result"],
                 context=None,
             )
         )
-        placeholders = find_placeholders(entity.role, entity.goal, entity.backstory)
+        placeholders = find_placeholders(entity["role"], entity["goal"], entity["backstory"])
     for key in inputs:
         if key not in placeholders:
             placeholders.append(key)
     return CheckpointInfo(
         meta=record.meta,
-        kind=entity.kind,
+        kind=entity["kind"],
         name=name,
         inputs=inputs,
         placeholders=placeholders,
         tasks=tasks,
         flow_state=flow_state,
         method_outputs=method_outputs,
-        events=list(body.events),
+        events=list(body["events"]),
     )
 
 

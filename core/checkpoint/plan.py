@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.checkpoint.restore import body_of
-from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState
+from crewpoint.checkpoint.schema import CheckpointBody
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 from crewpoint.providers.formats import format_of
@@ -26,13 +26,14 @@ class ForkPlan:
 def _plan(
     body: CheckpointBody, entity: Any | None, inputs: Mapping[str, Any] | None, outputs: Mapping[int, str] | None
 ) -> ForkPlan:
-    old_inputs = body.inputs
+    old_inputs = body["inputs"]
     changed = {k: v for k, v in (inputs or {}).items() if k not in old_inputs or old_inputs[k] != v}
-    saved = body.entity.tasks if isinstance(body.entity, CrewState) else []
+    saved_entity = body["entity"]
+    saved = saved_entity["tasks"] if saved_entity["kind"] == "crew" else []
 
     def saved_raw(i: int) -> str | None:
-        output = saved[i].output if 0 <= i < len(saved) else None
-        return output.raw if output is not None else None
+        output = saved[i]["output"] if 0 <= i < len(saved) else None
+        return output["raw"] if output is not None else None
 
     edited = {i: text for i, text in sorted((outputs or {}).items()) if saved_raw(i) != text}
     rerun = entity.rerun() if entity is not None else []
@@ -53,10 +54,10 @@ def plan_fork(
         return ForkPlan(planned.changed_inputs, planned.edited_outputs, planned.rerun)
     from crewpoint.checkpoint.restore_entities import entity_class
 
-    cls = entity_class(body.kind)
+    cls = entity_class(body["entity"]["kind"])
     data = record.body["entity"]
     cls.check_edits(data, inputs, outputs)
-    planning = cls.planning_copy(data, dict(body.inputs))
+    planning = cls.planning_copy(data, dict(body["inputs"]))
     if planning is not None:
         planning.apply_edits(inputs, outputs)
     return _plan(body, planning, inputs, outputs)
@@ -87,8 +88,8 @@ def flow_class(record: CheckpointRecord) -> type[Any]:
     from crewpoint.flow import Flow
     from crewpoint.serialize import load_class
 
-    entity = body_of(record).entity
-    path = entity.class_ if isinstance(entity, FlowState) else None
+    entity = body_of(record)["entity"]
+    path = entity["class"] if entity["kind"] == "flow" else None
     if not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
     try:
@@ -162,7 +163,7 @@ def prepare_run(
     if record is None:
         record = load(ref, location)
     body = body_of(record)
-    kind = body.kind
+    kind = body["entity"]["kind"]
     entity_class(kind).check_edits(record.body["entity"], inputs, outputs)
     store = store_of(record)
     if branch is not None and not fork:

@@ -39,7 +39,8 @@ def body_of(record: CheckpointRecord) -> CheckpointBody:
 
 
 def expect_kind(record: CheckpointRecord, body: CheckpointBody, kind: str) -> None:
-    if body.kind != kind:
+    found = body["entity"]["kind"]
+    if found != kind:
         raise CheckpointError(
-            f"{record.meta.location or record.meta.id}: this checkpoint is of {a_or_an(body.kind)}, not {a_or_an(kind)}"
+            f"{record.meta.location or record.meta.id}: this checkpoint is of {a_or_an(found)}, not {a_or_an(kind)}"
         )

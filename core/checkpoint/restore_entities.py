@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, read_checked
-from crewpoint.checkpoint.schema import CheckpointBody, FlowState, owner_of, refused_by_class
+from crewpoint.checkpoint.schema import CheckpointBody, check_events, owner_of, refused_by_class
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
@@ -75,12 +75,13 @@ def entity_class(kind: str) -> type[Any]:
 
 def build_entity(record: CheckpointRecord, body: CheckpointBody, flow_cls: type[Any] | None = None) -> Any:
     """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``)."""
-    cls = entity_class(body.kind)
-    if isinstance(body.entity, FlowState):
+    entity = body["entity"]
+    cls = entity_class(entity["kind"])
+    if entity["kind"] == "flow":
         if flow_cls is None:
             raise CheckpointError("restore a flow through its class: MyFlow.from_checkpoint(...)")
         cls = flow_cls
-    saved_state = body.entity.state_class if isinstance(body.entity, FlowState) else None
+    saved_state = entity["state_class"] if entity["kind"] == "flow" else None
     state_class = saved_state.rpartition(".")[2] if saved_state else None
     return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))
 
@@ -129,8 +130,8 @@ def _lineage_block(record: CheckpointRecord, body: CheckpointBody) -> tuple[str,
     """Branch, lineage and sequence the restored run continues: as the store records them (the metadata, which
     the provider checks against where the record sits), the body's lineage block only where the metadata has none.
     A body never moves its run onto another branch than the one its record is in."""
-    block, meta = body.lineage, record.meta
-    return meta.branch or block.branch, meta.lineage or block.lineage, meta.sequence or block.sequence
+    block, meta = body["lineage"], record.meta
+    return meta.branch or block["branch"], meta.lineage or block["lineage"], meta.sequence or block["sequence"]
 
 
 def restore(
@@ -150,12 +151,14 @@ def restore(
     from crewpoint.serialize import callbacks_trusted
 
     record, body = read_checked(reference_of(config))
-    if body.format != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it
+    if body["format"] != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it
         raise CheckpointError(
-            f"checkpoint {record.meta.id} is in {body.format}'s format: {body.format} runs it, not crewpoint's "
+            f"checkpoint {record.meta.id} is in {body['format']}'s format: {body['format']} runs it, not "
+            "crewpoint's "
             "runtime (crewpoint checkpoint resume or fork hands it to it)"
         )
     expect_kind(record, body, kind)
+    check_events(body, record.meta.id)  # the history the run takes on, each event by its class
     if target is not None:
         _state_checked(record, _live_state_class(target), lambda: target.bind_state(record.body["entity"]))
         entity = target
@@ -168,12 +171,12 @@ def restore(
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
     branch, lineage, sequence = _lineage_block(record, body)
-    inputs = dict(body.inputs)
+    inputs = dict(body["inputs"])
     state = RuntimeState(
         entity,
         run,
         inputs,
-        events=EventRecord.from_list(body.events),
+        events=EventRecord.from_list(body["events"]),
         branch=branch,
         lineage=lineage,
         parent_id=record.meta.id,

@@ -1,22 +1,27 @@
 """The checkpoint body: one typed schema, its version, the migration chain and the one door every reader uses.
 
 :func:`load_body` is that door. It migrates a raw body up to :data:`SCHEMA_VERSION` (a body from a newer
-crewpoint is refused, never half-read) and validates it in full against :class:`CheckpointBody`: meta facts,
-lineage, the entity's state (crew, agents, tasks, flow, agent), events and origin. A body that does not validate
-is damaged, and :class:`DamagedBody` names the first field that is wrong (``entity.tasks.2.output: expected an
-object``) so a command can say it in one line and exit 2 before anything acts on the checkpoint.
+crewpoint is refused, never half-read) and validates it in full against :data:`BODY`: meta facts, lineage, the
+entity's state (crew, agents, tasks, flow, agent), events and origin. It returns the body as a
+:class:`CheckpointBody` (typed dicts, every field the schema knows filled in) for readers to read by name. A body
+that does not validate is damaged, and :class:`DamagedBody` names the first field that is wrong
+(``entity.tasks.2.output: expected an object, not a string``) so a command says it in one line and exits 2 before
+anything acts on the checkpoint.
 
 Fields are typed strictly (a number is never taken for text, nor ``0`` for ``false``); keys the schema does not
-name are kept (``extra="allow"``), so a body translated from CrewAI's format, which carries fewer fields and some
-of its own, validates and comes back whole. Beyond types, the checks crewpoint's runtime needs before it runs
-anything are made here too: a crew's tasks name its own agents and tasks, a flow names its class, an agent run
-holds its messages. A body in another tool's ``format`` (``crewai``) is only read by crewpoint, never run by it.
-What the schema leaves open is said where it is: inputs, flow state and method outputs are the user's data, and
-an LLM's, tool's or knowledge source's ``fields`` are checked by their own class when the program rebuilds it;
-what that class refuses is named as a field of the body too (:func:`refused_by_class`).
+name are kept, so a body translated from CrewAI's format, which carries fewer fields and some of its own,
+validates and comes back whole. Beyond types, the checks crewpoint's runtime needs before it runs anything are
+made here too: a crew's tasks name its own agents and tasks, a flow names its class, an agent run holds its
+messages. A body in another tool's ``format`` (``crewai``) is only read by crewpoint, never run by it.
 
-To change the body: add the field to its model here; if old bodies need rewriting, bump :data:`SCHEMA_VERSION`
-and add the step to :data:`MIGRATIONS`.
+What the schema leaves open is said where it is: inputs, flow state and method outputs are the user's data; an
+LLM's, tool's or knowledge source's ``fields`` are checked by their own class when the program rebuilds it, and
+each event by its event class before a run takes the history on (:func:`check_events`); what such a class refuses
+is named as a field of the body too (:func:`refused_by_class`).
+
+The schema is plain data checked by plain code, so reading a checkpoint (``info``) imports no model library.
+To change the body: change its spec and its typed dict here; if old bodies need rewriting, bump
+:data:`SCHEMA_VERSION` and add the step to :data:`MIGRATIONS`.
 
 Version history:
 
@@ -29,265 +34,545 @@ Version history:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    Tag,
-    ValidationError,
-    model_validator,
-)
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 SCHEMA_VERSION = 1
 """The body schema this crewpoint writes and reads; the one place it is set."""
 
 Body = dict[str, Any]
-Count = Annotated[StrictInt, Field(ge=0)]
+Path = tuple[str | int, ...]
 
 
-class _Part(BaseModel):
-    """A part of a body: known fields typed strictly, unknown keys kept as they are."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+# -- the body, as readers see it -----------------------------------------------------------------------------
 
 
-# -- shared pieces -----------------------------------------------------------------------------------------
+class MessageState(TypedDict):
+    role: str
+    content: str
 
 
-class CheckpointSettingState(_Part):
-    """A ``checkpoint=`` setting saved as data (see ``crewpoint.checkpoint.config.config_state``)."""
-
-    location: StrictStr | None = None
-    on_events: list[StrictStr] = Field(default_factory=lambda: ["task_completed"])
-    provider: StrictStr | None = None
-    max_checkpoints: Count | None = None
-
-
-CheckpointSetting = CheckpointSettingState | StrictBool | None
+class TaskOutputState(TypedDict):
+    description: str
+    raw: str
+    expected_output: str
+    name: str | None
+    agent: str
+    summary: str
 
 
-class Message(_Part):
-    role: StrictStr
-    content: StrictStr
+class TaskState(TypedDict):
+    id: str
+    name: str | None
+    description: str
+    expected_output: str
+    agent: str | None
+    context: list[str] | None
+    callback: str | None
+    callback_unsaved: bool
+    guardrail: dict[str, Any] | None
+    guardrail_max_retries: int
+    checkpoint: dict[str, Any] | bool | None
+    output: TaskOutputState | None
 
 
-class ConversationState(_Part):
-    messages: list[Message] = Field(default_factory=list)
+class AgentState(TypedDict):
+    kind: Literal["agent"]
+    id: str
+    role: str
+    goal: str
+    backstory: str
+    llm: dict[str, Any] | str | None
+    tools: list[dict[str, Any]]
+    memory: bool
+    conversation: dict[str, Any] | None
+    knowledge_sources: list[dict[str, Any]]
+    checkpoint: dict[str, Any] | bool | None
+    max_iter: int
+    step_callback: str | None
+    step_callback_unsaved: bool
+    pending: list[MessageState] | None
+    result: str | None
 
 
-class MemoryItemState(_Part):
-    value: StrictStr
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    sequence: StrictInt
-    created_at: StrictFloat = 0.0
-
-
-class CrewMemoryState(_Part):
-    items: list[MemoryItemState] = Field(default_factory=list)
-
-
-class LLMState(_Part):
-    """An LLM as its dotted class path and its fields (the class checks the fields when it is rebuilt)."""
-
-    class_: StrictStr = Field(alias="class")
-    fields: dict[str, Any] = Field(default_factory=dict)
-
-
-class ToolState(_Part):
-    kind: StrictStr = "class"
-    path: StrictStr | None = None
-    name: StrictStr = "tool"
-    description: StrictStr = ""
-    cache_function: StrictStr | None = None
-    cache_function_unsavable: StrictBool = False
-    fields: dict[str, Any] = Field(default_factory=dict)
-    unsaved_fields: list[StrictStr] = Field(default_factory=list)
-
-
-class KnowledgeSourceState(_Part):
-    class_: StrictStr = Field(default="", alias="class")
-    fields: dict[str, Any] = Field(default_factory=dict)
-    chunks: list[StrictStr] | None = None
-    contents: dict[str, StrictStr] | None = None
-
-
-class GuardrailState(_Part):
-    """``{"text": ...}`` (a guardrail in words), ``{"path": ...}`` (a function) or ``{"unsaved": true}``."""
-
-    text: StrictStr | None = None
-    path: StrictStr | None = None
-    unsaved: StrictBool = False
-
-
-# -- the entity --------------------------------------------------------------------------------------------
-
-
-class TaskOutputState(_Part):
-    description: StrictStr = ""
-    raw: StrictStr
-    expected_output: StrictStr = ""
-    name: StrictStr | None = None
-    agent: StrictStr = ""
-    summary: StrictStr = ""
-
-
-class TaskState(_Part):
-    id: StrictStr
-    name: StrictStr | None = None
-    description: StrictStr = ""
-    expected_output: StrictStr = ""
-    agent: StrictStr | None = None
-    context: list[StrictStr] | None = None
-    callback: StrictStr | None = None
-    callback_unsaved: StrictBool = False
-    guardrail: GuardrailState | None = None
-    guardrail_max_retries: Count = 2
-    checkpoint: CheckpointSetting = None
-    output: TaskOutputState | None = None
-
-
-class AgentState(_Part):
-    kind: Literal["agent"] = "agent"
-    id: StrictStr
-    role: StrictStr
-    goal: StrictStr = ""
-    backstory: StrictStr = ""
-    llm: LLMState | StrictStr | None = None
-    tools: list[ToolState] = Field(default_factory=list)
-    memory: StrictBool = True
-    conversation: ConversationState | None = None
-    knowledge_sources: list[KnowledgeSourceState] = Field(default_factory=list)
-    checkpoint: CheckpointSetting = None
-    max_iter: Annotated[StrictInt, Field(ge=1)] = 5
-    step_callback: StrictStr | None = None
-    step_callback_unsaved: StrictBool = False
-    pending: list[Message] | None = None
-    result: StrictStr | None = None
-
-
-class CrewState(_Part):
-    kind: Literal["crew"] = "crew"
-    id: StrictStr
-    name: StrictStr = "crew"
-    process: Literal["sequential"] = "sequential"
-    memory: StrictBool = False
+class CrewState(TypedDict):
+    kind: Literal["crew"]
+    id: str
+    name: str
+    process: Literal["sequential"]
+    memory: bool
     agents: list[AgentState]
-    tasks: Annotated[list[TaskState], Field(min_length=1)]
-    crew_memory: CrewMemoryState | None = None
-    knowledge_sources: list[KnowledgeSourceState] = Field(default_factory=list)
-    task_callback: StrictStr | None = None
-    task_callback_unsaved: StrictBool = False
-    checkpoint: CheckpointSetting = None
-
-    @model_validator(mode="after")
-    def _references_resolve(self) -> CrewState:
-        """Every task's agent and context name a member of this crew (checked here, so a rebuild never meets a
-        dangling id halfway)."""
-        agents = {a.id for a in self.agents}
-        tasks = {t.id for t in self.tasks}
-        for i, task in enumerate(self.tasks):
-            if task.agent and agents and task.agent not in agents:
-                raise _Refused(("tasks", i, "agent"), f"names agent {task.agent!r}, which this crew does not have")
-            for j, ref in enumerate(task.context or []):
-                if ref not in tasks:
-                    raise _Refused(("tasks", i, "context", j), f"names task {ref!r}, which this crew does not have")
-        return self
+    tasks: list[TaskState]
+    crew_memory: dict[str, Any] | None
+    knowledge_sources: list[dict[str, Any]]
+    task_callback: str | None
+    task_callback_unsaved: bool
+    checkpoint: dict[str, Any] | bool | None
 
 
-class FlowState(_Part):
-    kind: Literal["flow"] = "flow"
-    id: StrictStr = ""
-    name: StrictStr = ""
-    class_: StrictStr | None = Field(default=None, alias="class")
-    state_class: StrictStr | None = None
-    state: dict[str, Any] | None = None
-    """The flow's state: the user's data, checked by the flow's own state class when the flow is rebuilt."""
-    method_outputs: list[tuple[StrictStr, Any]] = Field(default_factory=list)
-    finished: StrictBool = False
-    result: Any = None
-    checkpoint: CheckpointSetting = None
+FlowState = TypedDict(
+    "FlowState",
+    {
+        "kind": Literal["flow"],
+        "id": str,
+        "name": str,
+        "class": str | None,
+        "state_class": str | None,
+        "state": dict[str, Any] | None,
+        "method_outputs": list[list[Any]],
+        "finished": bool,
+        "result": Any,
+        "checkpoint": dict[str, Any] | bool | None,
+    },
+)
+
+EntityState = CrewState | FlowState | AgentState
 
 
-def _kind_of(value: Any) -> str | None:
-    kind = value.get("kind") if isinstance(value, Mapping) else getattr(value, "kind", None)
-    return kind if isinstance(kind, str) else None
+class LineageState(TypedDict):
+    id: str
+    parent_id: str | None
+    branch: str
+    lineage: str
+    sequence: int
+    resumed_from: str | None
 
 
-EntityState = Annotated[
-    Annotated[CrewState, Tag("crew")] | Annotated[FlowState, Tag("flow")] | Annotated[AgentState, Tag("agent")],
-    Discriminator(_kind_of, custom_error_type="entity_kind", custom_error_message="expected crew, flow or agent"),
-]
+class OriginState(TypedDict):
+    file: str | None
+    module: str | None
+    attr: str | None
 
 
-# -- the body ----------------------------------------------------------------------------------------------
+class CheckpointBody(TypedDict):
+    """A whole checkpoint body at :data:`SCHEMA_VERSION`, as :func:`load_body` returns it."""
 
-
-class LineageState(_Part):
-    id: StrictStr = ""
-    parent_id: StrictStr | None = None
-    branch: StrictStr = "main"
-    lineage: StrictStr = ""
-    sequence: Count = 0
-    resumed_from: StrictStr | None = None
-
-
-class OriginState(_Part):
-    """Where the run's entity came from: a script (``file``) or a module, and the attribute."""
-
-    file: StrictStr | None = None
-    module: StrictStr | None = None
-    attr: StrictStr | None = None
-
-
-class CheckpointBody(_Part):
-    """A whole checkpoint body at :data:`SCHEMA_VERSION`."""
-
-    schema_version: StrictInt = SCHEMA_VERSION
-    version: StrictStr = ""
-    format: Literal["crewpoint", "crewai"] = "crewpoint"
+    schema_version: int
+    version: str
+    format: Literal["crewpoint", "crewai"]
     """``crewpoint``, or the format a body was translated from (``crewai``: the original sits under its name)."""
     entity: EntityState
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    """The kickoff inputs: the user's data."""
-    events: list[dict[str, Any]] = Field(default_factory=list)
-    """Each event is checked against its event class (:func:`crewpoint.events.types.parse_event`) in
-    :func:`load_body`, for bodies in crewpoint's own format."""
+    inputs: dict[str, Any]
+    events: list[dict[str, Any]]
     lineage: LineageState
-    trigger: StrictStr = ""
-    created_at: StrictFloat = 0.0
-    origin: OriginState | None = None
+    trigger: str
+    created_at: float
+    origin: OriginState | None
 
-    @model_validator(mode="after")
-    def _runnable(self) -> CheckpointBody:
-        """In crewpoint's own format every task of a crew is done by one of its agents, a flow names its class and
-        an agent run holds the messages it was given (a translated body may leave these unknown: CrewAI runs it,
-        not crewpoint)."""
-        if self.format == "crewpoint" and isinstance(self.entity, CrewState):
-            agents = {a.id for a in self.entity.agents}
-            for i, task in enumerate(self.entity.tasks):
-                if task.agent not in agents:
-                    raise _Refused(
-                        ("entity", "tasks", i, "agent"),
-                        f"expected the id of one of the crew's agents, not {_shown(task.agent)}",
-                    )
-        if self.format == "crewpoint" and isinstance(self.entity, FlowState) and not self.entity.class_:
-            raise _Refused(("entity", "class"), f"expected the flow's class path, not {_shown(self.entity.class_)}")
-        if self.format == "crewpoint" and isinstance(self.entity, AgentState) and self.entity.pending is None:
-            raise _Refused(("entity", "pending"), "expected the list of messages the agent was given, not null")
-        return self
 
-    @property
-    def kind(self) -> str:
-        return self.entity.kind
+# -- checking, in plain code ---------------------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    """A value at ``path`` that does not fit; ``problem`` says how, in a few words."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(problem)
+        self.path, self.problem = path, problem
+
+
+def _type_name(value: Any) -> str:
+    names = {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "a string"}
+    names.update({list: "a list", tuple: "a list", dict: "an object"})
+    return names.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, (int, float, str)) and len(repr(value)) <= 24 else _type_name(value)
+
+
+class Spec:
+    """What a value must be: :meth:`check` returns it (objects with their defaults filled in) or raises."""
+
+    expected = "a value"
+
+    def check(self, value: Any, path: Path) -> Any:
+        raise NotImplementedError
+
+    def refuse(self, value: Any, path: Path) -> _Bad:
+        return _Bad(path, f"expected {self.expected}, not {_type_name(value)}")
+
+
+class _Scalar(Spec):
+    def __init__(self, expected: str, fits: Callable[[Any], bool]) -> None:
+        self.expected, self._fits = expected, fits
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not self._fits(value):
+            raise self.refuse(value, path)
+        return value
+
+
+class _Anything(Spec):
+    expected = "any value"
+
+    def check(self, value: Any, path: Path) -> Any:
+        return value
+
+
+STR = _Scalar("a string", lambda v: isinstance(v, str))
+INT = _Scalar("a whole number", lambda v: type(v) is int)
+NUM = _Scalar("a number", lambda v: type(v) in (int, float))
+BOOL = _Scalar("true/false", lambda v: type(v) is bool)
+ANY = _Anything()
+
+
+class Count(Spec):
+    def __init__(self, least: int = 0) -> None:
+        self.least = least
+        self.expected = "a whole number" if least == 0 else f"a whole number from {least}"
+
+    def check(self, value: Any, path: Path) -> Any:
+        if type(value) is not int:
+            raise self.refuse(value, path)
+        if value < self.least:
+            raise _Bad(path, f"expected a whole number from {self.least}, not {value}")
+        return value
+
+
+class OneOf(Spec):
+    """A value that fits one of ``specs``; when none takes it, the first that failed inside the value (an object
+    or a list of the right kind with a wrong field) names that field, else the value is named here."""
+
+    def __init__(self, *specs: Spec) -> None:
+        self.specs = specs
+        self.expected = " or ".join(dict.fromkeys(s.expected for s in specs))
+
+    def check(self, value: Any, path: Path) -> Any:
+        deeper: _Bad | None = None
+        for spec in self.specs:
+            try:
+                return spec.check(value, path)
+            except _Bad as bad:  # a member that took the value's kind and failed inside says most
+                if deeper is None and len(bad.path) > len(path):
+                    deeper = bad
+        raise deeper if deeper is not None else self.refuse(value, path)
+
+
+def Nullable(spec: Spec) -> Spec:
+    return OneOf(spec, NULL)
+
+
+class _Null(Spec):
+    expected = "null"
+
+    def check(self, value: Any, path: Path) -> Any:
+        if value is not None:
+            raise self.refuse(value, path)
+        return None
+
+
+NULL = _Null()
+
+
+class OneValue(Spec):
+    def __init__(self, *values: str) -> None:
+        self.values = values
+        self.expected = " or ".join(repr(v) for v in values)
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, str) or value not in self.values:
+            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}")
+        return value
+
+
+class ListOf(Spec):
+    expected = "a list"
+
+    def __init__(self, item: Spec, least: int = 0) -> None:
+        self.item, self.least = item, least
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise self.refuse(value, path)
+        if len(value) < self.least:
+            raise _Bad(path, f"expected a list of at least {self.least}, not an empty one")
+        return [self.item.check(v, (*path, i)) for i, v in enumerate(value)]
+
+
+class Pair(Spec):
+    expected = "a list of two"
+
+    def __init__(self, first: Spec, second: Spec) -> None:
+        self.first, self.second = first, second
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise self.refuse(value, path) if not isinstance(value, (list, tuple)) else _Bad(path, "expected a pair")
+        return [self.first.check(value[0], (*path, 0)), self.second.check(value[1], (*path, 1))]
+
+
+class MapOf(Spec):
+    expected = "an object"
+
+    def __init__(self, item: Spec) -> None:
+        self.item = item
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, dict):
+            raise self.refuse(value, path)
+        return {k: self.item.check(v, (*path, k)) for k, v in value.items()}
+
+
+REQUIRED: Any = object()
+"""A field's default when the field must be there."""
+
+
+class Obj(Spec):
+    """An object with known fields (``name: (spec, default)``; a default may be a callable making it) and any
+    other keys, kept as they are. ``checks`` run on the filled-in object (cross-field rules)."""
+
+    expected = "an object"
+
+    def __init__(self, fields: Mapping[str, tuple[Spec, Any]], *checks: Callable[[dict[str, Any], Path], None]):
+        self.fields, self.checks = fields, checks
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, dict):
+            raise self.refuse(value, path)
+        out = dict(value)
+        for name, (spec, default) in self.fields.items():
+            if name in value:
+                out[name] = spec.check(value[name], (*path, name))
+            elif default is REQUIRED:
+                raise _Bad((*path, name), "missing")
+            else:
+                out[name] = default() if callable(default) else default
+        for rule in self.checks:
+            rule(out, path)
+        return out
+
+
+class ByKind(Spec):
+    """An object whose ``kind`` picks its spec."""
+
+    expected = "an object"
+
+    def __init__(self, kinds: Mapping[str, Obj]) -> None:
+        self.kinds = kinds
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, dict):
+            raise self.refuse(value, path)
+        kind = value.get("kind")
+        if not isinstance(kind, str) or kind not in self.kinds:
+            names = ", ".join(list(self.kinds)[:-1]) + " or " + list(self.kinds)[-1]
+            raise _Bad((*path, "kind"), f"expected {names}, not {_shown(kind)}")
+        return self.kinds[kind].check(value, path)
+
+
+# -- the spec ------------------------------------------------------------------------------------------------
+
+OPT_STR = Nullable(STR)
+CHECKPOINT_SETTING = OneOf(
+    Obj(
+        {
+            "location": (OPT_STR, None),
+            "on_events": (ListOf(STR), lambda: ["task_completed"]),
+            "provider": (OPT_STR, None),
+            "max_checkpoints": (Nullable(Count()), None),
+        }
+    ),
+    BOOL,
+    NULL,
+)
+MESSAGE = Obj({"role": (STR, REQUIRED), "content": (STR, REQUIRED)})
+CLASS_AND_FIELDS = {"class": (STR, REQUIRED), "fields": (MapOf(ANY), dict)}
+LLM = Obj(CLASS_AND_FIELDS)
+TOOL = Obj(
+    {
+        "kind": (STR, "class"),
+        "path": (OPT_STR, None),
+        "name": (STR, "tool"),
+        "description": (STR, ""),
+        "cache_function": (OPT_STR, None),
+        "cache_function_unsavable": (BOOL, False),
+        "fields": (MapOf(ANY), dict),
+        "unsaved_fields": (ListOf(STR), list),
+    }
+)
+KNOWLEDGE_SOURCE = Obj(
+    {
+        "class": (STR, ""),
+        "fields": (MapOf(ANY), dict),
+        "chunks": (Nullable(ListOf(STR)), None),
+        "contents": (Nullable(MapOf(STR)), None),
+    }
+)
+MEMORY_ITEM = Obj(
+    {"value": (STR, REQUIRED), "metadata": (MapOf(ANY), dict), "sequence": (INT, REQUIRED), "created_at": (NUM, 0.0)}
+)
+GUARDRAIL = Obj({"text": (OPT_STR, None), "path": (OPT_STR, None), "unsaved": (BOOL, False)})
+TASK_OUTPUT = Obj(
+    {
+        "description": (STR, ""),
+        "raw": (STR, REQUIRED),
+        "expected_output": (STR, ""),
+        "name": (OPT_STR, None),
+        "agent": (STR, ""),
+        "summary": (STR, ""),
+    }
+)
+TASK = Obj(
+    {
+        "id": (STR, REQUIRED),
+        "name": (OPT_STR, None),
+        "description": (STR, ""),
+        "expected_output": (STR, ""),
+        "agent": (OPT_STR, None),
+        "context": (Nullable(ListOf(STR)), None),
+        "callback": (OPT_STR, None),
+        "callback_unsaved": (BOOL, False),
+        "guardrail": (Nullable(GUARDRAIL), None),
+        "guardrail_max_retries": (Count(), 2),
+        "checkpoint": (CHECKPOINT_SETTING, None),
+        "output": (Nullable(TASK_OUTPUT), None),
+    }
+)
+AGENT = Obj(
+    {
+        "kind": (OneValue("agent"), "agent"),
+        "id": (STR, REQUIRED),
+        "role": (STR, REQUIRED),
+        "goal": (STR, ""),
+        "backstory": (STR, ""),
+        "llm": (OneOf(LLM, STR, NULL), None),
+        "tools": (ListOf(TOOL), list),
+        "memory": (BOOL, True),
+        "conversation": (Nullable(Obj({"messages": (ListOf(MESSAGE), list)})), None),
+        "knowledge_sources": (ListOf(KNOWLEDGE_SOURCE), list),
+        "checkpoint": (CHECKPOINT_SETTING, None),
+        "max_iter": (Count(1), 5),
+        "step_callback": (OPT_STR, None),
+        "step_callback_unsaved": (BOOL, False),
+        "pending": (Nullable(ListOf(MESSAGE)), None),
+        "result": (OPT_STR, None),
+    }
+)
+
+
+def _references_resolve(crew: dict[str, Any], path: Path) -> None:
+    """Every task's agent and context name a member of this crew, so a rebuild never meets a dangling id."""
+    agents = {a["id"] for a in crew["agents"]}
+    tasks = {t["id"] for t in crew["tasks"]}
+    for i, task in enumerate(crew["tasks"]):
+        if task["agent"] and agents and task["agent"] not in agents:
+            raise _Bad((*path, "tasks", i, "agent"), f"names agent {task['agent']!r}, which this crew does not have")
+        for j, ref in enumerate(task["context"] or []):
+            if ref not in tasks:
+                raise _Bad((*path, "tasks", i, "context", j), f"names task {ref!r}, which this crew does not have")
+
+
+CREW = Obj(
+    {
+        "kind": (OneValue("crew"), "crew"),
+        "id": (STR, REQUIRED),
+        "name": (STR, "crew"),
+        "process": (OneValue("sequential"), "sequential"),
+        "memory": (BOOL, False),
+        "agents": (ListOf(AGENT), REQUIRED),
+        "tasks": (ListOf(TASK, least=1), REQUIRED),
+        "crew_memory": (Nullable(Obj({"items": (ListOf(MEMORY_ITEM), list)})), None),
+        "knowledge_sources": (ListOf(KNOWLEDGE_SOURCE), list),
+        "task_callback": (OPT_STR, None),
+        "task_callback_unsaved": (BOOL, False),
+        "checkpoint": (CHECKPOINT_SETTING, None),
+    },
+    _references_resolve,
+)
+FLOW = Obj(
+    {
+        "kind": (OneValue("flow"), "flow"),
+        "id": (STR, ""),
+        "name": (STR, ""),
+        "class": (OPT_STR, None),
+        "state_class": (OPT_STR, None),
+        "state": (Nullable(MapOf(ANY)), None),
+        "method_outputs": (ListOf(Pair(STR, ANY)), list),
+        "finished": (BOOL, False),
+        "result": (ANY, None),
+        "checkpoint": (CHECKPOINT_SETTING, None),
+    }
+)
+EVENT = Obj(
+    {
+        "type": (STR, "event"),
+        "event_id": (STR, ""),
+        "timestamp": (NUM, 0.0),
+        "sequence": (INT, 0),
+        **{
+            name: (OPT_STR, None)
+            for name in (
+                "source_type",
+                "source_id",
+                "parent_event_id",
+                "started_event_id",
+                "triggered_by_event_id",
+                "crew_id",
+                "flow_id",
+                "agent_id",
+                "task_id",
+            )
+        },
+    }
+)
+"""An event's common fields; the rest of an event is checked by its event class (:func:`check_events`)."""
+
+
+def _runnable(body: dict[str, Any], path: Path) -> None:
+    """In crewpoint's own format events have crewpoint's common event fields, every task of a crew is done by one
+    of its agents, a flow names its class and an agent run holds the messages it was given (a translated body
+    keeps its tool's own events and may leave the rest unknown: CrewAI runs it, not crewpoint)."""
+    if body["format"] != "crewpoint":
+        return
+    body["events"] = [EVENT.check(event, ("events", i)) for i, event in enumerate(body["events"])]
+    entity = body["entity"]
+    if entity["kind"] == "crew":
+        agents = {a["id"] for a in entity["agents"]}
+        for i, task in enumerate(entity["tasks"]):
+            if task["agent"] not in agents:
+                raise _Bad(
+                    ("entity", "tasks", i, "agent"),
+                    f"expected the id of one of the crew's agents, not {_shown(task['agent'])}",
+                )
+    elif entity["kind"] == "flow" and not entity["class"]:
+        raise _Bad(("entity", "class"), f"expected the flow's class path, not {_shown(entity['class'])}")
+    elif entity["kind"] == "agent" and entity["pending"] is None:
+        raise _Bad(("entity", "pending"), "expected the list of messages the agent was given, not null")
+
+
+BODY = Obj(
+    {
+        "schema_version": (INT, SCHEMA_VERSION),
+        "version": (STR, ""),
+        "format": (OneValue("crewpoint", "crewai"), "crewpoint"),
+        "entity": (ByKind({"crew": CREW, "flow": FLOW, "agent": AGENT}), REQUIRED),
+        "inputs": (MapOf(ANY), dict),
+        "events": (ListOf(MapOf(ANY)), list),  # crewpoint's own: EVENT each (see _runnable); others: their own
+        "lineage": (
+            Obj(
+                {
+                    "id": (STR, ""),
+                    "parent_id": (OPT_STR, None),
+                    "branch": (STR, "main"),
+                    "lineage": (STR, ""),
+                    "sequence": (Count(), 0),
+                    "resumed_from": (OPT_STR, None),
+                }
+            ),
+            REQUIRED,
+        ),
+        "trigger": (STR, ""),
+        "created_at": (NUM, 0.0),
+        "origin": (Nullable(Obj({"file": (OPT_STR, None), "module": (OPT_STR, None), "attr": (OPT_STR, None)})), None),
+    },
+    _runnable,
+)
+"""The whole body at :data:`SCHEMA_VERSION` (what :class:`CheckpointBody` types)."""
 
 
 # -- migration ---------------------------------------------------------------------------------------------
@@ -357,70 +642,40 @@ class DamagedBody(DamagedCheckpoint):
         super().__init__(f"checkpoint {source} is damaged: {where}{problem}")
 
 
-class _Refused(ValueError):
-    """A cross-field check inside a model: ``loc`` below the model, and what is wrong."""
-
-    def __init__(self, loc: tuple[str | int, ...], problem: str) -> None:
-        super().__init__(problem)
-        self.loc, self.problem = loc, problem
+def _dotted(parts: Sequence[str | int]) -> str:
+    return ".".join(str(p) for p in parts)
 
 
 def load_body(raw: Any, source: str = "checkpoint") -> CheckpointBody:
     """The one door: migrate ``raw`` and validate all of it, or raise :class:`DamagedBody` naming the field
-    (:class:`UnsupportedSchema` for a newer schema). ``source`` names the checkpoint in messages (its id)."""
+    (:class:`UnsupportedSchema` for a newer schema). ``source`` names the checkpoint in messages (its id).
+
+    The body returned is a checked copy with every field the schema knows filled in; ``raw`` is left as it is.
+    """
     body = migrate(raw, source)
     try:
-        typed = CheckpointBody.model_validate(body)
-    except ValidationError as exc:
-        raise _damaged(exc, body, source, ()) from None
-    if typed.format == "crewpoint":
-        _check_events(typed.events, body, source)
-    return typed
+        return cast(CheckpointBody, BODY.check(body, ()))
+    except _Bad as bad:
+        raise DamagedBody(source, _dotted(bad.path), bad.problem) from None
+    except RecursionError:
+        raise DamagedBody(source, "", "nested too deeply to read") from None
 
 
-def refused_by_class(error: ValidationError, source: str, where: Sequence[str | int]) -> DamagedBody:
-    """Data the schema leaves to a class (a flow's state, an LLM's or tool's fields) that the class refuses, as a
-    damaged body naming the field below ``where`` (``entity.state.count``)."""
-    return _damaged(error, None, source, tuple(where))
+def check_events(body: CheckpointBody, source: str) -> None:
+    """Check each event against its event class, as a run does before it takes the history on; a field the
+    class refuses is named as ``events.<n>.<field>``."""
+    from pydantic import ValidationError
 
-
-def owner_of(error: ValidationError, body: Body) -> tuple[str | int, ...] | None:
-    """Where in ``body`` the fields a class refused sit: the one ``{"class": ..., "fields": {...}}`` entry naming
-    a class called ``error.title`` whose fields hold the refused value (its path ending in ``fields``), or None."""
-    first = error.errors()[0]
-    loc = first["loc"]
-    if not loc:
-        return None
-    found: list[tuple[str | int, ...]] = []
-
-    def walk(value: Any, here: tuple[str | int, ...]) -> None:
-        if isinstance(value, dict):
-            name, fields = value.get("class"), value.get("fields")
-            if isinstance(name, str) and isinstance(fields, dict) and name.rpartition(".")[2] == error.title:
-                value_there, present = _value_at(fields, loc)
-                if first["type"] == "missing" or (present and value_there == first["input"]):
-                    found.append((*here, "fields"))
-            for key, inner in value.items():
-                walk(inner, (*here, key))
-        elif isinstance(value, list):
-            for i, inner in enumerate(value):
-                walk(inner, (*here, i))
-
-    walk(body, ())
-    return found[0] if len(found) == 1 else None
-
-
-def _check_events(events: list[dict[str, Any]], body: Body, source: str) -> None:
     from crewpoint.events.types import parse_event
 
-    for i, event in enumerate(events):
+    for i, event in enumerate(body["events"]):
         try:
             parse_event(event)
         except ValidationError as exc:
-            raise _damaged(exc, event, source, ("events", i)) from None
+            raise refused_by_class(exc, source, ("events", i)) from None
 
 
-# -- saying what is wrong, in one line ---------------------------------------------------------------------
+# -- what a class refuses, named as a field of the body ------------------------------------------------------
 
 _EXPECTED = {
     "string_type": "a string",
@@ -440,90 +695,54 @@ _EXPECTED = {
 }
 
 
-def _type_name(value: Any) -> str:
-    names = {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "a string"}
-    names.update({list: "a list", dict: "an object"})
-    return names.get(type(value), type(value).__name__)
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, (int, float, str)) and len(repr(value)) <= 24 else _type_name(value)
-
-
-def _dotted(parts: Sequence[str | int]) -> str:
-    return ".".join(str(p) for p in parts)
-
-
-def _real_path(loc: Sequence[str | int], data: Any, missing: bool) -> list[str | int]:
-    """``loc`` as a path in ``data``: the segments pydantic adds for union members and tags are dropped by
-    walking the data itself. With ``data`` None the location is taken as it is."""
-    if data is None:
-        return list(loc)
-    path: list[str | int] = []
-    here = data
-    for n, part in enumerate(loc):
-        if isinstance(here, dict) and isinstance(part, str) and part in here:
-            path.append(part)
-            here = here[part]
-        elif isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here):
-            path.append(part)
-            here = here[part]
-        elif missing and n == len(loc) - 1 and isinstance(here, dict):
-            path.append(part)
-    return path
-
-
-def _problem(error: Mapping[str, Any], value: Any, present: bool) -> str:
-    kind = error.get("type", "")
+def refused_by_class(error: ValidationError, source: str, where: Sequence[str | int]) -> DamagedBody:
+    """Data the schema leaves to a class (a flow's state, an LLM's or tool's fields, an event) that the class
+    refuses, as a damaged body naming the field below ``where`` (``entity.state.count``)."""
+    first = error.errors()[0]
+    kind = first["type"]
     if kind == "missing":
-        return "missing"
-    expected = _EXPECTED.get(kind)
-    if expected is not None:
-        return f"expected {expected}, not {_type_name(value)}" if present else f"expected {expected}"
-    if kind == "literal_error":
-        return f"expected {error['ctx']['expected']}, not {_shown(value) if present else 'nothing'}"
-    if kind == "value_error" and isinstance(error.get("ctx", {}).get("error"), _Refused):
-        return str(error["ctx"]["error"].problem)
-    text = str(error.get("msg", "is not valid"))
-    text = text.removeprefix("Value error, ")
-    return text[:1].lower() + text[1:]
-
-
-def _damaged(exc: ValidationError, data: Any, source: str, prefix: tuple[str | int, ...]) -> DamagedBody:
-    errors = exc.errors()
-    first = errors[0]
-    ctx_error = first.get("ctx", {}).get("error")
-    path = _real_path(tuple(first["loc"]), data, first["type"] == "missing")
-    if isinstance(ctx_error, _Refused):  # a cross-field check names its field below the model that made it
-        path += list(ctx_error.loc)
-    if first["type"] == "entity_kind":  # the entity's kind picks its schema: name the field itself
-        entity, _ = _value_at(data, path)
-        if not isinstance(entity, dict):
-            return DamagedBody(source, _dotted((*prefix, *path)), f"expected an object, not {_type_name(entity)}")
-        kind = entity.get("kind")
-        problem = f"expected crew, flow or agent, not {_shown(kind)}"
-        return DamagedBody(source, _dotted((*prefix, *path, "kind")), problem)
-    # A value wrong for every member of a union gives one error per member at the same path: say them together.
-    expected: list[str] = []
-    for error in errors:
-        here = _real_path(tuple(error["loc"]), data, error["type"] == "missing")
-        if here == path and error["type"] in _EXPECTED and _EXPECTED[error["type"]] not in expected:
-            expected.append(_EXPECTED[error["type"]])
-    value, present = _value_at(data, path)
-    if len(expected) > 1:
-        problem = f"expected {' or '.join(expected)}, not {_type_name(value)}"
+        problem = "missing"
+    elif kind in _EXPECTED:
+        problem = f"expected {_EXPECTED[kind]}, not {_type_name(first.get('input'))}"
     else:
-        problem = _problem(first, value if present else first.get("input"), present or data is None)
-    return DamagedBody(source, _dotted(prefix + tuple(path)), problem)
+        text = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+        problem = text[:1].lower() + text[1:]
+    return DamagedBody(source, _dotted((*where, *first["loc"])), problem)
+
+
+def owner_of(error: ValidationError, body: Body) -> Path | None:
+    """Where in ``body`` the fields a class refused sit: the one ``{"class": ..., "fields": {...}}`` entry naming
+    a class called ``error.title`` whose fields hold the refused value (its path ending in ``fields``), or None."""
+    first = error.errors()[0]
+    loc = tuple(first["loc"])
+    if not loc:
+        return None
+    found: list[Path] = []
+
+    def walk(value: Any, here: Path) -> None:
+        if isinstance(value, dict):
+            name, fields = value.get("class"), value.get("fields")
+            if isinstance(name, str) and isinstance(fields, dict) and name.rpartition(".")[2] == error.title:
+                there, present = _value_at(fields, loc)
+                if first["type"] == "missing" or (present and there == first["input"]):
+                    found.append((*here, "fields"))
+            for key, inner in value.items():
+                walk(inner, (*here, key))
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                walk(inner, (*here, i))
+
+    walk(body, ())
+    return found[0] if len(found) == 1 else None
 
 
 def _value_at(data: Any, path: Sequence[str | int]) -> tuple[Any, bool]:
     here = data
     for part in path:
-        if isinstance(here, dict) and isinstance(part, str) and part in here:
+        if isinstance(here, dict) and part in here:
             here = here[part]
         elif isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here):
             here = here[part]
         else:
             return None, False
-    return here, data is not None
+    return here, True
