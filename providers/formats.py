@@ -52,6 +52,8 @@ class Format(Protocol):
     """As people read it (``CrewAI``)."""
     foreign: bool
     """Is it another tool's format (read, forked and run by its adapter, never by crewpoint's engine)?"""
+    written_not_run: frozenset[str]
+    """Triggers of checkpoints its adapter writes without running anything (a fork): never a live run."""
 
     def owns_id(self, checkpoint_id: str) -> bool:
         """Is ``checkpoint_id`` shaped as this format's ids (or crewpoint's copies of them)?"""
@@ -106,6 +108,7 @@ class _Native:
     name = NATIVE
     title = "crewpoint"
     foreign = False
+    written_not_run: frozenset[str] = frozenset()
 
     def owns_id(self, checkpoint_id: str) -> bool:
         return True
@@ -217,6 +220,11 @@ def format_of_store(location: str) -> Format:
         if adapter.owns_store(location):
             return adapter
     return NATIVE_FORMAT
+
+
+def written_not_run() -> frozenset[str]:
+    """Triggers of checkpoints an adapter wrote without running anything, in every format."""
+    return frozenset().union(*(adapter.written_not_run for adapter in (NATIVE_FORMAT, *foreign_formats())))
 
 
 def written_by(version: str) -> str | None:

@@ -21,6 +21,7 @@ from crewpoint.providers.formats import (
     format_of_id,
     format_of_store,
     written_by,
+    written_not_run,
 )
 from crewpoint.providers.refs import short_id
 
@@ -143,3 +144,41 @@ def test_ids_are_shown_and_referenced_as_their_format_says() -> None:
     assert split_ref("store.db#20261130T150422_db3") == ("store.db", "20261130T150422_db3")
     assert split_ref("store.db#not_an_id") == ("store.db#not_an_id", None)
     assert written_by("copy of crewai 1.15.30") == "crewpoint, a copy of crewai 1.15.30 checkpoint"
+
+
+def test_resume_and_fork_of_a_crewai_checkpoint_go_to_its_format_and_its_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line hands a CrewAI checkpoint to the format's adapter, which runs the user's CrewAI (here a
+    stand-in that records what it was given and fails); a fork it writes is never taken for a live run."""
+    from click.testing import CliRunner
+
+    from crewpoint.tui.cli import main
+    from crewpoint.tui.widgets.store_index import StoreIndex
+
+    store = sqlite_store(tmp_path / "crewai.db")
+    given = tmp_path / "given.txt"
+    tool = tmp_path / "python-with-crewai"
+    tool.write_text(f'#!/bin/sh\nprintf "%s\\n" "$3" "$4" > "{given}"\nexit 3\n', encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("CREWPOINT_CREWAI_PYTHON", str(tool))
+    crews = [m for m in provider_for(str(store)).list(str(store)) if m.entity_kind == "crew"]
+    crew = next(m for m in crews if 0 < m.tasks_done < m.tasks_total)  # unfinished: only its trigger says not live
+
+    resumed = CliRunner().invoke(main, ["checkpoint", "resume", crew.id, "--location", str(store)])
+    assert resumed.exit_code == 1, resumed.output
+    assert resumed.stderr.strip().splitlines()[-1] == "crewpoint: the CrewAI run failed (exit 3)"
+    ref, kind = given.read_text(encoding="utf-8").splitlines()
+    assert kind == "crew" and crew.id in ref  # the handoff copy of that checkpoint, not the store itself
+    assert str(store) not in ref
+
+    monkeypatch.setenv("CREWPOINT_CREWAI_PYTHON", str(tmp_path / "no-such-python"))
+    forked = CliRunner().invoke(main, ["checkpoint", "fork", crew.id, "--location", str(store), "--branch", "try"])
+    assert forked.exit_code == 0, forked.output
+    assert "CrewAI is not installed here" in forked.stderr
+    fork = next(m for m in provider_for(str(store)).list(str(store)) if m.branch == "try")
+    assert forked.stdout.strip() == f"{store}#{fork.id}"
+    assert fork.trigger in written_not_run()
+    index = StoreIndex.build(provider_for(str(store)).list(str(store)))
+    segment = next(s for s in index.segments.values() if s.branch == "try")
+    assert not segment.finished and not segment.is_live(now=fork.created_at)  # written a moment ago, yet not live

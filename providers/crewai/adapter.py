@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,8 @@ STAMPED_ID_RE = re.compile(r"\d{8}T\d{6}[_-][0-9a-f]{8}")
 """A time-stamped id: CrewAI's, or crewpoint's copy of one (``-`` for ``_``)."""
 _STAMP_LENGTH = 16
 """``<YYYYmmddTHHMMSS>_``: the start of a CrewAI id, shared by every checkpoint of that second."""
+FORK_TRIGGER = "crewpoint_fork"
+"""The trigger of a fork crewpoint writes in CrewAI's format: written, not run (CrewAI runs it later)."""
 _KINDS = ("crewai-sqlite", "crewai-json")
 """The read-only providers of CrewAI's stores (registered in :mod:`crewpoint.providers`)."""
 
@@ -35,6 +36,7 @@ class CrewAIFormat:
     name = "crewai"
     title = "CrewAI"
     foreign = True
+    written_not_run = frozenset({FORK_TRIGGER})
 
     def owns_id(self, checkpoint_id: str) -> bool:
         return STAMPED_ID_RE.fullmatch(checkpoint_id) is not None
@@ -137,6 +139,8 @@ class CrewAIFormat:
             say(f"CrewAI resumes {meta.location} ({command[0]})")
             say(safe.describe())
             sys.stdout.flush()
+            import subprocess
+
             code = subprocess.call(resume_command(safe.ref, meta.entity_kind) or command, env=crewai_environment())
         return ForeignRun(exit_code=code)
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
+from crewpoint.providers.crewai.adapter import FORK_TRIGGER
 from crewpoint.providers.crewai.common import context_ids, main_entity, new_id
 from crewpoint.providers.refs import check_branch, match_prefix, split_ref
 
-FORK_TRIGGER = "crewpoint_fork"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
 
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.formats import written_not_run
 from crewpoint.providers.runs import RunInfo, classify
 
 TERMINAL_TRIGGERS = frozenset({"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"})
 """A branch whose newest checkpoint has one of these triggers has finished."""
 
-WRITTEN_NOT_RUN = frozenset({"crewpoint_fork"})
+WRITTEN_NOT_RUN = written_not_run()
 """Triggers of checkpoints a command wrote without running anything (a fork of a CrewAI checkpoint): a branch
 whose newest checkpoint is one of them is not live, however new it is."""
 
