@@ -8,11 +8,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
+from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
@@ -76,10 +77,11 @@ _WARNED: dict[int, weakref.ref[BaseModel]] = {}
 """The models warned about, by id, while they live (each is validated again by every task and crew taking it)."""
 
 
-class Agent(BaseModel):
+class Agent(BaseModel, CheckpointedEntity):
     """An agent. ``llm=None`` uses the configured default (the offline model when none is configured)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow", defer_build=True)
+    KIND: ClassVar[str] = "agent"
 
     role: str
     goal: str = ""
@@ -242,9 +244,7 @@ class Agent(BaseModel):
     ) -> AgentOutput:
         """Run the agent on its own on ``messages``; resumable and checkpointed like a crew."""
         if from_checkpoint is not None:
-            from crewpoint.checkpoint.restore_entities import restore
-
-            restore(from_checkpoint, "agent", fork_branch=None, target=self)
+            self._bind_checkpoint(from_checkpoint)
             return self.kickoff(messages)
         from crewpoint.events import (
             LiteAgentExecutionCompletedEvent,
@@ -298,11 +298,7 @@ class Agent(BaseModel):
 
         return await asyncio.to_thread(self.kickoff, messages, from_checkpoint=from_checkpoint)
 
-    # -- checkpoint entity protocol ---------------------------------------------------------------------
-    @property
-    def entity_kind(self) -> str:
-        return "agent"
-
+    # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
     def entity_name(self) -> str:
         return self.role
@@ -318,7 +314,7 @@ class Agent(BaseModel):
 
         llm = self._llm if self._llm is not None else self.llm
         return {
-            "kind": "agent",
+            "kind": self.KIND,
             "id": self.id,
             "role": self.role,
             "goal": self.goal,
@@ -337,7 +333,7 @@ class Agent(BaseModel):
         }
 
     @classmethod
-    def from_state(cls, data: Mapping[str, Any]) -> Agent:
+    def from_state(cls, data: Mapping[str, Any]) -> Self:
         from crewpoint.knowledge import knowledge_source_from_state
         from crewpoint.llm import llm_from_state
         from crewpoint.serialize import callbacks_trusted, load_callable
@@ -423,29 +419,6 @@ class Agent(BaseModel):
     def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
         return None
 
-    @classmethod
-    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Agent:
-        """Rebuild the agent saved in a checkpoint; ``kickoff()`` then continues its run."""
-        from crewpoint.checkpoint.restore_entities import restore
-
-        agent = restore(config, "agent", fork_branch=None)
-        assert isinstance(agent, Agent)
-        return agent
-
-    @classmethod
-    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Agent:
-        from crewpoint.checkpoint.restore_entities import restore
-
-        agent = restore(config, "agent", fork_branch=branch or "")
-        assert isinstance(agent, Agent)
-        return agent
-
-    @classmethod
-    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Agent:
-        import asyncio
-
-        return await asyncio.to_thread(cls.from_checkpoint, config)
-
 
 _config_state = config_state
 _config_from_state = config_from_state
@@ -454,3 +427,5 @@ _config_from_state = config_from_state
 # Task's fields name Agent, which task.py imports only for type checking: give its module the name, so pydantic
 # resolves it when a Task is first made (its schema is built then, not when crewpoint is imported).
 vars(sys.modules[Task.__module__])["Agent"] = Agent
+
+_: type[Entity] = Agent  # mypy checks the class against everything the protocol declares

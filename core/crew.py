@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.agent import Agent, _config_from_state, _config_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
@@ -33,11 +34,12 @@ class CrewOutput(BaseModel):
         return self.raw
 
 
-class Crew(BaseModel):
+class Crew(BaseModel, CheckpointedEntity):
     """Agents and tasks. ``process="sequential"``: each task sees its ``context`` tasks' outputs, or else
     every earlier output."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
+    KIND: ClassVar[str] = "crew"
 
     agents: list[Agent] = Field(default_factory=list)
     tasks: list[Task] = Field(default_factory=list)
@@ -190,9 +192,7 @@ class Crew(BaseModel):
     ) -> CrewOutput:
         """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped."""
         if from_checkpoint is not None:
-            from crewpoint.checkpoint.restore_entities import restore
-
-            restore(from_checkpoint, "crew", fork_branch=None, target=self)
+            self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
         from crewpoint.events import (
             CrewKickoffCompletedEvent,
@@ -323,11 +323,7 @@ class Crew(BaseModel):
             self._knowledge = Knowledge(sources=list(self.knowledge_sources))
         return self._knowledge
 
-    # -- checkpoint entity protocol ----------------------------------------------------------------------
-    @property
-    def entity_kind(self) -> str:
-        return "crew"
-
+    # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
     def entity_name(self) -> str:
         return self.name
@@ -352,7 +348,7 @@ class Crew(BaseModel):
         from crewpoint.serialize import callable_path
 
         return {
-            "kind": "crew",
+            "kind": self.KIND,
             "id": self.id,
             "name": self.name,
             "process": self.process,
@@ -520,26 +516,5 @@ class Crew(BaseModel):
         crew._inputs = dict(inputs)
         return crew
 
-    @classmethod
-    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Crew:
-        """Rebuild the crew saved in a checkpoint: ``kickoff()`` skips its finished tasks."""
-        from crewpoint.checkpoint.restore_entities import restore
 
-        crew = restore(config, "crew", fork_branch=None)
-        assert isinstance(crew, Crew)
-        return crew
-
-    @classmethod
-    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Crew:
-        import asyncio
-
-        return await asyncio.to_thread(cls.from_checkpoint, config)
-
-    @classmethod
-    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Crew:
-        """Restore a checkpoint onto a new branch (auto-named when ``branch`` is omitted)."""
-        from crewpoint.checkpoint.restore_entities import restore
-
-        crew = restore(config, "crew", fork_branch=branch or "")
-        assert isinstance(crew, Crew)
-        return crew
+_: type[Entity] = Crew  # mypy checks the class against everything the protocol declares

@@ -12,13 +12,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
 from crewpoint.text import a_or_an
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
 
 StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,10 +109,11 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-class Flow(Generic[StateT]):
+class Flow(CheckpointedEntity, Generic[StateT]):
     """Subclass, decorate methods, ``kickoff()``. The state is a dict unless ``initial_state`` (or the
     generic parameter, ``Flow[MyState]``) names a pydantic model."""
 
+    KIND: ClassVar[str] = "flow"
     initial_state: Any = None
     name: str | None = None
 
@@ -155,7 +160,7 @@ class Flow(Generic[StateT]):
         self._result: Any = None
         self._finished = False
         self._inputs: dict[str, Any] | None = None
-        self._runtime: Any = None
+        self._runtime: RuntimeState | None = None
         self._finished_events: dict[str, str] = {}
         self._edited_inputs: dict[str, Any] | None = None
         self._ran_here = False
@@ -216,9 +221,7 @@ class Flow(Generic[StateT]):
     ) -> Any:
         """Run the flow; returns the last method's output."""
         if from_checkpoint is not None:
-            from crewpoint.checkpoint.restore_entities import restore
-
-            restore(from_checkpoint, "flow", fork_branch=None, target=self)
+            self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
         from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
         from crewpoint.runtime import RuntimeState, current_state, running
@@ -335,11 +338,7 @@ class Flow(Generic[StateT]):
         self._finished_events[name] = finished.event_id
         return output
 
-    # -- checkpoint entity protocol --------------------------------------------------------------------
-    @property
-    def entity_kind(self) -> str:
-        return "flow"
-
+    # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
     def entity_name(self) -> str:
         return self.name or type(self).__name__
@@ -357,7 +356,7 @@ class Flow(Generic[StateT]):
 
         cls = self._state_class()
         return {
-            "kind": "flow",
+            "kind": self.KIND,
             "id": self.id,
             "name": self.entity_name,
             "class": class_path(type(self)),
@@ -370,7 +369,7 @@ class Flow(Generic[StateT]):
         }
 
     @classmethod
-    def from_state(cls, data: Mapping[str, Any]) -> Flow[Any]:
+    def from_state(cls, data: Mapping[str, Any]) -> Self:
         from crewpoint.agent import _config_from_state
         from crewpoint.events import event_bus
 
@@ -409,11 +408,11 @@ class Flow(Generic[StateT]):
         self._apply_run_state(data)
         self._runtime = None
 
-    def attach_runtime(self, runtime: Any, inputs: dict[str, Any]) -> None:
+    def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs, self._ran_here = runtime, inputs, False
 
     @property
-    def runtime_state(self) -> Any:
+    def runtime_state(self) -> RuntimeState | None:
         return self._runtime
 
     # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
@@ -438,24 +437,8 @@ class Flow(Generic[StateT]):
     def planning_copy(cls, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
         return None
 
-    @classmethod
-    def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
-        """Rebuild this flow from a checkpoint; ``kickoff()`` continues after the methods that already ran."""
-        from crewpoint.checkpoint.restore_entities import restore
 
-        return restore(config, "flow", fork_branch=None, flow_cls=cls)
-
-    @classmethod
-    def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Any:
-        from crewpoint.checkpoint.restore_entities import restore
-
-        return restore(config, "flow", fork_branch=branch or "", flow_cls=cls)
-
-    @classmethod
-    async def afrom_checkpoint(cls, config: CheckpointConfig | str | Path) -> Any:
-        import asyncio
-
-        return await asyncio.to_thread(cls.from_checkpoint, config)
+_: type[Entity] = Flow  # mypy checks the class against everything the protocol declares
 
 
 def _loops(cls: type[Any], method: str, label: str) -> str:

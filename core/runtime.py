@@ -12,12 +12,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from crewpoint._version import __version__
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
+from crewpoint.entities import Entity, kind_of
 from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
@@ -32,24 +33,6 @@ HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP", "SIGCONT")
 def current_state() -> RuntimeState | None:
     """The state of the run executing in this context, if any."""
     return _current.get()
-
-
-class Entity(Protocol):
-    """What a checkpointable root (crew, flow, agent) provides."""
-
-    id: str
-
-    @property
-    def entity_kind(self) -> str: ...
-
-    @property
-    def entity_name(self) -> str: ...
-
-    def to_state(self) -> dict[str, Any]: ...
-
-    def progress(self) -> tuple[int, int]: ...
-
-    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None: ...
 
 
 def new_branch_name() -> str:
@@ -442,7 +425,8 @@ def resume_hint(state: RuntimeState) -> str | None:
             program = program if relative.startswith(os.pardir) else relative
         command += f" --app {shlex.quote(f'{program}:{attr}')}"
     name = attr if isinstance(attr, str) and attr.isidentifier() else state.root.entity_kind
-    name += "()" if state.root.entity_kind == "flow" and name != "flow" else ""  # a flow's origin is its class
+    if kind_of(state.root.entity_kind).named_by_class and name != state.root.entity_kind:
+        name += "()"  # the origin names the class (a flow's): the program makes one to resume
     python = f"{name}.kickoff(from_checkpoint={shown_location(state.last_ref)!r})"
     return f"crewpoint: interrupted; resume with: {command}, or in your program: {python}"
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody
 from crewpoint.checkpoint.stores import _provider, load, store_of
+from crewpoint.entities import entity_class, kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 from crewpoint.providers.formats import format_of
 
 if TYPE_CHECKING:
+    from crewpoint.checkpoint.schema import CrewState, FlowState
     from crewpoint.runtime import RuntimeState
 
 
@@ -29,7 +31,7 @@ def _plan(
     old_inputs = body["inputs"]
     changed = {k: v for k, v in (inputs or {}).items() if k not in old_inputs or old_inputs[k] != v}
     saved_entity = body["entity"]
-    saved = saved_entity["tasks"] if saved_entity["kind"] == "crew" else []
+    saved = cast("CrewState", saved_entity)["tasks"] if kind_of(saved_entity["kind"]).has_tasks else []
 
     def saved_raw(i: int) -> str | None:
         output = saved[i]["output"] if 0 <= i < len(saved) else None
@@ -52,8 +54,6 @@ def plan_fork(
     if adapter.foreign:  # another tool's checkpoint: planned by its adapter, run by that tool
         planned = adapter.plan_fork(record.body, inputs or {}, outputs or {})
         return ForkPlan(planned.changed_inputs, planned.edited_outputs, planned.rerun)
-    from crewpoint.checkpoint.restore_entities import entity_class
-
     cls = entity_class(body["entity"]["kind"])
     data = record.body["entity"]
     cls.check_edits(data, inputs, outputs)
@@ -70,7 +70,7 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
     from crewpoint.text import unknown_inputs
 
     info = describe(record)
-    if info.kind != "crew":
+    if not kind_of(info.kind).has_tasks:
         return
     problem = unknown_inputs(inputs or {}, info.placeholders)
     if problem is not None:
@@ -89,7 +89,7 @@ def flow_class(record: CheckpointRecord) -> type[Any]:
     from crewpoint.serialize import load_class
 
     entity = body_of(record)["entity"]
-    path = entity["class"] if entity["kind"] == "flow" else None
+    path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
     if not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
     try:
@@ -158,7 +158,7 @@ def prepare_run(
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
     has it.
     """
-    from crewpoint.checkpoint.restore_entities import entity_class, restore
+    from crewpoint.checkpoint.restore_entities import restore
 
     if record is None:
         record = load(ref, location)
@@ -179,8 +179,8 @@ def prepare_run(
         target = load_app(app, kind)
         entity = restore(source, kind, fork_branch=fork_branch, target=target)
     else:
-        flow_cls = flow_class(record) if kind == "flow" else None
-        entity = restore(source, kind, fork_branch=fork_branch, flow_cls=flow_cls)
+        program_class = flow_class(record) if kind_of(kind).named_by_class else None
+        entity = restore(source, kind, fork_branch=fork_branch, entity_cls=program_class)
     entity.apply_edits(inputs, outputs)
     tasks = list(getattr(entity, "tasks", None) or [])
     return PreparedRun(

@@ -486,7 +486,7 @@ def _load_script(path: str) -> Any:
 
 
 def _kind_class(kind: str) -> type[Any]:
-    from crewpoint.checkpoint.restore_entities import entity_class
+    from crewpoint.entities import entity_class
 
     try:
         return entity_class(kind)
@@ -495,13 +495,15 @@ def _kind_class(kind: str) -> type[Any]:
 
 
 def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
+    from crewpoint.entities import kind_of
+
     cls = _kind_class(kind)
+    by_class = kind_of(kind).named_by_class  # a flow: the program may name its class, which is made here
     if attr is None:
         found = [
             name
             for name, value in vars(module).items()
-            if not name.startswith("_")
-            and (isinstance(value, cls) or (kind == "flow" and _is_own_flow_class(value, module, cls)))
+            if not name.startswith("_") and (isinstance(value, cls) or (by_class and _is_own_class(value, module, cls)))
         ]
         if len(found) != 1:
             what = ", ".join(found) if found else "none"
@@ -512,7 +514,7 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
     value = getattr(module, attr)
     if isinstance(value, cls):
         return value
-    if isinstance(value, type) and issubclass(value, cls) and kind == "flow":
+    if isinstance(value, type) and issubclass(value, cls) and by_class:
         return value()
     if callable(value) and not isinstance(value, type):
         try:
@@ -527,5 +529,5 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
     )
 
 
-def _is_own_flow_class(value: Any, module: Any, flow: type[Any]) -> bool:
-    return isinstance(value, type) and issubclass(value, flow) and value.__module__ == module.__name__
+def _is_own_class(value: Any, module: Any, base: type[Any]) -> bool:
+    return isinstance(value, type) and issubclass(value, base) and value.__module__ == module.__name__

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, read_checked
 from crewpoint.checkpoint.schema import CheckpointBody, check_events, owner_of, refused_by_class
+from crewpoint.entities import Entity, kind_of
 from crewpoint.events.record import EventRecord
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 
@@ -56,34 +57,20 @@ def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) 
     )
 
 
-def entity_class(kind: str) -> type[Any]:
-    """crewpoint's class for an entity kind (crew, flow, agent); each has the same resume and fork interface."""
-    if kind == "crew":
-        from crewpoint.crew import Crew
-
-        return Crew
-    if kind == "agent":
-        from crewpoint.agent import Agent
-
-        return Agent
-    if kind == "flow":
-        from crewpoint.flow import Flow
-
-        return Flow
-    raise CheckpointError(f"unknown entity kind {kind!r}")
-
-
-def build_entity(record: CheckpointRecord, body: CheckpointBody, flow_cls: type[Any] | None = None) -> Any:
-    """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``)."""
+def build_entity(record: CheckpointRecord, body: CheckpointBody, entity_cls: type[Entity] | None = None) -> Entity:
+    """Rebuild the entity from the checkpoint alone (code under the trust rule of ``crewpoint.serialize``), as
+    ``entity_cls`` (the class ``from_checkpoint`` was called on) when it is of the checkpoint's kind, else as the
+    kind's class. A kind its program names by class (a flow) is rebuilt only through the program's class."""
     entity = body["entity"]
-    cls = entity_class(entity["kind"])
-    if entity["kind"] == "flow":
-        if flow_cls is None:
-            raise CheckpointError("restore a flow through its class: MyFlow.from_checkpoint(...)")
-        cls = flow_cls
-    saved_state = entity["state_class"] if entity["kind"] == "flow" else None
-    state_class = saved_state.rpartition(".")[2] if saved_state else None
-    return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))
+    kind = kind_of(entity["kind"])
+    cls = kind.cls
+    if entity_cls is not None and issubclass(entity_cls, cls):
+        cls = entity_cls
+    elif kind.named_by_class:
+        raise CheckpointError(f"restore a {kind.kind} through its class: MyFlow.from_checkpoint(...)")
+    saved_state = entity.get("state_class")
+    state_class = saved_state.rpartition(".")[2] if isinstance(saved_state, str) and saved_state else None
+    return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))  # type: ignore[no-any-return]
 
 
 def _state_checked(record: CheckpointRecord, state_class: str | None, apply: Callable[[], Any]) -> Any:
@@ -138,13 +125,14 @@ def restore(
     config: CheckpointConfig | str | Path,
     kind: str,
     fork_branch: str | None,
-    flow_cls: type[Any] | None = None,
-    target: Any | None = None,
-) -> Any:
+    entity_cls: type[Entity] | None = None,
+    target: Entity | None = None,
+) -> Entity:
     """Restore the entity of ``kind`` saved at ``config`` (``fork_branch``: "" = auto-named fork).
 
     With ``target`` (the caller's own crew, flow or agent) the checkpoint's state is bound to it and it keeps its
-    code; without, the entity is rebuilt from the checkpoint under the trust rule.
+    code; without, the entity is rebuilt from the checkpoint under the trust rule, as ``entity_cls`` (see
+    :func:`build_entity`).
     """
     from crewpoint.events import CheckpointForkedEvent, CheckpointRestoredEvent, event_bus
     from crewpoint.runtime import RuntimeState
@@ -160,10 +148,11 @@ def restore(
     expect_kind(record, body, kind)
     check_events(body, record.meta.id)  # the history the run takes on, each event by its class
     if target is not None:
-        _state_checked(record, _live_state_class(target), lambda: target.bind_state(record.body["entity"]))
-        entity = target
+        bound = target
+        _state_checked(record, _live_state_class(bound), lambda: bound.bind_state(record.body["entity"]))
+        entity = bound
     else:
-        entity = build_entity(record, body, flow_cls)
+        entity = build_entity(record, body, entity_cls)
     run = run_config(record, entity.checkpoint)
     if isinstance(config, CheckpointConfig) and config.max_checkpoints is not None:
         # the program's own CheckpointConfig(restore_from=..., max_checkpoints=N): the running program prunes
