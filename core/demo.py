@@ -183,7 +183,7 @@ def seed_demo_store(location: str, provider: str | None = None) -> None:
             marker.write("made by `crewpoint demo --live`: the next live demo replaces this folder\n")
     crew = demo_crew(checkpoint=config)
     crew.kickoff(inputs=DEMO_INPUTS)
-    second = sorted((m for m in store.list(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)[1]
+    second = sorted((m for m in store.list(location) if m.entity_kind == crew.entity_kind), key=lambda m: m.sequence)[1]
     fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="shorter-outline")
     fork.override_output("outline", "1. What a crash costs  2. Checkpoints  3. Forks for what-if questions")
 

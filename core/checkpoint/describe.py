@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody, TaskState
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.text import clip
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.schema import AgentState, CrewState, FlowState
 
 
 @dataclass
@@ -80,10 +84,12 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
     placeholders: list[str] = []
     flow_state: Any = None
     method_outputs: list[tuple[str, Any]] = []
-    if entity["kind"] == "crew":
-        roles = {a["id"]: a["role"] for a in entity["agents"]}
-        position = {t["id"]: i for i, t in enumerate(entity["tasks"])}
-        for i, task in enumerate(entity["tasks"]):
+    kind = kind_of(entity["kind"])
+    if kind.has_tasks:
+        crew = cast("CrewState", entity)
+        roles = {a["id"]: a["role"] for a in crew["agents"]}
+        position = {t["id"]: i for i, t in enumerate(crew["tasks"])}
+        for i, task in enumerate(crew["tasks"]):
             output, context = task["output"], task["context"]
             tasks.append(
                 TaskInfo(
@@ -99,31 +105,33 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
                 )
             )
         texts = [t.description for t in tasks] + [t.expected_output for t in tasks]
-        for agent in entity["agents"]:
+        for agent in crew["agents"]:
             texts += [agent["role"], agent["goal"], agent["backstory"]]
         placeholders = find_placeholders(*texts)
-        name = entity["name"]
-    elif entity["kind"] == "flow":
-        flow_state = entity["state"]
-        method_outputs = [(n, o) for n, o in entity["method_outputs"]]
-        name = entity["name"]
-    else:
-        name = entity["role"]
-        asked = [m["content"] for m in entity["pending"] or [] if m["role"] == "user"]
+        name = crew["name"]
+    elif kind.has_state:
+        flow = cast("FlowState", entity)
+        flow_state = flow["state"]
+        method_outputs = [(n, o) for n, o in flow["method_outputs"]]
+        name = flow["name"]
+    else:  # an agent: its one kickoff
+        agent_state = cast("AgentState", entity)
+        name = agent_state["role"]
+        asked = [m["content"] for m in agent_state["pending"] or [] if m["role"] == "user"]
         tasks.append(
             TaskInfo(
                 index=0,
-                id=entity["id"],
-                name="kickoff",
+                id=agent_state["id"],
+                name=kind.unit,
                 agent=name,
                 description=asked[-1] if asked else "",
                 expected_output="",
-                done=entity["result"] is not None,
-                output=entity["result"],
+                done=agent_state["result"] is not None,
+                output=agent_state["result"],
                 context=None,
             )
         )
-        placeholders = find_placeholders(entity["role"], entity["goal"], entity["backstory"])
+        placeholders = find_placeholders(agent_state["role"], agent_state["goal"], agent_state["backstory"])
     for key in inputs:
         if key not in placeholders:
             placeholders.append(key)
@@ -143,7 +151,7 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
 def resolve_task(record: CheckpointRecord, ref: str) -> int:
     """The 0-based index of the task ``ref`` names: a number counted from 1, a task name, or an id prefix."""
     info = describe(record)
-    if info.kind != "crew":
+    if not kind_of(info.kind).has_tasks:
         raise ValueError(f"task outputs can be edited in crew checkpoints only; this one holds a {info.kind}")
     text = ref.strip()
     if text.isdigit():

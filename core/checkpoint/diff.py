@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.checkpoint.describe import TaskInfo, describe
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointRecord
 
 
@@ -37,7 +38,7 @@ def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[DiffEntry]:
         label = f"{(after or before).index + 1}. {(after or before).name}"  # type: ignore[union-attr]
         add("tasks", label, _status(before), _status(after))
         add("outputs", label, before.output if before else None, after.output if after else None)
-    if ia.kind == "flow" or ib.kind == "flow":
+    if kind_of(ia.kind).has_state or kind_of(ib.kind).has_state:
         sa = ia.flow_state if isinstance(ia.flow_state, dict) else {"state": ia.flow_state}
         sb = ib.flow_state if isinstance(ib.flow_state, dict) else {"state": ib.flow_state}
         for key in _keys(sa, sb):
