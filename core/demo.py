@@ -171,8 +171,8 @@ def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
 
 
 def seed_demo_store(location: str, provider: str | None = None) -> None:
-    """A finished demo run and a fork of its second checkpoint (branch ``shorter-outline``) stopped after its
-    first task, as by Ctrl+C: a branch to resume (``e``) or fork (``f``). Written quickly."""
+    """A finished demo run and a fork of its second checkpoint with a shorter outline (branch ``what-if``), stopped
+    after its first task as by Ctrl+C: a branch to resume (``e``) or fork (``f``). Written quickly."""
     from crewpoint.events import event_bus
 
     config = _demo_config(location, provider)
@@ -184,7 +184,7 @@ def seed_demo_store(location: str, provider: str | None = None) -> None:
     crew = demo_crew(checkpoint=config)
     crew.kickoff(inputs=DEMO_INPUTS)
     second = sorted((m for m in store.list(location) if m.entity_kind == crew.entity_kind), key=lambda m: m.sequence)[1]
-    fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="shorter-outline")
+    fork = Crew.fork(CheckpointConfig(restore_from=second.location), branch="what-if")
     fork.override_output("outline", "1. What a crash costs  2. Checkpoints  3. Forks for what-if questions")
 
     def stop(source: object, event: object) -> None:

@@ -17,6 +17,7 @@ from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.demo import start_live_demo
+from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
 from crewpoint.tui.widgets.store_index import SegmentRef
 
 SIZE = (80, 24)
@@ -58,9 +59,19 @@ async def test_the_demo_opens_on_a_checkpoint_to_resume_or_fork(tmp_path: Path) 
         screen = browser(pilot)
         chosen = screen.detail.meta
         assert chosen is not None and chosen.id == screen.ckpt_tree.chosen_id
-        assert chosen.branch == "shorter-outline" and chosen.tasks_done < chosen.tasks_total
+        assert chosen.branch == "what-if" and chosen.tasks_done < chosen.tasks_total
         segment = screen.index.segments[screen.index.segment_of[chosen.id]]
         assert screen.index.state_of(segment) == "interrupted"
+
+        tree = screen.ckpt_tree  # at 80x24 every branch line shows its name and its run's state whole
+        for line in range(tree.last_line + 1):
+            node = tree.get_node_at_line(line)
+            if node is not None and isinstance(node.data, SegmentRef):
+                label = tree._label_for(node.data).plain
+                mark = STATE_MARKS[tree.index.state_of(tree.index.segments[node.data.key]) or ""][0]
+                guides = tree._tree_lines[line]._get_guide_width(tree.guide_depth, tree.show_root)
+                needed = guides + len(tree.ICON_NODE) + label.index(mark) + len(mark)
+                assert needed <= tree.scrollable_content_region.width, label
 
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
