@@ -529,7 +529,8 @@ def _runnable(body: dict[str, Any], path: Path) -> None:
     keeps its tool's own events and may leave the rest unknown: CrewAI runs it, not crewpoint)."""
     if body["format"] != "crewpoint":
         return
-    body["events"] = [EVENT.check(event, ("events", i)) for i, event in enumerate(body["events"])]
+    for i, event in enumerate(body["events"]):  # checked, and kept as recorded (views show them as they are)
+        EVENT.check(event, ("events", i))
     entity = body["entity"]
     if entity["kind"] == "crew":
         agents = {a["id"] for a in entity["agents"]}
