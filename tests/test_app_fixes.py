@@ -127,7 +127,7 @@ async def test_a_finished_resume_says_finished_once_and_a_failed_one_says_failed
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
         await settle(pilot)
         await pilot.press("y")
-        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running)
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 120)
         await settle(pilot)
         assert [severity for severity, _ in notifications(pilot)] == ["information"]
         assert notifications(pilot)[0][1].endswith(": finished")
@@ -140,7 +140,7 @@ async def test_a_finished_resume_says_finished_once_and_a_failed_one_says_failed
         pilot.app.screen.query_one("#resume-app Input", Input).value = f"{broken}:crew"
         await settle(pilot)
         await pilot.press("y")
-        await wait_until(pilot, lambda: screen.run_panel.has_class("-failed") and not screen.run_panel.running)
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-failed") and not screen.run_panel.running, 120)
         await settle(pilot)
         after = notifications(pilot)[1:]
         assert [severity for severity, _ in after] == ["error"], after
@@ -156,7 +156,7 @@ async def test_resume_on_a_live_run_offers_a_fork_and_stop_names_the_run_as_the_
     app = make_app(str(store), watch=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = browser(pilot)
-        await wait_until(pilot, lambda: live_segment(screen, live_run.pid) is not None, timeout=60)
+        await wait_until(pilot, lambda: live_segment(screen, live_run.pid) is not None, timeout=120)
         segment = live_segment(screen, live_run.pid)
         assert segment is not None
         assert screen.ckpt_tree.reveal(segment.head.id)  # the app follows the store: its watcher never ends

@@ -99,7 +99,7 @@ async def test_the_live_run_shows_as_the_app_opens_and_the_cursor_follows_it(
                     return segment.head.id
             return None
 
-        await wait_until(pilot, lambda: live_head() is not None, timeout=60)
+        await wait_until(pilot, lambda: live_head() is not None, timeout=120)
         head = screen.index.metas[live_head() or ""]
         # its first checkpoint is taken as the crew starts, before any model call: it is there at once
         assert head.trigger == "crew_kickoff_started" and head.tasks_done == 0
