@@ -162,9 +162,13 @@ class EntityKind:
     named_by_class: bool = False
     """A program names it by its class (``--app app.py:MyFlow``), and a rebuild needs the program's class."""
 
+    def noun(self, n: int) -> str:
+        """The word for ``n`` units: ``task`` for one, ``tasks`` for any other number."""
+        return self.unit if n == 1 else self.units
+
     def count(self, n: int) -> str:
         """``1 task``, ``3 steps``."""
-        return f"{n} {self.unit if n == 1 else self.units}"
+        return f"{n} {self.noun(n)}"
 
     def progress(self, done: int, total: int) -> str:
         """A checkpoint's progress as people read it: ``2/4`` tasks of a crew; a flow's units run so far,

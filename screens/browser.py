@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.plan import check_fork
 from crewpoint.checkpoint.program import suggested_app
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 from crewpoint.providers.runs import RunInfo, classify, this_host
 from crewpoint.screens.confirm import ConfirmScreen
@@ -646,7 +647,8 @@ class BrowserScreen(Screen[None]):
         info = self.detail.info
         tab = self.detail.active_tab
         if tab not in ("tab-tasks", "tab-inputs"):
-            tab = "tab-tasks" if any(t.done for t in info.tasks) and info.kind == "crew" else "tab-inputs"
+            has_tasks = kind_of(info.kind).has_tasks
+            tab = "tab-tasks" if has_tasks and any(t.done for t in info.tasks) else "tab-inputs"
         self.detail.activate(tab)
         self.detail.focus_editor(tab)
 

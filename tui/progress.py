@@ -17,6 +17,7 @@ import threading
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from crewpoint.entities import kind_of
 from crewpoint.tui import run_protocol as protocol
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
@@ -244,7 +245,7 @@ class RichProgress(RunProgress):
 
     def _initial(self) -> tuple[int, int]:
         run = self.run
-        if run.kind == "crew":
+        if kind_of(run.kind).has_tasks:
             total = len(run.task_ids)
             return total - len(run.plan.rerun), total
         return run.source.tasks_done, run.source.tasks_total
@@ -285,9 +286,10 @@ class RichProgress(RunProgress):
         verb, where = ("forking", "onto") if run.fork else ("resuming", "on")
         source = _shown_id(run.source.id)
         self.line((f"{verb} {run.kind} {run.source.entity_name} from {source} {where} branch {run.branch}", "bold"))
-        if run.kind == "crew":
+        kind = kind_of(run.kind)
+        if kind.has_tasks:
             names = run.task_names
-            todo = ", ".join(f"{i + 1}. {names[i]}" for i in run.plan.rerun) or "nothing: every task is done"
+            todo = ", ".join(f"{i + 1}. {names[i]}" for i in run.plan.rerun) or f"nothing: every {kind.unit} is done"
             self.line(("to run: ", "dim"), (todo, ""))
         self.progress.start()
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.entities import kind_of
 from crewpoint.text import clip
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
@@ -133,7 +134,8 @@ def _say(text: str = "") -> None:
 def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
     meta = info.meta
     done, total = info.progress
-    unit = {"crew": "tasks", "flow": "methods", "agent": "run"}.get(info.kind, "steps")
+    kind = kind_of(info.kind)
+    unit = kind.noun(total)
     rows = [
         ("checkpoint", meta.id),
         ("location", meta.location or "-"),
@@ -165,7 +167,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
     if missing:
         _say(f"  placeholders without a value: {', '.join(missing)}")
     if info.tasks:
-        _say(f"\n{'tasks' if info.kind == 'crew' else 'run'}")
+        _say(f"\n{kind.noun(len(info.tasks))}")
         for task in info.tasks:
             status = "[done]   " if task.done else "[pending]"
             agent = f" ({task.agent})" if task.agent else ""
@@ -174,7 +176,7 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
                 _say(f"              context: {', '.join(str(i + 1) for i in task.context) or 'none'}")
             if task.output is not None:
                 _say(_indent(clip(task.output, 400, one_line=False), "              "))
-    if info.kind == "flow":
+    if kind.has_state:
         _say("\nflow state")
         _say(_indent(json.dumps(info.flow_state, indent=2, ensure_ascii=False, default=str), "  "))
         _say("\nmethod outputs")

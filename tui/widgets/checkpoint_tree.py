@@ -23,6 +23,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.diagnostics import plural
@@ -554,8 +555,8 @@ class CheckpointTree(Tree[NodeRef]):
             text.append(mark, self._style(style))
         head = segment.head
         if head.tasks_total:
-            done = head.tasks_done
-            text.append(f" {plural(done, 'step')}" if head.entity_kind == "flow" else f" {done}/{head.tasks_total}")
+            done, kind = head.tasks_done, kind_of(head.entity_kind)
+            text.append(f" {kind.count(done)}" if kind.open_ended else f" {done}/{head.tasks_total}")
         if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
             text.append(f" run {run_label(segment.lineage)}", self._style("muted"))
         text.append(f" {len(segment.metas)} ckpt", self._style("muted"))

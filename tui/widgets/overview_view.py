@@ -14,9 +14,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_by
-from crewpoint.tui.diagnostics import plural
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail, Edits
 
@@ -36,19 +36,15 @@ def shown(value: Any, *, one_line: bool = False) -> str:
     return visible(plain(value), one_line=one_line)
 
 
-def step_word(meta: CheckpointMeta) -> str:
-    """What a checkpoint's progress counts: a crew's tasks, a flow's methods, an agent's run."""
-    return {"flow": "methods", "agent": "steps"}.get(meta.entity_kind, "tasks")
-
-
 def progress_line(meta: CheckpointMeta) -> str:
-    """The Overview's progress row: a crew's ``2/4 tasks``; a flow's methods run so far (its routers decide how
-    many of the methods it defines will run)."""
+    """The Overview's progress row, in the units the entity registry names: a crew's ``2/4 tasks``, an agent's
+    ``1/1 kickoff``; a flow's steps run so far (its routers decide how many of the methods it defines will run)."""
     if not meta.tasks_total:
         return "-"
-    if meta.entity_kind == "flow":
-        return f"{plural(meta.tasks_done, 'method')} run ({meta.tasks_total} defined; its routers choose which run)"
-    return f"{meta.tasks_done}/{meta.tasks_total} {step_word(meta)}"
+    kind = kind_of(meta.entity_kind)
+    if kind.open_ended:
+        return f"{kind.count(meta.tasks_done)} run ({meta.tasks_total} defined; its routers choose which run)"
+    return f"{meta.tasks_done}/{meta.tasks_total} {kind.noun(meta.tasks_total)}"
 
 
 def size_text(size: int) -> str:
@@ -115,12 +111,16 @@ class OverviewView(VerticalScroll):
                 Text("\nInputs", style="bold underline"),
                 facts_table([(k, plain(v)) for k, v in info.inputs.items()]),
             ]
+        kind = kind_of(info.kind)
         if info.tasks:
-            done = sum(1 for t in info.tasks if t.done)
+            done, total = sum(1 for t in info.tasks if t.done), len(info.tasks)
             parts.append(
-                Text(visible(f"\n{info.kind} {info.name}: {done} of {len(info.tasks)} tasks done"), style="bold")
+                Text(
+                    visible(f"\n{info.kind} {info.name}: {done} of {total} {kind.noun(total)} done"),
+                    style="bold",
+                )
             )
-        if info.kind == "flow":
+        if kind.has_state:
             parts.append(Text("\nFlow methods run", style="bold underline"))
             if info.method_outputs:
                 parts.append(

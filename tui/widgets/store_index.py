@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_not_run
 from crewpoint.providers.runs import RunInfo, classify
@@ -44,14 +45,10 @@ RUN_LABEL_LENGTH = 6
 
 
 def progress_text(meta: CheckpointMeta) -> str:
-    """A checkpoint's progress as people read it: ``2/4`` tasks of a crew (or steps of an agent); a flow's
-    methods run so far, ``step 3``, since its routers decide how many of its methods run ("" when nothing is
-    counted)."""
-    if not meta.tasks_total:
-        return ""
-    if meta.entity_kind == "flow":
-        return f"step {meta.tasks_done}"
-    return f"{meta.tasks_done}/{meta.tasks_total}"
+    """A checkpoint's progress as people read it (:meth:`crewpoint.entities.EntityKind.progress`): ``2/4`` tasks
+    of a crew; a flow's steps run so far, ``step 3``, since its routers decide how many of its methods run
+    ("" when nothing is counted)."""
+    return kind_of(meta.entity_kind).progress(meta.tasks_done, meta.tasks_total)
 
 
 def run_label(lineage: str) -> str:
