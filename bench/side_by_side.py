@@ -102,7 +102,10 @@ def commit_source(commit: str, dest: Path) -> Path:
     """The files of ``commit``, as ``git archive`` gives them, in ``dest``."""
     data = _run(["git", "archive", "--format=tar", commit], cwd=REPO).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(dest, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later; Debian 12's 3.11.2 has no filters
+            archive.extractall(dest, filter="data")
+        else:
+            archive.extractall(dest)  # our own repository, as git archive gives it
     return dest
 
 

@@ -183,7 +183,9 @@ def test_sigint_during_resume_exits_130_and_the_printed_id_resumes_to_the_end(tm
     latest = seen[-1]["checkpoint_id"]
     assert err.strip().endswith(f"interrupted; resume with: crewpoint checkpoint resume {latest}")
     newest = ops.list_checkpoints(store)[0]
-    assert newest.id == latest and newest.trigger == "SIGINT" and newest.tasks_done == 2
+    completed = sum(1 for line in seen if line["event"] == "task_completed")  # more when the signal came late
+    assert 1 <= completed < 3  # the run stopped between its first and its last task
+    assert newest.id == latest and newest.trigger == "SIGINT" and newest.tasks_done == 1 + completed
 
     result = cli("checkpoint", "resume", latest)
     assert result.exit_code == 0, result.stderr
