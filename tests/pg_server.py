@@ -6,6 +6,11 @@ unix socket inside that folder. ``initdb`` refuses to run as root, so under root
 ``postgres`` user (created by the Debian package). Connections over TCP need a password: it is random, kept in a
 ``.pgpass`` file (mode 0600) that ``PGPASSFILE`` points at, and never appears in a location.
 
+The tests share one server per test process (:func:`session_server`): under pytest-xdist each worker starts its
+own on first use and stops it when the worker ends; every test gets a schema of its own on it (:func:`store_url`).
+A machine without the binaries raises :class:`BinariesMissing`, which the tests report as a skip naming the
+package to install (a failure under CI).
+
 A watchdog process holds a pipe to the process that started the server; when that process ends, however it
 ends (even by ``kill -9``), the pipe closes and the watchdog stops the server and removes the folder.
 """
