@@ -30,6 +30,16 @@ def interpolate(text: str, inputs: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
+def format_size(n: int) -> str:
+    """A size in bytes as people read it: ``512 B``, ``1.5 KiB``, ``3.2 MiB``, ``1.0 GiB``: the one size format."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
 ELLIPSIS = "…"
 
 

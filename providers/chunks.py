@@ -84,11 +84,6 @@ def json_bytes(text: str) -> bytes:
         return text.encode("utf-8", "backslashreplace")
 
 
-def to_json_bytes(obj: Any) -> bytes:
-    """Compact JSON bytes of ``obj`` (key order kept)."""
-    return json_bytes(encode_json(obj))
-
-
 def _node_text(depth: int, entries: Sequence[str]) -> str:
     """A tree node: ``{"\\u0000n": depth, "v": [...]}``; items at depth 0, child hashes above."""
     return '{"\\u0000n":' + str(depth) + ',"v":[' + ",".join(entries) + "]}"

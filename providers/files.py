@@ -116,6 +116,7 @@ STALE_TEMP_AGE = 3600.0
 
 
 def pid_alive(pid: int) -> bool:
+    """Is process ``pid`` of this host still there? (One that exists but is not ours counts as alive.)"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

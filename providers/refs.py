@@ -18,15 +18,6 @@ MAX_BRANCH = 200
 _YEAR_10000 = 253402300800.0
 
 
-def check_id(value: object, what: str = "checkpoint id") -> str:
-    """Return ``value`` if it is a usable id (letters, digits, ``.``, ``-``; at most 128), else raise."""
-    if not isinstance(value, str) or not ID_RE.fullmatch(value):
-        raise CheckpointError(
-            f"invalid {what} {value!r}: use letters, digits, '.' and '-' (at most 128, no '_' or '/')"
-        )
-    return value
-
-
 def check_branch(name: object) -> str:
     """Return ``name`` if it is a good name for a new branch, else raise :class:`CheckpointError`.
 

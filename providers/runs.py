@@ -12,11 +12,12 @@ store: a ``runs`` table); :func:`read_runs` and :func:`write_run` go through the
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass, replace
 from typing import Any
+
+from crewpoint.providers.files import pid_alive
 
 BEAT_INTERVAL = 2.0
 """Seconds between beats."""
@@ -57,16 +58,6 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def classify(run: RunInfo, now: float | None = None, host: str | None = None) -> str:
     """The run's state as a reader sees it: a ``running`` record can turn out ``crashed`` (this host) or
     ``lost`` (a stale beat from another host)."""
@@ -76,14 +67,9 @@ def classify(run: RunInfo, now: float | None = None, host: str | None = None) ->
     here = run.host == (host or this_host())
     if now - run.last_beat > STALE_AFTER:
         return "crashed" if here else "lost"
-    if here and not _pid_alive(run.pid):
+    if here and not pid_alive(run.pid):
         return "crashed"
     return "running"
-
-
-def live(runs: list[RunInfo], now: float | None = None) -> list[RunInfo]:
-    """The runs among ``runs`` that are still going (see :func:`classify`)."""
-    return [r for r in runs if classify(r, now) == "running"]
 
 
 def run_from_dict(data: object) -> RunInfo | None:

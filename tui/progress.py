@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from crewpoint.entities import kind_of
+from crewpoint.text import clip
 from crewpoint.tui import run_protocol as protocol
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
@@ -266,7 +267,7 @@ class RichProgress(RunProgress):
             self.done += 1
             self.progress.update(self.bar, completed=min(self.done, self.total) if self.total else self.done)
             text = record.output or record.result or ""
-            self.line(("✓ ", "green"), (label or kind, "bold"), ("  ", ""), (_clip(str(text), 100), "dim"))
+            self.line(("✓ ", "green"), (label or kind, "bold"), ("  ", ""), (clip(text, 100), "dim"))
         elif kind in protocol.STEP_FAILED:
             self.line(("✗ ", "red"), (label or kind, "bold"), ("  ", ""), (record.error or "", "red"))
         elif kind == protocol.CHECKPOINT:
@@ -313,12 +314,6 @@ def _shown_id(checkpoint_id: str) -> str:
     from crewpoint.providers.refs import short_id
 
     return short_id(checkpoint_id, 12, typeable=True)
-
-
-def _clip(text: str, width: int) -> str:
-    from crewpoint.text import clip
-
-    return clip(text, width)
 
 
 def make_progress(mode: str, run: PreparedRun) -> RunProgress:

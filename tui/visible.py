@@ -53,8 +53,3 @@ def visible(text: Any, *, one_line: bool = False) -> str:
     if value.isascii():
         return value
     return _BEYOND_ASCII.sub(_escape_unseen, value)
-
-
-def has_control(text: str) -> bool:
-    """Does ``text`` hold a control character other than tab and newline, or a format character?"""
-    return visible(text) != text

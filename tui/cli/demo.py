@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crewpoint.tui.cli.errors import EXIT_FAILED, fail
+from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, fail
 from crewpoint.tui.cli.root import main
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def demo(
         result, flow_result = run_demo(location=location, delay=delay, provider=provider, from_start=from_start)
     except KeyboardInterrupt:
         click.echo("interrupted: resume from the latest checkpoint to continue", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         if ctx.obj.get("debug"):
             raise

@@ -9,7 +9,7 @@ import click
 
 from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
-from crewpoint.text import clip
+from crewpoint.text import clip, format_size
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -18,15 +18,6 @@ if TYPE_CHECKING:
 
 def format_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-def format_size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 ID_WIDTH = 12

@@ -17,6 +17,7 @@ from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_by
+from crewpoint.text import format_size
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail, Edits
 
@@ -45,14 +46,6 @@ def progress_line(meta: CheckpointMeta) -> str:
     if kind.open_ended:
         return f"{kind.count(meta.tasks_done)} run ({meta.tasks_total} defined; its routers choose which run)"
     return f"{meta.tasks_done}/{meta.tasks_total} {kind.noun(meta.tasks_total)}"
-
-
-def size_text(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / 1024 / 1024:.1f} MiB"
 
 
 def facts_table(rows: list[tuple[str, str]]) -> Table:
@@ -93,7 +86,7 @@ class OverviewView(VerticalScroll):
             ("sequence", str(meta.sequence)),
             ("time", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta.created_at))),
             ("trigger", meta.trigger or "?"),
-            ("size", size_text(meta.size)),
+            ("size", format_size(meta.size)),
             ("entity", f"{meta.entity_kind} {meta.entity_name}".strip() or "?"),
             ("progress", progress_line(meta)),
             ("schema", f"{meta.schema_version} ({_writer(meta.version)})"),

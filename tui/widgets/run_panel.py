@@ -20,10 +20,11 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar, RichLog
 
 from crewpoint.tui import run_protocol as protocol
+from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 
 @dataclass(slots=True)

@@ -216,12 +216,6 @@ class StoreIndex:
         index.entities = dict(sorted(index.entities.items()))
         return index
 
-    def top_level_branch_names(self, entity: EntityKey) -> list[str]:
-        return [self.segments[key].branch for key in self.entities.get(entity, [])]
-
-    def entity_count(self, entity: EntityKey) -> int:
-        return sum(1 for s in self.segments.values() if s.entity == entity for _ in s.metas)
-
     def set_runs(self, runs: list[RunInfo]) -> None:
         """Take these run records (all of the store's) in place of the ones held."""
         grouped: dict[tuple[str, str], list[RunInfo]] = {}
@@ -270,9 +264,6 @@ class StoreIndex:
     def live_branches(self, now: float | None = None) -> set[str]:
         """Keys of the segments whose run is going."""
         return {s.key for s in self.segments.values() if self.state_of(s, now) == "running"}
-
-    def segments_newest_first(self) -> list[Segment]:
-        return sorted(self.segments.values(), key=lambda s: s.head.created_at, reverse=True)
 
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
