@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import builtins
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -79,6 +79,28 @@ class CheckpointMeta:
 
     def with_(self, **changes: Any) -> CheckpointMeta:
         return replace(self, **changes)
+
+
+NOT_STORED = ("location", "damaged")
+"""Fields of :class:`CheckpointMeta` a store does not keep: where a record was read from, and why it is damaged."""
+BODY_CHECK = ("body_length", "digest")
+"""Fields a table-backed store keeps beside the listed ones, read only when a body is checked."""
+LISTED_COLUMNS: tuple[str, ...] = tuple(
+    name for name in CheckpointMeta.__dataclass_fields__ if name not in (*NOT_STORED, *BODY_CHECK)
+)
+"""The columns a list view reads, in one order, derived from :class:`CheckpointMeta` (SQLite, PostgreSQL)."""
+WRITTEN_COLUMNS: tuple[str, ...] = (*LISTED_COLUMNS, *BODY_CHECK)
+"""The columns a write fills."""
+
+
+def meta_row(meta: CheckpointMeta) -> builtins.list[Any]:
+    """The values of :data:`WRITTEN_COLUMNS` for ``meta``, in that order."""
+    return [getattr(meta, name) for name in WRITTEN_COLUMNS]
+
+
+def meta_from_row(row: Sequence[Any], location: str) -> CheckpointMeta:
+    """The metadata a row of :data:`LISTED_COLUMNS` holds, read from ``location`` (types are not checked here)."""
+    return CheckpointMeta(**dict(zip(LISTED_COLUMNS, row, strict=True)), location=location)
 
 
 @dataclass(slots=True)

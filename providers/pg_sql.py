@@ -16,7 +16,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import chunks
-from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound, UnsupportedSchema
+from crewpoint.providers.base import (
+    LISTED_COLUMNS,
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    UnsupportedSchema,
+    meta_from_row,
+)
 from crewpoint.providers.pg_location import PgLocation
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import ID_RE, checked, damaged_meta, match_prefix
@@ -25,24 +32,8 @@ from crewpoint.providers.runs import RunInfo, run_from_dict, this_host
 if TYPE_CHECKING:
     import psycopg
 
-COLUMNS = (
-    "id",
-    "parent_id",
-    "branch",
-    "lineage",
-    "sequence",
-    "created_at",
-    "trigger",
-    "entity_kind",
-    "entity_name",
-    "tasks_done",
-    "tasks_total",
-    "schema_version",
-    "version",
-    "size",
-)
 RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
-SELECT = ", ".join(f'"{c}"' for c in COLUMNS)
+SELECT = ", ".join(f'"{c}"' for c in LISTED_COLUMNS)
 # The order list views give, as SQL over the index by time: a time or sequence a list view cannot trust counts as
 # 0 there (see refs.damaged_meta), so damaged rows sit where a full listing puts them.
 BY_TIME = (
@@ -87,8 +78,6 @@ def schema_v2(s: str) -> list[str]:
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
 MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2)
-WRITTEN = (*COLUMNS, "body_length", "digest")
-"""The columns a write fills: the listed ones, and the body's length and digest (schema v2)."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -183,7 +172,7 @@ def body_check(conn: psycopg.Connection[Any], store: PgStore, meta: CheckpointMe
 
 def row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
     """One row's metadata; a row with a wrong or missing value comes back damaged, with the reason."""
-    return checked(CheckpointMeta(*row, location=f"{name}#{row[0]}"))  # type: ignore[misc]
+    return checked(meta_from_row(row, f"{name}#{row[0]}"))
 
 
 def list_metas(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) -> builtins.list[CheckpointMeta]:

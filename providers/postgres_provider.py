@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import chunks
 from crewpoint.providers.base import (
+    WRITTEN_COLUMNS,
     BaseProvider,
     CheckpointError,
     CheckpointMeta,
@@ -41,17 +42,16 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     StoreChange,
+    meta_row,
     walk_parents,
 )
 from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
 from crewpoint.providers.pg_sql import (
     CHECKPOINT,
-    COLUMNS,
     DELETE,
     RUN,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    WRITTEN,
     PgStore,
     body_check,
     connect_error,
@@ -78,9 +78,9 @@ from crewpoint.providers.runs import RunInfo, classify, this_host
 
 _INSERT = (
     "INSERT INTO {s}.checkpoints ("
-    + ", ".join(f'"{c}"' for c in WRITTEN)
+    + ", ".join(f'"{c}"' for c in WRITTEN_COLUMNS)
     + ") VALUES ("
-    + (", ".join(["%s"] * len(WRITTEN)) + ")")
+    + (", ".join(["%s"] * len(WRITTEN_COLUMNS)) + ")")
 )
 
 if TYPE_CHECKING:
@@ -256,7 +256,7 @@ class PostgresProvider(BaseProvider):
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
         digest = hashlib.sha256(parts.manifest).hexdigest()
-        row = [getattr(meta, c) for c in COLUMNS[:-1]] + [parts.size, len(parts.manifest), digest]
+        row = meta_row(meta.with_(size=parts.size, body_length=len(parts.manifest), digest=digest))
         manifest = zlib.compress(parts.manifest)
         deadlocked = _psycopg().errors.DeadlockDetected
         with self._conn(where) as conn:
@@ -283,7 +283,7 @@ class PostgresProvider(BaseProvider):
     ) -> None:
         """One write transaction, holding the store lock shared (alone when it replaces a checkpoint). The
         first statement also tells whether the checkpoint breaks time order in its run's branch."""
-        order_key = [row[COLUMNS.index(c)] for c in ("lineage", "branch", "sequence", "created_at")]
+        order_key = [row[WRITTEN_COLUMNS.index(c)] for c in ("lineage", "branch", "sequence", "created_at")]
         for exclusive in (False, True):
             with conn.transaction():
                 lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from crewpoint.providers import OPEN_DATABASES, chunks, has_sqlite_header
 from crewpoint.providers.base import (
+    LISTED_COLUMNS,
+    WRITTEN_COLUMNS,
     BaseProvider,
     CheckpointError,
     CheckpointMeta,
@@ -37,6 +39,8 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     UnsupportedSchema,
+    meta_from_row,
+    meta_row,
     walk_parents,
 )
 from crewpoint.providers.files import make_private_dirs, probe_file, remove_stale_temp_files, temp_name
@@ -89,26 +93,11 @@ def _database(db: Db) -> Database:
 SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
-_COLUMNS = (
-    "id",
-    "parent_id",
-    "branch",
-    "lineage",
-    "sequence",
-    "created_at",
-    "trigger",
-    "entity_kind",
-    "entity_name",
-    "tasks_done",
-    "tasks_total",
-    "schema_version",
-    "version",
-    "size",
-)
-_SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in _COLUMNS) + " FROM checkpoints"
-_WRITTEN = (*_COLUMNS, "body_length", "digest")
+_SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints"
 _INSERT = (
-    "INSERT INTO checkpoints (" + ", ".join(f'"{c}"' for c in _WRITTEN) + f") VALUES ({','.join('?' * len(_WRITTEN))})"
+    "INSERT INTO checkpoints ("
+    + ", ".join(f'"{c}"' for c in WRITTEN_COLUMNS)
+    + f") VALUES ({','.join('?' * len(WRITTEN_COLUMNS))})"
 )
 
 # Connections inherited through fork(): the child must neither use nor close them.
@@ -116,25 +105,26 @@ _inherited: list[sqlite3.Connection] = []
 
 
 def _schema_v1(db: Database) -> None:
+    columns = {
+        "id": str,
+        "parent_id": str,
+        "branch": str,
+        "lineage": str,
+        "sequence": int,
+        "created_at": float,
+        "trigger": str,
+        "entity_kind": str,
+        "entity_name": str,
+        "tasks_done": int,
+        "tasks_total": int,
+        "schema_version": int,
+        "version": str,
+        "size": int,
+    }
     db.table("checkpoints").create(
-        {
-            "id": str,
-            "parent_id": str,
-            "branch": str,
-            "lineage": str,
-            "sequence": int,
-            "created_at": float,
-            "trigger": str,
-            "entity_kind": str,
-            "entity_name": str,
-            "tasks_done": int,
-            "tasks_total": int,
-            "schema_version": int,
-            "version": str,
-            "size": int,
-        },
+        columns,
         pk="id",
-        not_null=[c for c in _COLUMNS if c != "parent_id"],
+        not_null=[c for c in columns if c != "parent_id"],
     )
     checkpoints = db.table("checkpoints")
     checkpoints.create_index(["lineage", "branch", "sequence"])
@@ -440,7 +430,7 @@ class SqliteProvider(BaseProvider):
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint {meta.id} has a body that is not JSON-ready: {exc}") from exc
         digest = hashlib.sha256(parts.manifest).hexdigest()
-        row = [getattr(meta, c) for c in _COLUMNS[:-1]] + [parts.size, len(parts.manifest), digest]
+        row = meta_row(meta.with_(size=parts.size, body_length=len(parts.manifest), digest=digest))
         with self._use(path, create=True) as store:
             db = store.db
             with _immediate(db):
@@ -826,8 +816,7 @@ def _runs(db: Db) -> builtins.list[RunInfo]:
 
 def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
     """One row's metadata; a row with a wrong-typed field comes back damaged, with the reason."""
-    # the columns are the first fields of CheckpointMeta, in order (id ... version, size)
-    return checked(CheckpointMeta(*row, location=f"{path}#{row[0]}"))  # type: ignore[misc]
+    return checked(meta_from_row(row, f"{path}#{row[0]}"))
 
 
 def _sound_bodies(db: Db, metas: builtins.list[CheckpointMeta], version: int) -> builtins.list[CheckpointMeta]:
