@@ -130,7 +130,7 @@ class CheckpointedEntity:
         from crewpoint.checkpoint.restore_entities import restore
 
         entity = restore(config, cls.KIND, fork_branch=fork_branch, entity_cls=cast("type[Entity]", cls))
-        if not isinstance(entity, cls):  # restore() builds the kind's class; a subclass gets what it asked for
+        if not isinstance(entity, cls):  # build_entity rebuilds as ``cls`` itself, so this never happens
             raise TypeError(f"{cls.__name__}.from_checkpoint rebuilt {type(entity).__name__}, not {cls.__name__}")
         return entity
 
