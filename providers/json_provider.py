@@ -271,7 +271,7 @@ class JsonProvider(BaseProvider):
             record = _read_file(root)
             if enclosing_store(root) is not None and home_store(root, record.meta.branch)[0] is None:
                 # Inside a store, a record whose folder is not its recorded branch is damaged.
-                raise _damage(root, _misplaced(record.meta.branch))
+                raise _damage(root, f"damaged checkpoint: {_misplaced(record.meta.branch)}")
             return record
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
@@ -624,7 +624,8 @@ def home_store(path: str, branch: str) -> tuple[str | None, str]:
         if os.path.basename(root) != part:
             return None, (
                 f"it does not lie in the folder of its branch {branch!r} inside a checkpoint store,"
-                " so no store is found from it (name the store, or copy the file to <store>/<branch>/)"
+                " so no store is found from it: info reads it, but resume and fork write only into the store a"
+                " checkpoint lies in (copy it to <store>/<branch>/ first)"
             )
         root = os.path.dirname(root)
     if not (os.path.lexists(os.path.join(root, INDEX)) or _looks_like_store(root)):

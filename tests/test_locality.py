@@ -97,9 +97,14 @@ def test_a_lone_checkpoint_file_is_read_but_no_run_writes_beside_it(project: Pat
     set_branch(lone, "a/b")  # one dirname per part of it used to reach above the home folder
     before_home, before_top = tree(home), set(os.listdir(tmp_path))
 
-    for command in (["resume", str(lone)], ["fork", str(lone), "--branch", "try"], ["info", str(lone)]):
+    for command in (["resume", str(lone)], ["fork", str(lone), "--branch", "try"]):
         line = refused(run_cli(*command, cwd=downloads)).replace(str(tmp_path), "")
         assert "no store is found from it" in line
+    # Reading is harmless: info shows the file, without ancestry, and says it lies in no store.
+    shown = run_cli("info", str(lone), "--json", cwd=downloads)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["ancestry"] == [data["meta"]["id"]] and "no store is found from it" in data["lone"]
     assert tree(home) == before_home and set(os.listdir(tmp_path)) == before_top
 
     # The provider still reads the file itself; the store a run would write to is refused, before anything runs.

@@ -106,6 +106,8 @@ def resolve_id(location: str | None, ref: str) -> str:
         raise CheckpointNotFound("empty checkpoint reference")
     if _is_path_ref(ref):
         path, fragment = split_ref(ref)
+        if fragment is None and os.path.isfile(path) and path.lower().endswith(".json"):
+            return ref  # a checkpoint file is read as it is, lone or in a store; a run finds its store (or refuses)
         store = find_store(path)
         if fragment is None:
             return ref
@@ -129,6 +131,8 @@ def _names_a_store(ref: str) -> bool:
     path, fragment = split_ref(ref)
     if fragment is not None or not (_has_scheme(path) or os.path.lexists(path)):
         return False
+    if os.path.isfile(path) and path.lower().endswith(".json"):
+        return False  # a checkpoint file, in a store or lone: never a whole store
     try:
         store = _provider(path).store_at(path)
     except CheckpointNotFound:

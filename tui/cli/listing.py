@@ -131,7 +131,7 @@ def _say(text: str = "") -> None:
     click.echo(visible(text))
 
 
-def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
+def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str | None = None) -> None:
     meta = info.meta
     done, total = info.progress
     kind = kind_of(info.kind)
@@ -150,6 +150,9 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta]) -> None:
     ]
     for key, value in rows:
         _say(f"{key:<11} {value}")
+    if lone is not None:
+        _say("\na lone file, in no checkpoint store: no ancestry; resume and fork refuse it (copy it into a store")
+        _say(f"first, under <store>/{meta.branch}/)")
     if len(lineage) > 1:
         _say("\nancestry (newest first)")
         ancestry = [
@@ -204,10 +207,27 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
         where = location_of(ctx, location)
         record = ops.load(ref if ref is not None else ops.find_store(where), where)
         described = ops.describe(record)
-        lineage = ops.ancestors(ops.store_of(record), record.meta.id)
+        lone = _lone_problem(record)
+        lineage = ops.ancestors(ops.store_of(record), record.meta.id) if lone is None else [record.meta]
     if as_json:
         data = described.to_dict()
         data["ancestry"] = [m.id for m in lineage]
+        data["lone"] = lone
         emit_json(data)
         return
-    _print_info(described, lineage)
+    _print_info(described, lineage, lone)
+
+
+def _lone_problem(record: Any) -> str | None:
+    """Why ``record`` (a checkpoint file) lies in no store, or None when it does: such a file is shown without
+    ancestry, and resume and fork refuse it (they write only into the store a checkpoint lies in)."""
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointError, DamagedCheckpoint
+
+    try:
+        ops.store_of(record)
+    except DamagedCheckpoint:
+        raise
+    except CheckpointError as exc:
+        return str(exc)
+    return None
