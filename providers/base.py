@@ -12,7 +12,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from crewpoint.providers.prune import PrunePlan, PruneStrategy
@@ -189,6 +190,18 @@ class BaseProvider(abc.ABC):
         by_id = {m.id: m for m in self.list(location)}
         return walk_parents(by_id.get, checkpoint_id)
 
+    def close(self) -> None:  # noqa: B027 - most providers hold nothing open
+        """Release what this provider holds open (database connections); used again, it opens them anew.
+        Default: nothing to release. A provider is also a context manager that closes on leaving."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
     def flush(self) -> None:  # noqa: B027 - most providers have nothing to do
         """Make every write so far durable (called at the end of a run and on signals). Default: nothing to do."""
 
@@ -255,12 +268,17 @@ class BaseProvider(abc.ABC):
 
     # -- change notification ---------------------------------------------------------------------------------
 
-    def watch(self, location: str, stop: Any, debounce_ms: int = 200) -> AsyncIterator[StoreChange]:
+    def watch(
+        self, location: str, stop: Any, debounce_ms: int = 200, ready: Callable[[], None] | None = None
+    ) -> AsyncIterator[StoreChange]:
         """Yield a :class:`StoreChange` whenever the store changes (bursts coalesced), until ``stop`` (an
-        ``asyncio.Event``) is set. A store that does not exist yet is waited for."""
+        ``asyncio.Event``) is set. A store that does not exist yet is waited for.
+
+        ``ready`` is called once, as soon as the watch is in place (once the first item has been asked for):
+        a change made after it is reported, so a caller never waits on the clock before writing."""
         from crewpoint.providers.watch import watch_files
 
-        return watch_files(lambda: self.watch_spec(location), stop, debounce_ms)
+        return watch_files(lambda: self.watch_spec(location), stop, debounce_ms, ready)
 
     def watch_spec(self, location: str) -> WatchSpec:
         """What to watch on disk for :meth:`watch` (file-based providers)."""

@@ -13,7 +13,7 @@ import builtins
 import hashlib
 import json
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,15 +204,21 @@ class MemoryProvider(BaseProvider):
             except RuntimeError:  # the loop has closed
                 continue
 
-    def watch(self, location: str, stop: Any, debounce_ms: int = 200) -> AsyncIterator[StoreChange]:
-        return self._watch(_name(location), stop, debounce_ms)
+    def watch(
+        self, location: str, stop: Any, debounce_ms: int = 200, ready: Callable[[], None] | None = None
+    ) -> AsyncIterator[StoreChange]:
+        return self._watch(_name(location), stop, debounce_ms, ready)
 
-    async def _watch(self, name: str, stop: Any, debounce_ms: int) -> AsyncIterator[StoreChange]:
+    async def _watch(
+        self, name: str, stop: Any, debounce_ms: int, ready: Callable[[], None] | None
+    ) -> AsyncIterator[StoreChange]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[bool] = asyncio.Queue()
         entry = (loop, queue)
         with _lock:
             _stores.setdefault(name, _Store()).listeners.append(entry)
+        if ready is not None:
+            ready()
         stopped = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():

@@ -28,7 +28,7 @@ import hashlib
 import os
 import threading
 import zlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -489,11 +489,15 @@ class PostgresProvider(BaseProvider):
 
     # change notification
 
-    def watch(self, location: str, stop: Any, debounce_ms: int = 200) -> AsyncIterator[StoreChange]:
+    def watch(
+        self, location: str, stop: Any, debounce_ms: int = 200, ready: Callable[[], None] | None = None
+    ) -> AsyncIterator[StoreChange]:
         where, _ = self._where(location)
-        return self._watch(where, stop, debounce_ms)
+        return self._watch(where, stop, debounce_ms, ready)
 
-    async def _watch(self, where: PgLocation, stop: Any, debounce_ms: int) -> AsyncIterator[StoreChange]:
+    async def _watch(
+        self, where: PgLocation, stop: Any, debounce_ms: int, ready: Callable[[], None] | None
+    ) -> AsyncIterator[StoreChange]:
         """LISTEN on the store's channel. A notification after a quiet spell is told at once; during a burst,
         what arrives is told at most once per ``debounce_ms``. A lost connection is made again, and reported as
         a change (notifications may have been missed meanwhile)."""
@@ -516,6 +520,9 @@ class PostgresProvider(BaseProvider):
                 try:
                     await conn.execute(f'LISTEN "{where.channel}"')
                     reader = asyncio.ensure_future(_read_notifies(conn, queue))
+                    if ready is not None:  # listening: from now on no notification is missed
+                        ready()
+                        ready = None
                     if reconnected:
                         yield StoreChange(where.name, runs_only=False)
                     while not stop.is_set():

@@ -7,6 +7,7 @@ nearest folder that does, then watched itself. watchfiles is imported only when 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -47,9 +48,10 @@ def waiting_spec(location: str, path: str) -> WatchSpec:
 
 
 async def watch_files(
-    spec_of: Callable[[], WatchSpec], stop: Any, debounce_ms: int = 200
+    spec_of: Callable[[], WatchSpec], stop: Any, debounce_ms: int = 200, ready: Callable[[], None] | None = None
 ) -> AsyncIterator[StoreChange]:
-    """Yield one :class:`StoreChange` per burst of changes that ``spec_of()`` says count, until ``stop``."""
+    """Yield one :class:`StoreChange` per burst of changes that ``spec_of()`` says count, until ``stop``.
+    ``ready`` is called once the first watch is in place."""
     from watchfiles import awatch
 
     while not stop.is_set():
@@ -58,7 +60,7 @@ async def watch_files(
         def keep(_change: Any, changed: str, spec: WatchSpec = spec) -> bool:
             return spec.keep(changed)
 
-        async for changes in awatch(
+        batches = awatch(
             spec.folder,
             watch_filter=keep,
             recursive=spec.recursive,
@@ -66,10 +68,27 @@ async def watch_files(
             step=50,
             stop_event=stop,
             ignore_permission_denied=True,
-        ):
-            paths = [changed for _change, changed in changes]
-            yield StoreChange(spec.location, runs_only=bool(paths) and all(spec.runs_only(p) for p in paths))
-            if not spec.exists and spec_of().exists:
-                break  # the store appeared: watch the store itself from now on
-        else:
-            return
+        )
+        # awatch puts its watch in place before it first waits: once the step that asks for the first batch has
+        # run (one turn of the loop), every later change is seen
+        pending = asyncio.ensure_future(anext(batches))
+        await asyncio.sleep(0)
+        if ready is not None:
+            ready()
+            ready = None
+        try:
+            while True:
+                try:
+                    changes = await pending
+                except StopAsyncIteration:
+                    return  # stopped
+                paths = [changed for _change, changed in changes]
+                yield StoreChange(spec.location, runs_only=bool(paths) and all(spec.runs_only(p) for p in paths))
+                if not spec.exists and spec_of().exists:
+                    break  # the store appeared: watch the store itself from now on
+                pending = asyncio.ensure_future(anext(batches))
+        finally:
+            if not pending.done():  # left while waiting (cancelled): stop the step that waits, then close
+                pending.cancel()
+                await asyncio.wait({pending})
+            await batches.aclose()

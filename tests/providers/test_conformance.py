@@ -279,10 +279,11 @@ def test_run_records_round_trip_and_never_make_a_store(store: Store) -> None:
 
 
 async def _next_change(store: Store, action: Any) -> Any:
-    stop = asyncio.Event()
-    changes = store.provider.watch(store.location, stop, debounce_ms=50)
+    stop, ready = asyncio.Event(), asyncio.Event()
+    changes = store.provider.watch(store.location, stop, debounce_ms=50, ready=ready.set)
     waiting = asyncio.ensure_future(anext(changes))
-    await asyncio.sleep(0.3)  # let the watch start: no event can be missed by a late start then
+    await asyncio.wait({waiting, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+    assert ready.is_set(), "the watch ended before it was in place"
     await asyncio.to_thread(action)
     try:
         return await asyncio.wait_for(waiting, timeout=20)

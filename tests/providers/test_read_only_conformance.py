@@ -77,15 +77,13 @@ def test_a_change_is_seen_by_watch(store: tuple[BaseProvider, str]) -> None:
     provider, location = store
 
     async def first_change() -> bool:
-        stop = asyncio.Event()
-        changes = provider.watch(location, stop, debounce_ms=50)
-        waiter = asyncio.ensure_future(changes.__anext__())
-        await asyncio.sleep(0)  # the watch is set up before the store changes
-        for _ in range(100):
-            if waiter.done():
-                break
-            _touch(location)
-            await asyncio.wait({waiter}, timeout=0.1)
+        stop, ready = asyncio.Event(), asyncio.Event()
+        changes = provider.watch(location, stop, debounce_ms=50, ready=ready.set)
+        waiter = asyncio.ensure_future(anext(changes))
+        await asyncio.wait({waiter, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+        assert ready.is_set(), "the watch ended before it was in place"
+        _touch(location)  # once: the watch is in place, so this change is seen
+        await asyncio.wait({waiter}, timeout=30)
         stop.set()
         return waiter.done() and waiter.result().location == location
 
