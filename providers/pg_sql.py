@@ -40,6 +40,24 @@ BY_TIME = (
     "(CASE WHEN created_at >= 0 AND created_at < 253402300800 THEN created_at ELSE 0 END) DESC,"
     " (CASE WHEN sequence >= 0 THEN sequence ELSE 0 END) DESC, id DESC"
 )
+# The same order over the listing's join (the checkpoints table as ``c``).
+BY_TIME_C = (
+    BY_TIME.replace("created_at", "c.created_at").replace("sequence", "c.sequence").replace("id DESC", "c.id DESC")
+)
+# What a listing's row tells of its body row without reading the body: 1 missing, 2 empty, 0 present.
+BODY_ROW = {1: "its body is missing", 2: "its body is empty"}
+
+
+def listing(s: str) -> str:
+    """The listing's query in store schema ``s``: each row's listed columns and its body row's state."""
+    return (
+        "SELECT "
+        + ", ".join(f'c."{c}"' for c in LISTED_COLUMNS)
+        + ", CASE WHEN b.id IS NULL THEN 1 WHEN octet_length(b.manifest) = 0 THEN 2 ELSE 0 END"
+        + f" FROM {s}.checkpoints c LEFT JOIN {s}.bodies b ON b.id = c.id"
+    )
+
+
 # Payloads of the store's notifications: what changed, and on which host.
 CHECKPOINT, RUN, DELETE = "c", "r", "d"
 
@@ -175,13 +193,20 @@ def row_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
     return checked(meta_from_row(row, f"{name}#{row[0]}"))
 
 
+def listed_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
+    """A row of :func:`listing`: its metadata, damaged when its body row is missing or empty."""
+    meta = row_meta(row[:-1], name)
+    problem = BODY_ROW.get(row[-1])
+    return damaged_meta(meta, problem) if problem is not None and meta.damaged is None else meta
+
+
 def list_metas(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) -> builtins.list[CheckpointMeta]:
     if branch is None:
-        rows = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints").fetchall()
+        rows = conn.execute(listing(store.s)).fetchall()
     else:
-        rows = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints WHERE branch = %s", [branch]).fetchall()
+        rows = conn.execute(listing(store.s) + " WHERE c.branch = %s", [branch]).fetchall()
     name = store.where.name
-    return newest_first(row_meta(row, name) for row in rows)
+    return newest_first(listed_meta(row, name) for row in rows)
 
 
 def sound_bodies(
@@ -308,11 +333,9 @@ def newest_rows(
     order = conn.execute(f"SELECT value FROM {s}.schema_meta WHERE key = 'order'").fetchone()
     if order is None or order[0] != "by-time":
         return None
-    filter_, args = ("WHERE branch = %s ", [branch]) if branch is not None else ("", [])
-    rows = conn.execute(
-        f"SELECT {SELECT} FROM {s}.checkpoints {filter_}ORDER BY {BY_TIME} LIMIT %s", [*args, max(0, limit)]
-    ).fetchall()
-    return [row_meta(row, store.where.name) for row in rows]
+    filter_, args = (" WHERE c.branch = %s", [branch]) if branch is not None else ("", [])
+    rows = conn.execute(f"{listing(s)}{filter_} ORDER BY {BY_TIME_C} LIMIT %s", [*args, max(0, limit)]).fetchall()
+    return [listed_meta(row, store.where.name) for row in rows]
 
 
 def put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:

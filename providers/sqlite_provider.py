@@ -94,6 +94,14 @@ SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 _SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints"
+_LIST_META = (
+    "SELECT "
+    + ", ".join(f'c."{c}"' for c in LISTED_COLUMNS)
+    + ", CASE WHEN b.id IS NULL THEN 1 WHEN length(b.manifest) = 0 THEN 2 ELSE 0 END"
+    + " FROM checkpoints c LEFT JOIN bodies b ON b.id = c.id"
+)
+"""A listing's rows, each with what its body row tells without reading the body: 1 missing, 2 empty, 0 present."""
+_BODY_ROW = {1: "its body is missing", 2: "its body is empty"}
 _INSERT = (
     "INSERT INTO checkpoints ("
     + ", ".join(f'"{c}"' for c in WRITTEN_COLUMNS)
@@ -483,12 +491,13 @@ class SqliteProvider(BaseProvider):
                 if order is None or order[0] != "by-time":
                     yield from self._list(db, path, branch)
                     return
-                where, args = (" WHERE branch = ?", [branch]) if branch is not None else ("", [])
-                cursor = db.execute(_SELECT_META + where + " ORDER BY created_at DESC, sequence DESC, id DESC", args)
+                where, args = (" WHERE c.branch = ?", [branch]) if branch is not None else ("", [])
+                by_time = " ORDER BY c.created_at DESC, c.sequence DESC, c.id DESC"
+                cursor = db.execute(_LIST_META + where + by_time, args)
                 damaged: builtins.list[CheckpointMeta] = []
                 while rows := cursor.fetchmany(2000):
                     for row in rows:
-                        meta = _row_meta(row, path)
+                        meta = _listed_meta(row, path)
                         if meta.damaged is not None and meta.created_at == 0.0:
                             damaged.append(meta)  # a time that is no number: listed last, as list() does
                         else:
@@ -738,10 +747,10 @@ class SqliteProvider(BaseProvider):
     @staticmethod
     def _list(db: Db, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
         if branch is None:
-            rows = db.execute(_SELECT_META).fetchall()
+            rows = db.execute(_LIST_META).fetchall()
         else:
-            rows = db.execute(_SELECT_META + " WHERE branch = ?", [branch]).fetchall()
-        return newest_first(_row_meta(row, path) for row in rows)
+            rows = db.execute(_LIST_META + " WHERE c.branch = ?", [branch]).fetchall()
+        return newest_first(_listed_meta(row, path) for row in rows)
 
     @staticmethod
     def _meta(db: Db, path: str, checkpoint_id: str) -> CheckpointMeta:
@@ -817,6 +826,13 @@ def _runs(db: Db) -> builtins.list[RunInfo]:
 def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
     """One row's metadata; a row with a wrong-typed field comes back damaged, with the reason."""
     return checked(meta_from_row(row, f"{path}#{row[0]}"))
+
+
+def _listed_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
+    """A row of :data:`_LIST_META`: its metadata, damaged when its body row is missing or empty."""
+    meta = _row_meta(row[:-1], path)
+    problem = _BODY_ROW.get(row[-1])
+    return damaged_meta(meta, problem) if problem is not None and meta.damaged is None else meta
 
 
 def _sound_bodies(db: Db, metas: builtins.list[CheckpointMeta], version: int) -> builtins.list[CheckpointMeta]:
