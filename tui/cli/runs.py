@@ -28,6 +28,11 @@ APP_HELP = (
     "without one, the entity is rebuilt from the checkpoint alone."
 )
 
+DRY_RUN_HELP = (
+    "Print what would run (the checkpoint, the store written to, the program, the tasks to run) and exit 0;"
+    " refuses exactly what the run refuses, and runs and writes nothing."
+)
+
 
 def _app_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
@@ -44,6 +49,7 @@ def _run(
     inputs: tuple[str, ...] = (),
     outputs: tuple[str, ...] = (),
     app: str | None = None,
+    dry_run: bool = False,
 ) -> None:
     from crewpoint.checkpoint import ops
     from crewpoint.checkpoint.program import is_demo_checkpoint, project_app
@@ -53,6 +59,8 @@ def _run(
     foreign = _foreign_store(where, ref)
     if foreign is not None:
         adapter, foreign_store = foreign
+        if dry_run:
+            fail(f"--dry-run is for crewpoint's own checkpoints; {foreign_store} is a {adapter.title} store")
         _foreign_run(
             ctx, adapter, foreign_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs
         )
@@ -83,6 +91,9 @@ def _run(
                 from crewpoint.checkpoint.plan import check_fork
 
                 check_fork(record, prepared.plan, new_inputs)
+        if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
+            _print_plan(prepared, app)
+            return
         if not fork:
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
             if later:
@@ -121,6 +132,31 @@ def _run(
     lost = state.failure_summary() if state is not None else None
     if lost is not None:  # the run finished, but not every checkpoint reached the store
         fail(lost, EXIT_FAILED)
+
+
+def _print_plan(prepared: PreparedRun, app: str | None) -> None:
+    """What a resume or fork would do: the checkpoint, the store it writes to, the program and the tasks it runs."""
+    from crewpoint.entities import kind_of
+    from crewpoint.tui.visible import visible
+
+    source = prepared.source
+    verb = "fork" if prepared.fork else "resume"
+    branch = "a new branch (named when it starts)" if prepared.fork and not prepared.branch else prepared.branch
+    rerun = prepared.plan.rerun
+    names = prepared.task_names
+    unit = kind_of(prepared.kind).noun(len(rerun) if names else 2)
+    lines = [
+        f"dry run: would {verb} {cli_id(source.id)} ({prepared.kind} {source.entity_name})",
+        f"store:   {prepared.store} (branch {branch})",
+        f"program: {app if app else 'rebuilt from the checkpoint (no --app, no [tool.crewpoint] app)'}",
+    ]
+    if names:
+        listed = ", ".join(f"{i + 1}. {names[i]}" for i in rerun if 0 <= i < len(names))
+        lines.append(f"{unit} to run: {listed or 'none'}")
+    else:
+        lines.append(f"{unit} to run: what is not done at the checkpoint")
+    for line in lines:
+        click.echo(visible(line, one_line=True))
 
 
 def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
@@ -214,14 +250,15 @@ def _found_by_default(store: str) -> bool:
 @location_option
 @_app_option
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
-def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, progress: str) -> None:
+def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, progress: str, dry_run: bool) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
     The run's result is printed on stdout. Exit 1 if the run fails, 130 if interrupted.
     """
-    _run(ctx, ref, location, progress, fork=False, app=app)
+    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run)
 
 
 @checkpoint.command()
@@ -238,6 +275,7 @@ def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, 
 )
 @_app_option
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
 def fork(
     ctx: click.Context,
@@ -248,10 +286,13 @@ def fork(
     outputs: tuple[str, ...],
     app: str | None,
     progress: str,
+    dry_run: bool,
 ) -> None:
     """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
 
     Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
     that depend on them are the only ones run again. The original branch is left untouched.
     """
-    _run(ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs, app=app)
+    _run(
+        ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs, app=app, dry_run=dry_run
+    )
