@@ -1,6 +1,6 @@
-"""The providers every conformance test runs against. A new provider is one more :class:`Kind` in ``KINDS``.
+"""The providers every conformance check runs against. A new provider is one more :class:`Kind` in ``KINDS``.
 
-A kind says what it can do (``processes``: several processes may write one store); a test of a capability
+A kind says what it can do (its :class:`~crewpoint.providers.conformance.Capabilities`); a check of a capability
 runs for the kinds that declare it, so what a provider lacks is written down, not skipped.
 """
 
@@ -22,9 +22,8 @@ from crewpoint.providers import (
     PostgresProvider,
     SqliteProvider,
 )
+from crewpoint.providers.conformance import Capabilities, Inject, Store
 from crewpoint.providers.json_provider import JsonProvider, file_name
-
-Inject = Callable[[BaseProvider, str, CheckpointMeta, dict[str, Any]], None]
 
 
 def _inject_json(provider: BaseProvider, location: str, meta: CheckpointMeta, bad: dict[str, Any]) -> None:
@@ -99,37 +98,32 @@ class Kind:
     name: str
     make: Callable[[Path], tuple[BaseProvider, str]]
     inject: Inject
-    processes: bool
-    """Several processes can write one store (files, a server); an in-memory store lives in one process."""
-    tells_runs_apart: bool
-    """Its change notification says when only run records changed (a SQLite file changes as a whole)."""
+    can: Capabilities
+
+    def store(self, tmp: Path) -> Store:
+        """A provider of this kind and a location where no store is yet."""
+        provider, location = self.make(tmp)
+        return Store(provider, location, self.can, self.inject)
+
+    def drop(self, store: Store) -> None:
+        """Close the provider, and forget an in-memory store (it would outlive the test)."""
+        store.provider.close()
+        if isinstance(store.provider, MemoryProvider):
+            store.provider.drop(store.location)
 
 
 KINDS = [
-    Kind("json", lambda tmp: (JsonProvider(), str(tmp / "store")), _inject_json, processes=True, tells_runs_apart=True),
+    # a SQLite file changes as a whole: its notification cannot say that only run records changed
+    Kind("json", lambda tmp: (JsonProvider(), str(tmp / "store")), _inject_json, Capabilities()),
     Kind(
         "sqlite",
         lambda tmp: (SqliteProvider(), str(tmp / "store.db")),
         _inject_sqlite,
-        processes=True,
-        tells_runs_apart=False,
+        Capabilities(tells_runs_apart=False),
     ),
+    # an in-memory store lives in one process
     Kind(
-        "memory",
-        lambda tmp: (MemoryProvider(), f"memory://{tmp.name}"),
-        _inject_memory,
-        processes=False,
-        tells_runs_apart=True,
+        "memory", lambda tmp: (MemoryProvider(), f"memory://{tmp.name}"), _inject_memory, Capabilities(processes=False)
     ),
-    Kind("postgres", _make_postgres, _inject_postgres, processes=True, tells_runs_apart=True),
+    Kind("postgres", _make_postgres, _inject_postgres, Capabilities()),
 ]
-
-
-@dataclass
-class Store:
-    kind: Kind
-    provider: BaseProvider
-    location: str
-
-    def inject(self, meta: CheckpointMeta, **bad: Any) -> None:
-        self.kind.inject(self.provider, self.location, meta, bad)

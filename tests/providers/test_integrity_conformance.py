@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from provider_kinds import Store
 
 from crewpoint.providers import CheckpointMeta, CheckpointNotFound, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.conformance import Store
 
 T0 = 1_760_000_000.0
 
