@@ -39,10 +39,11 @@ typecheck: $(STAMP_DEV)
 system-packages:
 	scripts/system-packages
 
-# Parallel on every core (pytest-xdist): one PostgreSQL server per worker. The ten slowest tests are listed.
+# Parallel on every core (pytest-xdist; an idle worker takes tests queued for a busy one, so one slow test does not
+# hold the end): one PostgreSQL server per worker. The ten slowest tests are listed.
 TEST_WORKERS ?= auto
 pytest: $(STAMP_DEV) system-packages
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=10
 
 test: lint typecheck pytest
 
