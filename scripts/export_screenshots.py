@@ -13,13 +13,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from textual.pilot import Pilot
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the shared test helpers
+
+from support.reading import screen_text
+from support.waiting import settle, wait_until
 from textual.widgets import Input, TextArea
-from textual.worker import WorkerCancelled
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig
@@ -45,31 +45,6 @@ def make_store(folder: Path) -> None:
     (folder / PROGRAM).write_text(
         "from crewpoint.demo import demo_crew\n\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8"
     )
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        for _attempt in range(20):
-            try:
-                await pilot.app.workers.wait_for_complete()
-                break
-            except WorkerCancelled:  # replaced by a newer request
-                await pilot.pause()
-        await pilot.pause()
-
-
-async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the app did not get there in time")
-        await pilot.pause(0.05)
-
-
-def shown(pilot: Pilot[None]) -> str:
-    """The screen's text now."""
-    strips = pilot.app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
 
 
 async def shoot(out: Path) -> list[Path]:
@@ -115,7 +90,7 @@ async def shoot(out: Path) -> list[Path]:
         save("fork-confirm.svg")
 
         await pilot.press("y")
-        await wait_until(pilot, lambda: screen.run_panel.running and "outline done" in shown(pilot))
+        await wait_until(pilot, lambda: screen.run_panel.running and "outline done" in screen_text(pilot))
         await pilot.pause(0.1)
         save("live-run.svg")
         await wait_until(pilot, lambda: not screen.run_panel.running)
@@ -131,7 +106,6 @@ async def shoot(out: Path) -> list[Path]:
 
 async def shoot_browser(out: Path) -> Path:
     """The app served to a real headless Chromium (``crewpoint checkpoint serve``), as a PNG of the page."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from chromium import Chromium, stop_group
 
     server = subprocess.Popen(

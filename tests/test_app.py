@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.reading import log_text, screen_text, text_of
+from support.reading import browser, log_text, screen_text, text_of
 from support.waiting import settle, wait_until
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
@@ -87,12 +87,6 @@ def palette_choice(pilot: Pilot[None]) -> str:
     if commands.highlighted is None:
         return ""
     return str(commands.get_option_at_index(commands.highlighted).prompt)
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen), screen
-    return screen
 
 
 def sorted_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.reading import text_of
+from support.reading import browser, text_of
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
@@ -73,12 +73,6 @@ def live_run(store: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen), screen
-    return screen
 
 
 def crew_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:

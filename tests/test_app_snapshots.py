@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.reading import browser
+from support.waiting import settle
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
-from textual.worker import WorkerCancelled
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointRecord
@@ -74,23 +75,6 @@ def fixed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         body = json.loads(json.dumps(body).replace(str(raw), "/raw"))
         provider.write("store", CheckpointRecord(new_meta, body))
     return "store"
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        for _attempt in range(20):
-            try:
-                await pilot.app.workers.wait_for_complete()
-                break
-            except WorkerCancelled:  # replaced by a newer request
-                await pilot.pause()
-        await pilot.pause()
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen)
-    return screen
 
 
 async def open_checkpoint(pilot: Pilot[None], n: int) -> BrowserScreen:

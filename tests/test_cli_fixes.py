@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 from click.testing import CliRunner, Result
 from crewai_fixtures import json_store
 from demo_stores import make_store
+from support.waiting import wait_for
 
 from crewpoint import Agent, Crew, Task
 from crewpoint.checkpoint import ops
@@ -68,15 +68,6 @@ def cli(*args: str) -> Result:
 
 def crewpoint(*args: str, cwd: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CREWPOINT, *args], cwd=cwd, capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload, no-any-return]
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Wait for something to happen; the timeout only stops a hang."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def checkpoint_files(store: Path) -> list[Path]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,8 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 from rich.syntax import Syntax
+from support.reading import browser, screen_text
+from support.waiting import settle, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static, TextArea
 
@@ -44,31 +44,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 @pytest.fixture
 def json_store(tmp_path: Path) -> Path:
     return copy_json_store(tmp_path / "crewai-json")
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
-async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen), screen
-    return screen
-
-
-def screen_text(pilot: Pilot[None]) -> str:
-    strips = pilot.app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
 
 
 async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.reading import browser
 from support.waiting import settle, wait_until
-from textual.pilot import Pilot
 
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
@@ -21,12 +20,6 @@ from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
 from crewpoint.tui.widgets.store_index import SegmentRef
 
 SIZE = (80, 24)
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen), screen
-    return screen
 
 
 @pytest.fixture

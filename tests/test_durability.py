@@ -9,10 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 from crewpoint import CheckpointConfig, Crew
 from crewpoint.demo import DEMO_INPUTS, demo_crew
@@ -27,15 +27,6 @@ def start_demo(location: Path, delay: float, *extra: str) -> subprocess.Popen[by
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Wait for something to happen (a file to appear, a process to stop); the timeout only guards a hang."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def checkpoint_files(location: Path) -> int:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew
@@ -24,15 +25,6 @@ SLOW_RUN = (
     "demo_crew(delay=0.5, checkpoint=CheckpointConfig(location=loc, provider=provider_for(loc)))"
     ".kickoff(inputs=DEMO_INPUTS)\n"
 )
-
-
-def wait_for(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.parametrize("location", ["hb", "hb.db"])

@@ -9,16 +9,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 import pytest
-from textual.pilot import Pilot
+from support.reading import browser, screen_text
+from support.waiting import wait_until
 
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import PostgresProvider, StoreChange, provider_for
 from crewpoint.providers.runs import STALE_AFTER, RunInfo, read_runs, write_run
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.tui.app import make_app
 
 ON_HOST_B = "import socket; socket.gethostname = lambda: 'host-b'\n"
@@ -99,25 +98,6 @@ async def _listening(location: str, timeout: float = 30.0) -> None:
                 return
             await asyncio.sleep(0.02)
     raise AssertionError("the watch never listened")
-
-
-async def wait_until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
-
-
-def browser(pilot: Pilot[None]) -> BrowserScreen:
-    screen = pilot.app.screen
-    assert isinstance(screen, BrowserScreen), screen
-    return screen
-
-
-def screen_text(pilot: Pilot[None]) -> str:
-    strips = pilot.app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
 
 
 async def test_the_tree_follows_a_run_on_another_host_and_its_crash(pg_location: str) -> None:

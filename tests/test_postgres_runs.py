@@ -10,6 +10,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from support.waiting import wait_for
+
 from crewpoint import CheckpointConfig, Crew
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import PostgresProvider, provider_for
@@ -28,15 +30,6 @@ SLOW_RUN = (
     "demo_crew(delay=delay, checkpoint=CheckpointConfig(location=loc, provider=provider_for(loc)))"
     ".kickoff(inputs=DEMO_INPUTS)\n"
 )
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
-    """Wait until a row is visible or a process is gone; the timeout only guards against a hang."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def count(location: str) -> int:

@@ -10,6 +10,15 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import RichLog
 
+from crewpoint.screens.browser import BrowserScreen
+
+
+def browser(pilot: Pilot[Any]) -> BrowserScreen:
+    """The app's browser screen (the test fails when another screen is on top)."""
+    screen = pilot.app.screen
+    assert isinstance(screen, BrowserScreen), screen
+    return screen
+
 
 def text_of(widget: Widget) -> str:
     """The text a widget was given to show (a ``Static``'s or ``Label``'s content), before any wrapping."""

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+def wait_for(condition: Callable[[], object], what: str = "the condition", timeout: float = 60.0) -> None:
     """Wait for something to happen (a file to appear, a process to stop); the timeout only guards a hang."""
     deadline = time.monotonic() + timeout
     while not condition():
