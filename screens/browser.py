@@ -1,4 +1,12 @@
-"""The browser: the checkpoint tree on the left, the detail panel on the right, runs streaming below."""
+"""The browser: the checkpoint tree on the left, the detail panel on the right, runs streaming below.
+
+The screen composes three helpers that own the state, each tested without a screen: the store feed
+(:mod:`crewpoint.tui.store_feed`: what was read and which reads to take), the edits model
+(:mod:`crewpoint.tui.edits`) and the run controller (:mod:`crewpoint.tui.run_controller`: what resume, fork and stop
+do). Data goes down: the chosen checkpoint's detail is the reactive ``selected``, bound to the detail panel whose tabs
+read it; the tabs are the registry's (:mod:`crewpoint.tui.widgets.tabs`). Messages come up from the widgets and the
+workers, and the handlers here ask the helpers and draw.
+"""
 
 from __future__ import annotations
 
@@ -11,26 +19,26 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Header, Input, TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from crewpoint.checkpoint import ops
-from crewpoint.checkpoint.plan import check_fork
 from crewpoint.checkpoint.program import suggested_app
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
-from crewpoint.providers.runs import RunInfo, classify, this_host
+from crewpoint.providers.runs import RunInfo
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
-from crewpoint.tui import run_control
-from crewpoint.tui.diagnostics import no_checkpoints
+from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.feed import StoreReader, read_runs_of, read_store
-from crewpoint.tui.launcher import fork_command, resume_command
 from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
 from crewpoint.tui.read_only import allows
+from crewpoint.tui.run_controller import RunController, RunRequest
 from crewpoint.tui.run_protocol import WRITTEN
+from crewpoint.tui.store_feed import StoreFeed
 from crewpoint.tui.visible import visible
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
@@ -39,22 +47,14 @@ from crewpoint.tui.widgets.detail_panel import DetailPanel
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.inputs_view import InputsView
 from crewpoint.tui.widgets.key_footer import KeyFooter
-from crewpoint.tui.widgets.run_panel import EXIT_INTERRUPTED, RunPanel, RunRequest
-from crewpoint.tui.widgets.store_index import CheckpointRef, Segment, StoreIndex, run_label
+from crewpoint.tui.widgets.run_panel import RunPanel
+from crewpoint.tui.widgets.store_index import CheckpointRef, Segment, StoreIndex
+from crewpoint.tui.widgets.tabs import FIRST, TABS
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 HEADER_ICON = "≡"
 """The header's menu mark (it opens the command palette): a glyph every common monospace font has, where
 textual's own ⭘ shows as an empty box in many (the browser's font under ``serve`` among them)."""
-
-STOP_PROMISE = (
-    "Send it SIGINT? It stops where it is; the tasks it finished stay in its checkpoints. "
-    "Resume it later from its last checkpoint with e."
-)
-"""What stopping a run does, and no more (a checkpoint at SIGINT is written only when the run's configuration
-asks for one)."""
-
-TABS = ("overview", "tasks", "inputs", "events", "diff", "raw", "graph")
 
 
 class BrowserScreen(Screen[None]):
@@ -74,27 +74,25 @@ class BrowserScreen(Screen[None]):
         Binding("left_square_bracket", "tree_width(-1)", "Narrower tree", key_display="[", show=False),
         Binding("right_square_bracket", "tree_width(1)", "Wider tree", key_display="]", show=False),
         Binding("t", "toggle_tree", "Hide or show the tree", show=False),
-        *(Binding(str(n), f"show_tab('{tab}')", f"{tab.title()} tab", show=False) for n, tab in enumerate(TABS, 1)),
+        *(Binding(str(n), f"show_tab('{t.name}')", f"{t.title} tab", show=False) for n, t in enumerate(TABS, 1)),
     ]
 
     TREE_WIDTHS = (25, 40, 55, 70)
     """Shares of the width the tree can take (percent), switched with [ and ]."""
 
+    selected: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+    """The chosen checkpoint: loading, loaded or unreadable. The detail panel is bound to it; its tabs read it."""
+
     def __init__(self, location: str, *, follow: bool = True, first_read: StoreReader | None = None) -> None:
         super().__init__()
         self.location = location
         self.follow = follow
-        self._first_read = first_read
-        self._read_at = -1.0
-        self._awaiting_whole = True  # the first read may show a big store's newest part before the whole
-        self._runs_read_at = -1.0
-        self.metas: list[CheckpointMeta] = []
-        self.runs: list[RunInfo] = []
-        self.index = StoreIndex()
-        self.error: str | None = None
+        self.feed = StoreFeed(location, first_read)
+        self.edits = EditsModel()
+        self.controller = RunController(location, self.edits)
         self._reveal: str | None = None
         self._graph_stale = True
-        self._previous_tab = "tab-overview"
+        self._previous_tab = FIRST
         self._was_live = False
         self._detail_request = 0
         self._tree_width = 1
@@ -106,8 +104,10 @@ class BrowserScreen(Screen[None]):
         with Horizontal(id="browser-main"):
             with Vertical(id="browser-left"):
                 yield Input(placeholder="filter: words, branch:NAME, trigger:NAME", id="filter")
-                yield CheckpointTree(id="checkpoints")
-            yield DetailPanel(id="detail")
+                tree = CheckpointTree(id="checkpoints")
+                tree.running = self.controller.running  # the runs started here mark their branches live
+                yield tree
+            yield DetailPanel(self.edits, id="detail").data_bind(detail=BrowserScreen.selected)
         yield RunPanel(id="run")
         yield KeyFooter()
 
@@ -126,11 +126,27 @@ class BrowserScreen(Screen[None]):
     def run_panel(self) -> RunPanel:
         return self.query_one(RunPanel)
 
+    @property
+    def metas(self) -> list[CheckpointMeta]:
+        return self.feed.metas
+
+    @property
+    def runs(self) -> list[RunInfo]:
+        return self.feed.runs
+
+    @property
+    def index(self) -> StoreIndex:
+        return self.feed.index
+
+    @property
+    def has_unsaved_edits(self) -> bool:
+        return bool(self.edits)
+
     def on_mount(self) -> None:
         self.sub_title = self.location
         self.ckpt_tree.focus()
-        if self._first_read is not None:
-            first = self._first_read
+        first = self.feed.first_read
+        if first is not None:
 
             def post_early(done: Future[StoreListed | None]) -> None:
                 early = done.result()
@@ -146,7 +162,7 @@ class BrowserScreen(Screen[None]):
             self._follow()
         self.set_interval(2.0, self._tick)
 
-    # -- reading the store ------------------------------------------------------------------------------
+    # -- reading the store (the feed keeps what was read) -------------------------------------------------
     def refresh_store(self) -> None:
         self._list_store(self.location, self.query_one("#filter", Input).value)
 
@@ -186,46 +202,28 @@ class BrowserScreen(Screen[None]):
 
     @on(RunsRead)
     def _runs_read(self, message: RunsRead) -> None:
-        if message.read_at < self._read_at or message.read_at < self._runs_read_at:
-            return  # a listing or a reading of the records that began later has come in
-        self._runs_read_at = message.read_at
-        self.runs = message.runs
-        self.index.set_runs(message.runs)
-        self.ckpt_tree.tick()
-        self._follow_live_runs()  # a run's record can show it live before its next checkpoint does
+        if self.feed.take_runs(message):
+            self.ckpt_tree.tick()
+            self._follow_live_runs()  # a run's record can show it live before its next checkpoint does
 
     @on(StoreListed)
     def _listed(self, message: StoreListed) -> None:
-        if message.read_at < self._read_at or (message.partial and not self._awaiting_whole):
-            return  # a read that started before the one shown, or the newest part of one already shown whole
-        self._read_at = message.read_at
-        self._awaiting_whole = message.partial
-        self.sub_title = f"{self.location} (reading the rest of the store…)" if message.partial else self.location
-        self.call_after_refresh(self.detail.build_tabs)
-        if self._first_read is not None:  # once the tree is drawn, the first read goes on to the run records
-            self.ckpt_tree.after_drawn(self._first_read.shown.set)
-            self._first_read = None
-        if message.error is not None:
-            self.error = message.error
-            if not self.metas:
-                self.detail.show_notice(f"✗ {message.error}")
+        feed = self.feed
+        if not feed.take_listed(message):
             return
-        self.error = None
-        self.metas = message.metas
-        if not message.metas:
-            self.detail.show_notice(f"No checkpoints yet. {no_checkpoints(self.location)}")
-        elif message.index.query and not message.index.metas:
-            self.detail.show_notice(f"No checkpoint matches {message.index.query!r}: Escape clears the filter")
-        elif self.detail.detail is None:
-            self.detail.show_notice("Choose a checkpoint on the left.")
-        else:
+        self.sub_title = feed.subtitle
+        self.call_after_refresh(self.detail.build_tabs)
+        if feed.first_read is not None:  # once the tree is drawn, the first read goes on to the run records
+            self.ckpt_tree.after_drawn(feed.first_read.shown.set)
+            feed.first_read = None
+        notice = feed.notice(showing_detail=self.selected is not None)
+        if notice is not None:
+            self.detail.show_notice(notice)
+        elif message.error is None:
             self.detail.retitle()
-        if message.runs is not None and message.read_at >= self._runs_read_at:
-            self.runs = message.runs
-        else:  # the records known stand until this read's own arrive
-            message.index.set_runs(self.runs)
-        self.index = message.index
-        self.ckpt_tree.load(message.index)
+        if message.error is not None:
+            return
+        self.ckpt_tree.load(feed.index)
         self._graph_stale = True
         if self.detail.active_tab == "tab-graph":
             self._show_graph()
@@ -233,19 +231,14 @@ class BrowserScreen(Screen[None]):
             self._reveal = None
         self._follow_live_runs()
         query = self.query_one("#filter", Input).value.strip()
-        if message.index.query != query:  # the filter changed while this read went on
-            self._reindex(self.metas, self.runs, query, self._read_at)
+        if feed.stale_for(query):  # the filter changed while this read went on
+            self._reindex(feed.metas, feed.runs, query, feed.read_at)
 
     def _follow_live_runs(self) -> None:
         """Open every live run's branch; while the cursor stays where the app put it, move it onto the newest
         checkpoint of a live run as checkpoints arrive."""
         tree = self.ckpt_tree
-        now = time.time()
-        live = [  # live by a run record (a heartbeat), not by the clock alone
-            s
-            for s in self.index.segments.values()
-            if tree.runs_here(s) or (self.index.run_of(s) is not None and self.index.state_of(s, now) == "running")
-        ]
+        live = self.feed.live_segments(tree.runs_here)
         for segment in live:
             tree.expand_to(segment.head.id)
         if self._auto_cursor is None:
@@ -257,7 +250,7 @@ class BrowserScreen(Screen[None]):
             self._auto_cursor = newest.id
 
     def _tick(self) -> None:
-        live = bool(self.ckpt_tree.running) or bool(self.index.live_branches())
+        live = bool(self.ckpt_tree.running) or bool(self.feed.index.live_branches())
         if live or self._was_live:
             self.ckpt_tree.tick()
         self._was_live = live
@@ -265,7 +258,7 @@ class BrowserScreen(Screen[None]):
     # -- details ----------------------------------------------------------------------------------------
     @on(CheckpointTree.Chosen)
     def _chosen(self, message: CheckpointTree.Chosen) -> None:
-        current = self.detail.detail
+        current = self.selected
         if (
             current is not None
             and current.meta.id == message.meta.id
@@ -283,11 +276,12 @@ class BrowserScreen(Screen[None]):
         problem = problem_of(meta)
         if problem is not None:
             self.workers.cancel_group(self, "detail")
-            self.detail.detail = Detail(meta, problem=problem, request=request)
+            self.selected = Detail(meta, problem=problem, request=request)
             return
-        self.detail.detail = Detail(meta, request=request)
-        against = self.index.metas.get(self.ckpt_tree.marked or "") if self.ckpt_tree.marked != meta.id else None
-        parent = self.index.metas.get(meta.parent_id or "")
+        self.selected = Detail(meta, request=request)
+        index, marked = self.feed.index, self.ckpt_tree.marked
+        against = index.metas.get(marked or "") if marked != meta.id else None
+        parent = index.metas.get(meta.parent_id or "")
         self._load_detail(meta, against or parent, against is not None, request)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
@@ -317,7 +311,7 @@ class BrowserScreen(Screen[None]):
     def _detail_loaded(self, message: DetailLoaded) -> None:
         if message.request != self._detail_request:
             return  # a later choice is loading
-        self.detail.detail = Detail(
+        self.selected = Detail(
             message.meta,
             message.record,
             message.info,
@@ -331,29 +325,34 @@ class BrowserScreen(Screen[None]):
     @on(DetailFailed)
     def _detail_failed(self, message: DetailFailed) -> None:
         if message.request == self._detail_request:
-            self.detail.detail = Detail(message.meta, problem=message.reason, request=message.request)
+            self.selected = Detail(message.meta, problem=message.reason, request=message.request)
 
-    # -- edits and the fork plan ------------------------------------------------------------------------
+    # -- edits (the edits model keeps them) and the fork plan -------------------------------------------
     @on(TasksView.OutputsEdited)
     def _outputs_edited(self, message: TasksView.OutputsEdited) -> None:
-        self.detail.set_edits(message.checkpoint_id, outputs=message.outputs)
+        self.edits.keep(message.checkpoint_id, outputs=message.outputs)
         self._edits_changed(message.checkpoint_id)
 
     @on(InputsView.InputsEdited)
     def _inputs_edited(self, message: InputsView.InputsEdited) -> None:
-        self.detail.set_edits(message.checkpoint_id, inputs=message.changed)
+        self.edits.keep(message.checkpoint_id, inputs=message.changed)
         self._edits_changed(message.checkpoint_id)
 
-    def _edits_changed(self, checkpoint_id: str) -> None:
-        self.ckpt_tree.set_edited(set(self.detail.edits))
+    def _edits_changed(self, checkpoint_id: str, redraw: bool = False) -> None:
+        self.ckpt_tree.set_edited(self.edits.ids)
+        shown = self.selected
+        if redraw and shown is not None and shown.meta.id == checkpoint_id:
+            self.selected = shown  # its tabs show it as saved again
         self.detail.retitle()
-        if self.detail.meta is not None and self.detail.meta.id == checkpoint_id:
+        if shown is not None and shown.meta.id == checkpoint_id:
             self._replan()
 
     def _replan(self) -> None:
-        detail = self.detail
-        if detail.record is not None and detail.ready:
-            self._plan(detail.record, detail.inputs if detail.changed_inputs else None, detail.edited_outputs or None)
+        shown = self.selected
+        if shown is not None and shown.record is not None and shown.info is not None and shown.ready:
+            edits = self.edits.of(shown.meta.id)
+            inputs = self.edits.fork_inputs(shown.meta.id, shown.info.inputs)
+            self._plan(shown.record, inputs, edits.outputs or None)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="plan")
     def _plan(self, record: CheckpointRecord, inputs: dict[str, Any] | None, outputs: dict[int, str] | None) -> None:
@@ -370,126 +369,75 @@ class BrowserScreen(Screen[None]):
         self.detail.mark_rerun(message.checkpoint_id, message.rerun)
 
     def action_discard_edits(self) -> None:
-        meta = self.detail.meta
-        if meta is None or meta.id not in self.detail.edits:
+        meta = self.selected.meta if self.selected is not None else None
+        question = self.edits.discard_question(meta.id) if meta is not None else None
+        if meta is None or question is None:
             self.notify("No unsaved edits on this checkpoint.")
             return
-        edits = self.detail.edits[meta.id]
-        question = Text(
-            f"Forget {len(edits.inputs)} changed input(s) and {len(edits.outputs)} edited output(s) of {meta.id[:12]}?"
-        )
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._forget_edits(meta.id)
+                self.edits.discard(meta.id)
+                self._edits_changed(meta.id, redraw=True)
 
-        self.app.push_screen(ConfirmScreen("Discard edits", question, yes="Discard"), answered)
+        self.app.push_screen(ConfirmScreen("Discard edits", Text(question), yes="Discard"), answered)
 
-    def _forget_edits(self, checkpoint_id: str) -> None:
-        self.detail.discard_edits(checkpoint_id)
-        self._edits_changed(checkpoint_id)
-
-    # -- runs -------------------------------------------------------------------------------------------
+    # -- runs (the run controller decides; the screen asks and shows) -----------------------------------
     def _can_start(self) -> bool:
-        if self.run_panel.running:
-            self.notify("A run is going: wait for it or cancel it with x.", severity="warning")
-            return False
-        if not self.detail.ready or self.detail.meta is None:
-            reason = self.detail.problem or "choose a checkpoint and wait for it to load"
-            self.notify(visible(f"Cannot run from here: {reason}"), severity="warning", markup=False)
-            return False
-        return True
+        refusal = self.controller.refusal(self.run_panel.running, self.selected)
+        if refusal is not None:
+            self.notify(refusal, severity="warning", markup=False)
+        return refusal is None
 
     def action_fork(self) -> None:
         if not self._can_start():
             return
-        shown = self.detail.detail  # the dialog and the fork are about this checkpoint, whatever loads next
+        shown = self.selected  # the dialog and the fork are about this checkpoint, whatever loads next
         assert shown is not None and shown.record is not None and shown.info is not None
-        edits = self.detail.edits_of(shown.meta.id)
-        inputs = {**shown.info.inputs, **edits.inputs} if edits.inputs else None
         try:
-            plan = ops.plan_fork(shown.record, inputs, edits.outputs or None)
-            check_fork(shown.record, plan, edits.inputs)
+            plan = self.controller.plan_fork(shown)
         except (CheckpointError, ValueError) as exc:
             self.notify(visible(str(exc)), severity="error", markup=False)
             return
-        taken = {m.branch for m in self.metas}
-        screen = ForkScreen(shown.meta, shown.info, plan, taken=taken, app=suggested_app(shown.record))
+        screen = ForkScreen(shown.meta, shown.info, plan, taken=self.feed.branches, app=suggested_app(shown.record))
         self.app.push_screen(screen, self._fork_confirmed)
 
     def _fork_confirmed(self, request: ForkRequest | None) -> None:
         if request is None:
             return
-        argv = fork_command(
-            request.source_id, self.location, request.branch, request.inputs, request.outputs, request.app
-        )
-        title = f"fork {request.source_id[:8]} → {request.branch}"
-        self._start(RunRequest(argv, title, request.branch, len(request.rerun), request.source_id))
-        self._forget_edits(request.source_id)  # they live on in the new branch
+        r = request
+        self._start(self.controller.fork_request(r.source_id, r.branch, r.inputs, r.outputs, r.app, len(r.rerun)))
+        self._edits_changed(r.source_id, redraw=True)  # the edits live on in the new branch
 
     def action_resume(self) -> None:
         if not self._can_start():
             return
-        meta = self.detail.meta
-        assert meta is not None
+        shown = self.selected
+        assert shown is not None and shown.record is not None and shown.info is not None
+        meta, info = shown.meta, shown.info
         live = self._live_segment_of(meta.id)
-        if live is not None:
-            self._offer_fork_instead(meta, live)
+        if live is not None:  # a resume beside a live run would run the same tasks a second time: offer a fork
+
+            def fork_instead(fork: bool | None) -> None:
+                if fork:
+                    self.action_fork()
+
+            question = self.controller.live_question(meta, live, self.feed.index.run_of(live))
+            self.app.push_screen(ConfirmScreen("This run is live", question, yes="Fork instead"), fork_instead)
             return
-        self._confirm_resume()
-
-    def _live_segment_of(self, checkpoint_id: str) -> Segment | None:
-        """The segment holding ``checkpoint_id`` when a run is writing it now (started here or elsewhere)."""
-        key = self.index.segment_of.get(checkpoint_id)
-        segment = self.index.segments.get(key) if key is not None else None
-        if segment is None:
-            return None
-        if self.ckpt_tree.runs_here(segment) or self.index.state_of(segment) == "running":
-            return segment
-        return None
-
-    def _offer_fork_instead(self, meta: CheckpointMeta, segment: Segment) -> None:
-        """A resume beside a live run would run the same tasks a second time: say so, and offer a fork."""
-        run = self.index.run_of(segment)
-        who = f"run {run_label(segment.lineage)} of {meta.entity_kind} {meta.entity_name} on ⎇ {segment.branch}"
-        if run is not None:
-            who += f" (pid {run.pid} on {run.host})"
-        question = Text(visible(f"The {who} is live: it is running its tasks now.", one_line=True) + "\n")
-        question.append(
-            f"Resuming from {meta.id[:12]} would start the same tasks a second time beside it, on the same branch.\n"
-        )
-        question.append("Fork instead: a new branch from this checkpoint, leaving the live run alone.")
-
-        def answered(fork: bool | None) -> None:
-            if fork:
-                self.action_fork()
-
-        self.app.push_screen(ConfirmScreen("This run is live", question, yes="Fork instead"), answered)
-
-    def _confirm_resume(self) -> None:
-        meta, info, record = self.detail.meta, self.detail.info, self.detail.record
-        assert meta is not None and info is not None and record is not None
-        pending = [t for t in info.tasks if not t.done]
-        question = Text(
-            visible(f"Continue {meta.entity_kind} {meta.entity_name} on ⎇ {meta.branch} from {meta.id[:12]}.") + "\n"
-        )
-        question.append(
-            f"{len(pending)} task(s) left to run; finished tasks are not run again."
-            if info.tasks
-            else "Finished steps are not run again."
-        )
 
         def answered(app: str | None) -> None:
             if app is not None:
-                title = f"resume {meta.id[:8]} on {meta.branch}"
-                request = RunRequest(resume_command(meta.id, self.location, app), title, meta.branch)
-                request.total, request.source_id = len(pending), meta.id
-                self._start(request)
+                self._start(self.controller.resume_request(meta, info, app))
 
-        self.app.push_screen(ResumeScreen(question, suggested_app(record)), answered)
+        question = self.controller.resume_question(meta, info)
+        self.app.push_screen(ResumeScreen(question, suggested_app(shown.record)), answered)
+
+    def _live_segment_of(self, checkpoint_id: str) -> Segment | None:
+        return self.feed.live_segment_of(checkpoint_id, self.ckpt_tree.runs_here)
 
     def _start(self, request: RunRequest) -> None:
-        self.ckpt_tree.running[request.source_id] = (time.time(), request.branch)
+        self.controller.started(request)
         self.run_panel.start(request)
 
     def action_cancel_run(self) -> None:
@@ -500,42 +448,20 @@ class BrowserScreen(Screen[None]):
         if run is None:
             self.notify("No run is going.", severity="information")
             return
-        who = visible(
-            f"run {run_label(run.lineage)} of {run.entity_kind} {run.entity_name} on ⎇ {run.branch} "
-            f"(pid {run.pid} on {run.host})",
-            one_line=True,
-        )
-        if run.host != this_host():
-            self.notify(f"The live {who} runs on another machine: stop it there.", markup=False)
-            return
-        reason = run_control.problem(run)  # a run record names a pid: signal only the run's own process
-        if reason is not None:
-            self.notify(f"Cannot stop the live {who}: {visible(reason)}", severity="error", markup=False)
+        plan = self.controller.stop_plan(run)
+        if plan.refusal is not None:
+            self.notify(plan.refusal, severity=plan.severity, markup=False)
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                reason = run_control.interrupt(run)
-                if reason is not None:
-                    self.notify(f"Cannot stop the live {who}: {visible(reason)}", severity="error", markup=False)
-                else:
-                    self.notify(f"Sent SIGINT to pid {run.pid}: the run stops.", markup=False)
+                said, failed = self.controller.stop(plan)
+                self.notify(said, severity="error" if failed else "information", markup=False)
 
-        question = Text(f"The live {who} was started outside this app.\n")
-        question.append(STOP_PROMISE)
-        self.app.push_screen(ConfirmScreen("Stop a run started elsewhere", question, yes="Stop it"), answered)
+        self.app.push_screen(ConfirmScreen("Stop a run started elsewhere", plan.question, yes="Stop it"), answered)
 
     def _live_run_elsewhere(self) -> RunInfo | None:
-        """The live run of the chosen checkpoint's segment, else the only live run of the store."""
-        now = time.time()
-        live = [run for run in self.runs if classify(run, now) == "running"]
-        chosen = self.ckpt_tree.chosen_id
-        key = self.index.segment_of.get(chosen or "")
-        if key is not None:
-            run = self.index.run_of(self.index.segments[key])
-            if run is not None and run in live:
-                return run
-        return live[0] if len(live) == 1 else None
+        return self.feed.live_run_elsewhere(self.ckpt_tree.chosen_id)
 
     @on(RunPanel.Progress)
     def _run_progress(self, message: RunPanel.Progress) -> None:
@@ -545,16 +471,12 @@ class BrowserScreen(Screen[None]):
     @on(RunPanel.Finished)
     def _run_finished(self, message: RunPanel.Finished) -> None:
         """One notification per run: success, cancelled or failed, by how it ended."""
-        self.ckpt_tree.running.pop(message.request.source_id, None)
+        said, severity = self.controller.finished(
+            message.request, message.returncode, self.run_panel.cancelled, message.error
+        )
         if message.checkpoints:
             self._reveal = message.checkpoints[-1]
-        title = message.request.title
-        if message.returncode == 0:
-            self.notify(visible(f"{title}: finished"), markup=False)
-        elif self.run_panel.cancelled or message.returncode == EXIT_INTERRUPTED:
-            self.notify(visible(f"{title}: cancelled"), severity="warning", markup=False)
-        else:
-            self.notify(visible(f"{title}: {message.error or 'failed'}"), severity="error", markup=False)
+        self.notify(said, severity=severity, markup=False)
         focused = self.focused
         if focused is None or self.run_panel in focused.ancestors_with_self:
             self.ckpt_tree.focus()  # back to the tree after a run, unless the user is busy elsewhere
@@ -568,8 +490,9 @@ class BrowserScreen(Screen[None]):
         marked = None if self.ckpt_tree.marked == chosen else chosen
         self.ckpt_tree.set_marked(marked)
         self.notify(f"Marked {chosen[:8]}: the Diff tab compares with it." if marked else "Mark cleared.")
-        if self.detail.meta is not None and self.detail.meta.id in self.index.metas:
-            self.open_detail(self.index.metas[self.detail.meta.id])
+        shown = self.selected
+        if shown is not None and shown.meta.id in self.feed.index.metas:
+            self.open_detail(self.feed.index.metas[shown.meta.id])
 
     def action_graph(self) -> None:
         detail = self.detail
@@ -577,7 +500,7 @@ class BrowserScreen(Screen[None]):
             detail.activate(self._previous_tab)
             self.ckpt_tree.focus()
         else:
-            self._previous_tab = detail.active_tab or "tab-overview"
+            self._previous_tab = detail.active_tab or FIRST
             detail.activate("tab-graph")
             self._show_graph()
             detail.focus_view("tab-graph")
@@ -593,7 +516,7 @@ class BrowserScreen(Screen[None]):
     def _show_graph(self) -> None:
         if self._graph_stale:
             self._graph_stale = False
-            self.detail.show_graph(list(self.index.metas.values()), self.ckpt_tree.chosen_id)
+            self.detail.show_graph(list(self.feed.index.metas.values()), self.ckpt_tree.chosen_id)
 
     @on(BranchGraph.Chosen)
     def _graph_chosen(self, message: BranchGraph.Chosen) -> None:
@@ -642,9 +565,10 @@ class BrowserScreen(Screen[None]):
 
     def action_edit(self) -> None:
         """Enter on a checkpoint: into its first editor (an output on the Tasks tab, else an input)."""
-        if not self.detail.ready or self.detail.info is None:
+        shown = self.selected
+        if shown is None or not shown.ready or shown.info is None:
             return
-        info = self.detail.info
+        info = shown.info
         tab = self.detail.active_tab
         if tab not in ("tab-tasks", "tab-inputs"):
             has_tasks = kind_of(info.kind).has_tasks
@@ -652,16 +576,12 @@ class BrowserScreen(Screen[None]):
         self.detail.activate(tab)
         self.detail.focus_editor(tab)
 
-    @property
-    def has_unsaved_edits(self) -> bool:
-        return bool(self.detail.edits)
-
     def action_hide_run(self) -> None:
         self.run_panel.hide()
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
-        self._reindex(self.metas, self.runs, message.value, self._read_at)
+        self._reindex(self.feed.metas, self.feed.runs, message.value, self.feed.read_at)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
@@ -697,6 +617,6 @@ class BrowserScreen(Screen[None]):
             ("Refresh", "Read the store again (r)", "refresh"),
         ]
         commands += [
-            (f"Show the {tab.title()} tab", f"Switch the detail panel to {tab}", f"show_tab('{tab}')") for tab in TABS
+            (f"Show the {t.title} tab", f"Switch the detail panel to {t.name}", f"show_tab('{t.name}')") for t in TABS
         ]
         return commands

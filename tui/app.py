@@ -36,19 +36,25 @@ class CheckpointApp(App[None]):
         Binding("ctrl+p", "command_palette", "Command palette", show=False),
     ]
 
-    def __init__(self, location: str, *, follow: bool = True, read_only: bool = False) -> None:
+    def __init__(
+        self, location: str, *, follow: bool = True, read_only: bool = False, reader: StoreReader | None = None
+    ) -> None:
+        """``reader`` (``make_app``'s) reads the store from the moment the app loads; without it the screen reads
+        the store once it is up. Nothing starts here."""
         super().__init__()
         self.location = location
         self.follow = follow
         self.read_only = read_only
         if read_only:
             self.title = f"{self.TITLE} (read-only)"
-        self._first_read = StoreReader(location)
+        self._first_read = reader
         self._collector_paused = False
 
     def on_load(self) -> None:
         # Starting up allocates tens of thousands of objects (widgets, the store's metadata) that all stay: the
         # cyclic collector would walk them again and again for nothing. It resumes once the tree is drawn.
+        if self._first_read is not None:
+            self._first_read.start()  # the first read goes on while the app is drawn
         if gc.isenabled():
             gc.disable()
             self._collector_paused = True
@@ -106,9 +112,9 @@ class CheckpointApp(App[None]):
             self.exit()
             return
         worries = []
-        if screen.has_unsaved_edits:
-            count = len(screen.detail.edits)
-            worries.append(f"{count} checkpoint{'s' if count != 1 else ''} with unsaved edits (they are lost)")
+        unsaved = screen.edits.quit_worry()
+        if unsaved is not None:
+            worries.append(unsaved)
         if screen.run_panel.running:
             worries.append("a run started here is going (it is stopped with SIGINT; its checkpoints stay)")
         if not worries:
@@ -130,4 +136,4 @@ def _action_of(binding: BindingType) -> str:
 def make_app(location: str, *, watch: bool = True, read_only: bool = False) -> App[None]:
     """The app on the store at ``location``; ``watch=False`` turns off following changes on disk (tests);
     ``read_only`` turns off resume, fork, edit, cancel and prune."""
-    return CheckpointApp(location, follow=watch, read_only=read_only)
+    return CheckpointApp(location, follow=watch, read_only=read_only, reader=StoreReader(location))

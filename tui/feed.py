@@ -1,7 +1,7 @@
 """The store feed: reading a store's checkpoints and run records off the app's thread, as messages.
 
-The screen's workers call :func:`read_store` and :func:`read_runs_of`; :class:`StoreReader` starts the first read
-before the app is drawn. Nothing here touches a widget.
+The screen's workers call :func:`read_store` and :func:`read_runs_of`; :class:`StoreReader` reads
+first, while the app is drawn. Nothing here touches a widget.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ def read_runs_of(location: str, read_at: float) -> RunsRead:
 
 
 class StoreReader:
-    """Reads a store in a thread of its own, starting at once, so the app is drawn meanwhile: its checkpoints
-    first, then, once the screen has drawn them (``shown``), its run records. The screen takes each result when
-    it is up."""
+    """Reads a store in a thread of its own, started by :meth:`start` as the app loads, so the app is drawn
+    meanwhile: its checkpoints first, then, once the screen has drawn them (``shown``), its run records. The screen
+    takes each result when it is up. ``make_app`` makes it; the app starts it."""
 
     def __init__(self, location: str) -> None:
         self.early: Future[StoreListed | None] = Future()
@@ -64,7 +64,13 @@ class StoreReader:
         self.runs: Future[RunsRead] = Future()
         self.shown = threading.Event()
         self.location = location
-        threading.Thread(target=self._read, name="crewpoint-read-store", daemon=True).start()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Begin reading (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._read, name="crewpoint-read-store", daemon=True)
+            self._thread.start()
 
     def _read(self) -> None:
         try:

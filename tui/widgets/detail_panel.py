@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rich.text import Text
@@ -17,38 +16,25 @@ from textual.widgets import Static, TabbedContent, TabPane
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.refs import short_id
+from crewpoint.tui.edits import Edits, EditsModel
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.branch_graph import BranchGraph
 from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
-from crewpoint.tui.widgets.detail_state import Detail, Edits
-from crewpoint.tui.widgets.diff_view import DiffView
-from crewpoint.tui.widgets.events_view import EventsView
-from crewpoint.tui.widgets.inputs_view import InputsView
-from crewpoint.tui.widgets.overview_view import OverviewView
-from crewpoint.tui.widgets.raw_view import RawView
+from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.store_index import progress_text
+from crewpoint.tui.widgets.tabs import FIRST, TABS, tab_of
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 ViewT = TypeVar("ViewT", bound=Widget)
 
 
-PANES = (
-    ("tab-overview", "Overview"),
-    ("tab-tasks", "Tasks"),
-    ("tab-inputs", "Inputs"),
-    ("tab-events", "Events"),
-    ("tab-diff", "Diff"),
-    ("tab-raw", "Raw"),
-    ("tab-graph", "Graph"),
-)
-
-
 class DetailPanel(Vertical):
     """Overview, Tasks, Inputs, Events, Diff, Raw and Graph tabs about one checkpoint.
 
-    ``detail`` is the one source every tab reads: setting it (a checkpoint loading, loaded, or unreadable) redraws
-    the tabs built so far. A tab's view is built the first time the tab opens, so the app starts with one view,
-    not seven. Unsaved edits are kept per checkpoint in ``edits`` until they are forked or discarded.
+    ``detail`` is the one source every tab reads, bound to the screen's chosen checkpoint (``data_bind``): a
+    checkpoint loading, loaded or unreadable redraws the tabs built so far. A tab's view is built the first time
+    the tab opens, so the app starts with one view, not seven. The tabs are the registry's
+    (:mod:`crewpoint.tui.widgets.tabs`). ``edits`` is the screen's edits model, read here, changed by the screen.
     """
 
     DEFAULT_CSS = """
@@ -60,15 +46,15 @@ class DetailPanel(Vertical):
 
     detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, edits: EditsModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.edits: dict[str, Edits] = {}
+        self.edits = edits if edits is not None else EditsModel()
         self._rerun: tuple[str, list[int]] | None = None
         self._graph: tuple[list[CheckpointMeta], str | None] | None = None
         self._ready: list[Widget] = []
         self._tabs: TabbedContent | None = None
         self._panes: dict[str, TabPane] = {}
-        self._active = PANES[0][0]
+        self._active = FIRST
         self._filling = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
@@ -80,12 +66,12 @@ class DetailPanel(Vertical):
             return
         self._active = active or self._active
         tabs = TabbedContent(id="detail-tabs")
-        for pane_id, title in PANES:
-            self._panes[pane_id] = TabPane(title, id=pane_id)
-            tabs.compose_add_child(self._panes[pane_id])
+        for tab in TABS:
+            self._panes[tab.pane_id] = TabPane(tab.title, id=tab.pane_id)
+            tabs.compose_add_child(self._panes[tab.pane_id])
         self._tabs = tabs
         self.mount(tabs)
-        if self._active != PANES[0][0]:
+        if self._active != FIRST:
             self.activate(self._active)
 
     @on(TabbedContent.TabActivated)
@@ -116,7 +102,7 @@ class DetailPanel(Vertical):
         return self.detail is not None and self.detail.ready
 
     def edits_of(self, checkpoint_id: str) -> Edits:
-        return self.edits.get(checkpoint_id) or Edits()
+        return self.edits.of(checkpoint_id)
 
     @property
     def current_edits(self) -> Edits:
@@ -135,24 +121,6 @@ class DetailPanel(Vertical):
     @property
     def edited_outputs(self) -> dict[int, str]:
         return dict(self.current_edits.outputs)
-
-    def set_edits(
-        self, checkpoint_id: str, *, inputs: dict[str, str] | None = None, outputs: dict[int, str] | None = None
-    ) -> None:
-        """Keep the edits of a checkpoint (all its changed inputs, or all its edited outputs)."""
-        edits = self.edits.setdefault(checkpoint_id, Edits())
-        if inputs is not None:
-            edits.inputs = dict(inputs)
-        if outputs is not None:
-            edits.outputs = dict(outputs)
-        if not edits:
-            del self.edits[checkpoint_id]
-
-    def discard_edits(self, checkpoint_id: str) -> None:
-        """Forget a checkpoint's edits; its tabs show it as saved again."""
-        self.edits.pop(checkpoint_id, None)
-        if self.meta is not None and self.meta.id == checkpoint_id:
-            self.detail = self.detail
 
     @property
     def active_tab(self) -> str:
@@ -242,7 +210,10 @@ class DetailPanel(Vertical):
             if focus:
                 pane.children[0].focus()
             return
-        view = _new_view(tab)
+        entry = tab_of(tab)
+        if entry is None:
+            return
+        view = entry.view()
         mounted = pane.mount(view)
 
         async def fill() -> None:
@@ -297,16 +268,3 @@ class DetailView(Protocol):
     """A tab that shows the panel's detail."""
 
     async def show_detail(self, detail: Detail, edits: Edits) -> None: ...
-
-
-def _new_view(tab: str) -> Widget:
-    views: dict[str, Callable[[], Widget]] = {
-        "tab-overview": lambda: OverviewView(id="overview"),
-        "tab-tasks": lambda: TasksView(id="tasks"),
-        "tab-inputs": lambda: InputsView(id="inputs"),
-        "tab-events": lambda: EventsView(id="events"),
-        "tab-diff": lambda: DiffView(id="diff"),
-        "tab-raw": lambda: RawView(id="raw"),
-        "tab-graph": lambda: BranchGraph(id="graph"),
-    }
-    return views[tab]()

@@ -1,11 +1,15 @@
-"""What the detail panel shows: one value per chosen checkpoint, and the edits kept for each checkpoint."""
+"""What the detail panel shows: one value per chosen checkpoint (the edits kept per checkpoint live in
+:mod:`crewpoint.tui.edits`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.tui.edits import Edits
+
+__all__ = ["Detail", "Edits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +39,3 @@ class Detail:
     @property
     def problem_message(self) -> str:
         return f"This checkpoint cannot be opened: {self.problem}" if self.problem else ""
-
-
-@dataclass(slots=True)
-class Edits:
-    """Unsaved edits of one checkpoint: changed inputs (as typed) and edited task outputs (0-based index)."""
-
-    inputs: dict[str, str] = field(default_factory=dict)
-    outputs: dict[int, str] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.inputs or self.outputs)

@@ -21,21 +21,13 @@ from textual.widgets import Label, ProgressBar, RichLog
 
 from crewpoint.tui import run_protocol as protocol
 from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.run_controller import RunRequest
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
 
 EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
-
-@dataclass(slots=True)
-class RunRequest:
-    """A run to start: the command, what it is for, and how many tasks it will run."""
-
-    argv: list[str]
-    title: str
-    branch: str
-    total: int = 0
-    source_id: str = ""
+__all__ = ["EXIT_INTERRUPTED", "RunPanel", "RunRequest"]
 
 
 class RunPanel(Vertical):
