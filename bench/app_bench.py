@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from run import Row, bench_env
-from stores import fill_store
+from support.stores import fill_store
 
 CLI = [sys.executable, "-m", "crewpoint.tui.cli"]
 
@@ -108,7 +108,7 @@ async def _live_latency(location: str, samples: int = 20) -> list[float]:
         "import sys, time, uuid\n"
         "from dataclasses import replace\n"
         "sys.path.insert(0, sys.argv[2])\n"
-        "from stores import demo_records\n"
+        "from support.stores import demo_records\n"
         "from crewpoint.providers import provider_for\n"
         "from crewpoint.providers.base import CheckpointRecord\n"
         "record = demo_records()[0]\n"
@@ -121,7 +121,7 @@ async def _live_latency(location: str, samples: int = 20) -> list[float]:
         "    print(cid, time.time(), flush=True)\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", writer_code, location, str(Path(__file__).parent)],
+        [sys.executable, "-c", writer_code, location, str(Path(__file__).resolve().parent.parent / "tests")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

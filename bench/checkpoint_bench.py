@@ -68,7 +68,7 @@ def bench_capture() -> list[Row]:
 
 
 def bench_write_vs_fsync() -> list[Row]:
-    from stores import demo_records
+    from support.stores import demo_records
 
     from crewpoint.providers import JsonProvider
     from crewpoint.providers.base import CheckpointRecord

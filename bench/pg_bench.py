@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from run import Row, bench_env
-from stores import demo_records, fill_store
+from support.stores import demo_records, fill_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -97,7 +97,7 @@ WRITER = r"""
 import sys, time, uuid
 from dataclasses import replace
 sys.path.insert(0, sys.argv[3])
-from stores import demo_records
+from support.stores import demo_records
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointRecord
 location, count = sys.argv[1], int(sys.argv[2])
@@ -119,7 +119,7 @@ while written < count:
 def _concurrent(location: str, writers: int = 8, each: int = 250) -> tuple[float, int]:
     """Checkpoints per second of ``writers`` processes writing ``each`` at once, and how many were lost."""
     PostgresProvider().write(location, demo_records()[0])  # the store exists before they start
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).resolve().parent.parent / "tests")  # the shared helpers (support)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, location, str(each), here],

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the shared helpers (support)
 
 from rich.console import Console
 from rich.table import Table

@@ -42,7 +42,7 @@ FLOOR_GOAL = 2.0
 _FILL = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from stores import fill_store
+from support.stores import fill_store
 from crewpoint.providers import JsonProvider, SqliteProvider
 fill_store(JsonProvider(fsync=False), sys.argv[2], int(sys.argv[4]))
 provider = SqliteProvider()
@@ -137,7 +137,7 @@ def prepare(workdir: Path, count: int = 10_000, baseline: str = BASELINE) -> tup
         build = Build(label, workdir / f"venv-{tag}")
         install(source, build.venv, constraints)
         build.stores = {"JSON": str(workdir / f"{tag}-store"), "SQLite": str(workdir / f"{tag}-store.db")}
-        _run([build.python, "-c", _FILL, str(BENCH), build.stores["JSON"], build.stores["SQLite"], str(count)])
+        _run([build.python, "-c", _FILL, str(REPO / "tests"), build.stores["JSON"], build.stores["SQLite"], str(count)])
         builds.append(build)
     return builds[0], builds[1]
 

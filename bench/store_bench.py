@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from run import Row, bench_env
-from stores import clone_sqlite_rows, fill_store
+from support.stores import clone_sqlite_rows, fill_store
 
 CLI = [sys.executable, "-m", "crewpoint.tui.cli"]
 

@@ -18,9 +18,9 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the shared helpers (support)
 
-from stores import fill_store
+from support.stores import fill_store
 
 ROW = re.compile(r"[├└]─ (▶ |▼ )?\d+/\d+  ")
 """A checkpoint row of the tree: its progress comes first."""

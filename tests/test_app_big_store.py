@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from demo_stores import make_store
+from support.stores import make_store
 from test_app import browser, settle, wait_until
 from textual.message import Message
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig

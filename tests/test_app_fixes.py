@@ -376,7 +376,7 @@ async def test_marks_and_the_header_icon_use_glyphs_common_monospace_fonts_have(
 
 
 async def test_an_interrupted_branch_is_marked_with_a_square(tmp_path: Path) -> None:
-    from demo_stores import make_store
+    from support.stores import make_store
 
     make_store(str(tmp_path / "stopped"), stop_after=2)
     app = make_app(str(tmp_path / "stopped"), watch=False)

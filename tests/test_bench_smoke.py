@@ -41,7 +41,7 @@ def _stdout(args: list[str]) -> bytes:
 
 @pytest.mark.parametrize("kind", ["JSON", "SQLite", "JSON with file checks"])
 def test_the_floor_prints_what_list_prints(tmp_path: Path, bench_modules: None, kind: str) -> None:
-    from stores import fill_store
+    from support.stores import fill_store
 
     from crewpoint.providers import JsonProvider, SqliteProvider
 
@@ -63,7 +63,7 @@ def test_the_floor_prints_what_list_prints(tmp_path: Path, bench_modules: None, 
 def test_the_floor_with_file_checks_drops_a_file_gone_since_the_index_was_written(
     tmp_path: Path, bench_modules: None
 ) -> None:
-    from stores import fill_store
+    from support.stores import fill_store
 
     from crewpoint.providers import JsonProvider
 

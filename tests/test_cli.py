@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.demo import DEMO_INPUTS

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from crewai_fixtures import json_store
-from demo_stores import make_store
+from support.stores import make_store
 from support.waiting import wait_for
 
 from crewpoint import Agent, Crew, Task

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from crewai_fixtures import json_store, sqlite_store
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint.checkpoint.plan import plan_fork
 from crewpoint.providers import provider_for, split_ref

@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers import CheckpointError, JsonProvider

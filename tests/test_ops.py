@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from demo_stores import make_store
+from support.stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.config import CheckpointConfig

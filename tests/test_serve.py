@@ -19,7 +19,7 @@ import httpx
 import pytest
 from chromium import Chromium, stop_group
 from click.testing import CliRunner
-from demo_stores import make_store
+from support.stores import make_store
 from textual.widgets import Input, TextArea
 
 from crewpoint.checkpoint import ops

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from demo_stores import make_store
 from llm_server import LLMServer, llm_server
+from support.stores import make_store
 
 from crewpoint import CheckpointConfig, Crew
 from crewpoint.checkpoint import ops

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from demo_stores import make_store
+from support.stores import make_store
 from test_locality import set_branch
 
 from crewpoint.checkpoint import ops

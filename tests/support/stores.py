@@ -1,4 +1,10 @@
-"""Build large, realistic checkpoint stores fast: demo-crew checkpoints cloned along chains of runs."""
+"""Store builders shared by the tests, the benches and the scripts: real runs of the demo crew on the offline
+model (:func:`make_store`), and large realistic stores made fast by cloning a demo run's checkpoints
+(:func:`fill_store`, :func:`clone_sqlite_rows`).
+
+Module-level imports stay at the providers' base: the side-by-side bench fills stores with this module under an
+older crewpoint, so whatever else a builder needs is imported inside it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,35 @@ from dataclasses import replace
 from typing import Any
 
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
+
+
+def make_store(
+    location: str = ".checkpoints", *, stop_after: int | None = None, delay: float = 0.0, **config: Any
+) -> str:
+    """Run the demo crew checkpointing into ``location``; with ``stop_after`` the run is interrupted (as by
+    Ctrl-C) right after that many tasks finished."""
+    from crewpoint import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+    from crewpoint.events import event_bus
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    provider = SqliteProvider() if location.endswith(".db") else JsonProvider(fsync=False)
+    crew = demo_crew(delay=delay, checkpoint=CheckpointConfig(location=location, provider=provider, **config))
+    finished: list[str] = []
+
+    def interrupt(source: object, event: object) -> None:
+        finished.append("task")
+        if stop_after is not None and len(finished) == stop_after:
+            raise KeyboardInterrupt
+
+    event_bus.register("task_completed", interrupt)
+    try:
+        crew.kickoff(inputs=DEMO_INPUTS)
+    except KeyboardInterrupt:
+        assert stop_after is not None
+    finally:
+        event_bus.off(interrupt)
+    return location
 
 
 def demo_records() -> list[CheckpointRecord]:
