@@ -134,6 +134,31 @@ def test_2_a_lone_file_is_shown_by_info_and_never_resumed_beside_it(world: Path)
     assert snapshot(world) == before
 
 
+def test_2_a_crewai_file_claiming_a_deeper_branch_lists_nothing_above_its_store(tmp_path: Path) -> None:
+    from crewai_fixtures import json_store
+
+    from crewpoint.providers.crewai.json_store import CrewAIJsonProvider
+
+    outside = tmp_path / "projects" / "other"
+    outside.mkdir(parents=True)
+    store = json_store(tmp_path / "projects" / "crewai")
+    crafted = sorted((store / "main").glob("*.json"))[0]
+    data = json.loads(crafted.read_text(encoding="utf-8"))
+    data["branch"] = "x/y/z"  # one folder up per part would be tmp_path's parent
+    crafted.write_text(json.dumps(data), encoding="utf-8")
+    honest = sorted((store / "main").glob("*.json"))[-1]
+    before = snapshot(tmp_path / "projects")
+    for argv in (("checkpoint", "list", str(crafted)), ("checkpoint", "info", str(crafted))):
+        line = refused(run_cli(*argv, cwd=outside))
+        assert "is not the folder it lies in" in line, (argv, line)
+    with pytest.raises(CheckpointError, match="is not the folder it lies in"):
+        CrewAIJsonProvider().list(str(crafted))
+    listed = CrewAIJsonProvider().list(str(honest))  # an honest file lists, from the store its folders name
+    assert [m.location for m in listed] == [str(honest)]
+    assert CrewAIJsonProvider().store_of(listed[0]) == str(store)
+    assert snapshot(tmp_path / "projects") == before
+
+
 # -- 3. a file that is not a checkpoint is never a store ----------------------------------------------------------
 
 

@@ -92,18 +92,32 @@ def _walk(root: str, limit: int) -> Iterable[tuple[str, list[str], list[os.DirEn
 
 
 def store_root(path: str) -> str:
-    """The store folder of a CrewAI checkpoint file (``<store>/<branch>/<file>``, the branch read from the file)."""
-    branch = "main"
+    """The store folder of a CrewAI checkpoint file (``<store>/<branch>/<file>``), found from the file's real
+    folders (links resolved), never from its recorded branch alone: the folders it lies in must be the parts of
+    that branch (``main`` when it records none), under a folder that is a CrewAI JSON store. Raises
+    :class:`CheckpointNotFound` when they are not: no folder above the store is ever listed as one."""
+    from crewpoint.providers.crewai.detect import crewai_kind
+
+    branch: object = "main"
     try:
         data = parse_json(read_regular(path, follow=True))
-        if isinstance(data, dict) and isinstance(data.get("branch"), str) and data["branch"]:
+        if isinstance(data, dict) and data.get("branch"):
             branch = data["branch"]
     except (OSError, ValueError, NotRegular):
         pass
-    root = os.path.dirname(os.path.abspath(path))
-    for _ in branch.split("/"):
-        root = os.path.dirname(root)
-    return root
+    parts = branch.split("/") if isinstance(branch, str) else [""]
+    real = os.path.dirname(os.path.realpath(path))
+    named = os.path.dirname(os.path.abspath(path))
+    for part in reversed(parts):
+        if part in ("", ".", "..") or os.path.basename(real) != part:
+            raise CheckpointNotFound(
+                f"{path}: its recorded branch {branch!r} is not the folder it lies in, so no CrewAI store is"
+                " found from it: name the store folder instead"
+            )
+        real, named = os.path.dirname(real), os.path.dirname(named)
+    if crewai_kind(real) != "crewai-json":
+        raise CheckpointNotFound(f"{path}: {real}, above its branch folder, is not a CrewAI JSON store")
+    return named if os.path.realpath(named) == real else real
 
 
 class CrewAIJsonProvider(ListsLazily, BaseProvider):
