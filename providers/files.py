@@ -115,6 +115,17 @@ STALE_TEMP_AGE = 3600.0
 """A temporary file of unknown owner older than this is a leftover (an hour: no write takes that long)."""
 
 
+def nearest_existing(path: str) -> str:
+    """``path`` if something is there (links not followed), else the nearest path above it that exists."""
+    current = path
+    while not os.path.lexists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
 def pid_alive(pid: int) -> bool:
     """Is process ``pid`` of this host still there? (One that exists but is not ours counts as alive.)"""
     try:

@@ -59,7 +59,14 @@ from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
 from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
 from crewpoint.providers.files import NotRegular as _NotRegular
-from crewpoint.providers.files import fsync_dir, make_private_dirs, probe_file, remove_stale_temp_files, temp_name
+from crewpoint.providers.files import (
+    fsync_dir,
+    make_private_dirs,
+    nearest_existing,
+    probe_file,
+    remove_stale_temp_files,
+    temp_name,
+)
 from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
@@ -461,12 +468,7 @@ class JsonProvider(BaseProvider):
         """Refuse, before a run starts, a store this process cannot write to: a write probe (a hidden temp
         file, created and removed) in the store folder, or in the nearest existing folder above a new one."""
         root = os.path.abspath(_write_root(location))
-        probe_in = root
-        while not os.path.lexists(probe_in):
-            parent = os.path.dirname(probe_in)
-            if parent == probe_in:
-                break
-            probe_in = parent
+        probe_in = nearest_existing(root)
         if not os.path.isdir(probe_in):
             raise CheckpointError(f"cannot write checkpoints to {location}: {probe_in} is not a folder")
         probe_file(probe_in, f"checkpoints to {location}")

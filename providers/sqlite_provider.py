@@ -43,7 +43,13 @@ from crewpoint.providers.base import (
     meta_row,
     walk_parents,
 )
-from crewpoint.providers.files import make_private_dirs, probe_file, remove_stale_temp_files, temp_name
+from crewpoint.providers.files import (
+    make_private_dirs,
+    nearest_existing,
+    probe_file,
+    remove_stale_temp_files,
+    temp_name,
+)
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
@@ -698,12 +704,7 @@ class SqliteProvider(BaseProvider):
         """Refuse, before a run starts, a database this process cannot write: not a crewpoint store, a file
         opened read-only, a folder where SQLite cannot make its journal, a full disk (a write probe, removed)."""
         path, _ = split_ref(location)
-        folder = os.path.dirname(os.path.abspath(path))
-        while not os.path.lexists(folder):
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
+        folder = nearest_existing(os.path.dirname(os.path.abspath(path)))
         if not os.path.isdir(folder):
             raise CheckpointError(f"cannot write checkpoints to {path}: {folder} is not a folder")
         if os.path.lexists(path):
