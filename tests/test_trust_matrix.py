@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from support.stores import make_store
 from test_locality import set_branch
+from test_program_trust import project  # noqa: F401  (a fixture: a project whose package logs its imports)
+from test_state_declared import _crafted, _crew, env  # noqa: F401  (env: a fixture, two model servers)
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers import CheckpointError, JsonProvider, SqliteProvider
@@ -27,14 +29,14 @@ CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 SECRET_A, SECRET_B = "hunter2piece", "otherpiece7"
 
 
-def run_cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CREWPOINT_")}
     return subprocess.run(
         [CREWPOINT, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**clean, "NO_COLOR": "1", **env},
+        env={**clean, "NO_COLOR": "1", **extra},
         timeout=300,
     )
 
@@ -84,6 +86,85 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def dry_and_real(*args: str) -> list[tuple[str, ...]]:
     return [(*args, "--dry-run"), args]
+
+
+# -- 1. the program to run is the user's, and nothing the checkpoint names is imported ------------------------------
+
+
+@pytest.mark.parametrize("module", ["evilpkg.crew", "antigravity.crew"])
+def test_1_a_recorded_module_is_neither_imported_nor_run_by_resume_or_its_dry_run(
+    project: Path,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+    module: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The app's side (the dialog suggests, imports nothing) is in test_program_trust; here the command line and
+    the API, in a project whose package ``evilpkg`` logs every import of it."""
+    from dataclasses import replace
+
+    from crewpoint.providers.base import CheckpointRecord
+
+    started = sorted(ops.list_checkpoints(str(project / "store")), key=lambda m: m.sequence)[0]
+    record = ops.load(started.id, str(project / "store"))
+    body = {**record.body, "origin": {"file": None, "module": module, "attr": "crew"}}
+    JsonProvider().write(str(project / "crafted"), CheckpointRecord(meta=replace(record.meta), body=body))
+    browsed = tmp_path / "browsed"
+    browser = {"BROWSER": f"{sys.executable} -c 'open({str(browsed)!r}, \"w\")'"}
+    dry = run_cli("checkpoint", "resume", started.id, "--location", "crafted", "--dry-run", cwd=project, **browser)
+    assert dry.returncode == 0, dry.stderr
+    assert "program: rebuilt from the checkpoint" in dry.stdout and module not in dry.stdout
+    ran = run_cli("checkpoint", "resume", started.id, "--location", "crafted", cwd=project, **browser)
+    assert ran.returncode == 0, ran.stderr
+    newest = ops.list_checkpoints(str(project / "crafted"))[0]
+    origin = ops.load(newest.id, str(project / "crafted")).body["origin"] or {}
+    assert newest.id != started.id and origin.get("module") != module  # the run records no program it did not run
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("BROWSER", browser["BROWSER"])
+    ops.prepare_run(started.id, location="crafted")
+    assert "evilpkg" not in sys.modules and "antigravity" not in sys.modules
+    assert not (project / "imported.log").exists() and not browsed.exists()
+
+
+# -- 4. reach by field name: a checkpoint's URL, delay or model never applies ---------------------------------------
+
+
+def _cli_env() -> dict[str, str]:
+    """The test's environment as the fixture set it (a paid endpoint and its key), no trust variable."""
+    return {k: v for k, v in os.environ.items() if k != "CREWPOINT_DESERIALIZE_CALLBACKS"} | {"NO_COLOR": "1"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"fields": {"model": "offline", "temperature": None, "delay": 1e9}},
+        {"class": "crewpoint.llm.LLM", "fields": {"model": "gpt-4o"}},
+        {"class": "crewpoint.llm.LLM", "fields": {"model": "gpt-4o", "base_url": "HOSTILE"}},
+    ],
+    ids=["delay", "model", "endpoint"],
+)
+def test_4_a_checkpoints_llm_fields_never_reach_a_server_or_hang_a_resume_from_the_command_line(
+    env: Any,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+    change: dict[str, Any],
+) -> None:
+    from crewpoint import Agent
+
+    program, hostile = env
+    crew = _crew(tmp_path, Agent(role="Writer", goal="write"))  # the offline model
+
+    def craft(agent: dict[str, Any]) -> None:
+        llm = {**agent["llm"], **change}
+        if llm["fields"].get("base_url") == "HOSTILE":
+            llm["fields"]["base_url"] = hostile.base_url
+        agent["llm"] = llm
+
+    ref = _crafted(tmp_path, crew, craft)
+    for argv in (("checkpoint", "resume", ref, "--dry-run"), ("checkpoint", "resume", ref)):
+        done = subprocess.run(
+            [CREWPOINT, *argv], cwd=tmp_path, env=_cli_env(), capture_output=True, text=True, timeout=300
+        )  # the timeout only stops a hang
+        assert done.returncode == 0, (argv, done.stderr)
+    assert program.requests == [] and hostile.requests == []  # an offline crew made no call, paid or hostile
 
 
 # -- 2. writes outside the store ----------------------------------------------------------------------------------
@@ -183,6 +264,23 @@ def test_3_a_json_that_is_no_checkpoint_is_refused_by_every_command_and_deletes_
     with pytest.raises(CheckpointError):
         ops.prepare_run(str(notes))
     assert snapshot(world) == before
+
+
+# -- 5. CrewAI resume: a dry run of another tool's checkpoint runs and writes nothing ------------------------------
+
+
+def test_5_a_dry_run_of_a_crewai_checkpoint_is_refused_before_anything_is_handed_to_crewai(tmp_path: Path) -> None:
+    """What CrewAI is handed (endpoints from the user's environment) is tested in test_crewai_endpoints; a dry run
+    has nothing to print for CrewAI's own run, so it says so and hands nothing over."""
+    from crewai_fixtures import json_store
+
+    store = json_store(tmp_path / "crewai")
+    first = sorted((store / "main").glob("*.json"))[0]
+    before = snapshot(store)
+    for argv in (("checkpoint", "resume", str(first), "--dry-run"), ("checkpoint", "fork", str(first), "--dry-run")):
+        line = refused(run_cli(*argv, cwd=tmp_path))
+        assert "--dry-run is for crewpoint's own checkpoints" in line, (argv, line)
+    assert snapshot(store) == before
 
 
 # -- 6. deletion power ---------------------------------------------------------------------------------------------
