@@ -466,3 +466,14 @@ def test_a_resume_dry_run_prints_the_plan_and_runs_and_writes_nothing(world: Pat
     ran = run_cli("checkpoint", "resume", stopped.id, "--location", str(store), cwd=work)
     assert ran.returncode == 0, ran.stderr
     assert len(ops.list_checkpoints(str(store))) == count + 2  # the run did what the dry run said: two tasks
+
+
+def test_a_prune_dry_run_refuses_a_store_it_may_not_write_as_the_prune_does(tmp_path: Path) -> None:
+    from crewai_fixtures import json_store
+
+    store = json_store(tmp_path / "crewai")  # another tool's store: read-only here, for both
+    before = snapshot(store)
+    attempts = dry_and_real("checkpoint", "prune", str(store), "--keep", "1")
+    lines = [refused(run_cli(*argv, cwd=tmp_path)) for argv in attempts]
+    assert lines[0] == lines[1] and "read-only" in lines[0]
+    assert snapshot(store) == before
