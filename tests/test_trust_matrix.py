@@ -37,6 +37,7 @@ def run_cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[
         capture_output=True,
         text=True,
         env={**clean, "NO_COLOR": "1", **extra},
+        stdin=subprocess.DEVNULL,
         timeout=300,
     )
 
@@ -249,6 +250,7 @@ def test_3_a_json_that_is_no_checkpoint_is_refused_by_every_command_and_deletes_
     notes.write_text('{"todo": ["buy milk"]}', encoding="utf-8")
     before = snapshot(world)
     attempts = [
+        ("checkpoint", "--location", str(notes)),  # the app, refused before it opens
         ("checkpoint", "list", str(notes)),
         ("checkpoint", "info", str(notes)),
         ("checkpoint", "copy", str(notes), str(work / "copied")),
@@ -477,3 +479,30 @@ def test_a_prune_dry_run_refuses_a_store_it_may_not_write_as_the_prune_does(tmp_
     lines = [refused(run_cli(*argv, cwd=tmp_path)) for argv in attempts]
     assert lines[0] == lines[1] and "read-only" in lines[0]
     assert snapshot(store) == before
+
+
+async def test_7_the_app_marks_a_sqlite_record_without_its_body_damaged_and_runs_nothing_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from support.reading import browser
+    from support.waiting import settle
+    from test_app import choose
+
+    from crewpoint.tui.app import make_app
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "s.db"
+    gone = _sqlite_store_without_a_body(db)
+    count = len(ops.list_checkpoints(str(db)))
+    app = make_app(str(db), watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        assert {m.id: m.damaged for m in screen.metas}[gone] == "its body is missing"
+        await choose(pilot, gone)
+        assert screen.detail.problem
+        for key in ("f", "e"):  # fork and resume from it are refused with a message, not run
+            await pilot.press(key)
+            await settle(pilot)
+            assert pilot.app.screen is screen
+    assert len(ops.list_checkpoints(str(db))) == count
