@@ -3,9 +3,9 @@
 ``python list_floor.py STORE`` reads what a listing reads (a JSON store's ``.index.jsonl``, a SQLite store's
 ``checkpoints`` table), orders it newest first, works out each run's status and prints the same table, with the
 standard library only (no crewpoint import). It does none of the checks a real listing owes its user: it trusts
-the index without looking at the files (``--check-files`` adds that one), reads no run records and assumes every
-record is whole and every text plain, which is why the bench compares its output with crewpoint's byte for byte
-before it reports a ratio.
+the index without looking at the files and the table without looking for each row's body (``--checks`` adds
+those two), reads no run records and assumes every record is whole and every text plain, which is why the bench
+compares its output with crewpoint's byte for byte before it reports a ratio.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ LIVE_WINDOW = 10.0  # an unfinished run whose newest checkpoint is this recent r
 TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
 
 
-def json_rows(root: str, check_files: bool = False) -> list[tuple[Any, ...]]:
-    """The index's rows as :data:`COLUMNS` (its size column is the file's size). ``check_files``: also what a
+def json_rows(root: str, checks: bool = False) -> list[tuple[Any, ...]]:
+    """The index's rows as :data:`COLUMNS` (its size column is the file's size). ``checks``: also what a
     listing must do to trust its index, look at every checkpoint file (``lstat``), and keep only the rows whose
     file has the size and time the index recorded."""
     with open(os.path.join(root, ".index.jsonl"), "rb") as f:
@@ -36,7 +36,7 @@ def json_rows(root: str, check_files: bool = False) -> list[tuple[Any, ...]]:
     at["size"] = 0
     picks = [at[c] for c in COLUMNS]
     unique = {item[at["id"]]: item for item in items[1:]}  # an appended line replaces an earlier one
-    if check_files:
+    if checks:
         files = _files(root)
         unique = {i: item for i, item in unique.items() if files.get(i) == (item[0], item[1])}
     return [tuple(item[i] for i in picks) for item in unique.values()]
@@ -57,10 +57,16 @@ def _files(root: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def sqlite_rows(path: str) -> list[tuple[Any, ...]]:
+def sqlite_rows(path: str, checks: bool = False) -> list[tuple[Any, ...]]:
+    """The table's rows as :data:`COLUMNS`. ``checks``: only the rows whose body row is there and not empty (a
+    listing tells those apart without reading a body)."""
+    columns = ", ".join(f"c.{c}" for c in COLUMNS)
+    query = f"SELECT {columns} FROM checkpoints c"
+    if checks:
+        query += " JOIN bodies b ON b.id = c.id WHERE length(b.manifest) > 0"
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return con.execute(f"SELECT {', '.join(COLUMNS)} FROM checkpoints").fetchall()
+        return con.execute(query).fetchall()
     finally:
         con.close()
 
@@ -115,10 +121,10 @@ def table(rows: list[tuple[Any, ...]]) -> str:
     return "".join(line(*row).rstrip() + "\n" for row in [HEADER, *cells])
 
 
-def main(store: str, check_files: bool = False) -> None:
-    rows = sqlite_rows(store) if os.path.isfile(store) else json_rows(store, check_files)
+def main(store: str, checks: bool = False) -> None:
+    rows = sqlite_rows(store, checks) if os.path.isfile(store) else json_rows(store, checks)
     sys.stdout.write(table(rows))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--check-files" in sys.argv[2:])
+    main(sys.argv[1], "--checks" in sys.argv[2:])

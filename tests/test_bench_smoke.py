@@ -39,28 +39,28 @@ def _stdout(args: list[str]) -> bytes:
     return subprocess.run(args, capture_output=True, check=True).stdout
 
 
-@pytest.mark.parametrize("kind", ["JSON", "SQLite", "JSON with file checks"])
+@pytest.mark.parametrize("kind", ["JSON", "SQLite", "JSON with checks", "SQLite with checks"])
 def test_the_floor_prints_what_list_prints(tmp_path: Path, bench_modules: None, kind: str) -> None:
     from support.stores import fill_store
 
     from crewpoint.providers import JsonProvider, SqliteProvider
 
-    store = str(tmp_path / ("store.db" if kind == "SQLite" else "store"))
-    if kind == "SQLite":
+    store = str(tmp_path / ("store.db" if kind.startswith("SQLite") else "store"))
+    if kind.startswith("SQLite"):
         provider = SqliteProvider()
         fill_store(provider, store, 50)
         provider.close()
     else:
         fill_store(JsonProvider(fsync=False), store, 50)
     listed = _stdout([sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "list", store])
-    checks = ["--check-files"] if kind.endswith("checks") else []
+    checks = ["--checks"] if kind.endswith("checks") else []
     floor = _stdout([sys.executable, str(BENCH / "list_floor.py"), store, *checks])
     assert len(listed.splitlines()) == 51  # a header and 50 rows
     assert b"fork-0" in listed and b"done" in listed  # branches and statuses, not only ids
     assert floor == listed
 
 
-def test_the_floor_with_file_checks_drops_a_file_gone_since_the_index_was_written(
+def test_the_floor_with_checks_drops_a_file_gone_since_the_index_was_written(
     tmp_path: Path, bench_modules: None
 ) -> None:
     from support.stores import fill_store
@@ -75,7 +75,7 @@ def test_the_floor_with_file_checks_drops_a_file_gone_since_the_index_was_writte
     gone.unlink()
     listed = _stdout(list_command)
     assert len(listed.splitlines()) == 50
-    assert _stdout([sys.executable, str(BENCH / "list_floor.py"), str(store), "--check-files"]) == listed
+    assert _stdout([sys.executable, str(BENCH / "list_floor.py"), str(store), "--checks"]) == listed
     # without the checks the floor trusts the index: the bench's plain floor is the lower bound it claims to be
     trusting = _stdout([sys.executable, str(BENCH / "list_floor.py"), str(store)])
     assert len(trusting.splitlines()) == 51
@@ -103,9 +103,10 @@ def test_side_by_side_rows_come_out_for_both_store_kinds(tmp_path: Path, bench_m
         f"today / {BASELINE}: info of the newest of 50 (SQLite)",
         "list 50 (JSON) / its floor",
         "list 50 (SQLite) / its floor",
-        "list 50 (JSON) / its floor with the file checks a listing owes",
+        "list 50 (JSON) / its floor with the checks a listing owes",
+        "list 50 (SQLite) / its floor with the checks a listing owes",
     ]
-    assert [row.target for row in rows] == [BUDGET] * 4 + [FLOOR_GOAL] * 2 + [None]
+    assert [row.target for row in rows] == [BUDGET] * 4 + [FLOOR_GOAL] * 2 + [None] * 2
     assert all(math.isfinite(row.value) and row.value > 0 for row in rows), [(r.name, r.note) for r in rows]
     # each version listed the store it wrote itself: the same table shape, other ids
     for kind in ("JSON", "SQLite"):
