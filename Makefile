@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
+STAMP_LAYOUT := $(VENV)/.installed-layout
+# The folders of the four code packages: adding, moving or removing a module changes one of them.
+PACKAGE_DIRS := $(shell find core providers tui screens -type d ! -name __pycache__ 2>/dev/null)
 
 .PHONY: demo demo-headless test lint typecheck pytest system-packages bench screenshots clean test-crewai crewai-fixtures pg-local
 
@@ -20,18 +23,24 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e . --config-settings editable_mode=strict
 	touch $@ $(STAMP_RUN)
 
+# mypy and the tests need the strict editable install, which maps each module file: made again when one is added
+# (after a pull, say), so a new module is importable without a manual reinstall.
+$(STAMP_LAYOUT): $(STAMP_DEV) $(PACKAGE_DIRS)
+	$(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	touch $@
+
 demo: $(STAMP_RUN)
 	$(VENV)/bin/crewpoint demo --live --location .demo/.checkpoints
 
 demo-headless: $(STAMP_RUN)
 	$(VENV)/bin/crewpoint demo
 
-lint: $(STAMP_DEV)
+lint: $(STAMP_LAYOUT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache  # the layers of DESIGN.md §2, contracts in pyproject.toml
 
-typecheck: $(STAMP_DEV)
+typecheck: $(STAMP_LAYOUT)
 	$(VENV)/bin/mypy --strict -p crewpoint
 
 # Chromium and the PostgreSQL binaries, installed when missing and this user can (root or password-less sudo);
@@ -42,7 +51,7 @@ system-packages:
 # Parallel on every core (pytest-xdist; an idle worker takes tests queued for a busy one, so one slow test does not
 # hold the end): one PostgreSQL server per worker. The ten slowest tests are listed.
 TEST_WORKERS ?= auto
-pytest: $(STAMP_DEV) system-packages
+pytest: $(STAMP_LAYOUT) system-packages
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=10
 
 test: lint typecheck pytest

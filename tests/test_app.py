@@ -296,8 +296,9 @@ async def test_cancelling_a_running_run(slow_template: Path, tmp_path: Path) -> 
         await pilot.pause()
         assert isinstance(pilot.app.screen, ForkScreen)
         pilot.app.screen.query_one("#fork-branch", Input).value = "stopped"
-        script = tmp_path / "slow_program.py"  # the program runs the fork: its model takes 0.4 s per call
-        script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8")
+        script = tmp_path / "slow_program.py"  # the program runs the fork: its model takes a minute per call, so
+        # the run is still going when x cancels it, however slow the machine
+        script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=60)\n", encoding="utf-8")
         pilot.app.screen.query_one("#fork-app Input", Input).value = f"{script}:crew"
         await settle(pilot)
         note = pilot.app.screen.query_one("#fork-app #app-file", Static)

@@ -500,7 +500,8 @@ async def test_quitting_while_a_run_started_here_goes_asks_first(slow_template: 
     store = tmp_path / "slow"
     shutil.copytree(slow_template, store)
     script = tmp_path / "slow_program.py"
-    script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=0.4)\n", encoding="utf-8")
+    # a minute per model call: the run is still going after the dialog, however slow the machine; x stops it
+    script.write_text("from crewpoint.demo import demo_crew\ncrew = demo_crew(delay=60)\n", encoding="utf-8")
     app = make_app(str(store), watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
