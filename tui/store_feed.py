@@ -1,18 +1,31 @@
-"""The store feed: what the app knows of its store (checkpoints, their grouping, run records) and which reads it
-takes. Reads happen in the screen's workers (:mod:`crewpoint.tui.feed`); each answer comes here, and a read that
-began before the one shown, or the newest part of a store already shown whole, is dropped. No widget here: the
-screen asks the feed and draws."""
+"""The store feed: what the app knows of its store (checkpoints, their grouping, run records), the reads that
+bring it (store listings, run records, a checkpoint's body) and which answers it takes.
+
+Each read runs in a worker of the screen it is given (``@work`` semantics: exclusive per group, errors to the
+screen's one ``Worker.StateChanged`` handler) and posts its answer as a message; the screen hands the answer back
+to :meth:`StoreFeed.take_listed` or :meth:`StoreFeed.take_runs`, which drop a read that began before the one shown,
+or the newest part of a store already shown whole. No widget is touched here: the screen asks the feed and draws.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from typing import Any
 
-from crewpoint.providers.base import CheckpointMeta
+from textual.dom import DOMNode
+from textual.worker import get_current_worker
+
+from crewpoint.checkpoint import ops
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 from crewpoint.providers.runs import RunInfo, classify
 from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.feed import StoreReader
-from crewpoint.tui.messages import RunsRead, StoreListed
+from crewpoint.tui.edits import EditsModel
+from crewpoint.tui.feed import StoreReader, read_runs_of, read_store
+from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreListed
+from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.store_index import Segment, StoreIndex
 
 RunsHere = Callable[[Segment], bool]
@@ -34,6 +47,110 @@ class StoreFeed:
         self.partial = False
         self._awaiting_whole = True  # the first read may show a big store's newest part before the whole
         self._runs_read_at = -1.0
+
+    # -- reading, in workers of ``node`` -----------------------------------------------------------------------
+    def start(self, node: DOMNode, query: str = "") -> None:
+        """The first read: the one begun before the screen was up, else a new one."""
+        first = self.first_read
+        if first is None:
+            self.read(node, query)
+            return
+
+        def post_early(done: Future[StoreListed | None]) -> None:
+            early = done.result()
+            if early is not None:
+                node.post_message(early)
+
+        first.early.add_done_callback(post_early)
+        first.listed.add_done_callback(lambda done: node.post_message(done.result()))
+        first.runs.add_done_callback(lambda done: node.post_message(done.result()))
+
+    def read(self, node: DOMNode, query: str) -> None:
+        """Read the store's checkpoints (grouped by ``query``), then its run records."""
+        node.run_worker(
+            partial(self._read, node, query), group="list", exclusive=True, exit_on_error=False, thread=True
+        )
+
+    def _read(self, node: DOMNode, query: str) -> None:
+        listed = read_store(self.location, query)
+        if get_current_worker().is_cancelled:
+            return
+        node.post_message(listed)
+        if listed.error is None:
+            runs = read_runs_of(self.location, listed.read_at)
+            if not get_current_worker().is_cancelled:
+                node.post_message(runs)
+
+    def read_runs(self, node: DOMNode) -> None:
+        """Read the run records alone (a heartbeat changed only them)."""
+        node.run_worker(partial(self._read_runs, node), group="runs", exclusive=True, exit_on_error=False, thread=True)
+
+    def _read_runs(self, node: DOMNode) -> None:
+        runs = read_runs_of(self.location, time.monotonic())
+        if not get_current_worker().is_cancelled:
+            node.post_message(runs)
+
+    def regroup(self, node: DOMNode, query: str) -> None:
+        """Group the checkpoints shown anew by ``query`` (the filter), without reading the store again."""
+        work = partial(self._regroup, node, self.metas, self.runs, query, self.read_at)
+        node.run_worker(work, group="index", exclusive=True, exit_on_error=False, thread=True)
+
+    def _regroup(
+        self, node: DOMNode, metas: list[CheckpointMeta], runs: list[RunInfo], query: str, read_at: float
+    ) -> None:
+        index = StoreIndex.build(metas, query, runs)
+        if not get_current_worker().is_cancelled:
+            node.post_message(StoreListed(self.location, metas, index, runs, read_at=read_at))
+
+    def load(
+        self, node: DOMNode, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool, request: int
+    ) -> None:
+        """Read and describe a checkpoint, with its diff against ``base`` (the marked one, else its parent)."""
+        work = partial(self._load, node, meta, base, marked, request)
+        node.run_worker(work, group="detail", exclusive=True, exit_on_error=False, thread=True)
+
+    def _load(
+        self, node: DOMNode, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool, request: int
+    ) -> None:
+        try:
+            record = ops.load(meta.location or meta.id, self.location)
+            info = ops.describe(record)
+        except CheckpointError as exc:
+            node.post_message(DetailFailed(meta, str(exc), request))
+            return
+        except Exception as exc:  # a body the describer does not understand is shown as damaged, not raised
+            node.post_message(DetailFailed(meta, f"cannot read this checkpoint: {exc}", request))
+            return
+        title, entries, note = "", None, ""
+        if base is None:
+            note = "the first checkpoint of its run: press m on another checkpoint to compare with it"
+        else:
+            title = f"{'marked' if marked else 'parent'} {base.id[:8]} (⎇ {base.branch}) → this checkpoint"
+            try:
+                entries = ops.diff(ops.load(base.location or base.id, self.location), record)
+            except (CheckpointError, ValueError) as exc:
+                note = f"cannot compare with {base.id[:8]}: {exc}"
+        if not get_current_worker().is_cancelled:
+            node.post_message(DetailLoaded(meta, record, info, title, entries, note, request))
+
+    def plan(self, node: DOMNode, shown: Detail, edits: EditsModel) -> None:
+        """Which tasks a fork of the loaded ``shown`` with its kept edits would run (:class:`PlanReady`)."""
+        assert shown.record is not None and shown.info is not None
+        inputs = edits.fork_inputs(shown.meta.id, shown.info.inputs)
+        work = partial(self._plan, node, shown.record, inputs, edits.of(shown.meta.id).outputs or None)
+        node.run_worker(work, group="plan", exclusive=True, exit_on_error=False, thread=True)
+
+    @staticmethod
+    def _plan(
+        node: DOMNode, record: CheckpointRecord, inputs: dict[str, Any] | None, outputs: dict[int, str] | None
+    ) -> None:
+        try:
+            plan = ops.plan_fork(record, inputs, outputs)
+        except (CheckpointError, ValueError) as exc:
+            node.post_message(PlanReady(record.meta.id, [], str(exc)))
+            return
+        if not get_current_worker().is_cancelled:
+            node.post_message(PlanReady(record.meta.id, plan.rerun))
 
     # -- taking reads ---------------------------------------------------------------------------------------
     def take_listed(self, message: StoreListed) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rich.text import Text
@@ -26,6 +27,11 @@ from crewpoint.tui.widgets.tabs import FIRST, TABS, tab_of
 from crewpoint.tui.widgets.tasks_view import TasksView
 
 ViewT = TypeVar("ViewT", bound=Widget)
+
+GraphSource = Callable[[], tuple[list[CheckpointMeta], str | None]]
+"""The store's checkpoints and the chosen one, as the graph draws them."""
+
+GRAPH = "tab-graph"
 
 
 class DetailPanel(Vertical):
@@ -51,6 +57,9 @@ class DetailPanel(Vertical):
         self.edits = edits if edits is not None else EditsModel()
         self._rerun: tuple[str, list[int]] | None = None
         self._graph: tuple[list[CheckpointMeta], str | None] | None = None
+        self._graph_source: GraphSource | None = None
+        self._graph_stale = True
+        self._before_graph = FIRST
         self._ready: list[Widget] = []
         self._tabs: TabbedContent | None = None
         self._panes: dict[str, TabPane] = {}
@@ -79,6 +88,8 @@ class DetailPanel(Vertical):
         if message.pane.id is not None:
             self._active = message.pane.id
             self._build(message.pane.id)
+        if message.pane.id == GRAPH:
+            self._draw_graph()
 
     # -- what the rest of the screen reads ----------------------------------------------------------------
     @property
@@ -183,6 +194,29 @@ class DetailPanel(Vertical):
         view = self._view(TasksView)
         if view is not None and self.meta is not None and self.meta.id == checkpoint_id:
             view.mark_rerun(rerun)
+
+    def store_changed(self, source: GraphSource) -> None:
+        """The store was read anew: the graph is drawn from ``source`` when it next shows (now, if it shows).
+        Drawing a big store's graph is costly, so it is not drawn while its tab is closed."""
+        self._graph_source, self._graph_stale = source, True
+        if self._active == GRAPH:
+            self._draw_graph()
+
+    def toggle_graph(self) -> bool:
+        """Open the graph tab, focused; or, when it is open, go back to the tab before it. Whether it opened."""
+        if self._active == GRAPH:
+            self.activate(self._before_graph)
+            return False
+        self._before_graph = self._active or FIRST
+        self.activate(GRAPH)
+        self._draw_graph()
+        self.focus_view(GRAPH)
+        return True
+
+    def _draw_graph(self) -> None:
+        if self._graph_stale and self._graph_source is not None:
+            self._graph_stale = False
+            self.show_graph(*self._graph_source())
 
     def show_graph(self, metas: list[CheckpointMeta], chosen: str | None) -> None:
         self._graph = (metas, chosen)

@@ -1,0 +1,133 @@
+"""The browser's dialogs: resume, fork, stop a run, discard edits, and the word when a run ends.
+
+The run controller (:mod:`crewpoint.tui.run_controller`) decides what each does and words its questions; this
+asks them in modal screens and starts what was confirmed. It acts on the browser it is given, through what the
+browser shows to any part: the chosen checkpoint, the feed, the edits, the run panel and the tree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from crewpoint.checkpoint.program import suggested_app
+from crewpoint.providers.base import CheckpointError
+from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
+from crewpoint.tui.run_controller import RunRequest
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.run_panel import RunPanel
+
+if TYPE_CHECKING:
+    from crewpoint.screens.browser import BrowserScreen
+
+
+class BrowserDialogs:
+    def __init__(self, browser: BrowserScreen) -> None:
+        self.browser = browser
+
+    def _can_start(self) -> bool:
+        browser = self.browser
+        refusal = browser.controller.refusal(browser.run_panel.running, browser.selected)
+        if refusal is not None:
+            browser.notify(refusal, severity="warning", markup=False)
+        return refusal is None
+
+    def fork(self) -> None:
+        if not self._can_start():
+            return
+        browser = self.browser
+        shown = browser.selected  # the dialog and the fork are about this checkpoint, whatever loads next
+        assert shown is not None and shown.record is not None and shown.info is not None
+        try:
+            plan = browser.controller.plan_fork(shown)
+        except (CheckpointError, ValueError) as exc:
+            browser.notify(visible(str(exc)), severity="error", markup=False)
+            return
+        app = suggested_app(shown.record)
+        browser.app.push_screen(
+            ForkScreen(shown.meta, shown.info, plan, taken=browser.feed.branches, app=app), self._forked
+        )
+
+    def _forked(self, request: ForkRequest | None) -> None:
+        if request is None:
+            return
+        r = request
+        self._start(
+            self.browser.controller.fork_request(r.source_id, r.branch, r.inputs, r.outputs, r.app, len(r.rerun))
+        )
+        self.browser.edits_changed(r.source_id, redraw=True)  # the edits live on in the new branch
+
+    def resume(self) -> None:
+        if not self._can_start():
+            return
+        browser = self.browser
+        shown = browser.selected
+        assert shown is not None and shown.record is not None and shown.info is not None
+        meta, info = shown.meta, shown.info
+        live = browser.feed.live_segment_of(meta.id, browser.ckpt_tree.runs_here)
+        if live is not None:  # a resume beside a live run would run the same tasks a second time: offer a fork
+
+            def fork_instead(fork: bool | None) -> None:
+                if fork:
+                    self.fork()
+
+            question = browser.controller.live_question(meta, live, browser.feed.index.run_of(live))
+            browser.app.push_screen(ConfirmScreen("This run is live", question, yes="Fork instead"), fork_instead)
+            return
+
+        def answered(app: str | None) -> None:
+            if app is not None:
+                self._start(browser.controller.resume_request(meta, info, app))
+
+        question = browser.controller.resume_question(meta, info)
+        browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record)), answered)
+
+    def _start(self, request: RunRequest) -> None:
+        self.browser.controller.started(request)
+        self.browser.run_panel.start(request)
+
+    def cancel_run(self) -> None:
+        """Stop the run this app started; else offer to stop a live run started elsewhere (on this machine)."""
+        browser = self.browser
+        if browser.run_panel.cancel():
+            return
+        run = browser.feed.live_run_elsewhere(browser.ckpt_tree.chosen_id)
+        if run is None:
+            browser.notify("No run is going.", severity="information")
+            return
+        plan = browser.controller.stop_plan(run)
+        if plan.refusal is not None:
+            browser.notify(plan.refusal, severity=plan.severity, markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                said, failed = browser.controller.stop(plan)
+                browser.notify(said, severity="error" if failed else "information", markup=False)
+
+        browser.app.push_screen(ConfirmScreen("Stop a run started elsewhere", plan.question, yes="Stop it"), answered)
+
+    def run_finished(self, message: RunPanel.Finished) -> None:
+        """One notification per run: success, cancelled or failed, by how it ended."""
+        browser = self.browser
+        cancelled = browser.run_panel.cancelled
+        said, severity = browser.controller.finished(message.request, message.returncode, cancelled, message.error)
+        browser.notify(said, severity=severity, markup=False)
+
+    def discard_edits(self) -> None:
+        browser = self.browser
+        meta = browser.selected.meta if browser.selected is not None else None
+        question = browser.edits.discard_question(meta.id) if meta is not None else None
+        if meta is None or question is None:
+            browser.notify("No unsaved edits on this checkpoint.")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                browser.edits.discard(meta.id)
+                browser.edits_changed(meta.id, redraw=True)
+
+        browser.app.push_screen(ConfirmScreen("Discard edits", Text(question), yes="Discard"), answered)
