@@ -186,7 +186,7 @@ def test_4_resume_never_copies_a_wrong_typed_lineage_and_damaged_state_is_one_li
     del data["body"]["lineage"]
     path.write_text(json.dumps(data))
     line = one_line_error(cli("checkpoint", "resume", metas[1].id, "--location", store))
-    assert "lineage block is missing" in line
+    assert line.endswith("lineage: missing")
     assert len(ops.list_checkpoints(store)) == len(metas) + 0  # nothing was written
 
 
