@@ -59,6 +59,7 @@ RUN = {
     "rebuild": 'Crew.fork(CheckpointConfig(restore_from=first.location), branch="shorter-research")',
     "config": "config = CheckpointConfig(  # then Crew(",
     "handler": "@event_bus.on(LLMCallCompletedEvent)",
+    "declared state": "temperature: Annotated[float, CheckpointState] = 0.2",
     "postgres config": 'CheckpointConfig(location="postgresql://crewpoint@db.internal:5432/agents")',
     "command line": "crewpoint checkpoint list ./.checkpoints --branch main --limit 5 --json",
 }
@@ -257,3 +258,38 @@ def test_the_command_line_examples_run_as_written(project: Path) -> None:
     assert ran == len(block("command line").commands) - len(LINES_NOT_RUN)
     assert (project / "backup.db").is_file() and (project / "demo-store").is_dir()
     assert any(row["branch"] == "what-if" for row in listing(project))
+
+
+def test_a_declared_field_comes_back_and_an_undeclared_one_stays_the_programs(tmp_path: Path) -> None:
+    """The README's ``ProxyLLM``: a checkpoint edited to point ``api_base`` elsewhere and change ``temperature`` is
+    rebuilt with the program's ``api_base`` and the checkpoint's ``temperature``."""
+    program = block("declared state").code + textwrap.dedent(
+        """
+        import sys
+
+        from crewpoint import Agent, CheckpointConfig, Crew, Task
+
+        if sys.argv[1] == "run":
+            agent = Agent(role="Writer", goal="write", backstory="", llm=ProxyLLM(model="proxy-1", temperature=0.7))
+            task = Task(description="say hi", expected_output="hi", agent=agent)
+            Crew(agents=[agent], tasks=[task], checkpoint=True).kickoff()
+        else:
+            crew = Crew.from_checkpoint(CheckpointConfig(restore_from=sys.argv[2]))
+            llm = crew.agents[0].llm
+            print(type(llm).__name__, llm.api_base, llm.temperature)
+        """
+    )
+    write(tmp_path, "proxy.py", program)
+    done = python("proxy.py", tmp_path, "run")
+    assert done.returncode == 0, done.stderr
+    (path,) = checkpoints(tmp_path)
+    data = json.loads(path.read_text())
+    text = json.dumps(data["body"])
+    assert '"api_base"' in text and "0.7" in text  # both fields are saved
+    edited = text.replace("http://127.0.0.1:8000/v1", "http://attacker.invalid/v1").replace("0.7", "0.4")
+    data["body"] = json.loads(edited)
+    data["meta"].pop("digest", None)  # an edited body without its digest is checked, not refused as altered
+    path.write_text(json.dumps(data))
+    rebuilt = python("proxy.py", tmp_path, "rebuild", str(path))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout.split()[-3:] == ["ProxyLLM", "http://127.0.0.1:8000/v1", "0.4"]
