@@ -99,8 +99,16 @@ def meta_row(meta: CheckpointMeta) -> builtins.list[Any]:
     return [getattr(meta, name) for name in WRITTEN_COLUMNS]
 
 
+_LISTED_LEAD = tuple(CheckpointMeta.__dataclass_fields__)[: len(LISTED_COLUMNS)] == LISTED_COLUMNS
+"""The listed columns are the first fields of :class:`CheckpointMeta`, in its order: a row fills them by position."""
+
+
 def meta_from_row(row: Sequence[Any], location: str) -> CheckpointMeta:
     """The metadata a row of :data:`LISTED_COLUMNS` holds, read from ``location`` (types are not checked here)."""
+    if len(row) != len(LISTED_COLUMNS):
+        raise ValueError(f"a row of {len(row)} values for {len(LISTED_COLUMNS)} listed columns")
+    if _LISTED_LEAD:  # a listing makes one per row: no dict, no keywords
+        return CheckpointMeta(*row, location=location)
     return CheckpointMeta(**dict(zip(LISTED_COLUMNS, row, strict=True)), location=location)
 
 

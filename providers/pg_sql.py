@@ -260,10 +260,25 @@ def latest(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) ->
 def resolve(conn: psycopg.Connection[Any], store: PgStore, prefix: str) -> str:
     if not ID_RE.fullmatch(prefix):  # ids hold no LIKE wildcards ('%', '_')
         raise CheckpointNotFound(f"no checkpoint {prefix!r} in {store.where.name}")
-    ids = [
-        r[0] for r in conn.execute(f"SELECT id FROM {store.s}.checkpoints WHERE id LIKE %s LIMIT 11", [prefix + "%"])
-    ]
-    return match_prefix(ids, prefix, store.where.name)
+    return match_prefix(ids_from(conn, store, prefix), prefix, store.where.name)
+
+
+def ids_from(conn: psycopg.Connection[Any], store: PgStore, prefix: str) -> builtins.list[str]:
+    """The id equal to ``prefix`` if there is one, else the first eleven (by id) that start with it
+    (``prefix`` matches :data:`ID_RE`: no LIKE wildcards)."""
+    s = store.s
+    if conn.execute(f"SELECT 1 FROM {s}.checkpoints WHERE id = %s", [prefix]).fetchone() is not None:
+        return [prefix]
+    query = f"SELECT id FROM {s}.checkpoints WHERE id LIKE %s ORDER BY id LIMIT 11"
+    return [r[0] for r in conn.execute(query, [prefix + "%"])]
+
+
+def find_prefix(conn: psycopg.Connection[Any], store: PgStore, prefix: str, where: str) -> CheckpointMeta:
+    """The checkpoint whose id is ``prefix`` or the only one starting with it, marked damaged as a listing
+    marks it (its body row), from indexed look-ups instead of a listing (``prefix`` matches :data:`ID_RE`)."""
+    full = match_prefix(ids_from(conn, store, prefix), prefix, where)
+    row = conn.execute(listing(store.s) + " WHERE c.id = %s", [full]).fetchone()
+    return listed_meta(row, store.where.name)
 
 
 def runs_of(conn: psycopg.Connection[Any], store: PgStore) -> builtins.list[RunInfo]:

@@ -56,6 +56,7 @@ from crewpoint.providers.pg_sql import (
     body_check,
     connect_error,
     delete_checkpoints,
+    find_prefix,
     latest,
     list_metas,
     load_chunks,
@@ -73,7 +74,7 @@ from crewpoint.providers.pg_sql import (
     steps_back_sql,
 )
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
-from crewpoint.providers.refs import check_meta, split_ref
+from crewpoint.providers.refs import ID_RE, check_meta, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 
 _INSERT = (
@@ -370,6 +371,17 @@ class PostgresProvider(BaseProvider):
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
             return meta_of(conn, store, checkpoint_id)
+
+    def find(self, location: str, prefix: str) -> CheckpointMeta:
+        """Indexed look-ups instead of a listing of the whole store (an empty or odd prefix: every id)."""
+        if not ID_RE.fullmatch(prefix):
+            return super().find(location, prefix)
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return find_prefix(conn, store, prefix, location)
 
     def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
         """One indexed row per parent instead of a listing of the whole store."""

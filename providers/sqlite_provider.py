@@ -599,6 +599,21 @@ class SqliteProvider(BaseProvider):
             metas = cls._list(db, path, branch)
         return next((m for m in metas if m.damaged is None), None)
 
+    def find(self, location: str, prefix: str) -> CheckpointMeta:
+        """Two indexed look-ups instead of a listing of the whole store: the ids that start with ``prefix``
+        (the first eleven tell "ambiguous"), then that one row, marked damaged as :meth:`list` marks it."""
+        if not ID_RE.fullmatch(prefix):  # an empty or odd prefix: matched against every id, as always
+            return super().find(location, prefix)
+        path, _ = split_ref(location)
+        with self._use(path, create=False) as store:
+            if store.version == 0:
+                return super().find(location, prefix)
+            db = store.db
+            with _snapshot(db):
+                full = match_prefix(_ids_from(db, prefix), prefix, location)
+                row = db.execute(_LIST_META + " WHERE c.id = ?", [full]).fetchone()
+                return _listed_meta(row, path)
+
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
@@ -764,8 +779,7 @@ class SqliteProvider(BaseProvider):
     def _resolve(db: Db, path: str, prefix: str) -> str:
         if not ID_RE.fullmatch(prefix):
             raise CheckpointNotFound(f"no checkpoint {prefix!r} in {path}")
-        ids = [r[0] for r in db.execute("SELECT id FROM checkpoints WHERE id GLOB ? LIMIT 11", [prefix + "*"])]
-        return match_prefix(ids, prefix, path)
+        return match_prefix(_ids_from(db, prefix), prefix, path)
 
     @staticmethod
     def _put_chunks(db: Db, parts: chunks.Split) -> None:
@@ -822,6 +836,15 @@ def _runs(db: Db) -> builtins.list[RunInfo]:
     rows = db.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs").fetchall()
     runs = [run_from_dict(dict(zip(_RUN_COLUMNS, row, strict=True))) for row in rows]
     return sorted((r for r in runs if r is not None), key=lambda r: r.started_at, reverse=True)
+
+
+def _ids_from(db: Db, prefix: str) -> builtins.list[str]:
+    """The id equal to ``prefix`` if there is one, else the first eleven (by id) that start with it, from the
+    index on ids (``prefix`` matches :data:`ID_RE`, so it holds no GLOB wildcard)."""
+    if db.execute("SELECT 1 FROM checkpoints WHERE id = ?", [prefix]).fetchone() is not None:
+        return [prefix]
+    query = "SELECT id FROM checkpoints WHERE id GLOB ? ORDER BY id LIMIT 11"
+    return [r[0] for r in db.execute(query, [prefix + "*"])]
 
 
 def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:

@@ -70,7 +70,7 @@ def list_command(
             chunks = itertools.chain([metas], chunks)
     runs = _runs(store)
     if as_json:
-        statuses = _statuses(metas, runs)
+        statuses = _Statuses(runs).of(metas)
         emit_json([{**m.to_dict(), "status": statuses.get(m.id)} for m in metas])
         return
     if not metas:
@@ -81,9 +81,10 @@ def list_command(
         return
     header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
     widths: list[int] | None = None
+    status_of = _Statuses(runs)
     with bad_input(ctx):
         for chunk in chunks:
-            statuses = _statuses(chunk, runs)
+            statuses = status_of.of(chunk)
             rows = [[*table_row(m), statuses.get(m.id, "-")] for m in chunk]
             widths = print_table(header if widths is None else None, rows, widths)
 
@@ -106,11 +107,41 @@ def _runs(store: str) -> list[Any]:
         return []
 
 
-def _statuses(metas: list[CheckpointMeta], runs: list[Any]) -> dict[str, str]:
-    """Checkpoint id → the status of the run that wrote it, from the store's run records."""
-    from crewpoint.tui.widgets.store_index import StoreIndex
+class _Statuses:
+    """Checkpoint id → the status of the run that wrote it (from the store's run records), for the chunks of one
+    listing in turn, newest first: a run's branch segment cut by a chunk boundary reads as one segment, its
+    older checkpoints with the status its head gave the newer ones."""
 
-    return StoreIndex.build(metas, "", runs).statuses()
+    def __init__(self, runs: list[Any]) -> None:
+        self.runs = runs
+        self.claims: dict[str, tuple[tuple[str, str, tuple[str, str]], tuple[Any, ...], str | None]] = {}
+        """Parent id → (lineage, branch, entity), order and status of the oldest checkpoint of a segment shown in
+        an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
+
+    def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
+        from crewpoint.tui.widgets.store_index import _ORDER, STATUS_WORDS, StoreIndex
+
+        index = StoreIndex.build(chunk, "", self.runs)
+        out: dict[str, str] = {}
+        claims = self.claims
+        for segment in index.segments.values():
+            head, oldest = segment.metas[-1], segment.metas[0]
+            placed = (segment.lineage, segment.branch, segment.entity)
+            claim = claims.get(head.id)
+            if claim is not None and claim[0] == placed and claim[1] > _ORDER(head):
+                word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
+            else:
+                state = index.state_of(segment)
+                word = STATUS_WORDS[state] if state is not None else None
+            if word is not None:
+                for meta in segment.metas:
+                    out[meta.id] = word
+            if oldest.parent_id:
+                order = _ORDER(oldest)
+                known = claims.get(oldest.parent_id)
+                if known is None or known[1] > order:
+                    claims[oldest.parent_id] = (placed, order, word)
+        return out
 
 
 # -- info ------------------------------------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""``list`` gives each checkpoint the status of its run however the listing is cut into chunks, and ``info``
+finds an id prefix in a SQLite store without listing it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from support.stores import fill_store
+
+from crewpoint.providers import JsonProvider, SqliteProvider
+from crewpoint.providers.base import BaseProvider
+from crewpoint.tui.cli import listing, main
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def _table_statuses(store: str) -> dict[str, str]:
+    result = cli("checkpoint", "list", store)
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert rows[0].split()[0] == "ID"
+    return {row.split()[0]: row.split()[-1] for row in rows[1:]}
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+@pytest.mark.parametrize("chunk", [3, 5, 2000])
+def test_a_run_cut_by_a_chunk_boundary_reads_one_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, chunk: int
+) -> None:
+    provider: BaseProvider = JsonProvider(fsync=False) if kind == "json" else SqliteProvider()
+    store = str(tmp_path / ("store" if kind == "json" else "store.db"))
+    ids = fill_store(provider, store, 46)  # runs of four: with chunks of 3 or 5 most runs straddle a boundary
+    provider.close()
+    whole = cli("checkpoint", "list", store, "--json")
+    assert whole.exit_code == 0, whole.stderr
+    expected = {m["id"][:12]: m["status"] or "-" for m in json.loads(whole.stdout)}
+    assert set(expected.values()) == {"done", "-"}  # finished runs, and the unfinished last one
+    monkeypatch.setattr(listing, "LIST_CHUNK", chunk)
+    shown = _table_statuses(store)
+    assert shown == expected
+    assert all(shown[i[:12]] == "done" for i in ids[:4])  # run fork-0, listed last
+
+
+def test_a_run_straddling_the_real_chunk_reads_done_throughout(tmp_path: Path) -> None:
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    ids = fill_store(provider, store, listing.LIST_CHUNK + 2)  # fork-0's last two rows fall in the second chunk
+    provider.close()
+    shown = _table_statuses(store)
+    assert [shown[i[:12]] for i in ids[:4]] == ["done"] * 4
+
+
+def test_info_finds_a_prefix_in_sqlite_and_names_an_ambiguous_one(tmp_path: Path) -> None:
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    ids = fill_store(provider, store, 30)
+    found = provider.find(store, ids[7][:10])
+    assert found.id == ids[7] and found.damaged is None
+    assert found == next(m for m in provider.list(store) if m.id == ids[7])
+    provider.close()
+    shown = cli("checkpoint", "info", ids[7][:12], "--location", store)
+    assert shown.exit_code == 0, shown.stderr
+    assert f"checkpoint  {ids[7]}" in shown.stdout.splitlines()
+    first = ids[0][0]
+    many = sorted(i for i in ids if i.startswith(first))
+    if len(many) > 1:
+        ambiguous = cli("checkpoint", "info", first, "--location", store)
+        assert ambiguous.exit_code == 2
+        assert "ambiguous" in ambiguous.stderr and many[0] in ambiguous.stderr
+    missing = cli("checkpoint", "info", "f" * 31 + "0" if ids[0] != "f" * 31 + "0" else "0" * 32, "--location", store)
+    assert missing.exit_code == 2 and "no checkpoint" in missing.stderr
