@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING
 
 import click
 
+from crewpoint.providers.formats import NATIVE_FORMAT, format_of_id
 from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
 from crewpoint.text import clip, format_size
@@ -30,7 +32,21 @@ past this (``info`` and ``--json`` give it whole)."""
 def cli_id(checkpoint_id: str) -> str:
     """An id as the command line shows it, by the one rule (:func:`crewpoint.providers.refs.short_id`), in a form
     a user can type back into any command."""
+    if len(checkpoint_id) == _NATIVE_LENGTH and not checkpoint_id.strip(_HEX) and _hex_is_native():
+        return checkpoint_id[:ID_WIDTH]  # crewpoint's own id (random hex): no format's pattern to try
     return short_id(checkpoint_id, ID_WIDTH, typeable=True)
+
+
+_NATIVE_LENGTH = 32
+_HEX = "0123456789abcdef"
+
+
+@functools.cache
+def _hex_is_native() -> bool:
+    """Are ids of 32 hex digits crewpoint's own (no other format's adapter claims that shape), shown by their
+    first :data:`ID_WIDTH` characters?"""
+    sample = "0" * _NATIVE_LENGTH
+    return format_of_id(sample) is NATIVE_FORMAT and short_id(sample, ID_WIDTH, typeable=True) == sample[:ID_WIDTH]
 
 
 def entity_label(kind: str, name: str) -> str:
@@ -49,12 +65,27 @@ def written_by(meta: CheckpointMeta) -> str:
 
 
 def table_row(meta: CheckpointMeta) -> list[str]:
-    return [cell_text(cell) for cell in _cells(meta)]
+    return [cell if _plain(cell) else cell_text(cell) for cell in _cells(meta)]
 
 
 def cell_text(value: object) -> str:
     """A table cell: on one line, control characters shown, at most :data:`CELL_WIDTH` wide."""
+    if _plain(value):
+        return value  # type: ignore[return-value]  # _plain holds only for a str
     return clip(visible(str(value), one_line=True), CELL_WIDTH)
+
+
+def _plain(value: object) -> bool:
+    """Is ``value`` a cell as it stands: text that fits, with nothing to show (no control or format character)
+    and no space that :func:`~crewpoint.text.clip` would fold (the usual cell: nothing to do)?"""
+    return (
+        type(value) is str
+        and len(value) <= CELL_WIDTH
+        and value.isprintable()
+        and "  " not in value
+        and value[:1] != " "
+        and value[-1:] != " "
+    )
 
 
 def _cells(meta: CheckpointMeta) -> list[str]:
@@ -93,6 +124,10 @@ def column_widths(rows: list[list[str]]) -> list[int]:
 def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str = "") -> list[str]:
     """``rows`` as lines of columns two spaces apart (``widths``: from the rows themselves when not given)."""
     widths = column_widths(rows) if widths is None and rows else widths or []
-    return [
-        indent + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)  # one format for every row
+    out = []
+    for row in rows:
+        if len(row) != len(widths):
+            raise ValueError(f"a row of {len(row)} cells for {len(widths)} columns")
+        out.append(indent + line.format(*map(str, row)).rstrip())
+    return out
