@@ -24,6 +24,7 @@ from textual.widgets import Input, TextArea
 
 from crewpoint.checkpoint import ops
 from crewpoint.tui.cli import main
+from crewpoint.tui.widgets.store_index import run_label
 
 TOKEN = "-".join(["right", "token", str(2**40)])  # test values, assembled here only
 WRONG = "-".join(["wrong", "token", str(2**40)])
@@ -225,7 +226,7 @@ async def test_the_browser_shows_a_checkpoint_another_process_writes(served: Ser
     async with served("--token", TOKEN) as url, Chromium(width=1400, height=900) as page:
         await page.open(url)
         await page.wait_for_text("research-crew")
-        shown = await page.wait_for_text("1 branch, 4 checkpoints")
+        shown = await page.wait_for_text("1 run · 1 branch · 4 ckpt")  # the crew's line in the tree
         assert re.search(r"4/4 +\S+ +\S+ +task_completed", shown)
 
         writer = await asyncio.create_subprocess_exec(
@@ -250,8 +251,8 @@ async def test_the_browser_shows_a_checkpoint_another_process_writes(served: Ser
                 await writer.wait()
         (new_run,) = {m.lineage for m in ops.list_checkpoints(str(store)) if m.entity_kind == "crew"} - before
         # the new run's node, named by its id, with its status once it ended
-        shown = await page.wait_for_text(f"run {new_run[:6]}  4 ckpt  4/4  ✓ done")
-        assert "2 branches, 8 checkpoints" in shown
+        shown = await page.wait_for_text(f"✓ done 4/4 run {run_label(new_run)} 4 ckpt")
+        assert "2 runs · 1 branch · 8 ckpt" in shown
 
         await page.press("?")  # keys reach the app: its help opens
         await page.wait_for_text("Command palette")
@@ -261,7 +262,7 @@ async def test_read_only_in_the_browser_offers_no_resume_or_fork(served: Served)
     async with served("--read-only") as url, Chromium() as page:
         await page.open(url)
         await page.wait_for_text("crewpoint (read-only)")
-        await page.wait_for_text("1 branch, 4 checkpoints")
+        await page.wait_for_text("1 run · 1 branch · 4 ckpt")
         await page.press("f")
         await page.press("e")
         shown = await page.wait_for_text("Filter")  # a headless page starts blurred: keys show once focused
