@@ -21,7 +21,6 @@ from textual.screen import Screen
 from textual.widgets import Header, Input
 from textual.worker import Worker, WorkerState
 
-from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.runs import RunInfo
 from crewpoint.screens.browser_dialogs import BrowserDialogs
@@ -199,15 +198,8 @@ class BrowserScreen(Screen[None]):
     # -- details ----------------------------------------------------------------------------------------
     @on(CheckpointTree.Chosen)
     def _chosen(self, message: CheckpointTree.Chosen) -> None:
-        current = self.selected
-        if (
-            current is not None
-            and current.meta.id == message.meta.id
-            and current.meta.size == message.meta.size
-            and current.request == self._detail_request
-        ):
-            return  # already shown, or loading by the newest request
-        self.open_detail(message.meta)
+        if self.selected is None or not self.selected.answers(message.meta, self._detail_request):
+            self.open_detail(message.meta)  # unless it is shown, or loading by the newest request
 
     def open_detail(self, meta: CheckpointMeta) -> None:
         """Show ``meta`` in the detail panel: at once as loading, then as read by the detail worker. Only the
@@ -356,17 +348,7 @@ class BrowserScreen(Screen[None]):
             self.action_edit()
 
     def action_edit(self) -> None:
-        """Enter on a checkpoint: into its first editor (an output on the Tasks tab, else an input)."""
-        shown = self.selected
-        if shown is None or not shown.ready or shown.info is None:
-            return
-        info = shown.info
-        tab = self.detail.active_tab
-        if tab not in ("tab-tasks", "tab-inputs"):
-            has_tasks = kind_of(info.kind).has_tasks
-            tab = "tab-tasks" if has_tasks and any(t.done for t in info.tasks) else "tab-inputs"
-        self.detail.activate(tab)
-        self.detail.focus_editor(tab)
+        self.detail.edit()
 
     def action_hide_run(self) -> None:
         self.run_panel.hide()

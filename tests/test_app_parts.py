@@ -253,3 +253,20 @@ async def test_the_chosen_checkpoint_goes_down_to_the_detail_panel(store: Path) 
         screen.open_detail(other)
         assert panel.detail is screen.selected and panel.meta == other, "the panel follows at once"
         await settle(pilot)
+
+
+async def test_the_panel_the_number_keys_and_the_palette_show_the_registrys_tabs(store: Path) -> None:
+    from textual.widgets import TabPane
+
+    app = make_app(str(store), watch=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        await wait_until(pilot, lambda: screen.selected is not None and screen.selected.ready)
+        await wait_until(pilot, lambda: len(screen.query(TabPane)) == len(TABS))
+        assert [pane.id for pane in screen.query(TabPane)] == [tab.pane_id for tab in TABS]
+        actions = {action for _, _, action in screen.palette_commands()}
+        assert {f"show_tab('{tab.name}')" for tab in TABS} <= actions
+        await pilot.press(str(TABS.index(tab_of("tab-raw") or TABS[0]) + 1))
+        await settle(pilot)
+        assert screen.detail.active_tab == "tab-raw"

@@ -15,6 +15,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
 from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.edits import Edits, EditsModel
@@ -147,6 +148,18 @@ class DetailPanel(Vertical):
             self._tabs.active = tab
         else:
             self.call_after_refresh(self.activate, tab)
+
+    def edit(self) -> None:
+        """Into the loaded checkpoint's first editor: an output on the Tasks tab, else an input."""
+        info = self.info if self.ready else None
+        if info is None:
+            return
+        tab = self.active_tab
+        if tab not in ("tab-tasks", "tab-inputs"):
+            has_tasks = kind_of(info.kind).has_tasks
+            tab = "tab-tasks" if has_tasks and any(t.done for t in info.tasks) else "tab-inputs"
+        self.activate(tab)
+        self.focus_editor(tab)
 
     def focus_editor(self, tab: str) -> None:
         """Focus the first editor (an output or an input field) of ``tab`` once it is built and filled."""

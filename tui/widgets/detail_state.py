@@ -28,6 +28,10 @@ class Detail:
     request: int = 0
     """The load this detail answers (a newer request makes an older answer stale)."""
 
+    def answers(self, meta: CheckpointMeta, request: int) -> bool:
+        """Is this ``meta`` as it is now, shown or loading by ``request``?"""
+        return self.meta.id == meta.id and self.meta.size == meta.size and self.request == request
+
     @property
     def loading(self) -> bool:
         return self.info is None and self.problem is None
