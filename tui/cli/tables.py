@@ -65,7 +65,18 @@ def written_by(meta: CheckpointMeta) -> str:
 
 
 def table_row(meta: CheckpointMeta) -> list[str]:
-    return [cell if _plain(cell) else cell_text(cell) for cell in _cells(meta)]
+    cells = _cells(meta)
+    if not meta.damaged:  # every field is of its type: the row's cells are checked together
+        joined = " | ".join(cells)
+        if (
+            joined.isprintable()
+            and "  " not in joined
+            and joined[:1] != " "
+            and joined[-1:] != " "
+            and max(map(len, cells)) <= CELL_WIDTH
+        ):
+            return cells  # the usual row: nothing to show, fold or cut (the same test as _plain, per cell)
+    return [cell_text(cell) for cell in cells]
 
 
 def cell_text(value: object) -> str:
