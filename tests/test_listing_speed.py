@@ -74,3 +74,29 @@ def test_info_finds_a_prefix_in_sqlite_and_names_an_ambiguous_one(tmp_path: Path
         assert "ambiguous" in ambiguous.stderr and many[0] in ambiguous.stderr
     missing = cli("checkpoint", "info", "f" * 31 + "0" if ids[0] != "f" * 31 + "0" else "0" * 32, "--location", store)
     assert missing.exit_code == 2 and "no checkpoint" in missing.stderr
+
+
+def test_a_run_lost_on_another_host_lists_as_lost(tmp_path: Path) -> None:
+    from crewpoint.providers.runs import RunInfo
+
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    fill_store(provider, store, 6)  # fork-0 (finished) and two checkpoints of an unfinished run on main
+    newest = provider.list(store)[0]
+    run = RunInfo(
+        run_id="r1",
+        pid=1,
+        host="another-host-" + tmp_path.name,
+        started_at=1.0,
+        last_beat=2.0,  # its beats stopped long ago, on a host this one cannot look at
+        branch=newest.branch,
+        lineage=newest.lineage,
+        entity_kind=newest.entity_kind,
+        entity_name=newest.entity_name,
+        checkpoint_id=newest.id,
+    )
+    assert provider.write_run(store, run)
+    provider.close()
+    shown = _table_statuses(store)
+    assert shown[newest.id[:12]] == "lost"
+    assert sorted(shown.values()) == ["done"] * 4 + ["lost"] * 2

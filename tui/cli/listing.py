@@ -132,7 +132,7 @@ class _Statuses:
                 word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
             else:
                 state = index.state_of(segment)
-                word = STATUS_WORDS[state] if state is not None else None
+                word = STATUS_WORDS.get(state, state) if state is not None else None
             if word is not None:
                 for meta in segment.metas:
                     out[meta.id] = word
