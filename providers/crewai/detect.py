@@ -43,6 +43,25 @@ def _detect(path: str) -> str | None:
         return "crewai-json" if is_crewai_json_file(path) else None
     if path in OPEN_DATABASES or not has_sqlite_header(path):
         return None
-    from crewpoint.providers.crewai.sqlite_store import is_crewai_database
-
     return "crewai-sqlite" if is_crewai_database(path) else None
+
+
+def is_crewai_database(path: str) -> bool:
+    """Does the SQLite file at ``path`` hold CrewAI's ``checkpoints`` table (and no crewpoint tables)? Asked of
+    every database named, crewpoint's own too: it imports none of the CrewAI store's modules."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return False
+    try:
+        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "checkpoints" not in tables or "bodies" in tables or "schema_meta" in tables:
+            return False
+        columns = {row[1] for row in con.execute("PRAGMA table_info(checkpoints)")}
+        return {"id", "created_at", "parent_id", "branch", "data"} <= columns
+    except sqlite3.Error:
+        return False
+    finally:
+        con.close()

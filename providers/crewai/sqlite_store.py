@@ -53,24 +53,6 @@ INSTALL_HINT = (
 )
 
 
-def is_crewai_database(path: str) -> bool:
-    """Does the SQLite file at ``path`` hold CrewAI's ``checkpoints`` table (and no crewpoint tables)?"""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
-        return False
-    try:
-        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "checkpoints" not in tables or "bodies" in tables or "schema_meta" in tables:
-            return False
-        columns = {row[1] for row in con.execute("PRAGMA table_info(checkpoints)")}
-        return {"id", "created_at", "parent_id", "branch", "data"} <= columns
-    except sqlite3.Error:
-        return False
-    finally:
-        con.close()
-
-
 def _apsw() -> Any:
     try:
         import apsw
