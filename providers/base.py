@@ -99,8 +99,9 @@ def meta_row(meta: CheckpointMeta) -> builtins.list[Any]:
     return [getattr(meta, name) for name in WRITTEN_COLUMNS]
 
 
-_LISTED_LEAD = tuple(CheckpointMeta.__dataclass_fields__)[: len(LISTED_COLUMNS)] == LISTED_COLUMNS
-"""The listed columns are the first fields of :class:`CheckpointMeta`, in its order: a row fills them by position."""
+_LISTED_LEAD = tuple(CheckpointMeta.__dataclass_fields__)[: len(LISTED_COLUMNS) + 1] == (*LISTED_COLUMNS, "location")
+"""The listed columns are the first fields of :class:`CheckpointMeta`, in its order, and ``location`` the next: a
+row and its location fill them by position."""
 
 
 def meta_from_row(row: Sequence[Any], location: str) -> CheckpointMeta:
@@ -108,7 +109,8 @@ def meta_from_row(row: Sequence[Any], location: str) -> CheckpointMeta:
     if len(row) != len(LISTED_COLUMNS):
         raise ValueError(f"a row of {len(row)} values for {len(LISTED_COLUMNS)} listed columns")
     if _LISTED_LEAD:  # a listing makes one per row: no dict, no keywords
-        return CheckpointMeta(*row, location=location)
+        values: tuple[Any, ...] = (*row, location)  # location is the field after the listed ones
+        return CheckpointMeta(*values)
     return CheckpointMeta(**dict(zip(LISTED_COLUMNS, row, strict=True)), location=location)
 
 

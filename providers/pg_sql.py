@@ -278,6 +278,8 @@ def find_prefix(conn: psycopg.Connection[Any], store: PgStore, prefix: str, wher
     marks it (its body row), from indexed look-ups instead of a listing (``prefix`` matches :data:`ID_RE`)."""
     full = match_prefix(ids_from(conn, store, prefix), prefix, where)
     row = conn.execute(listing(store.s) + " WHERE c.id = %s", [full]).fetchone()
+    if row is None:  # deleted since its id was read
+        raise CheckpointNotFound(f"no checkpoint {prefix!r} in {where}")
     return listed_meta(row, store.where.name)
 
 

@@ -617,6 +617,8 @@ class SqliteProvider(BaseProvider):
             with _snapshot(db):
                 full = match_prefix(_ids_from(db, prefix), prefix, location)
                 row = db.execute(_ONE_META, [full]).fetchone()
+                if row is None:  # not possible inside one read transaction; said plainly all the same
+                    raise CheckpointNotFound(f"no checkpoint {prefix!r} in {location}")
                 return _listed_meta(row, path)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
