@@ -100,3 +100,30 @@ def test_a_run_lost_on_another_host_lists_as_lost(tmp_path: Path) -> None:
     shown = _table_statuses(store)
     assert shown[newest.id[:12]] == "lost"
     assert sorted(shown.values()) == ["done"] * 4 + ["lost"] * 2
+
+
+def test_the_fast_table_rows_are_the_cells_of_table_row(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from crewpoint.tui.cli.tables import CELL_WIDTH, table_row, table_rows
+
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    fill_store(provider, store, 8)
+    base = provider.list(store)
+    provider.close()
+    odd = [
+        replace(base[0], branch="b" * (CELL_WIDTH + 5)),  # cut
+        replace(base[1], trigger="two  spaces", entity_name=" padded "),  # folded
+        replace(base[2], trigger="tab\there", entity_name="bidi\u202ename"),  # shown, not sent
+        replace(base[3], id="20261130T150000_abcdef12", parent_id="A" * 40),  # another format's id, a long one
+        replace(base[4], entity_kind="", entity_name="", trigger=""),  # empty cells
+        replace(base[5], damaged="its body is missing"),
+    ]
+    metas = [*base, *odd]
+    assert table_rows(metas) == [table_row(m) for m in metas]
+    rows = table_rows(odd)
+    assert len(rows[0][2]) == CELL_WIDTH and rows[0][2].endswith("…")
+    assert rows[1][4] == "two spaces" and rows[1][5].endswith(" padded")
+    assert "\t" not in rows[2][4] and "\u202e" not in rows[2][5]
+    assert rows[3][0] == "20261130T150000_abcdef12" and rows[3][3] == "A" * 12

@@ -22,7 +22,7 @@ from crewpoint.tui.cli.tables import (
     entity_label,
     format_time,
     print_table,
-    table_row,
+    table_rows,
     written_by,
 )
 from crewpoint.tui.visible import visible
@@ -85,7 +85,9 @@ def list_command(
     with bad_input(ctx):
         for chunk in chunks:
             statuses = status_of.of(chunk)
-            rows = [[*table_row(m), statuses.get(m.id, "-")] for m in chunk]
+            rows = table_rows(chunk)
+            for row, meta in zip(rows, chunk, strict=True):
+                row.append(statuses.get(meta.id, "-"))
             widths = print_table(header if widths is None else None, rows, widths)
 
 

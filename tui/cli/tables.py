@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import click
@@ -79,6 +80,45 @@ def table_row(meta: CheckpointMeta) -> list[str]:
     return [cell_text(cell) for cell in cells]
 
 
+def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
+    """:func:`table_row` of each of ``metas``, the cells a listing repeats (branch, trigger, entity) made once
+    per value, crewpoint's own ids without a check (the same cells, faster on a big listing)."""
+    texts: dict[str, str] = {}
+    native = _hex_is_native()
+    hexdigits, full, width = _HEX, _NATIVE_LENGTH, ID_WIDTH
+    rows: list[list[str]] = []
+    for meta in metas:
+        if meta.damaged:
+            rows.append(table_row(meta))
+            continue
+        # the cells of :func:`_cells`; the time, progress and size are plain by their making
+        ident, parent, branch, trigger = meta.id, meta.parent_id, meta.branch, meta.trigger
+        entity = entity_label(meta.entity_kind, meta.entity_name)
+        if native and len(ident) == full and not ident.strip(hexdigits):
+            ident = ident[:width]
+        else:
+            ident = cell_text(cli_id(ident))
+        if not parent:
+            parent = "-"
+        elif native and len(parent) == full and not parent.strip(hexdigits):
+            parent = parent[:width]
+        else:
+            parent = cell_text(cli_id(parent))
+        shown = texts.get(branch)
+        if shown is None:
+            shown = texts[branch] = cell_text(branch)
+        done = texts.get(trigger)
+        if done is None:
+            done = texts[trigger] = cell_text(trigger)
+        label = texts.get(entity)
+        if label is None:
+            label = texts[entity] = cell_text(entity)
+        when = format_time(meta.created_at)
+        progress = f"{meta.tasks_done}/{meta.tasks_total}"
+        rows.append([ident, when, shown, parent, done, label, progress, format_size(meta.size)])
+    return rows
+
+
 def cell_text(value: object) -> str:
     """A table cell: on one line, control characters shown, at most :data:`CELL_WIDTH` wide."""
     if _plain(value):
@@ -135,10 +175,7 @@ def column_widths(rows: list[list[str]]) -> list[int]:
 def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str = "") -> list[str]:
     """``rows`` as lines of columns two spaces apart (``widths``: from the rows themselves when not given)."""
     widths = column_widths(rows) if widths is None and rows else widths or []
-    line = "  ".join(f"{{:<{w}}}" for w in widths)  # one format for every row
-    out = []
-    for row in rows:
-        if len(row) != len(widths):
-            raise ValueError(f"a row of {len(row)} cells for {len(widths)} columns")
-        out.append(indent + line.format(*map(str, row)).rstrip())
-    return out
+    if any(len(row) != len(widths) for row in rows):
+        raise ValueError(f"rows of other than {len(widths)} cells")
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format  # one format for every row (of text cells)
+    return [indent + line(*row).rstrip() for row in rows]
