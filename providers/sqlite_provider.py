@@ -17,7 +17,6 @@ at once. Each provider keeps one connection per database file (reopened after ``
 from __future__ import annotations
 
 import builtins
-import hashlib
 import itertools
 import os
 import sqlite3
@@ -28,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from crewpoint.providers import OPEN_DATABASES, chunks, has_sqlite_header
+from crewpoint.providers import OPEN_DATABASES, has_sqlite_header
 from crewpoint.providers.base import (
     LISTED_COLUMNS,
     WRITTEN_COLUMNS,
@@ -57,6 +56,7 @@ from crewpoint.providers.runs import RunInfo, run_from_dict
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+    from crewpoint.providers import chunks
     from crewpoint.providers.watch import WatchSpec
 
 
@@ -440,6 +440,10 @@ class SqliteProvider(BaseProvider):
     # the provider interface
 
     def write(self, location: str, record: CheckpointRecord) -> str:
+        import hashlib
+
+        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
         path, _ = split_ref(location)
         meta = check_meta(record.meta)
         key = os.path.abspath(path)
@@ -516,6 +520,10 @@ class SqliteProvider(BaseProvider):
                 yield from newest_first(damaged)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
+        import hashlib
+
+        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
         path, ref_id = split_ref(location)
         wanted = checkpoint_id or ref_id
         with self._use(path, create=False) as store:
@@ -661,6 +669,8 @@ class SqliteProvider(BaseProvider):
 
         Normal use never leaves garbage (deletes release chunks at once); this repairs a store edited by hand.
         """
+        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
             if store.version == 0:
@@ -813,6 +823,8 @@ class SqliteProvider(BaseProvider):
     @staticmethod
     def _delete(db: Db, ids: Sequence[str]) -> int:
         """Delete checkpoints and release their chunks; a chunk nobody refers to any more is removed."""
+        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
         released: list[bytes] = []
         removed = 0
         for batch in _batches(ids):
@@ -890,6 +902,8 @@ def _listed_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
 def _sound_bodies(db: Db, metas: builtins.list[CheckpointMeta], version: int) -> builtins.list[CheckpointMeta]:
     """``metas`` with those whose body is missing, or whose manifest does not match its recorded digest, marked
     damaged: a prune never counts them (nor deletes them by a count). Chunks are checked when a body is read."""
+    from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
     digests = ", c.body_length, c.digest" if version >= 3 else ", 0, ''"
     bad: dict[str, str] = {}
     query = f"SELECT c.id, b.manifest{digests} FROM checkpoints c LEFT JOIN bodies b ON b.id = c.id"
