@@ -127,3 +127,31 @@ def test_the_fast_table_rows_are_the_cells_of_table_row(tmp_path: Path) -> None:
     assert rows[1][4] == "two spaces" and rows[1][5].endswith(" padded")
     assert "\t" not in rows[2][4] and "\u202e" not in rows[2][5]
     assert rows[3][0] == "20261130T150000_abcdef12" and rows[3][3] == "A" * 12
+
+
+def test_a_sqlite_row_without_its_body_row_lists_and_finds_damaged(tmp_path: Path) -> None:
+    import sqlite3
+
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    ids = fill_store(provider, store, 5)
+    provider.close()
+    con = sqlite3.connect(store)
+    con.execute("DELETE FROM bodies WHERE id = ?", [ids[1]])
+    con.execute("UPDATE bodies SET manifest = x'' WHERE id = ?", [ids[2]])
+    con.commit()
+    con.close()
+    provider = SqliteProvider()
+    listed = {m.id: m.damaged for m in provider.list(store)}
+    streamed = {m.id: m.damaged for m in provider.iter_list(store)}
+    assert listed == streamed
+    assert listed[ids[1]] == "its body is missing" and listed[ids[2]] == "its body is empty"
+    assert [listed[i] for i in (ids[0], ids[3], ids[4])] == [None] * 3
+    assert provider.find(store, ids[1][:12]).damaged == "its body is missing"
+    assert provider.find(store, ids[2]).damaged == "its body is empty"
+    provider.close()
+    shown = cli("checkpoint", "list", store)
+    assert shown.exit_code == 0
+    assert [r.split()[5] for r in shown.stdout.splitlines()[1:] if r.startswith((ids[1][:12], ids[2][:12]))] == [
+        "DAMAGED"
+    ] * 2
