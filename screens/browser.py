@@ -31,6 +31,7 @@ from crewpoint.tui.read_only import allows
 from crewpoint.tui.run_controller import RunController
 from crewpoint.tui.run_protocol import WRITTEN
 from crewpoint.tui.store_feed import StoreFeed
+from crewpoint.tui.store_index import CheckpointRef, StoreIndex
 from crewpoint.tui.visible import visible
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
@@ -41,7 +42,6 @@ from crewpoint.tui.widgets.inputs_view import InputsView
 from crewpoint.tui.widgets.key_footer import KeyFooter
 from crewpoint.tui.widgets.palette import Command, browser_commands
 from crewpoint.tui.widgets.run_panel import RunPanel
-from crewpoint.tui.widgets.store_index import CheckpointRef, StoreIndex
 from crewpoint.tui.widgets.tabs import TABS
 from crewpoint.tui.widgets.tasks_view import TasksView
 from crewpoint.tui.widgets.tree_pane import TreePane

@@ -18,10 +18,10 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import branch_problem
+from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.overview_view import plain, shown
-from crewpoint.tui.widgets.store_index import progress_text
 
 
 @dataclass(slots=True)

@@ -24,9 +24,9 @@ from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.help import HelpScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
+from crewpoint.tui.store_index import CheckpointRef, SegmentRef, StoreIndex
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
 from crewpoint.tui.widgets.inputs_view import InputsView
-from crewpoint.tui.widgets.store_index import CheckpointRef, SegmentRef, StoreIndex
 from crewpoint.tui.widgets.task_card import TaskCard
 
 SIZE = (140, 40)

@@ -27,9 +27,9 @@ from crewpoint.providers.runs import RunInfo, write_run
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.tui.app import make_app
+from crewpoint.tui.store_index import CheckpointRef, SegmentRef
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.inputs_view import InputsView
-from crewpoint.tui.widgets.store_index import CheckpointRef, SegmentRef
 from crewpoint.tui.widgets.task_card import TaskCard
 
 __all__ = ["slow_template", "store", "template_store"]  # fixtures shared with test_app

@@ -18,8 +18,8 @@ from crewpoint.entities import ENTITY_KINDS, CheckpointedEntity, Entity, entity_
 from crewpoint.flow import Flow, listen, start
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
 from crewpoint.tui.cli import main
+from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.widgets.overview_view import progress_line
-from crewpoint.tui.widgets.store_index import progress_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -154,7 +154,7 @@ def test_resume_and_fork_of_a_crewai_checkpoint_go_to_its_format_and_its_tool(
     from click.testing import CliRunner
 
     from crewpoint.tui.cli import main
-    from crewpoint.tui.widgets.store_index import StoreIndex
+    from crewpoint.tui.store_index import StoreIndex
 
     store = sqlite_store(tmp_path / "crewai.db")
     given = tmp_path / "given.txt"

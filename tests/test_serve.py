@@ -24,7 +24,7 @@ from textual.widgets import Input, TextArea
 
 from crewpoint.checkpoint import ops
 from crewpoint.tui.cli import main
-from crewpoint.tui.widgets.store_index import run_label
+from crewpoint.tui.store_index import run_label
 
 TOKEN = "-".join(["right", "token", str(2**40)])  # test values, assembled here only
 WRONG = "-".join(["wrong", "token", str(2**40)])

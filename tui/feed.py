@@ -14,7 +14,7 @@ from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.runs import read_runs
 from crewpoint.tui.messages import RunsRead, StoreListed
-from crewpoint.tui.widgets.store_index import StoreIndex
+from crewpoint.tui.store_index import StoreIndex
 
 
 def read_store(location: str, query: str = "") -> StoreListed:

@@ -9,7 +9,7 @@ from textual.message import Message
 from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.runs import RunInfo
-from crewpoint.tui.widgets.store_index import StoreIndex
+from crewpoint.tui.store_index import StoreIndex
 
 
 @dataclass

@@ -24,9 +24,9 @@ from crewpoint.tui import run_control
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.launcher import fork_command, resume_command
+from crewpoint.tui.store_index import Segment, run_label
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail
-from crewpoint.tui.widgets.store_index import Segment, run_label
 
 STOP_PROMISE = (
     "Send it SIGINT? It stops where it is; the tasks it finished stay in its checkpoints. "

@@ -25,8 +25,8 @@ from crewpoint.tui.diagnostics import no_checkpoints
 from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.feed import StoreReader, read_runs_of, read_store
 from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreListed
+from crewpoint.tui.store_index import Segment, StoreIndex
 from crewpoint.tui.widgets.detail_state import Detail
-from crewpoint.tui.widgets.store_index import Segment, StoreIndex
 
 RunsHere = Callable[[Segment], bool]
 """Whether a run this app started writes a segment now (the screen's run controller knows)."""

@@ -121,7 +121,7 @@ class _Statuses:
         an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
 
     def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
-        from crewpoint.tui.widgets.store_index import _ORDER, STATUS_WORDS, StoreIndex
+        from crewpoint.tui.store_index import _ORDER, STATUS_WORDS, StoreIndex
 
         index = StoreIndex.build(chunk, "", self.runs)
         out: dict[str, str] = {}

@@ -27,8 +27,7 @@ from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.diagnostics import plural
-from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.store_index import (
+from crewpoint.tui.store_index import (
     CheckpointRef,
     EntityKey,
     EntityRef,
@@ -40,6 +39,7 @@ from crewpoint.tui.widgets.store_index import (
     progress_text,
     run_label,
 )
+from crewpoint.tui.visible import visible
 
 Node = TreeNode[NodeRef]
 

@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input
 
+from crewpoint.tui.store_index import Segment
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
-from crewpoint.tui.widgets.store_index import Segment
 
 
 class TreePane(Vertical):
