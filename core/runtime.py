@@ -9,8 +9,6 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +79,10 @@ class RuntimeState:
         self.failures: list[str] = []
         """One line per checkpoint that could not be written (the newest last)."""
         self.pending_signal: str | None = None
+        """A stopping signal (SIGINT, SIGTERM, SIGHUP) received whose event is not emitted yet."""
+        self.stopping = False
+        """The run's own work is over (it ended, failed or was stopped): :func:`running` is closing it, and a
+        stopping signal that arrives now is held until the closing is done instead of cutting it short."""
         self._origin: dict[str, Any] | None = None
         self._origin_known = False
         self.run_id = uuid.uuid4().hex[:16]
@@ -358,50 +360,96 @@ def _install_observer() -> None:
         _observer_installed = True
 
 
-@contextmanager
-def running(state: RuntimeState) -> Iterator[RuntimeState]:
-    """Make ``state`` the current run: events are recorded and may trigger checkpoints; signals are caught.
+def running(state: RuntimeState) -> Running:
+    """Make ``state`` the current run (``with running(state):``): events are recorded and may trigger
+    checkpoints; signals are caught. See :class:`Running`."""
+    return Running(state)
+
+
+class Running:
+    """The context of one run: events are recorded and may trigger checkpoints; signals are caught.
 
     SIGINT, SIGTERM and SIGHUP stop the run by raising (KeyboardInterrupt, SystemExit); their event, and the
-    checkpoint it may trigger, is emitted here once the stack has unwound, so no lock is held when it is written.
-    SIGTSTP and SIGCONT are emitted from a short-lived thread and do not stop the run's thread.
+    checkpoint it may trigger, is emitted once the stack has unwound, so no lock is held when it is written.
+    A stopping signal that arrives while the run is being set up or closed (its last checkpoints flushed, its
+    record closed) never cuts that short: it is held, its event emitted once the run's work is over, and it
+    stops the program when the run is closed. Either way a run stopped by a signal has the signal's checkpoint
+    (when its configuration asks for one) as its newest. SIGTSTP and SIGCONT are emitted from a short-lived
+    thread and do not stop the run's thread.
     """
-    from crewpoint.checkpoint.program import refuse_kickoff_while_loading
 
-    refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
-    if state.config is not None:  # a store that cannot be written is refused before any work is done
-        state.config.provider.check_writable(str(state.config.location))
-    _install_observer()
-    token = _current.set(state)
-    previous = _install_signal_handlers(state)
-    state.run_started = time.time()
-    state.heartbeat = Heartbeat(state, state.config) if state.config is not None else None
-    status = "finished"
-    stopped: BaseException | None = None
-    try:
-        yield state
-    except BaseException as exc:
-        status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
+    def __init__(self, state: RuntimeState) -> None:
+        self.state = state
+        self._previous: dict[int, Any] = {}
+        self._token: contextvars.Token[RuntimeState | None] | None = None
+
+    def __enter__(self) -> RuntimeState:
+        from crewpoint.checkpoint.program import refuse_kickoff_while_loading
+
+        state = self.state
+        refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
+        if state.config is not None:  # a store that cannot be written is refused before any work is done
+            state.config.provider.check_writable(str(state.config.location))
+        _install_observer()
+        state.stopping = True  # a signal during the set-up is held, and raised once the run is set up
+        state.pending_signal = None
+        self._previous = _install_signal_handlers(state)
+        self._token = _current.set(state)
+        state.run_started = time.time()
+        state.heartbeat = Heartbeat(state, state.config) if state.config is not None else None
+        state.stopping = False
+        held = state.pending_signal
+        if held is not None:  # Ctrl+C while the run was being set up: it stops before any work
+            stop = _stop_for(held)
+            try:
+                raise stop
+            except BaseException as exc:
+                self.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+        return state
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        state = self.state
+        state.stopping = True  # from here a signal is held: the run's last checkpoints are written whole
         stopped = exc
-        signal_name, state.pending_signal = state.pending_signal, None
-        if signal_name is not None:
-            _emit_signal(state, signal_name)
-        raise
-    finally:
-        _restore_signal_handlers(previous)
-        _current.reset(token)
-        writer.flush()
-        heartbeat, state.run_started = state.heartbeat, 0.0  # started here, or at the run's first checkpoint
-        if heartbeat is not None:
-            heartbeat.stop(status)
-            state.heartbeat = None
-        summary = state.failure_summary()
-        if summary is not None:
-            log.warning("%s", summary)
-        if isinstance(stopped, KeyboardInterrupt) and current_state() is None:
-            hint = resume_hint(state)
-            if hint is not None:  # shown under the traceback of a Ctrl+C that ends the program
-                stopped.add_note(hint)
+        status = "finished"
+        raise_held: BaseException | None = None
+        try:
+            if exc is not None:
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
+                signal_name, state.pending_signal = state.pending_signal, None
+                if signal_name is not None:
+                    _emit_signal(state, signal_name)
+            writer.flush()
+            held, state.pending_signal = state.pending_signal, None
+            if held is not None and stopped is None:  # stopped as it ended: the signal's checkpoint is the newest
+                _emit_signal(state, held)
+                status = "interrupted"
+                stopped = raise_held = _stop_for(held)
+        finally:
+            _restore_signal_handlers(self._previous)
+            if self._token is not None:
+                _current.reset(self._token)
+                self._token = None
+            state.stopping = False
+            heartbeat, state.run_started = state.heartbeat, 0.0  # started here, or at the run's first checkpoint
+            if heartbeat is not None:
+                heartbeat.stop(status)
+                state.heartbeat = None
+            summary = state.failure_summary()
+            if summary is not None:
+                log.warning("%s", summary)
+            if isinstance(stopped, KeyboardInterrupt) and current_state() is None:
+                hint = resume_hint(state)
+                if hint is not None:  # shown under the traceback of a Ctrl+C that ends the program
+                    stopped.add_note(hint)
+        if raise_held is not None:
+            raise raise_held  # the program stops as the signal asked, now that the run is closed
+
+
+def _stop_for(name: str) -> BaseException:
+    """The exception a stopping signal raises in the run's thread."""
+    return KeyboardInterrupt() if name == "SIGINT" else SystemExit(128 + int(getattr(signal, name)))
 
 
 def resume_hint(state: RuntimeState) -> str | None:
@@ -539,10 +587,29 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
             pass
 
 
+def _closing(state: RuntimeState, frame: Any) -> bool:
+    """Whether the run's thread is inside :meth:`Running.__exit__` of ``state``'s run (which may not have
+    marked the run as stopping yet: a signal can land on the method's first instruction)."""
+    while frame is not None:
+        if frame.f_code is _EXIT_CODE and getattr(frame.f_locals.get("self"), "state", None) is state:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_EXIT_CODE = Running.__exit__.__code__
+
+
 def _make_handler(state: RuntimeState, name: str) -> Any:
     def handler(received: int, frame: Any) -> None:
         if name in ("SIGINT", "SIGTERM", "SIGHUP"):
-            state.pending_signal = name
+            if state.pending_signal is None and (state.stopping or _closing(state, frame)):
+                # The run is being set up or closed (its last checkpoints written, its record closed): the
+                # signal is held and raised once that is done (see Running). Raising here would cut it short.
+                state.pending_signal = name
+                return
+            state.pending_signal = state.pending_signal or name
+            state.stopping = True  # set before raising: a second signal cannot interrupt the unwinding
             if name == "SIGINT":
                 raise KeyboardInterrupt
             raise SystemExit(128 + received)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -157,37 +158,59 @@ def test_fork_with_input_and_set_output_reruns_only_the_dependent_tasks(llm_call
     assert len(ops.list_checkpoints(store, branch="main")) == 4
 
 
+HELD_PROGRAM = """
+import os
+import signal
+
+from crewpoint import CheckpointConfig
+from crewpoint.demo import demo_crew
+from crewpoint.events import event_bus
+
+crew = demo_crew(checkpoint=CheckpointConfig(on_events=["task_completed", "SIGINT"]))
+
+if os.environ.get("HOLD_AT"):  # the run waits at the start of this task for the Ctrl+C that stops it
+
+    def hold(source, event):
+        if event.task_name == os.environ["HOLD_AT"]:
+            while True:
+                signal.pause()
+
+    event_bus.register("task_started", hold)
+"""
+
+
 def test_sigint_during_resume_exits_130_and_the_printed_id_resumes_to_the_end(tmp_path: Path) -> None:
-    store = make_store(stop_after=1, delay=0.25, on_events=["task_completed", "SIGINT"])
+    store = make_store(stop_after=1, on_events=["task_completed", "SIGINT"])
     source = ops.list_checkpoints(store)[0]
-    env = {**os.environ, "NO_COLOR": "1"}
-    proc = subprocess.Popen(
-        [CREWPOINT, "checkpoint", "resume", source.id[:8], "--progress", "json"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    seen: list[dict[str, Any]] = []
-    for line in proc.stdout:
-        seen.append(json.loads(line))
-        if seen[-1]["event"] == "task_completed":
-            proc.send_signal(signal.SIGINT)
-            break
-    rest, err = proc.communicate(timeout=30)
+    (tmp_path / "held.py").write_text(HELD_PROGRAM)
+    env = {**os.environ, "NO_COLOR": "1", "HOLD_AT": "draft"}
+    command = [CREWPOINT, "checkpoint", "resume", source.id[:8], "--progress", "json", "--app", "held.py:crew"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        seen: list[dict[str, Any]] = []
+        for line in proc.stdout:  # Ctrl+C once the outline is done: the run is between it and the draft
+            seen.append(json.loads(line))
+            if seen[-1]["event"] == "task_completed":
+                proc.send_signal(signal.SIGINT)
+                break
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     seen += json_lines(rest)
     assert proc.returncode == 130, err
+    assert [line["task_name"] for line in seen if line["event"] == "task_completed"] == ["outline"]
     assert seen[-1]["event"] == "interrupted"
     latest = seen[-1]["checkpoint_id"]
-    assert err.strip().endswith(f"interrupted; resume with: crewpoint checkpoint resume {latest}")
+    printed = f"interrupted; resume with: crewpoint checkpoint resume {latest} --app held.py:crew"
+    assert err.strip().endswith(printed), err
     newest = ops.list_checkpoints(store)[0]
-    completed = sum(1 for line in seen if line["event"] == "task_completed")  # more when the signal came late
-    assert 1 <= completed < 3  # the run stopped between its first and its last task
-    assert newest.id == latest and newest.trigger == "SIGINT" and newest.tasks_done == 1 + completed
+    assert (newest.id, newest.trigger, newest.tasks_done) == (latest, "SIGINT", 2)
+    assert newest.parent_id == ops.list_checkpoints(store)[1].id  # the outline's checkpoint, written before it
 
-    result = cli("checkpoint", "resume", latest)
+    result = cli(*shlex.split(printed.split(": ", 1)[1])[1:])  # the printed command, run as printed
     assert result.exit_code == 0, result.stderr
     final = ops.list_checkpoints(store)[0]
     assert (final.tasks_done, final.tasks_total, final.branch) == (4, 4, "main")

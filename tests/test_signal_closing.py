@@ -1,0 +1,65 @@
+"""A stopping signal that lands while a run is closing (its last checkpoints being flushed) is not lost: the run
+closes whole, its newest checkpoint is the signal's, and then the program stops as the signal asked."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from crewpoint import CheckpointConfig
+from crewpoint.checkpoint import ops
+from crewpoint.demo import DEMO_INPUTS, demo_crew
+from crewpoint.providers import JsonProvider
+from crewpoint.providers.runs import read_runs
+
+
+class SignalOnFlush(JsonProvider):
+    """Sends ``signum`` to the main thread the first time the run's writes are flushed: at the run's end."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(fsync=False)
+        self.signum = signum
+        self.sent = False
+
+    def flush(self) -> None:
+        if not self.sent:
+            self.sent = True
+            main = threading.main_thread().ident
+            assert main is not None
+            signal.pthread_kill(main, self.signum)
+        super().flush()
+
+
+@pytest.mark.parametrize(("signum", "stop"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, SystemExit)])
+def test_a_signal_while_the_run_closes_gives_the_signal_checkpoint_then_stops(
+    tmp_path: Path, signum: int, stop: type[BaseException]
+) -> None:
+    provider = SignalOnFlush(signum)
+    name = signal.Signals(signum).name
+    config = CheckpointConfig(location=".checkpoints", provider=provider, on_events=["task_completed", name])
+    crew = demo_crew(checkpoint=config)
+    with pytest.raises(stop) as stopped:
+        crew.kickoff(inputs=DEMO_INPUTS)
+    assert provider.sent
+    if stop is SystemExit:
+        assert stopped.value.code == 128 + signum
+    newest, *older = ops.list_checkpoints(".checkpoints")
+    assert (newest.trigger, newest.tasks_done, newest.tasks_total) == (name, 4, 4)
+    assert newest.parent_id == older[0].id and older[0].trigger == "task_completed"
+    assert len(older) == 4  # every task's checkpoint was written too
+    (run,) = read_runs(".checkpoints")
+    assert run.status == "interrupted"  # the run's record was closed, not left running
+
+
+def test_ctrl_c_while_the_run_closes_prints_how_to_resume_from_the_signal_checkpoint(tmp_path: Path) -> None:
+    provider = SignalOnFlush(signal.SIGINT)
+    config = CheckpointConfig(location=".checkpoints", provider=provider, on_events=["task_completed", "SIGINT"])
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
+    newest = ops.list_checkpoints(".checkpoints")[0]
+    assert newest.trigger == "SIGINT"
+    notes = getattr(stopped.value, "__notes__", [])
+    assert any(f"crewpoint checkpoint resume {newest.id}" in note for note in notes), notes
