@@ -4,6 +4,7 @@ closes whole, its newest checkpoint is the signal's, and then the program stops 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -63,3 +64,33 @@ def test_ctrl_c_while_the_run_closes_prints_how_to_resume_from_the_signal_checkp
     assert newest.trigger == "SIGINT"
     notes = getattr(stopped.value, "__notes__", [])
     assert any(f"crewpoint checkpoint resume {newest.id}" in note for note in notes), notes
+
+
+def test_a_signal_on_the_first_instruction_of_the_closing_is_held_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal lands inside the closing before it has marked the run as stopping (as on its first
+    instruction): the handler sees the closing on the stack and holds the signal all the same."""
+    from crewpoint.checkpoint.writer import writer
+    from crewpoint.runtime import Running
+
+    real_flush = writer.flush
+    landed: list[str] = []
+
+    def flush(timeout: float | None = 30.0) -> None:
+        caller = sys._getframe(1)
+        if caller.f_code is Running.__exit__.__code__ and not landed:
+            landed.append("SIGINT")
+            caller.f_locals["self"].state.stopping = False  # not marked yet
+            signal.raise_signal(signal.SIGINT)
+        real_flush(timeout)
+
+    monkeypatch.setattr(writer, "flush", flush)
+    config = CheckpointConfig(location=".checkpoints", on_events=["task_completed", "SIGINT"])
+    with pytest.raises(KeyboardInterrupt):
+        demo_crew(checkpoint=config).kickoff(inputs=DEMO_INPUTS)
+    assert landed == ["SIGINT"]
+    newest = ops.list_checkpoints(".checkpoints")[0]
+    assert (newest.trigger, newest.tasks_done) == ("SIGINT", 4)
+    (run,) = read_runs(".checkpoints")
+    assert run.status == "interrupted"
