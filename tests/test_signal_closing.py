@@ -14,7 +14,8 @@ from crewpoint import CheckpointConfig
 from crewpoint.checkpoint import ops
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import JsonProvider
-from crewpoint.providers.runs import read_runs
+from crewpoint.providers.runs import RunInfo, read_runs
+from crewpoint.runtime import current_state
 
 
 class SignalOnFlush(JsonProvider):
@@ -94,3 +95,33 @@ def test_a_signal_on_the_first_instruction_of_the_closing_is_held_too(
     assert (newest.trigger, newest.tasks_done) == ("SIGINT", 4)
     (run,) = read_runs(".checkpoints")
     assert run.status == "interrupted"
+
+
+class SignalOnFirstRecord(JsonProvider):
+    """Sends SIGINT while the run is being set up: when its record is first written."""
+
+    def __init__(self) -> None:
+        super().__init__(fsync=False)
+        self.sent = False
+
+    def write_run(self, location: str, run: RunInfo) -> bool:
+        if not self.sent:
+            self.sent = True
+            signal.raise_signal(signal.SIGINT)
+        return super().write_run(location, run)
+
+
+def test_ctrl_c_while_a_run_is_set_up_stops_it_before_any_work_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    before = signal.getsignal(signal.SIGINT)
+    provider = SignalOnFirstRecord()
+    config = CheckpointConfig(location=".checkpoints", provider=provider, on_events=["task_completed", "SIGINT"])
+    crew = demo_crew(checkpoint=config)
+    with pytest.raises(KeyboardInterrupt):
+        crew.kickoff(inputs=DEMO_INPUTS)
+    assert provider.sent
+    (only,) = ops.list_checkpoints(".checkpoints")  # no task ran: only the signal's checkpoint
+    assert (only.trigger, only.tasks_done) == ("SIGINT", 0)
+    (run,) = read_runs(".checkpoints")
+    assert run.status == "interrupted"
+    assert signal.getsignal(signal.SIGINT) is before  # the run's handlers are gone with it
+    assert current_state() is None
