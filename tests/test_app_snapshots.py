@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,6 +25,23 @@ SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 45), id="160x45"
 BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
 
 
+MAKE_RAW_STORE = """
+import sys
+
+from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.crew import Crew
+from crewpoint.demo import run_demo
+
+raw = sys.argv[1]
+run_demo(location=raw)
+main = sorted((m for m in ops.list_checkpoints(raw) if m.entity_kind == "crew"), key=lambda m: m.sequence)
+Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment").kickoff(
+    inputs={"topic": "durable AI agent pipelines", "audience": "new hires"}
+)
+"""
+
+
 def fixed_id(n: int) -> str:
     return f"{n:02x}" + "c0ffee" * 5
 
@@ -30,19 +49,13 @@ def fixed_id(n: int) -> str:
 @pytest.fixture
 def fixed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A demo run and a fork, rewritten with ids, lineage and times that are the same on every run."""
-    from crewpoint.checkpoint.config import CheckpointConfig
-    from crewpoint.crew import Crew
-    from crewpoint.demo import run_demo
     from crewpoint.providers import JsonProvider
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     raw = tmp_path / "raw"
-    run_demo(location=str(raw))
-    main = sorted((m for m in ops.list_checkpoints(str(raw)) if m.entity_kind == "crew"), key=lambda m: m.sequence)
-    Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment").kickoff(
-        inputs={"topic": "durable AI agent pipelines", "audience": "new hires"}
-    )
+    # In a fresh process: what earlier tests left in this one (handlers, notices said once) never reaches the body.
+    subprocess.run([sys.executable, "-c", MAKE_RAW_STORE, str(raw)], check=True, capture_output=True)
     metas = sorted(ops.list_checkpoints(str(raw)), key=lambda m: (m.created_at, m.sequence))
     ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
     provider = JsonProvider()

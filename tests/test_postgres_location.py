@@ -95,9 +95,10 @@ def test_the_command_line_takes_the_location_from_the_environment(
     result = CliRunner().invoke(main, ["checkpoint", "list", "--json"])
     assert result.exit_code == 0, result.output
     assert [m["id"] for m in json.loads(result.output)] == ["cp0003", "cp0002", "cp0001"]
+    # info finds cp0002 in that store, and reads its body: {"n": 2} is no checkpoint body, so it is named damaged
     result = CliRunner().invoke(main, ["checkpoint", "info", "cp0002", "--json"])
-    assert result.exit_code == 0, result.output
-    assert "cp0002" in result.output
+    assert result.exit_code == 2, result.output
+    assert "checkpoint cp0002 is damaged: schema_version: missing" in result.output
 
 
 def test_import_crewpoint_loads_no_postgres_driver() -> None:
