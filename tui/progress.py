@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 from crewpoint.entities import kind_of
 from crewpoint.text import clip
 from crewpoint.tui import run_protocol as protocol
+from crewpoint.tui.progress_view import ProgressView
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
 
@@ -222,7 +223,7 @@ class JsonProgress(RunProgress):
             _quiet_stdout(self.stream)
 
 
-class RichProgress(RunProgress):
+class RichProgress(RunProgress, ProgressView):
     """A progress bar of the tasks with a line per finished task, on stderr. Text from the run is shown
     literally (never parsed as markup); colours follow NO_COLOR and whether stderr is a terminal."""
 
@@ -257,30 +258,39 @@ class RichProgress(RunProgress):
         self.progress.console.print(Text.assemble(*((visible(t), style) for t, style in parts)), soft_wrap=True)
 
     def show(self, record: ProgressRecord) -> None:
-        kind = record.event
-        label = record.step_label
-        if kind == protocol.STARTED:
-            self._started()
-        elif kind in protocol.STEP_STARTED:
-            self.progress.update(self.bar, description=visible(label or kind, one_line=True))
-        elif kind in protocol.STEP_DONE:
-            self.done += 1
-            self.progress.update(self.bar, completed=min(self.done, self.total) if self.total else self.done)
-            text = record.output or record.result or ""
-            self.line(("✓ ", "green"), (label or kind, "bold"), ("  ", ""), (clip(text, 100), "dim"))
-        elif kind in protocol.STEP_FAILED:
-            self.line(("✗ ", "red"), (label or kind, "bold"), ("  ", ""), (record.error or "", "red"))
-        elif kind == protocol.CHECKPOINT:
-            checkpoint = _shown_id(record.checkpoint_id or "")
-            self.line(("  checkpoint ", "dim"), (checkpoint, "cyan"), (f" {record.trigger or ''}", "dim"))
-        elif kind == protocol.WRITE_FAILED:
-            self.line(("  checkpoint not written: ", "yellow"), (record.error or "", "yellow"))
-        elif kind == protocol.FINISHED:
-            self.progress.stop()
-            where = f"  branch {record.branch}, latest checkpoint "
-            self.line(("done", "green bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
-        elif kind in (protocol.FAILED, protocol.INTERRUPTED):
-            self.progress.stop()
+        self.draw(record)
+
+    def draw_started(self, record: ProgressRecord) -> None:
+        self._started()
+
+    def draw_step_started(self, record: ProgressRecord) -> None:
+        self.progress.update(self.bar, description=visible(record.step_label or record.event, one_line=True))
+
+    def draw_step_done(self, record: ProgressRecord) -> None:
+        self.done += 1
+        self.progress.update(self.bar, completed=min(self.done, self.total) if self.total else self.done)
+        text = record.output or record.result or ""
+        label = record.step_label or record.event
+        self.line(("✓ ", "green"), (label, "bold"), ("  ", ""), (clip(text, 100), "dim"))
+
+    def draw_step_failed(self, record: ProgressRecord) -> None:
+        label = record.step_label or record.event
+        self.line(("✗ ", "red"), (label, "bold"), ("  ", ""), (record.error or "", "red"))
+
+    def draw_checkpoint(self, record: ProgressRecord) -> None:
+        checkpoint = _shown_id(record.checkpoint_id or "")
+        self.line(("  checkpoint ", "dim"), (checkpoint, "cyan"), (f" {record.trigger or ''}", "dim"))
+
+    def draw_write_failed(self, record: ProgressRecord) -> None:
+        self.line(("  checkpoint not written: ", "yellow"), (record.error or "", "yellow"))
+
+    def draw_finished(self, record: ProgressRecord) -> None:
+        self.progress.stop()
+        where = f"  branch {record.branch}, latest checkpoint "
+        self.line(("done", "green bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
+
+    def draw_cut_short(self, record: ProgressRecord) -> None:
+        self.progress.stop()
 
     def _started(self) -> None:
         run = self.run

@@ -21,6 +21,7 @@ from textual.widgets import Label, ProgressBar, RichLog
 
 from crewpoint.tui import run_protocol as protocol
 from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.progress_view import ProgressView
 from crewpoint.tui.run_controller import RunRequest
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.visible import visible
@@ -30,7 +31,7 @@ EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 __all__ = ["EXIT_INTERRUPTED", "RunPanel", "RunRequest"]
 
 
-class RunPanel(Vertical):
+class RunPanel(Vertical, ProgressView):
     """Shown while a run goes and after it ends. Posts :class:`Progress` per line and :class:`Finished` once."""
 
     DEFAULT_CSS = """
@@ -154,44 +155,52 @@ class RunPanel(Vertical):
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
-        record = message.record
-        kind = record.event
-        log = self.query_one(RichLog)
-        label = visible(record.step_label, one_line=True)
+        self.draw(message.record)
 
-        def say(*parts: tuple[str, str] | str, style: str = "") -> None:
-            log.write(Text.assemble(*parts, style=style))
+    def _say(self, *parts: tuple[str, str] | str, style: str = "") -> None:
+        self.query_one(RichLog).write(Text.assemble(*parts, style=style))
 
-        if kind == protocol.STARTED:
-            if record.rerun is not None:
-                self.query_one(ProgressBar).update(total=max(len(record.rerun), 1))
-            what = "fork" if record.fork else "resume"
-            say(visible(f"{what} of {record.kind or ''} {record.name or ''} on ⎇ {record.branch or ''}", one_line=True))
-        elif kind in protocol.STEP_STARTED:
-            say(("▶ ", "bold"), f"{label} started")
-        elif kind in protocol.STEP_DONE:
-            self._done += 1
-            self.query_one(ProgressBar).update(progress=self._done)
-            output = visible(" ".join((record.output or "").split()), one_line=True)
-            parts: list[tuple[str, str] | str] = [("✓ ", "bold green"), f"{label} done"]
-            if output:
-                parts.append((f": {output[:160]}", "dim"))
-            say(*parts)
-        elif kind in protocol.STEP_FAILED:
-            say(("✗ ", "bold red"), f"{label} failed: ", (visible(record.error or "", one_line=True), "red"))
-        elif kind == protocol.CHECKPOINT:
-            ident = (record.checkpoint_id or "")[:8]
-            say(visible(f"◆ checkpoint {ident} on {record.branch or ''}", one_line=True), style="dim")
-        elif kind == protocol.WRITE_FAILED:
-            say(visible(f"✗ checkpoint not written: {record.error or ''}", one_line=True), style="yellow")
-        elif kind == protocol.FINISHED:
-            say("■ finished", style="bold")
-        elif kind == protocol.LOG:
-            say(visible(record.text or ""), style="dim")
-        elif kind == protocol.WRITTEN or kind.startswith(("llm_", "tool_", "memory_", "knowledge_")):
-            return
-        else:
-            say(visible(f"· {kind} {label}".rstrip(), one_line=True), style="dim")
+    def draw_started(self, record: ProgressRecord) -> None:
+        if record.rerun is not None:
+            self.query_one(ProgressBar).update(total=max(len(record.rerun), 1))
+        what = "fork" if record.fork else "resume"
+        where = f"{what} of {record.kind or ''} {record.name or ''} on ⎇ {record.branch or ''}"
+        self._say(visible(where, one_line=True))
+
+    def draw_step_started(self, record: ProgressRecord) -> None:
+        self._say(("▶ ", "bold"), f"{_label(record)} started")
+
+    def draw_step_done(self, record: ProgressRecord) -> None:
+        self._done += 1
+        self.query_one(ProgressBar).update(progress=self._done)
+        output = visible(" ".join((record.output or "").split()), one_line=True)
+        parts: list[tuple[str, str] | str] = [("✓ ", "bold green"), f"{_label(record)} done"]
+        if output:
+            parts.append((f": {output[:160]}", "dim"))
+        self._say(*parts)
+
+    def draw_step_failed(self, record: ProgressRecord) -> None:
+        error = visible(record.error or "", one_line=True)
+        self._say(("✗ ", "bold red"), f"{_label(record)} failed: ", (error, "red"))
+
+    def draw_checkpoint(self, record: ProgressRecord) -> None:
+        ident = (record.checkpoint_id or "")[:8]
+        self._say(visible(f"◆ checkpoint {ident} on {record.branch or ''}", one_line=True), style="dim")
+
+    def draw_write_failed(self, record: ProgressRecord) -> None:
+        self._say(visible(f"✗ checkpoint not written: {record.error or ''}", one_line=True), style="yellow")
+
+    def draw_finished(self, record: ProgressRecord) -> None:
+        self._say("■ finished", style="bold")
+
+    def draw_log(self, record: ProgressRecord) -> None:
+        self._say(visible(record.text or ""), style="dim")
+
+    def draw_cut_short(self, record: ProgressRecord) -> None:
+        self.draw_other(record)  # the title says how the run ended, once the process has exited
+
+    def draw_other(self, record: ProgressRecord) -> None:
+        self._say(visible(f"· {record.event} {_label(record)}".rstrip(), one_line=True), style="dim")
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:
@@ -215,6 +224,10 @@ class RunPanel(Vertical):
             title.update(Text(visible(f"✗ {request.title}: failed (exit {message.returncode})", one_line=True)))
         if message.error:
             self.query_one(RichLog).write(Text(visible(message.error), style="red"))
+
+
+def _label(record: ProgressRecord) -> str:
+    return visible(record.step_label, one_line=True)
 
 
 def _drain(process: subprocess.Popen[str], into: list[str]) -> None:
