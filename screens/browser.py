@@ -28,6 +28,7 @@ from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.feed import StoreReader
 from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
 from crewpoint.tui.read_only import allows
+from crewpoint.tui.render import problem_of
 from crewpoint.tui.run_controller import RunController
 from crewpoint.tui.run_protocol import WRITTEN
 from crewpoint.tui.store_feed import StoreFeed
@@ -35,7 +36,7 @@ from crewpoint.tui.store_index import CheckpointRef, StoreIndex
 from crewpoint.tui.visible import visible
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
-from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree, problem_of
+from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
 from crewpoint.tui.widgets.detail_panel import DetailPanel
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.inputs_view import InputsView

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static
 
-from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
+from crewpoint.tui.render import STATE_MARKS
 
 STATE_MEANINGS = {
     "running": "a run is writing this branch now (its process beats)",

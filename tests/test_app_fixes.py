@@ -24,9 +24,9 @@ from crewpoint.screens.help import LEGEND
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.demo import live_run_command
+from crewpoint.tui.render import STATE_MARKS
 from crewpoint.tui.store_index import EntityRef, Segment, SegmentRef, run_label
 from crewpoint.tui.widgets.branch_graph import BranchGraph
-from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
 from crewpoint.tui.widgets.task_card import TaskCard
 
 SIZE = (80, 24)

@@ -16,8 +16,8 @@ from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.demo import start_live_demo
+from crewpoint.tui.render import STATE_MARKS
 from crewpoint.tui.store_index import SegmentRef
-from crewpoint.tui.widgets.checkpoint_tree import STATE_MARKS
 
 SIZE = (80, 24)
 

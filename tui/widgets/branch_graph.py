@@ -13,9 +13,9 @@ from textual.widgets.option_list import Option
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
+from crewpoint.tui.render import attach_gaps, format_time, problem_of
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.checkpoint_tree import attach_gaps, format_time, problem_of
 
 
 @dataclass(frozen=True, slots=True)

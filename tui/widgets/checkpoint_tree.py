@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.style import Style
-from rich.text import Span, Text
+from rich.text import Text
 from textual import on
 from textual.binding import Binding
 from textual.geometry import Region
@@ -22,11 +22,11 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.diagnostics import plural
+from crewpoint.tui.render import STATE_MARKS, attach_gaps, format_time, problem_of
 from crewpoint.tui.store_index import (
     CheckpointRef,
     EntityKey,
@@ -43,66 +43,12 @@ from crewpoint.tui.visible import visible
 
 Node = TreeNode[NodeRef]
 
-STATE_MARKS = {
-    "running": ("● live", "live"),
-    "finished": ("✓ done", "muted"),
-    "interrupted": ("■ interrupted", "stopped"),
-    "crashed": ("✗ crashed", "damaged"),
-    "failed": ("✗ failed", "damaged"),
-    "lost": ("? lost", "stopped"),
-}
-"""How a branch's run state shows in its label, and with which component style."""
-
 TOGGLE = Style.from_meta({"toggle": True})
 """Clicking the expand icon opens or closes the node (as in Textual's own tree)."""
 
 VISIBLE_RUNS = 100
 """Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
 thousands of runs paints at once."""
-
-
-def format_time(stamp: float, now: float | None = None) -> str:
-    """``HH:MM:SS`` today, ``MM-DD HH:MM`` on another day (local time)."""
-    local = time.localtime(stamp)
-    today = time.localtime(now if now is not None else time.time())
-    if local[:3] == today[:3]:
-        return time.strftime("%H:%M:%S", local)
-    return time.strftime("%m-%d %H:%M", local)
-
-
-def attach_gaps(text: Text) -> Text:
-    """Let the spaces between styled parts end the part before them instead of opening the next one.
-
-    A terminal shows both the same, but an exported screenshot draws each styled run as its own text element, and
-    some renderers drop the spaces that open an element: "research-crew  2 branches" would read
-    "research-crew2 branches". Touching parts of one style become one run. Changes ``text`` in place and returns
-    it.
-    """
-    plain = text.plain
-    size = len(plain)
-    spans: list[Span] = []
-    for start, end, style in text.spans:
-        while start < end and plain[start] == " ":
-            start += 1
-        while end < size and plain[end] == " ":
-            end += 1
-        if start >= end:
-            continue
-        if spans and spans[-1].end == start and spans[-1].style == style:
-            spans[-1] = Span(spans[-1].start, end, style)  # one run, so a wide glyph cannot eat its space
-        else:
-            spans.append(Span(start, end, style))
-    text.spans = spans
-    return text
-
-
-def problem_of(meta: CheckpointMeta) -> str | None:
-    """Why a checkpoint cannot be opened, if it cannot."""
-    if meta.damaged:
-        return meta.damaged
-    if meta.schema_version > SCHEMA_VERSION:
-        return f"written by a newer crewpoint (schema {meta.schema_version}); upgrade to open it"
-    return None
 
 
 class CheckpointTree(Tree[NodeRef]):

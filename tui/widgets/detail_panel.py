@@ -19,10 +19,10 @@ from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.edits import Edits, EditsModel
+from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.branch_graph import BranchGraph
-from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.tabs import FIRST, TABS, tab_of
 from crewpoint.tui.widgets.tasks_view import TasksView

@@ -11,8 +11,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from crewpoint.text import clip
+from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 from crewpoint.tui.widgets.detail_state import Detail, Edits
 from crewpoint.tui.widgets.overview_view import plain
 

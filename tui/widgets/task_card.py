@@ -13,8 +13,8 @@ from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
 from crewpoint.tui.read_only import is_read_only
+from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.checkpoint_tree import attach_gaps
 
 
 class TaskCard(Vertical):
