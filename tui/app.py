@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping
+from importlib import resources
 
 from rich.text import Text
 from textual import on
@@ -26,9 +27,9 @@ class CheckpointApp(App[None]):
     """Browse, inspect, edit, resume and fork checkpoints; watch runs live."""
 
     TITLE = "crewpoint"
-    CSS_PATH = ["app.tcss", "../screens/browser.tcss"]
-    """The browser's sheet too: it is the app's first screen, and textual loads a screen's own sheet only for
-    screens opened later."""
+    CSS_PATH = ["app.tcss", str(resources.files("crewpoint.screens") / "browser.tcss")]
+    """The browser's sheet too, found by its package: it is the app's first screen, and textual loads a screen's
+    own sheet only for screens opened later."""
     COMMANDS = App.COMMANDS | {CheckpointCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit"),
