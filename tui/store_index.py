@@ -116,7 +116,7 @@ class Segment:
         return (now if now is not None else time.time()) - head.created_at < LIVE_WINDOW
 
 
-_ORDER = attrgetter("sequence", "created_at", "id")
+ORDER = attrgetter("sequence", "created_at", "id")
 """Checkpoints of one branch of one run, in the order they were written."""
 
 
@@ -173,7 +173,7 @@ class StoreIndex:
         all_ids = {meta.id for meta in metas}
         chains: list[Segment] = []
         for (lineage, branch, entity), members in groups.items():
-            members.sort(key=_ORDER)
+            members.sort(key=ORDER)
             own: dict[str, Segment] = {}
             prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
             for meta in members:

@@ -121,7 +121,7 @@ class _Statuses:
         an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
 
     def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
-        from crewpoint.tui.store_index import _ORDER, STATUS_WORDS, StoreIndex
+        from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex
 
         index = StoreIndex.build(chunk, "", self.runs)
         out: dict[str, str] = {}
@@ -130,7 +130,7 @@ class _Statuses:
             head, oldest = segment.metas[-1], segment.metas[0]
             placed = (segment.lineage, segment.branch, segment.entity)
             claim = claims.get(head.id)
-            if claim is not None and claim[0] == placed and claim[1] > _ORDER(head):
+            if claim is not None and claim[0] == placed and claim[1] > ORDER(head):
                 word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
             else:
                 state = index.state_of(segment)
@@ -139,7 +139,7 @@ class _Statuses:
                 for meta in segment.metas:
                     out[meta.id] = word
             if oldest.parent_id:
-                order = _ORDER(oldest)
+                order = ORDER(oldest)
                 known = claims.get(oldest.parent_id)
                 if known is None or known[1] > order:
                     claims[oldest.parent_id] = (placed, order, word)
