@@ -10,6 +10,7 @@ workers, and the handlers here ask the helpers and draw.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from textual import on, work
@@ -86,6 +87,8 @@ class BrowserScreen(Screen[None]):
         self._reveal: str | None = None
         self._was_live = False
         self._detail_request = 0
+        self._watch_ready_at: float | None = None  # set when the watch is in place, until the catch-up read
+        self._whole_read_at = -1.0  # when the newest whole listing shown began
 
     def compose(self) -> ComposeResult:
         yield Header(icon=HEADER_ICON)
@@ -143,7 +146,19 @@ class BrowserScreen(Screen[None]):
 
     @work(exclusive=True, exit_on_error=False, group="watcher")
     async def _follow(self) -> None:
-        await follow_store(self.location, self)
+        await follow_store(self.location, self, ready=self._watching)
+
+    def _watching(self) -> None:
+        """The watch is in place. The first read began before it, so what was written in between is seen by
+        nobody: once that read is shown, the store is read once more."""
+        self._watch_ready_at = time.monotonic()
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        ready_at = self._watch_ready_at
+        if ready_at is not None and 0 <= self._whole_read_at < ready_at:
+            self._watch_ready_at = None
+            self.refresh_store()
 
     @on(StoreChanged)
     def _store_changed(self, message: StoreChanged) -> None:
@@ -163,6 +178,9 @@ class BrowserScreen(Screen[None]):
         feed = self.feed
         if not feed.take_listed(message):
             return
+        if not message.partial and message.error is None:
+            self._whole_read_at = message.read_at
+            self._catch_up()
         self.sub_title = feed.subtitle
         self.call_after_refresh(self.detail.build_tabs)
         if feed.first_read is not None:  # once the tree is drawn, the first read goes on to the run records
