@@ -12,10 +12,22 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from crewpoint.agent import Agent, _config_from_state, _config_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
+from crewpoint.events import (
+    CrewKickoffCompletedEvent,
+    CrewKickoffFailedEvent,
+    CrewKickoffStartedEvent,
+    TaskCompletedEvent,
+    TaskFailedEvent,
+    TaskStartedEvent,
+    event_bus,
+)
 from crewpoint.events.base import BaseEvent
-from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.memory import CrewMemory
-from crewpoint.task import Task, TaskOutput
+from crewpoint.providers.base import CheckpointError
+from crewpoint.runtime import RuntimeState, current_state, running
+from crewpoint.serialize import callable_path, check_savable, load_callable, maker
+from crewpoint.task import Task, TaskOutput, _warn_not_saved
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 
 if TYPE_CHECKING:
@@ -63,7 +75,6 @@ class Crew(BaseModel, CheckpointedEntity):
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
-        from crewpoint.serialize import check_savable, maker
 
         self._made_in = maker()
         check_savable(self.task_callback, "Crew task")
@@ -194,13 +205,6 @@ class Crew(BaseModel, CheckpointedEntity):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
-        from crewpoint.events import (
-            CrewKickoffCompletedEvent,
-            CrewKickoffFailedEvent,
-            CrewKickoffStartedEvent,
-            event_bus,
-        )
-        from crewpoint.runtime import RuntimeState, current_state, running
 
         if self._finished:
             self._start_over(inputs)
@@ -255,7 +259,6 @@ class Crew(BaseModel, CheckpointedEntity):
         return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
 
     def _run_task(self, index: int) -> None:
-        from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
 
         task = self.tasks[index]
         agent = task.agent
@@ -345,7 +348,6 @@ class Crew(BaseModel, CheckpointedEntity):
         )
 
     def to_state(self) -> dict[str, Any]:
-        from crewpoint.serialize import callable_path
 
         return {
             "kind": self.KIND,
@@ -365,8 +367,6 @@ class Crew(BaseModel, CheckpointedEntity):
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
         """Rebuild a crew from its saved state, code under the trust rule of :mod:`crewpoint.serialize`."""
-        from crewpoint.knowledge import knowledge_source_from_state
-        from crewpoint.serialize import load_callable
 
         agents = [Agent.from_state(a) for a in data.get("agents", [])]
         by_id = {a.id: a for a in agents}
@@ -377,8 +377,6 @@ class Crew(BaseModel, CheckpointedEntity):
                 task.context = [tasks_by_id[c] for c in saved["context"]]
         callback = data.get("task_callback")
         if data.get("task_callback_unsaved"):
-            from crewpoint.task import _warn_not_saved
-
             _warn_not_saved("the crew's task_callback")
         crew = cls.model_construct(
             agents=agents,
@@ -441,7 +439,6 @@ class Crew(BaseModel, CheckpointedEntity):
         The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
         matched by name, then position; agents by role. A crew of another shape is refused with one line.
         """
-        from crewpoint.providers.base import CheckpointError
 
         saved_tasks = list(data.get("tasks") or [])
         saved_agents = list(data.get("agents") or [])

@@ -10,9 +10,12 @@ from pydantic import BaseModel
 from crewpoint.agent import Agent
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.crew import Crew, CrewOutput
+from crewpoint.events import event_bus
 from crewpoint.flow import Flow, listen, router, start
 from crewpoint.knowledge import StringKnowledgeSource
 from crewpoint.llm import OfflineLLM
+from crewpoint.providers import SqliteProvider, has_sqlite_header, is_url, provider_named
+from crewpoint.providers.base import CheckpointError
 from crewpoint.task import Task
 from crewpoint.tools import tool
 
@@ -149,8 +152,6 @@ def is_demo_store(location: str) -> bool:
     nothing but the demo's crew and flow."""
     if os.path.isdir(location):
         return os.path.isfile(os.path.join(location, DEMO_MARKER))
-    from crewpoint.providers import SqliteProvider, has_sqlite_header
-    from crewpoint.providers.base import CheckpointError
 
     if not os.path.isfile(location) or not has_sqlite_header(location):
         return False
@@ -163,7 +164,6 @@ def is_demo_store(location: str) -> bool:
 
 def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
     """Where the demo writes: ``provider`` when given for a path, else the kind the location names."""
-    from crewpoint.providers import is_url, provider_named
 
     if provider is None or is_url(location):
         return CheckpointConfig(location=location)
@@ -173,7 +173,6 @@ def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
 def seed_demo_store(location: str, provider: str | None = None) -> None:
     """A finished demo run and a fork of its second checkpoint with a shorter outline (branch ``what-if``), stopped
     after its first task as by Ctrl+C: a branch to resume (``e``) or fork (``f``). Written quickly."""
-    from crewpoint.events import event_bus
 
     config = _demo_config(location, provider)
     store = config.provider

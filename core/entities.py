@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, cast
 
+from crewpoint.providers.base import CheckpointError
+
 if TYPE_CHECKING:
     from crewpoint.checkpoint.config import CheckpointConfig
     from crewpoint.events.base import BaseEvent
@@ -127,6 +129,7 @@ class CheckpointedEntity:
 
     @classmethod
     def _restored(cls, config: CheckpointConfig | str | Path, fork_branch: str | None) -> Self:
+        # lazy: crewpoint.checkpoint.restore_entities imports this module back (cycle)
         from crewpoint.checkpoint.restore_entities import restore
 
         entity = restore(config, cls.KIND, fork_branch=fork_branch, entity_cls=cast("type[Entity]", cls))
@@ -136,6 +139,7 @@ class CheckpointedEntity:
 
     def _bind_checkpoint(self, ref: CheckpointConfig | str | Path) -> None:
         """``kickoff(from_checkpoint=...)``: apply the checkpoint's state to this object, which keeps its code."""
+        # lazy: crewpoint.checkpoint.restore_entities imports this module back (cycle)
         from crewpoint.checkpoint.restore_entities import restore
 
         restore(ref, self.KIND, fork_branch=None, target=cast("Entity", self))
@@ -180,25 +184,26 @@ class EntityKind:
     @property
     def cls(self) -> type[Entity]:
         if self.load is None:
-            from crewpoint.providers.base import CheckpointError
-
             raise CheckpointError(f"unknown entity kind {self.kind!r}")
         return self.load()
 
 
 def _crew() -> type[Entity]:
+    # lazy: crewpoint.crew imports this module back (cycle)
     from crewpoint.crew import Crew
 
     return Crew
 
 
 def _flow() -> type[Entity]:
+    # lazy: crewpoint.flow imports this module back (cycle)
     from crewpoint.flow import Flow
 
     return Flow
 
 
 def _agent() -> type[Entity]:
+    # lazy: crewpoint.agent imports this module back (cycle)
     from crewpoint.agent import Agent
 
     return Agent

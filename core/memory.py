@@ -26,6 +26,7 @@ from crewpoint.events import (
     MemorySaveStartedEvent,
     event_bus,
 )
+from crewpoint.text import clip
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 STOP_WORDS = frozenset(
@@ -42,7 +43,6 @@ def keywords(text: str) -> set[str]:
 
 
 def _shorten(text: str, limit: int) -> str:
-    from crewpoint.text import clip
 
     return clip(text, limit)
 

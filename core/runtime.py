@@ -14,12 +14,27 @@ from typing import Any
 
 from crewpoint._version import __version__
 from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.checkpoint.program import origin_of, refuse_kickoff_while_loading
+from crewpoint.checkpoint.prune_plan import prune_store
+from crewpoint.checkpoint.restore import load_record
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
 from crewpoint.entities import Entity, kind_of
+from crewpoint.events import (
+    EVENT_TYPES,
+    CheckpointCompletedEvent,
+    CheckpointFailedEvent,
+    CheckpointStartedEvent,
+    event_bus,
+)
 from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
+from crewpoint.providers import provider_for, shown_location
 from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.prune import PruneStrategy
+from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
+from crewpoint.providers.run_mark import hold, release
+from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
 
 log = logging.getLogger("crewpoint.checkpoint")
 
@@ -95,8 +110,6 @@ class RuntimeState:
     def origin(self) -> dict[str, Any] | None:
         """Where the run's entity came from (script or module, attribute), found once, at the first checkpoint."""
         if not self._origin_known:
-            from crewpoint.checkpoint.program import origin_of
-
             self._origin, self._origin_known = origin_of(self.root), True
         return self._origin
 
@@ -109,7 +122,6 @@ class RuntimeState:
     def fork(self, branch: str | None = None) -> str:
         """Continue on a new branch: the next checkpoint's parent is the current one. The branch name is
         checked here, before any work (one rule everywhere: :func:`crewpoint.providers.refs.check_branch`)."""
-        from crewpoint.providers.refs import check_branch
 
         self.branch = check_branch(branch) if branch else new_branch_name()
         return self.branch
@@ -162,7 +174,6 @@ class RuntimeState:
         return CheckpointRecord(meta=meta, body=body)
 
     def _provider_for(self, location: str | None) -> tuple[BaseProvider, str]:
-        from crewpoint.providers import provider_for
 
         if location is None:
             config = self.config or CheckpointConfig()
@@ -203,7 +214,6 @@ class RuntimeState:
         return CheckpointRecord(meta=record.meta.with_(parent_id=written), body=body)
 
     def _write_done(self, record: CheckpointRecord, ref: str) -> None:
-        from crewpoint.events import CheckpointCompletedEvent, event_bus
 
         self.written += 1
         self.last_ref = ref
@@ -223,8 +233,6 @@ class RuntimeState:
         )
 
     def _write_failed(self, record: CheckpointRecord, location: str, error: BaseException | None) -> None:
-        from crewpoint.events import CheckpointFailedEvent, event_bus
-        from crewpoint.providers import shown_location
 
         reason = " ".join(str(error).split()) if error is not None else "no reference returned"
         with self._lock:
@@ -254,8 +262,6 @@ class RuntimeState:
         ``keep`` comes only from the running program's configuration: a restored run never reads it from a
         checkpoint (``config_from_state``), so a checkpoint cannot make a run delete anything.
         """
-        from crewpoint.checkpoint.prune_plan import prune_store
-        from crewpoint.providers.prune import PruneStrategy
 
         protect = frozenset(p for p in (self.resumed_from, self.written_id, self.checkpoint_id) if p)
         strategy = PruneStrategy(
@@ -273,8 +279,6 @@ class RuntimeState:
 
     def _started(self, record: CheckpointRecord, location: str) -> None:
         """``checkpoint_started``: a checkpoint was captured and is on its way to the store."""
-        from crewpoint.events import CheckpointStartedEvent, event_bus
-        from crewpoint.providers import shown_location
 
         event = CheckpointStartedEvent(
             checkpoint_id=record.meta.id,
@@ -331,7 +335,6 @@ class RuntimeState:
     @classmethod
     def from_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
         """Read and migrate the checkpoint at ``ref`` (a file, a folder, ``db#id``)."""
-        from crewpoint.checkpoint.restore import load_record
 
         return load_record(str(ref))
 
@@ -354,8 +357,6 @@ _observer_installed = False
 def _install_observer() -> None:
     global _observer_installed
     if not _observer_installed:
-        from crewpoint.events import event_bus
-
         event_bus.add_observer(_observer)
         _observer_installed = True
 
@@ -384,7 +385,6 @@ class Running:
         self._token: contextvars.Token[RuntimeState | None] | None = None
 
     def __enter__(self) -> RuntimeState:
-        from crewpoint.checkpoint.program import refuse_kickoff_while_loading
 
         state = self.state
         refuse_kickoff_while_loading()  # a program loaded by --app may not start a run while it loads
@@ -458,8 +458,6 @@ def resume_hint(state: RuntimeState) -> str | None:
     the run wrote nothing."""
     import shlex
 
-    from crewpoint.providers import shown_location
-
     if state.config is None or state.written_id is None or state.last_ref is None:
         return None
     location = shlex.quote(shown_location(state.config.location))
@@ -483,7 +481,6 @@ class Heartbeat:
     """Keeps a small record of the run in its store (pid, host, start, last beat, status) while it runs."""
 
     def __init__(self, state: RuntimeState, config: CheckpointConfig) -> None:
-        from crewpoint.providers.runs import RunInfo, this_host
 
         self.state = state
         self.location = config.location
@@ -504,7 +501,6 @@ class Heartbeat:
             checkpoint_id=state.checkpoint_id,
         )
         self._stop = threading.Event()
-        from crewpoint.providers.run_mark import hold
 
         self._mark = hold(state.run_id)  # shows this process is the run its record names (``x`` in the app)
         self.beat()
@@ -522,7 +518,6 @@ class Heartbeat:
                 log.debug("heartbeat for %s not written: %s", self.location, exc)
 
     def _loop(self) -> None:
-        from crewpoint.providers.runs import BEAT_INTERVAL
 
         while not self._stop.wait(BEAT_INTERVAL):
             self.beat()
@@ -531,7 +526,6 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         self.beat(status)
-        from crewpoint.providers.run_mark import release
 
         release(self._mark)
         self._mark = None
@@ -540,7 +534,6 @@ class Heartbeat:
 def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
     """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
     copied into new checkpoints."""
-    from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, stored_branch_problem
 
     problem = stored_branch_problem(branch)
     if problem is None and lineage is not None and not isinstance(lineage, str):
@@ -554,7 +547,6 @@ def _check_lineage(branch: object, lineage: object, parent_id: object, sequence:
 
 
 def _emit_signal(state: RuntimeState, name: str) -> None:
-    from crewpoint.events import EVENT_TYPES, event_bus
 
     token = _current.set(state)
     try:

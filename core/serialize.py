@@ -23,6 +23,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from crewpoint.text import a_or_an
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -201,7 +203,6 @@ def load_callable(path: str, what: str = "callback", *, trusted: bool | None = N
     """
     if not (callbacks_trusted() if trusted is None else trusted):
         raise ValueError(f"this checkpoint names the {what} {path!r}; {WAYS_OUT}")
-    from crewpoint.text import a_or_an
 
     obj = import_path(path)
     if not callable(obj):

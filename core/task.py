@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
+from crewpoint.events import LLMGuardrailCompletedEvent, LLMGuardrailFailedEvent, LLMGuardrailStartedEvent, event_bus
+from crewpoint.serialize import callable_path, check_savable, load_callable
 from crewpoint.text import clip, interpolate, placeholders
 
 if TYPE_CHECKING:
@@ -66,7 +68,6 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
-        from crewpoint.serialize import check_savable
 
         if self._checked:  # pydantic re-runs after-validators when the task is passed to a Crew
             return self
@@ -105,12 +106,6 @@ class Task(BaseModel):
     # -- guardrails -----------------------------------------------------------------------------------
     def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
         """Run the guardrail: a callable returns ``(ok, value_or_error)``; a string is judged by the LLM."""
-        from crewpoint.events import (
-            LLMGuardrailCompletedEvent,
-            LLMGuardrailFailedEvent,
-            LLMGuardrailStartedEvent,
-            event_bus,
-        )
 
         if self.guardrail is None:
             return True, output
@@ -136,7 +131,6 @@ class Task(BaseModel):
 
     # -- state --------------------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        from crewpoint.serialize import callable_path
 
         guardrail: dict[str, Any] | None = None
         if isinstance(self.guardrail, str):
@@ -166,7 +160,6 @@ class Task(BaseModel):
 
         A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
         """
-        from crewpoint.serialize import load_callable
 
         label = str(data.get("name") or clip(data.get("description", ""), 48))
         guardrail: Any = None

@@ -144,6 +144,7 @@ def provider_kind(location: str) -> str:
     for entry in registered_providers():
         if entry.detect(location):
             return entry.name
+    # lazy: crewpoint.providers.masking imports this module back (cycle)
     from crewpoint.providers.masking import mask_location
 
     scheme = location.partition("://")[0]
@@ -199,6 +200,7 @@ def shown_location(location: str) -> str:
     (``postgresql://user:secret@host/db`` becomes ``postgresql://user@host/db``); a path as it is."""
     if not _has_scheme(location) or "@" not in location:
         return location
+    # lazy: crewpoint.providers.pg_location imports this module back (cycle)
     from crewpoint.providers.pg_location import masked
 
     if location.startswith(("postgresql://", "postgres://")):
@@ -293,6 +295,7 @@ register_provider("json", "crewpoint.providers.json_provider:JsonProvider", _is_
 
 def _is_crewai(kind: str) -> Callable[[str], bool]:
     def detect(location: str) -> bool:
+        # lazy: crewpoint.providers.crewai.detect imports this module back (cycle)
         from crewpoint.providers.crewai.detect import crewai_kind
 
         return not _has_scheme(location) and crewai_kind(location) == kind

@@ -189,6 +189,7 @@ class BaseProvider(abc.ABC):
     def find(self, location: str, prefix: str) -> CheckpointMeta:
         """The checkpoint whose id is ``prefix`` or the only one that starts with it. Raises
         :class:`AmbiguousCheckpoint` or :class:`CheckpointNotFound`."""
+        # lazy: crewpoint.providers.refs imports this module back (cycle)
         from crewpoint.providers.refs import match_prefix
 
         metas = self.list(location)
@@ -250,6 +251,7 @@ class BaseProvider(abc.ABC):
 
     def store_of(self, meta: CheckpointMeta) -> str:
         """The store that holds the checkpoint ``meta`` describes (from ``meta.location``)."""
+        # lazy: crewpoint.providers.refs imports this module back (cycle)
         from crewpoint.providers.refs import split_ref
 
         return split_ref(meta.location)[0]
@@ -286,6 +288,7 @@ class BaseProvider(abc.ABC):
 
         ``ready`` is called once, as soon as the watch is in place (once the first item has been asked for):
         a change made after it is reported, so a caller never waits on the clock before writing."""
+        # lazy: crewpoint.providers.watch imports this module back (cycle)
         from crewpoint.providers.watch import watch_files
 
         return watch_files(lambda: self.watch_spec(location), stop, debounce_ms, ready)

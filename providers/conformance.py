@@ -40,7 +40,8 @@ from crewpoint.providers.base import (
     CheckpointRecord,
 )
 from crewpoint.providers.prune import PruneStrategy
-from crewpoint.providers.runs import RunInfo, this_host
+from crewpoint.providers.refs import check_branch
+from crewpoint.providers.runs import RunInfo, classify, this_host
 
 __all__ = ["CHECKS", "Capabilities", "Check", "ConformanceError", "Inject", "Make", "Store", "check_provider"]
 
@@ -306,7 +307,6 @@ def bad_records_are_refused_on_write_and_nothing_is_stored(store: Store) -> None
 @check()
 def a_branch_named_before_the_naming_rule_stays_readable(store: Store) -> None:
     """New branches may not hold spaces (fault 9: one naming rule); a store still keeps and lists old ones."""
-    from crewpoint.providers.refs import check_branch
 
     with raises(CheckpointError, match="invalid branch name"):
         check_branch("a b")
@@ -548,7 +548,6 @@ def iter_list_streams_what_list_gives(store: Store) -> None:
 
 @check("run_records")
 def run_status_reads_back_running_finished_and_crashed(store: Store) -> None:
-    from crewpoint.providers.runs import classify
 
     chain(store, 1, 1)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

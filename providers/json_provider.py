@@ -515,6 +515,7 @@ class JsonProvider(BaseProvider):
     # change notification
 
     def watch_spec(self, location: str) -> WatchSpec:
+        # lazy: `checkpoint list` never loads providers.watch
         from crewpoint.providers.watch import WatchSpec, waiting_spec
 
         path = os.path.abspath(_root(location)[0])

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
+from crewpoint.providers.masking import mask_location
+
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "crewpoint"
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,47}")
@@ -66,8 +68,6 @@ def parse(location: str) -> PgLocation:
     except BadLocation:
         raise
     except ValueError:
-        from crewpoint.providers.masking import mask_location
-
         raise BadLocation(
             f"{mask_location(location)} is not a postgresql:// URL that parses: percent-encode '/', '#', '?' and '@'"
             " in a password (%2F, %23, %3F, %40) or give it through PGPASSWORD"

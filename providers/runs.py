@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from crewpoint.providers import provider_for
 from crewpoint.providers.files import pid_alive
 
 BEAT_INTERVAL = 2.0
@@ -96,14 +97,12 @@ def run_from_dict(data: object) -> RunInfo | None:
 
 def write_run(location: str, run: RunInfo) -> None:
     """Record ``run`` in the store at ``location``, through the provider that owns it."""
-    from crewpoint.providers import provider_for
 
     provider_for(location).write_run(location, run)
 
 
 def read_runs(location: str) -> list[RunInfo]:
     """Every run recorded in the store at ``location``, newest start first (through its provider)."""
-    from crewpoint.providers import provider_for
 
     try:
         return provider_for(location).read_runs(location)

@@ -442,6 +442,7 @@ class SqliteProvider(BaseProvider):
     def write(self, location: str, record: CheckpointRecord) -> str:
         import hashlib
 
+        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         path, _ = split_ref(location)
@@ -522,6 +523,7 @@ class SqliteProvider(BaseProvider):
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         import hashlib
 
+        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         path, ref_id = split_ref(location)
@@ -669,6 +671,7 @@ class SqliteProvider(BaseProvider):
 
         Normal use never leaves garbage (deletes release chunks at once); this repairs a store edited by hand.
         """
+        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         path, _ = split_ref(location)
@@ -767,6 +770,7 @@ class SqliteProvider(BaseProvider):
             return _runs(store.db)
 
     def watch_spec(self, location: str) -> WatchSpec:
+        # lazy: `checkpoint list` never loads providers.watch
         from crewpoint.providers.watch import WatchSpec, waiting_spec
 
         path = os.path.abspath(split_ref(location)[0])
@@ -823,6 +827,7 @@ class SqliteProvider(BaseProvider):
     @staticmethod
     def _delete(db: Db, ids: Sequence[str]) -> int:
         """Delete checkpoints and release their chunks; a chunk nobody refers to any more is removed."""
+        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         released: list[bytes] = []
@@ -902,6 +907,7 @@ def _listed_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
 def _sound_bodies(db: Db, metas: builtins.list[CheckpointMeta], version: int) -> builtins.list[CheckpointMeta]:
     """``metas`` with those whose body is missing, or whose manifest does not match its recorded digest, marked
     damaged: a prune never counts them (nor deletes them by a count). Chunks are checked when a body is read."""
+    # lazy: `checkpoint list` never loads providers.chunks
     from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
     digests = ", c.body_length, c.digest" if version >= 3 else ", 0, ''"

@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from crewpoint.events.types import CheckpointEventType
+from crewpoint.events.types import EVENT_TYPES, CheckpointEventType
+from crewpoint.providers import JsonProvider, check_provider_owns, provider_for, shown_location, writable_provider_for
 from crewpoint.providers.base import BaseProvider
 
 
 def _default_provider() -> BaseProvider:
-    from crewpoint.providers import JsonProvider
 
     return JsonProvider()
 
@@ -46,7 +46,6 @@ class CheckpointConfig(BaseModel):
     @field_validator("on_events", mode="before")
     @classmethod
     def _known_events(cls, value: list[str]) -> list[str]:  # a clearer message than pydantic's
-        from crewpoint.events.types import EVENT_TYPES
 
         unknown = [name for name in value if name != "*" and name not in EVENT_TYPES]
         if unknown:
@@ -70,7 +69,6 @@ class CheckpointConfig(BaseModel):
         """With no provider given, the location names its kind of store through the one resolver: a URL
         (``postgresql://``) is its URL's provider, a path ending in ``.db``/``.sqlite``/``.sqlite3`` (or an existing
         SQLite file) is a SQLite store, anything else JSON folders."""
-        from crewpoint.providers import check_provider_owns, writable_provider_for
 
         if "provider" not in self.model_fields_set:
             self.provider = writable_provider_for(self.location)
@@ -105,7 +103,6 @@ def config_state(setting: CheckpointSetting) -> Any:
     """A ``checkpoint=`` setting as JSON data for a checkpoint body."""
     if setting is None or isinstance(setting, bool):
         return setting
-    from crewpoint.providers import shown_location
 
     return {
         "location": shown_location(setting.location),  # a password in a URL is never saved
@@ -125,7 +122,6 @@ def config_from_state(data: Any) -> CheckpointSetting:
         return data
     if not isinstance(data, dict):
         raise ValueError(f"a saved checkpoint setting is damaged: {type(data).__name__}, not a mapping")
-    from crewpoint.providers import provider_for
 
     location = str(data.get("location") or "./.checkpoints")
     # max_checkpoints is never read back: only the running program's configuration prunes (DESIGN §3 "Deletion")

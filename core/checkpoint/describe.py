@@ -10,6 +10,7 @@ from crewpoint.checkpoint.schema import CheckpointBody, TaskState
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.text import clip
+from crewpoint.text import placeholders as find_placeholders
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.schema import AgentState, CrewState, FlowState
@@ -76,7 +77,6 @@ def describe(record: CheckpointRecord) -> CheckpointInfo:
 
 
 def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
-    from crewpoint.text import placeholders as find_placeholders
 
     entity = body["entity"]
     inputs = dict(body["inputs"])

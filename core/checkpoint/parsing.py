@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from crewpoint.text import clip
+
 _AGE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
@@ -30,6 +32,5 @@ def parse_assignments(pairs: list[str] | tuple[str, ...], what: str) -> dict[str
 
 def short(text: Any, width: int = 200) -> str:
     """One line of at most ``width`` characters."""
-    from crewpoint.text import clip
 
     return clip(text, width)

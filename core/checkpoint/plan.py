@@ -6,12 +6,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from crewpoint.checkpoint.describe import describe
+from crewpoint.checkpoint.program import load_app
 from crewpoint.checkpoint.restore import body_of
+from crewpoint.checkpoint.restore_entities import restore
 from crewpoint.checkpoint.schema import CheckpointBody
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.entities import entity_class, kind_of
+from crewpoint.flow import Flow
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 from crewpoint.providers.formats import format_of
+from crewpoint.providers.refs import check_branch
+from crewpoint.serialize import load_class
+from crewpoint.text import unknown_inputs
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.schema import CrewState, FlowState
@@ -66,8 +73,6 @@ def plan_fork(
 def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, Any] | None = None) -> None:
     """Refuse, with one line, a crew fork that names an input the crew does not know or that would run nothing
     (every task done and no edit changing that): such a fork would make no branch."""
-    from crewpoint.checkpoint.describe import describe
-    from crewpoint.text import unknown_inputs
 
     info = describe(record)
     if not kind_of(info.kind).has_tasks:
@@ -85,8 +90,6 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
 def flow_class(record: CheckpointRecord) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
-    from crewpoint.flow import Flow
-    from crewpoint.serialize import load_class
 
     entity = body_of(record)["entity"]
     path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
@@ -133,7 +136,6 @@ class PreparedRun:
 
 
 def _check_new_branch(store: str, branch: str) -> None:
-    from crewpoint.providers.refs import check_branch
 
     check_branch(branch)
     if any(m.branch == branch for m in _provider(store).list(store, branch)):
@@ -158,7 +160,6 @@ def prepare_run(
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
     has it.
     """
-    from crewpoint.checkpoint.restore_entities import restore
 
     if record is None:
         record = load(ref, location)
@@ -174,8 +175,6 @@ def prepare_run(
     source = record.meta.location or ref
     fork_branch = (branch or "") if fork else None
     if app:
-        from crewpoint.checkpoint.program import load_app
-
         target = load_app(app, kind)
         entity = restore(source, kind, fork_branch=fork_branch, target=target)
     else:

@@ -26,7 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from crewpoint.entities import entity_class, kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.serialize import program_modules, register_program_module
 from crewpoint.text import a_or_an
 
 #: The name a script loaded through ``--app`` gets in ``sys.modules``. Saved paths to its functions and
@@ -162,7 +164,6 @@ def _not_crewpoints(origin: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _find_origin(entity: object) -> dict[str, Any] | None:
-    from crewpoint.serialize import program_modules
 
     for name in program_modules():
         module = sys.modules.get(name)
@@ -187,7 +188,6 @@ def _find_origin(entity: object) -> dict[str, Any] | None:
 
 def _made_by(entity: object) -> dict[str, Any] | None:
     """The module-level factory function (or flow class) that made ``entity``, when there is one."""
-    from crewpoint.serialize import program_modules
 
     cls = type(entity)
     if cls.__name__ not in ("Crew", "Agent"):
@@ -462,7 +462,6 @@ def load_app(spec: str, kind: str) -> Any:
 
 
 def _load_script(path: str) -> Any:
-    from crewpoint.serialize import register_program_module
 
     folder = os.path.dirname(path)
     if folder not in sys.path:
@@ -486,7 +485,6 @@ def _load_script(path: str) -> Any:
 
 
 def _kind_class(kind: str) -> type[Any]:
-    from crewpoint.entities import entity_class
 
     try:
         return entity_class(kind)
@@ -495,7 +493,6 @@ def _kind_class(kind: str) -> type[Any]:
 
 
 def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
-    from crewpoint.entities import kind_of
 
     cls = _kind_class(kind)
     by_class = kind_of(kind).named_by_class  # a flow: the program may name its class, which is made here

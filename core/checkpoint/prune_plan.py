@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from crewpoint.checkpoint.stores import _provider, find_store
+from crewpoint.events import CheckpointPrunedEvent, event_bus
+from crewpoint.providers import is_url, shown_location, split_ref
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
 
@@ -35,9 +37,6 @@ def prune_store(
     if not dry_run:
         provider.clean(store)
         if plan.doomed:
-            from crewpoint.events import CheckpointPrunedEvent, event_bus
-            from crewpoint.providers import shown_location
-
             event_bus.emit(
                 source,
                 CheckpointPrunedEvent(
@@ -53,8 +52,6 @@ def store_named(location: str | None) -> str:
     """The store ``location`` names (None: the one in the current folder); a reference to one checkpoint, or a
     file that is not a store, is refused with one line (a prune deletes only in the store the user named)."""
     import os
-
-    from crewpoint.providers import is_url, split_ref
 
     store = find_store(location)
     if location is None:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from crewpoint.checkpoint.schema import CheckpointBody, load_body, migrate
+from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
 from crewpoint.text import a_or_an
 
@@ -18,7 +19,6 @@ def read_checked(ref: str | Path, checkpoint_id: str | None = None) -> tuple[Che
     A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field,
     before anything acts on it.
     """
-    from crewpoint.providers import provider_for
 
     ref = os.fspath(ref)
     provider = provider_for(ref)

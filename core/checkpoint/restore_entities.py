@@ -12,15 +12,19 @@ from pydantic import ValidationError
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.checkpoint.restore import expect_kind, read_checked
 from crewpoint.checkpoint.schema import CheckpointBody, check_events, owner_of, refused_by_class
+from crewpoint.checkpoint.stores import resolve_id
 from crewpoint.entities import Entity, kind_of
+from crewpoint.events import CheckpointForkedEvent, CheckpointRestoredEvent, event_bus
 from crewpoint.events.record import EventRecord
+from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
+from crewpoint.runtime import RuntimeState
+from crewpoint.serialize import callbacks_trusted
 
 
 def reference_of(config: CheckpointConfig | str | Path) -> str:
     """What ``restore_from`` names, as a reference :func:`read_checked` reads: a file, a folder, ``db#id``, or a
     bare checkpoint id or unique id prefix looked up in the configured location (``./.checkpoints`` by default)."""
-    from crewpoint.checkpoint.stores import resolve_id
 
     if isinstance(config, CheckpointConfig):
         if config.restore_from is None:
@@ -35,14 +39,12 @@ def reference_of(config: CheckpointConfig | str | Path) -> str:
 
 def store_root(meta: CheckpointMeta) -> str:
     """The store that holds the checkpoint ``meta`` describes, as its provider tells."""
-    from crewpoint.providers import provider_for
 
     return provider_for(meta.location).store_of(meta)
 
 
 def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) -> CheckpointConfig:
     """Where a restored run writes: beside the checkpoint it came from, with the run's own triggers."""
-    from crewpoint.providers import provider_for
 
     root = store_root(record.meta)
     provider = provider_for(record.meta.location)
@@ -134,9 +136,6 @@ def restore(
     code; without, the entity is rebuilt from the checkpoint under the trust rule, as ``entity_cls`` (see
     :func:`build_entity`).
     """
-    from crewpoint.events import CheckpointForkedEvent, CheckpointRestoredEvent, event_bus
-    from crewpoint.runtime import RuntimeState
-    from crewpoint.serialize import callbacks_trusted
 
     record, body = read_checked(reference_of(config))
     if body["format"] != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it

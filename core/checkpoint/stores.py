@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound, CheckpointRecord, DamagedCheckpoint
 
 DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
@@ -17,7 +18,6 @@ DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
 
 def _has_scheme(location: str) -> bool:
     """A URL (``postgresql://``) is always its URL's store, never a same-named local path."""
-    from crewpoint.providers import is_url
 
     return is_url(location)
 
@@ -35,7 +35,6 @@ def find_store(location: str | None) -> str:
         raise CheckpointNotFound(
             "no checkpoint store here (looked for ./.checkpoints and ./.checkpoints.db): pass --location PATH"
         )
-    from crewpoint.providers import split_ref
 
     location = os.fspath(location)
     path, _ = split_ref(location)
@@ -46,7 +45,6 @@ def find_store(location: str | None) -> str:
 
 
 def _provider(location: str) -> Any:
-    from crewpoint.providers import provider_for
 
     return provider_for(location)
 
@@ -83,7 +81,6 @@ _PATH_SUFFIXES = (".json", ".db", ".sqlite", ".sqlite3")
 
 def _is_path_ref(ref: str) -> bool:
     """Does ``ref`` name a store or file (rather than an id)? Ids never hold a slash."""
-    from crewpoint.providers import split_ref
 
     path, _ = split_ref(ref)
     if _has_scheme(path) or os.path.lexists(path):
@@ -99,7 +96,6 @@ def resolve_id(location: str | None, ref: str) -> str:
 
     Raises :class:`AmbiguousCheckpoint` or :class:`CheckpointNotFound`.
     """
-    from crewpoint.providers import split_ref
 
     ref = os.fspath(ref).strip()
     if not ref:
@@ -126,7 +122,6 @@ def _ref_of(store: str, meta: CheckpointMeta) -> str:
 
 def _names_a_store(ref: str) -> bool:
     """Is ``ref`` a whole store (a folder, a database, ``memory://name``) rather than one checkpoint?"""
-    from crewpoint.providers import split_ref
 
     path, fragment = split_ref(ref)
     if fragment is not None or not (_has_scheme(path) or os.path.lexists(path)):
@@ -143,6 +138,7 @@ def _names_a_store(ref: str) -> bool:
 def load(ref: str, location: str | None = None) -> CheckpointRecord:
     """Read and migrate one checkpoint: ``ref`` is a file, a folder or database (its latest), ``db#id``, or
     an id or id prefix looked up in ``location``."""
+    # lazy: `checkpoint list` never loads checkpoint.restore, checkpoint.schema
     from crewpoint.checkpoint.restore import load_record
 
     ref = os.fspath(ref)

@@ -109,6 +109,7 @@ class EventBus:
 
     def register(self, target: Target, handler: Handler) -> None:
         if isinstance(target, str):
+            # lazy: crewpoint.events.types imports this module back (cycle)
             from crewpoint.events.types import EVENT_TYPES
 
             if target != "*" and target not in EVENT_TYPES:
@@ -170,6 +171,7 @@ class EventBus:
             return event
         state = None
         if any(s.wants_state for s in subs):
+            # lazy: crewpoint.runtime imports this module back (cycle)
             from crewpoint.runtime import current_state
 
             state = current_state()

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from crewpoint.providers import CheckpointError, provider_kind, provider_named
 from crewpoint.providers.formats import ForeignFork, ForeignRun
+from crewpoint.providers.refs import match_prefix, split_ref
 
 if TYPE_CHECKING:
     from crewpoint.providers.base import BaseProvider
@@ -59,7 +61,6 @@ class CrewAIFormat:
         return self.provider_for(location) is not None
 
     def provider_for(self, location: str) -> BaseProvider | None:
-        from crewpoint.providers import CheckpointError, provider_kind, provider_named
 
         try:
             kind = provider_kind(location)
@@ -68,6 +69,7 @@ class CrewAIFormat:
         return provider_named(kind) if kind in _KINDS else None
 
     def plan_fork(self, body: Mapping[str, Any], inputs: dict[str, Any], outputs: dict[int, str]) -> ForeignFork:
+        # lazy: crewpoint.providers.crewai.fork imports this module back (cycle)
         from crewpoint.providers.crewai.fork import plan_body
 
         return ForeignFork(*plan_body(dict(body), inputs, outputs))
@@ -87,10 +89,11 @@ class CrewAIFormat:
         """A fork is written in CrewAI's format; the user's CrewAI runs it. CrewAI gets a copy whose endpoints
         come from the user's environment (:mod:`crewpoint.providers.crewai.runner`), and the endpoints are said
         first."""
-        from crewpoint.providers.base import CheckpointError
+        # lazy: crewpoint.providers.crewai.fork imports this module back (cycle)
         from crewpoint.providers.crewai.fork import crewai_environment, fork_checkpoint, resume_command
+
+        # lazy: `checkpoint list` never loads providers.crewai.runner
         from crewpoint.providers.crewai.runner import handoff
-        from crewpoint.providers.refs import match_prefix, split_ref
 
         path, ref_id = split_ref(store)
         is_file = os.path.isfile(path) and path.endswith(".json")
@@ -125,6 +128,7 @@ class CrewAIFormat:
                 raise ValueError(f"name the checkpoint to resume in {path}")
             target = match_prefix([m.id for m in metas], wanted, path)
             if is_file:
+                # lazy: `checkpoint list` never loads providers.crewai.common, providers.crewai.json_store
                 from crewpoint.providers.crewai.json_store import store_root
 
                 store = store_root(path)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.providers.crewai.adapter import CREWAI
 from crewpoint.providers.crewai.common import mask_value
 
 
@@ -31,8 +33,6 @@ def crewpoint_id(checkpoint_id: str) -> str:
 
 def copy_store(source: str, target: str) -> CopyReport:
     """Copy every checkpoint of the store ``source`` into the crewpoint store ``target`` (made if missing)."""
-    from crewpoint.providers import provider_for
-    from crewpoint.providers.crewai.adapter import CREWAI
 
     if os.path.abspath(source) == os.path.abspath(target):
         raise CheckpointError("source and target are the same store")

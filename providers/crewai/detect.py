@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+from crewpoint.providers import OPEN_DATABASES, has_sqlite_header
 from crewpoint.providers.refs import split_ref
 
 _known: dict[str, str] = {}
@@ -27,17 +28,18 @@ def crewai_kind(location: str) -> str | None:
 
 
 def _detect(path: str) -> str | None:
-    from crewpoint.providers import OPEN_DATABASES, has_sqlite_header
 
     if os.path.isdir(path):
         if os.path.exists(os.path.join(path, ".index.jsonl")):
             return None  # crewpoint's own JSON store
+        # lazy: `checkpoint list` never loads providers.crewai.common, providers.crewai.json_store
         from crewpoint.providers.crewai.json_store import looks_like_crewai_json_store
 
         return "crewai-json" if looks_like_crewai_json_store(path) else None
     if not os.path.isfile(path):
         return None
     if path.endswith(".json"):
+        # lazy: `checkpoint list` never loads providers.crewai.common, providers.crewai.json_store
         from crewpoint.providers.crewai.json_store import is_crewai_json_file
 
         return "crewai-json" if is_crewai_json_file(path) else None

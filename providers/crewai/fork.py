@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
-from crewpoint.providers.crewai.adapter import FORK_TRIGGER
+from crewpoint.providers.crewai.adapter import CREWAI, FORK_TRIGGER
 from crewpoint.providers.crewai.common import context_ids, main_entity, new_id
+from crewpoint.providers.crewai.detect import crewai_kind
+from crewpoint.providers.crewai.json_store import read_dump as read_file
+from crewpoint.providers.crewai.sqlite_store import _errors, connect
+from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
+from crewpoint.providers.files import fsync_dir
+from crewpoint.providers.json_provider import JsonProvider
 from crewpoint.providers.refs import check_branch, match_prefix, split_ref
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
@@ -192,7 +198,6 @@ def fork_checkpoint(
     outputs: dict[str, str] | None = None,
 ) -> CrewAIFork:
     """Write a fork of the CrewAI checkpoint ``ref`` (an id or prefix; None: the latest) in ``store``."""
-    from crewpoint.providers.crewai.adapter import CREWAI
 
     provider = CREWAI.provider_for(store)
     if provider is None:
@@ -214,12 +219,8 @@ def fork_checkpoint(
         raise CheckpointError(f"branch {name!r} already exists in {path}: choose another name with --branch")
     sqlite = provider.kind == "crewai-sqlite"
     if sqlite:
-        from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
-
         dump = read_row(os.path.abspath(path), source.id, masked=False)
     else:
-        from crewpoint.providers.crewai.json_store import read_dump as read_file
-
         dump = read_file(source.location, masked=False)
         recorded = dump.get("branch")
         recorded = recorded if isinstance(recorded, str) and recorded else "main"
@@ -260,7 +261,6 @@ def _json_store_root(named: str, source: str, branch: str) -> str:
     folders (they must be its recorded branch, under a CrewAI store). Never a folder the branch points at."""
     if os.path.isdir(named):
         return named
-    from crewpoint.providers.crewai.detect import crewai_kind
 
     root = os.path.dirname(os.path.realpath(source))
     for part in reversed(branch.split("/")):
@@ -277,8 +277,6 @@ def _json_store_root(named: str, source: str, branch: str) -> str:
 
 def _write_file(root: str, branch: str, name: str, text: str) -> str:
     """Write ``text`` to ``<root>/<branch>/<name>`` atomically (temp file, fsync, rename), 0600."""
-    from crewpoint.providers.files import fsync_dir
-    from crewpoint.providers.json_provider import JsonProvider
 
     folder = JsonProvider._branch_folder(root, branch, create=True)
     assert folder is not None
@@ -306,7 +304,6 @@ def _write_file(root: str, branch: str, name: str, text: str) -> str:
 
 
 def _insert_row(path: str, checkpoint_id: str, parent_id: str, branch: str, text: str) -> str:
-    from crewpoint.providers.crewai.sqlite_store import _errors, connect
 
     created = checkpoint_id.split("_", 1)[0]
     try:

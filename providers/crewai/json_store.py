@@ -27,6 +27,7 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
 )
 from crewpoint.providers.crewai.common import FILE_RE, parse_json, parse_stamp, to_body
+from crewpoint.providers.crewai.detect import crewai_kind
 from crewpoint.providers.crewai.listing import (
     Entry,
     Facts,
@@ -36,6 +37,7 @@ from crewpoint.providers.crewai.listing import (
 )
 from crewpoint.providers.files import NotRegular, processes_allowed, read_regular
 from crewpoint.providers.refs import split_ref
+from crewpoint.providers.watch import WatchSpec, waiting_spec
 
 if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
@@ -96,7 +98,6 @@ def store_root(path: str) -> str:
     folders (links resolved), never from its recorded branch alone: the folders it lies in must be the parts of
     that branch (``main`` when it records none), under a folder that is a CrewAI JSON store. Raises
     :class:`CheckpointNotFound` when they are not: no folder above the store is ever listed as one."""
-    from crewpoint.providers.crewai.detect import crewai_kind
 
     branch: object = "main"
     try:
@@ -138,7 +139,6 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The store folder, recursively (CrewAI's fork branches nest); any ``.json`` file counts."""
-        from crewpoint.providers.watch import WatchSpec, waiting_spec
 
         path = split_ref(location)[0]
         path = os.path.abspath(os.path.dirname(os.path.dirname(path)) if os.path.isfile(path) else path)

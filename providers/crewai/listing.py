@@ -27,9 +27,10 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from crewpoint.providers.base import CheckpointMeta
-from crewpoint.providers.crewai.common import entity_name, main_entity, mask_text, progress
+from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound
+from crewpoint.providers.crewai.common import entity_name, events_of, main_entity, mask_text, progress
 from crewpoint.providers.files import NotRegular, one_look, open_regular
+from crewpoint.providers.refs import match_prefix
 
 Facts = dict[str, Any]
 CHUNK = 2000
@@ -171,7 +172,6 @@ class LazyListing:
     def pick(self, wanted: str | None, where: str) -> CheckpointMeta | None:
         """The checkpoint ``wanted`` names (an id or a unique prefix), or with None the newest one that is not
         damaged (the newest of all when every one is); None in an empty listing. Reads only what it needs."""
-        from crewpoint.providers.refs import match_prefix
 
         if not self.entries:
             return None
@@ -239,8 +239,6 @@ class ListsLazily:
     def find(self, location: str, prefix: str) -> CheckpointMeta:
         found = self._lazy(location, None).pick(prefix, location)
         if found is None:
-            from crewpoint.providers.base import CheckpointNotFound
-
             raise CheckpointNotFound(f"no checkpoints in {location}")
         return found
 
@@ -348,7 +346,6 @@ def describe_dump(dump: dict[str, Any]) -> Facts:
 
 
 def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str, Any]]:
-    from crewpoint.providers.crewai.common import events_of
 
     return events_of(dump) if entity.get("entity_type") != "crew" else []
 

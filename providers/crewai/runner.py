@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from crewpoint.providers.crewai.json_store import read_dump as read_file
+from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 from crewpoint.providers.refs import split_ref
 
 TRUST_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
@@ -194,10 +196,7 @@ def read_raw(location: str) -> dict[str, Any]:
     """The CrewAI checkpoint at ``location`` (a JSON file or ``db#id``) as saved, keys included."""
     path, checkpoint_id = split_ref(location)
     if checkpoint_id is not None:
-        from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
-
         return read_row(path, checkpoint_id, masked=False)
-    from crewpoint.providers.crewai.json_store import read_dump as read_file
 
     return read_file(path, masked=False)
 

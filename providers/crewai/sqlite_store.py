@@ -39,6 +39,7 @@ from crewpoint.providers.crewai.listing import (
     describe_dump,
 )
 from crewpoint.providers.refs import split_ref
+from crewpoint.providers.watch import WatchSpec, waiting_spec
 
 if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
@@ -139,7 +140,6 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The database file and its WAL or journal."""
-        from crewpoint.providers.watch import WatchSpec, waiting_spec
 
         path = os.path.abspath(split_ref(location)[0])
         if not os.path.exists(path):
