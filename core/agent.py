@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -40,9 +40,6 @@ from crewpoint.serialize import (
 from crewpoint.task import Task, _warn_not_saved
 from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool, tool_from_state
-
-if TYPE_CHECKING:
-    from crewpoint.runtime import RuntimeState
 
 
 class AgentOutput(BaseModel):
@@ -165,7 +162,6 @@ class Agent(BaseModel, CheckpointedEntity):
     # -- running ----------------------------------------------------------------------------------------
     def execute_task(self, task: Task, context: str = "", extra: Sequence[str] = ()) -> str:
         """Do ``task``: emits agent_execution_* events and returns the final answer."""
-
         event_bus.emit(self, AgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id))
         try:
             prompt = [f"Current task: {task.prompt_description}"]

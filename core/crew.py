@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -29,9 +29,6 @@ from crewpoint.runtime import RuntimeState, current_state, running
 from crewpoint.serialize import callable_path, check_savable, load_callable, maker
 from crewpoint.task import Task, TaskOutput, _warn_not_saved
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
-
-if TYPE_CHECKING:
-    from crewpoint.runtime import RuntimeState
 
 
 class CrewOutput(BaseModel):
@@ -367,7 +364,6 @@ class Crew(BaseModel, CheckpointedEntity):
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
         """Rebuild a crew from its saved state, code under the trust rule of :mod:`crewpoint.serialize`."""
-
         agents = [Agent.from_state(a) for a in data.get("agents", [])]
         by_id = {a.id: a for a in agents}
         tasks = [Task.from_state(t, by_id) for t in data.get("tasks", [])]
@@ -439,7 +435,6 @@ class Crew(BaseModel, CheckpointedEntity):
         The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
         matched by name, then position; agents by role. A crew of another shape is refused with one line.
         """
-
         saved_tasks = list(data.get("tasks") or [])
         saved_agents = list(data.get("agents") or [])
         task_order, problem = self._matched_tasks(saved_tasks)

@@ -164,7 +164,6 @@ def is_demo_store(location: str) -> bool:
 
 def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
     """Where the demo writes: ``provider`` when given for a path, else the kind the location names."""
-
     if provider is None or is_url(location):
         return CheckpointConfig(location=location)
     return CheckpointConfig(location=location, provider=provider_named(provider))
@@ -173,7 +172,6 @@ def _demo_config(location: str, provider: str | None) -> CheckpointConfig:
 def seed_demo_store(location: str, provider: str | None = None) -> None:
     """A finished demo run and a fork of its second checkpoint with a shorter outline (branch ``what-if``), stopped
     after its first task as by Ctrl+C: a branch to resume (``e``) or fork (``f``). Written quickly."""
-
     config = _demo_config(location, provider)
     store = config.provider
     if store.kind == "json":

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,9 +33,6 @@ from crewpoint.providers.base import CheckpointError
 from crewpoint.runtime import RuntimeState, current_state, running
 from crewpoint.serialize import class_path
 from crewpoint.text import a_or_an
-
-if TYPE_CHECKING:
-    from crewpoint.runtime import RuntimeState
 
 StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])

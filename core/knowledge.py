@@ -116,7 +116,6 @@ class BaseKnowledgeSource(BaseModel):
 
     def to_state(self) -> dict[str, Any]:
         """The source as JSON data: its class path, fields and passages (what an untrusted restore searches)."""
-
         state: dict[str, Any] = {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
         try:
             state["chunks"] = self.chunks()
@@ -221,7 +220,6 @@ def knowledge_source_from_state(state: dict[str, Any]) -> BaseKnowledgeSource:
     string source comes back as it is and any other source as the passages saved with it
     (:class:`StoredKnowledgeSource`): a checkpoint never makes crewpoint read a file or reach a server.
     """
-
     path = str(state.get("class", ""))
     if callbacks_trusted():
         cls = load_class(path, BaseKnowledgeSource, "knowledge source class")

@@ -163,7 +163,6 @@ class BaseLLM(BaseModel):
 
     def emit_chunk(self, chunk: str) -> None:
         """Emit one ``llm_stream_chunk`` for the call in progress (streaming subclasses use this)."""
-
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
         event_bus.emit(
             self,
@@ -228,7 +227,6 @@ class BaseLLM(BaseModel):
     # -- checkpoints -----------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         """``{"class": "<module>.<QualName>", "fields": {...}}``, JSON-ready, with no secret in it."""
-
         return {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
 
 
@@ -266,7 +264,6 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     offline model), taking the saved model only within the default's family and the saved sampling settings
     only for the same class. Raises ``ValueError`` with a one-line reason.
     """
-
     trusted = callbacks_trusted() if allow_import is None else allow_import
     if data is None:
         return default_llm()

@@ -122,7 +122,6 @@ class RuntimeState:
     def fork(self, branch: str | None = None) -> str:
         """Continue on a new branch: the next checkpoint's parent is the current one. The branch name is
         checked here, before any work (one rule everywhere: :func:`crewpoint.providers.refs.check_branch`)."""
-
         self.branch = check_branch(branch) if branch else new_branch_name()
         return self.branch
 
@@ -262,7 +261,6 @@ class RuntimeState:
         ``keep`` comes only from the running program's configuration: a restored run never reads it from a
         checkpoint (``config_from_state``), so a checkpoint cannot make a run delete anything.
         """
-
         protect = frozenset(p for p in (self.resumed_from, self.written_id, self.checkpoint_id) if p)
         strategy = PruneStrategy(
             keep=keep,
@@ -279,7 +277,6 @@ class RuntimeState:
 
     def _started(self, record: CheckpointRecord, location: str) -> None:
         """``checkpoint_started``: a checkpoint was captured and is on its way to the store."""
-
         event = CheckpointStartedEvent(
             checkpoint_id=record.meta.id,
             location=shown_location(location),
@@ -335,7 +332,6 @@ class RuntimeState:
     @classmethod
     def from_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
         """Read and migrate the checkpoint at ``ref`` (a file, a folder, ``db#id``)."""
-
         return load_record(str(ref))
 
     @classmethod
@@ -534,7 +530,6 @@ class Heartbeat:
 def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
     """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
     copied into new checkpoints."""
-
     problem = stored_branch_problem(branch)
     if problem is None and lineage is not None and not isinstance(lineage, str):
         problem = f"lineage must be text, not {type(lineage).__name__}"

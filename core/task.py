@@ -106,7 +106,6 @@ class Task(BaseModel):
     # -- guardrails -----------------------------------------------------------------------------------
     def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
         """Run the guardrail: a callable returns ``(ok, value_or_error)``; a string is judged by the LLM."""
-
         if self.guardrail is None:
             return True, output
         name = self.guardrail if isinstance(self.guardrail, str) else getattr(self.guardrail, "__name__", "guardrail")
@@ -160,7 +159,6 @@ class Task(BaseModel):
 
         A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
         """
-
         label = str(data.get("name") or clip(data.get("description", ""), 48))
         guardrail: Any = None
         g = data.get("guardrail")

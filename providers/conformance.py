@@ -307,7 +307,6 @@ def bad_records_are_refused_on_write_and_nothing_is_stored(store: Store) -> None
 @check()
 def a_branch_named_before_the_naming_rule_stays_readable(store: Store) -> None:
     """New branches may not hold spaces (fault 9: one naming rule); a store still keeps and lists old ones."""
-
     with raises(CheckpointError, match="invalid branch name"):
         check_branch("a b")
     chain(store, 1, 2, branch="old name")

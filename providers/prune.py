@@ -74,7 +74,6 @@ def fork_roots(metas: Iterable[CheckpointMeta]) -> set[str]:
 def live_checkpoints(metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo], own_run: str | None = None) -> set[str]:
     """Ids a prune must leave alone because a live (or lost) run other than ``own_run`` owns or stands on them: every
     checkpoint of its branch (same lineage and branch) and every ancestor of its newest checkpoint."""
-
     # a lost run (a stale beat from another host) may still be going: its checkpoints are spared too
     others = [r for r in runs if r.run_id != own_run and classify(r) in ("running", "lost")]
     if not others:

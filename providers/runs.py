@@ -97,13 +97,11 @@ def run_from_dict(data: object) -> RunInfo | None:
 
 def write_run(location: str, run: RunInfo) -> None:
     """Record ``run`` in the store at ``location``, through the provider that owns it."""
-
     provider_for(location).write_run(location, run)
 
 
 def read_runs(location: str) -> list[RunInfo]:
     """Every run recorded in the store at ``location``, newest start first (through its provider)."""
-
     try:
         return provider_for(location).read_runs(location)
     except Exception:  # run records are a convenience: a store that cannot tell has none

@@ -771,13 +771,9 @@ class SqliteProvider(BaseProvider):
 
     def watch_spec(self, location: str) -> WatchSpec:
         # lazy: `checkpoint list` never loads providers.watch
-        from crewpoint.providers.watch import WatchSpec, waiting_spec
+        from crewpoint.providers.watch import database_spec
 
-        path = os.path.abspath(split_ref(location)[0])
-        if not os.path.exists(path):
-            return waiting_spec(location, path)
-        names = {path, f"{path}-wal", f"{path}-journal"}
-        return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
+        return database_spec(location)
 
     # inside a transaction
 

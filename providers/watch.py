@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crewpoint.providers.base import StoreChange
+from crewpoint.providers.refs import split_ref
 
 
 def _never(_path: str) -> bool:
@@ -45,6 +46,15 @@ def waiting_spec(location: str, path: str) -> WatchSpec:
     """Watch for a store at ``path`` to appear."""
     prefix = os.path.abspath(path)
     return WatchSpec(location, False, existing_parent(path), False, lambda changed: changed.startswith(prefix))
+
+
+def database_spec(location: str) -> WatchSpec:
+    """A SQLite database file and its WAL or journal; while there is none, the folder it will appear in."""
+    path = os.path.abspath(split_ref(location)[0])
+    if not os.path.exists(path):
+        return waiting_spec(location, path)
+    names = {path, f"{path}-wal", f"{path}-journal"}
+    return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
 
 async def watch_files(

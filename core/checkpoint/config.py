@@ -69,7 +69,6 @@ class CheckpointConfig(BaseModel):
         """With no provider given, the location names its kind of store through the one resolver: a URL
         (``postgresql://``) is its URL's provider, a path ending in ``.db``/``.sqlite``/``.sqlite3`` (or an existing
         SQLite file) is a SQLite store, anything else JSON folders."""
-
         if "provider" not in self.model_fields_set:
             self.provider = writable_provider_for(self.location)
         else:

@@ -32,5 +32,4 @@ def parse_assignments(pairs: list[str] | tuple[str, ...], what: str) -> dict[str
 
 def short(text: Any, width: int = 200) -> str:
     """One line of at most ``width`` characters."""
-
     return clip(text, width)

@@ -73,7 +73,6 @@ def plan_fork(
 def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, Any] | None = None) -> None:
     """Refuse, with one line, a crew fork that names an input the crew does not know or that would run nothing
     (every task done and no edit changing that): such a fork would make no branch."""
-
     info = describe(record)
     if not kind_of(info.kind).has_tasks:
         return
@@ -90,7 +89,6 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
 def flow_class(record: CheckpointRecord) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
-
     entity = body_of(record)["entity"]
     path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
     if not path:
@@ -160,7 +158,6 @@ def prepare_run(
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
     has it.
     """
-
     if record is None:
         record = load(ref, location)
     body = body_of(record)

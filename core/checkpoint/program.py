@@ -188,7 +188,6 @@ def _find_origin(entity: object) -> dict[str, Any] | None:
 
 def _made_by(entity: object) -> dict[str, Any] | None:
     """The module-level factory function (or flow class) that made ``entity``, when there is one."""
-
     cls = type(entity)
     if cls.__name__ not in ("Crew", "Agent"):
         module_name, attr = cls.__module__, cls.__qualname__

@@ -19,7 +19,6 @@ def read_checked(ref: str | Path, checkpoint_id: str | None = None) -> tuple[Che
     A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field,
     before anything acts on it.
     """
-
     ref = os.fspath(ref)
     provider = provider_for(ref)
     record = provider.read(ref, checkpoint_id)

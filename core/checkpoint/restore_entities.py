@@ -25,7 +25,6 @@ from crewpoint.serialize import callbacks_trusted
 def reference_of(config: CheckpointConfig | str | Path) -> str:
     """What ``restore_from`` names, as a reference :func:`read_checked` reads: a file, a folder, ``db#id``, or a
     bare checkpoint id or unique id prefix looked up in the configured location (``./.checkpoints`` by default)."""
-
     if isinstance(config, CheckpointConfig):
         if config.restore_from is None:
             raise CheckpointError("CheckpointConfig(restore_from=...) must name the checkpoint to restore")
@@ -39,13 +38,11 @@ def reference_of(config: CheckpointConfig | str | Path) -> str:
 
 def store_root(meta: CheckpointMeta) -> str:
     """The store that holds the checkpoint ``meta`` describes, as its provider tells."""
-
     return provider_for(meta.location).store_of(meta)
 
 
 def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) -> CheckpointConfig:
     """Where a restored run writes: beside the checkpoint it came from, with the run's own triggers."""
-
     root = store_root(record.meta)
     provider = provider_for(record.meta.location)
     resolved = resolve(saved)
@@ -136,7 +133,6 @@ def restore(
     code; without, the entity is rebuilt from the checkpoint under the trust rule, as ``entity_cls`` (see
     :func:`build_entity`).
     """
-
     record, body = read_checked(reference_of(config))
     if body["format"] != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it
         raise CheckpointError(

@@ -18,7 +18,6 @@ DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
 
 def _has_scheme(location: str) -> bool:
     """A URL (``postgresql://``) is always its URL's store, never a same-named local path."""
-
     return is_url(location)
 
 
@@ -81,7 +80,6 @@ _PATH_SUFFIXES = (".json", ".db", ".sqlite", ".sqlite3")
 
 def _is_path_ref(ref: str) -> bool:
     """Does ``ref`` name a store or file (rather than an id)? Ids never hold a slash."""
-
     path, _ = split_ref(ref)
     if _has_scheme(path) or os.path.lexists(path):
         return True
@@ -96,7 +94,6 @@ def resolve_id(location: str | None, ref: str) -> str:
 
     Raises :class:`AmbiguousCheckpoint` or :class:`CheckpointNotFound`.
     """
-
     ref = os.fspath(ref).strip()
     if not ref:
         raise CheckpointNotFound("empty checkpoint reference")
@@ -122,7 +119,6 @@ def _ref_of(store: str, meta: CheckpointMeta) -> str:
 
 def _names_a_store(ref: str) -> bool:
     """Is ``ref`` a whole store (a folder, a database, ``memory://name``) rather than one checkpoint?"""
-
     path, fragment = split_ref(ref)
     if fragment is not None or not (_has_scheme(path) or os.path.lexists(path)):
         return False

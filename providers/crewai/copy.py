@@ -33,7 +33,6 @@ def crewpoint_id(checkpoint_id: str) -> str:
 
 def copy_store(source: str, target: str) -> CopyReport:
     """Copy every checkpoint of the store ``source`` into the crewpoint store ``target`` (made if missing)."""
-
     if os.path.abspath(source) == os.path.abspath(target):
         raise CheckpointError("source and target are the same store")
     if CREWAI.provider_for(target) is not None:

@@ -198,7 +198,6 @@ def fork_checkpoint(
     outputs: dict[str, str] | None = None,
 ) -> CrewAIFork:
     """Write a fork of the CrewAI checkpoint ``ref`` (an id or prefix; None: the latest) in ``store``."""
-
     provider = CREWAI.provider_for(store)
     if provider is None:
         raise CheckpointError(f"{store}: not a CrewAI checkpoint store")
@@ -277,7 +276,6 @@ def _json_store_root(named: str, source: str, branch: str) -> str:
 
 def _write_file(root: str, branch: str, name: str, text: str) -> str:
     """Write ``text`` to ``<root>/<branch>/<name>`` atomically (temp file, fsync, rename), 0600."""
-
     folder = JsonProvider._branch_folder(root, branch, create=True)
     assert folder is not None
     target = os.path.join(folder, name)

@@ -16,7 +16,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -38,9 +38,6 @@ from crewpoint.providers.crewai.listing import (
 from crewpoint.providers.files import NotRegular, processes_allowed, read_regular
 from crewpoint.providers.refs import split_ref
 from crewpoint.providers.watch import WatchSpec, waiting_spec
-
-if TYPE_CHECKING:
-    from crewpoint.providers.watch import WatchSpec
 
 READ_ONLY = (
     "CrewAI stores are read-only in crewpoint: fork a checkpoint, or copy the store with `crewpoint checkpoint copy`"
@@ -98,7 +95,6 @@ def store_root(path: str) -> str:
     folders (links resolved), never from its recorded branch alone: the folders it lies in must be the parts of
     that branch (``main`` when it records none), under a folder that is a CrewAI JSON store. Raises
     :class:`CheckpointNotFound` when they are not: no folder above the store is ever listed as one."""
-
     branch: object = "main"
     try:
         data = parse_json(read_regular(path, follow=True))
@@ -139,7 +135,6 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The store folder, recursively (CrewAI's fork branches nest); any ``.json`` file counts."""
-
         path = split_ref(location)[0]
         path = os.path.abspath(os.path.dirname(os.path.dirname(path)) if os.path.isfile(path) else path)
         if os.path.isdir(path):

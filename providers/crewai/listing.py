@@ -172,7 +172,6 @@ class LazyListing:
     def pick(self, wanted: str | None, where: str) -> CheckpointMeta | None:
         """The checkpoint ``wanted`` names (an id or a unique prefix), or with None the newest one that is not
         damaged (the newest of all when every one is); None in an empty listing. Reads only what it needs."""
-
         if not self.entries:
             return None
         if wanted is None:

@@ -16,7 +16,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -39,10 +39,7 @@ from crewpoint.providers.crewai.listing import (
     describe_dump,
 )
 from crewpoint.providers.refs import split_ref
-from crewpoint.providers.watch import WatchSpec, waiting_spec
-
-if TYPE_CHECKING:
-    from crewpoint.providers.watch import WatchSpec
+from crewpoint.providers.watch import WatchSpec, database_spec
 
 JSONB_VERSION = (3, 45, 0)
 _WATCHED = 8
@@ -140,12 +137,7 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The database file and its WAL or journal."""
-
-        path = os.path.abspath(split_ref(location)[0])
-        if not os.path.exists(path):
-            return waiting_spec(location, path)
-        names = {path, f"{path}-wal", f"{path}-journal"}
-        return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
+        return database_spec(location)
 
     def _lazy(self, location: str, branch: str | None) -> LazyListing:
         """The table's rows in order (its narrow columns only); facts are read from the JSONB as asked for."""
@@ -199,7 +191,6 @@ def _entries(path: str, rows: builtins.list[Any]) -> builtins.list[Entry]:
 
 def read_dump(path: str, checkpoint_id: str, masked: bool = True) -> dict[str, Any]:
     """One row's ``data`` as a dict; keys masked unless ``masked=False``."""
-
     try:
         with connect(path) as con:
             rows = list(con.execute("SELECT json(data) FROM checkpoints WHERE id = ?", (checkpoint_id,)))
