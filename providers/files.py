@@ -115,6 +115,31 @@ STALE_TEMP_AGE = 3600.0
 """A temporary file of unknown owner older than this is a leftover (an hour: no write takes that long)."""
 
 
+def atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
+    """Write ``data`` to ``folder/name`` by a private temp file renamed over it (fsynced first with ``fsync``)."""
+    temp = os.path.join(folder, temp_name(name))
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, os.path.join(folder, name))
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    return stat
+
+
 def nearest_existing(path: str) -> str:
     """``path`` if something is there (links not followed), else the nearest path above it that exists."""
     current = path

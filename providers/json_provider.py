@@ -57,18 +57,30 @@ from crewpoint.providers.base import (
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
-from crewpoint.providers.files import O_NONBLOCK as _O_NONBLOCK
 from crewpoint.providers.files import NotRegular as _NotRegular
 from crewpoint.providers.files import (
+    atomic_write,
     fsync_dir,
     make_private_dirs,
     nearest_existing,
     probe_file,
     remove_stale_temp_files,
-    temp_name,
 )
 from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
+from crewpoint.providers.json_index import (
+    BRANCH_AT,
+    INDEX,
+    INDEX_FIELDS,
+    POSITIONAL,
+    STORED_FIELDS,
+    append_index,
+    index_line,
+    index_values,
+    load_index,
+    meta_of,
+    rewrite_index,
+)
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import (
     DIGEST_LENGTH,
@@ -83,7 +95,6 @@ from crewpoint.providers.refs import (
 )
 from crewpoint.providers.runs import RunInfo, run_from_dict
 
-INDEX = ".index.jsonl"
 PRUNE_LOCK = ".prune.lock"
 """Held (``flock``) by a prune while it plans and deletes, so two processes never prune one store at once."""
 NAME_RE = re.compile(
@@ -93,8 +104,6 @@ _NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
 _TIME = "%Y%m%dT%H%M%S.%f"
 _HEADER = b'{"meta":'
 _HEAD_BYTES = 4096
-_COMPUTED = ("size", "location", "damaged")
-STORED_FIELDS = tuple(f for f in CheckpointMeta.__dataclass_fields__ if f not in _COMPUTED)
 _ASCII = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -263,12 +272,12 @@ class JsonProvider(BaseProvider):
             remove_stale_temp_files(folder)
         name = file_name(meta)
         try:
-            stat = _atomic_write(folder, name, data, self.fsync)
+            stat = atomic_write(folder, name, data, self.fsync)
             if self.fsync:
                 self._sync_folder(folder)
         except OSError as exc:
             raise CheckpointError(f"cannot write checkpoint {meta.id} to {folder}: {exc.strerror}") from exc
-        _append_index(root, [_index_line(stat.st_size, stat.st_mtime_ns, _values(meta))])
+        append_index(root, [index_line(stat.st_size, stat.st_mtime_ns, index_values(meta))])
         return os.path.join(folder, name)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
@@ -302,12 +311,12 @@ class JsonProvider(BaseProvider):
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
         entries = self._scan(root, branch)
-        index, lines = _load_index(root)
+        index, lines = load_index(root)
         metas: builtins.list[CheckpointMeta] = []
         good: builtins.list[builtins.list[Any]] = []
         fresh: builtins.list[str] = []
         append, keep, lookup = metas.append, good.append, index.get
-        lstat, make, problem = os.lstat, _meta_of, meta_problem
+        lstat, make, problem = os.lstat, meta_of, meta_problem
         for entry in entries:
             folder_branch, path, match = entry
             try:
@@ -318,7 +327,7 @@ class JsonProvider(BaseProvider):
                 continue
             size, mtime = stat.st_size, stat.st_mtime_ns
             cached = lookup(match.group(3))
-            if cached is not None and cached[0] == size and cached[1] == mtime and cached[_BRANCH] == folder_branch:
+            if cached is not None and cached[0] == size and cached[1] == mtime and cached[BRANCH_AT] == folder_branch:
                 try:
                     from_index = make(cached, size, path)
                 except TypeError:
@@ -331,14 +340,14 @@ class JsonProvider(BaseProvider):
             if found.damaged is None and found.branch != folder_branch:
                 found = entry.damaged(_branch_problem(found.branch, folder_branch), size)
             if found.damaged is None:
-                line = [size, mtime, *_values(found)]
+                line = [size, mtime, *index_values(found)]
                 fresh.append(encode_json(line))
                 good.append(line)
             append(found)
         if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
-            _rewrite_index(root, [encode_json(line) for line in good])
+            rewrite_index(root, [encode_json(line) for line in good])
         elif fresh:
-            _append_index(root, fresh)
+            append_index(root, fresh)
         return newest_first(metas)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
@@ -366,9 +375,9 @@ class JsonProvider(BaseProvider):
                 except OSError:
                     continue
         if removed:
-            index, _ = _load_index(root)
+            index, _ = load_index(root)
             remaining = {e.id for e in self._scan(root)}
-            _rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
+            rewrite_index(root, [encode_json(line) for cid, line in index.items() if cid in remaining])
         return removed
 
     @contextmanager
@@ -487,7 +496,7 @@ class JsonProvider(BaseProvider):
         mode = os.lstat(folder).st_mode
         if not S_ISDIR(mode):
             raise CheckpointError(f"{folder} is not a folder (a link or a file): run records are not written")
-        _atomic_write(folder, f"{run.run_id}.json", encode_json(_run_dict(run)).encode("utf-8"), fsync=False)
+        atomic_write(folder, f"{run.run_id}.json", encode_json(_run_dict(run)).encode("utf-8"), fsync=False)
         return True
 
     def read_runs(self, location: str) -> builtins.list[RunInfo]:
@@ -687,30 +696,6 @@ def _inside(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def _atomic_write(folder: str, name: str, data: bytes, fsync: bool) -> os.stat_result:
-    temp = os.path.join(folder, temp_name(name))
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
-            stat = os.fstat(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, os.path.join(folder, name))
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    return stat
-
-
 def _damage(path: str, reason: str) -> DamagedCheckpoint:
     return DamagedCheckpoint(f"{path}: {reason}")
 
@@ -738,7 +723,7 @@ def _meta_from(raw: Any, size: int, location: str, listed: bool = False) -> Chec
     without the body's length and digest (see :func:`_recorded_length`)."""
     if not isinstance(raw, dict):
         raise ValueError("JSON, but not a crewpoint checkpoint (its meta is not an object)")
-    if listed and _POSITIONAL:
+    if listed and POSITIONAL:
         try:  # the usual case, a header this provider wrote: every field there, taken in order
             args: tuple[Any, ...] = (*[raw[k] for k in INDEX_FIELDS], size, location)
             meta = CheckpointMeta(*args)
@@ -888,104 +873,3 @@ def _recorded_length(raw: dict[str, Any]) -> int | None:
 
 _TAIL = b"}}\n"
 """How every checkpoint file ends (its body, then the outer object)."""
-
-
-# The index: a cache of metadata. A header line names the fields; then one JSON array per checkpoint file,
-# [size, mtime_ns, *stored metadata values]. Lines that do not parse are skipped (the file's header is read).
-
-_DIGEST_FIELDS = ("body_length", "digest")
-INDEX_FIELDS = tuple(f for f in STORED_FIELDS if f not in _DIGEST_FIELDS)
-"""What the index keeps of each file: its metadata but the body's length and digest, which only a read uses
-(a listing checks a file's size against its header when it reads the header, and indexes only files that pass)."""
-INDEX_VERSION = 2
-"""Version 2 indexes only files whose size matched their header's body length when indexed; an index of an
-earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
-_INDEX_HEADER = encode_json({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS})
-_ID = 2 + INDEX_FIELDS.index("id")
-_BRANCH = 2 + INDEX_FIELDS.index("branch")
-_POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(INDEX_FIELDS)]
-
-
-def _values(meta: CheckpointMeta) -> list[Any]:
-    return [getattr(meta, f) for f in INDEX_FIELDS]
-
-
-def _meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
-    if _POSITIONAL:
-        args: tuple[Any, ...] = (*line[2:], size, location)
-        return CheckpointMeta(*args)
-    return CheckpointMeta(**dict(zip(INDEX_FIELDS, line[2:], strict=True)), size=size, location=location)
-
-
-def _index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
-    return encode_json([size, mtime_ns, *values])
-
-
-def _load_index(root: str) -> tuple[dict[str, list[Any]], int]:
-    """``{id: [size, mtime_ns, *values]}`` and the number of lines read."""
-    try:
-        data = _read_regular(os.path.join(root, INDEX), follow=False)
-    except (OSError, _NotRegular):
-        return {}, 0
-    data = data.strip(b"\n")
-    if not data:
-        return {}, 0
-    try:
-        items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
-    except (ValueError, RecursionError):
-        items = list(_each_line(data.split(b"\n")))
-    out: dict[str, list[Any]] = {}
-    width = 2 + len(INDEX_FIELDS)
-    for item in items:
-        if isinstance(item, list):
-            if len(item) == width and isinstance(item[0], int) and isinstance(item[1], int):
-                out[item[_ID]] = item
-        elif (
-            not isinstance(item, dict)
-            or item.get("fields") != list(INDEX_FIELDS)
-            or item.get("crewpoint_index") != INDEX_VERSION
-        ):
-            return {}, len(items)
-    return out, len(items)
-
-
-def _each_line(lines: list[bytes]) -> Iterator[Any]:
-    for line in lines:
-        try:
-            yield json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-
-
-def _append_index(root: str, lines: list[str]) -> None:
-    try:
-        fd = os.open(
-            os.path.join(root, INDEX),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW | _O_NONBLOCK,
-            0o600,
-        )
-    except OSError:
-        return  # a link (never followed out of the store) or no write access: the index is only a cache
-    try:
-        if not S_ISREG(os.fstat(fd).st_mode):
-            return
-        if os.fstat(fd).st_size == 0:
-            os.fchmod(fd, 0o600)
-            lines = [_INDEX_HEADER, *lines]
-        os.write(fd, _lines_bytes(lines))
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _rewrite_index(root: str, lines: list[str]) -> None:
-    try:
-        _atomic_write(root, INDEX, _lines_bytes([_INDEX_HEADER, *lines]), fsync=False)
-    except OSError:
-        pass
-
-
-def _lines_bytes(lines: list[str]) -> bytes:
-    # A lone surrogate in metadata: backslashreplace writes it as the JSON escape that reads back exactly.
-    return "".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace")

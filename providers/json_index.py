@@ -1,0 +1,122 @@
+"""The JSON store's index: ``<store>/.index.jsonl``, a cache of the metadata of its checkpoint files.
+
+A header line names the fields; then one JSON array per checkpoint file, ``[size, mtime_ns, *stored metadata
+values]``. Lines that do not parse are skipped (the file's header is read instead). The index is only a cache:
+deleting it costs one slower listing, and a failed write of it is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from stat import S_ISREG
+from typing import Any
+
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.files import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, NotRegular, atomic_write, read_regular
+
+INDEX = ".index.jsonl"
+_COMPUTED = ("size", "location", "damaged")
+STORED_FIELDS = tuple(f for f in CheckpointMeta.__dataclass_fields__ if f not in _COMPUTED)
+"""The metadata a checkpoint file's header records (all but what a listing computes)."""
+
+_DIGEST_FIELDS = ("body_length", "digest")
+INDEX_FIELDS = tuple(f for f in STORED_FIELDS if f not in _DIGEST_FIELDS)
+"""What the index keeps of each file: its metadata but the body's length and digest, which only a read uses
+(a listing checks a file's size against its header when it reads the header, and indexes only files that pass)."""
+INDEX_VERSION = 2
+"""Version 2 indexes only files whose size matched their header's body length when indexed; an index of an
+earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
+_INDEX_HEADER = encode_json({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS})
+_ID = 2 + INDEX_FIELDS.index("id")
+BRANCH_AT = 2 + INDEX_FIELDS.index("branch")
+"""Where an index line holds the branch its file was listed under."""
+POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(INDEX_FIELDS)]
+"""Whether the index's fields are ``CheckpointMeta``'s first fields in order, so a line builds one positionally."""
+
+
+def index_values(meta: CheckpointMeta) -> list[Any]:
+    return [getattr(meta, f) for f in INDEX_FIELDS]
+
+
+def meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
+    if POSITIONAL:
+        args: tuple[Any, ...] = (*line[2:], size, location)
+        return CheckpointMeta(*args)
+    return CheckpointMeta(**dict(zip(INDEX_FIELDS, line[2:], strict=True)), size=size, location=location)
+
+
+def index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
+    return encode_json([size, mtime_ns, *values])
+
+
+def load_index(root: str) -> tuple[dict[str, list[Any]], int]:
+    """``{id: [size, mtime_ns, *values]}`` and the number of lines read."""
+    try:
+        data = read_regular(os.path.join(root, INDEX), follow=False)
+    except (OSError, NotRegular):
+        return {}, 0
+    data = data.strip(b"\n")
+    if not data:
+        return {}, 0
+    try:
+        items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
+    except (ValueError, RecursionError):
+        items = list(_each_line(data.split(b"\n")))
+    out: dict[str, list[Any]] = {}
+    width = 2 + len(INDEX_FIELDS)
+    for item in items:
+        if isinstance(item, list):
+            if len(item) == width and isinstance(item[0], int) and isinstance(item[1], int):
+                out[item[_ID]] = item
+        elif (
+            not isinstance(item, dict)
+            or item.get("fields") != list(INDEX_FIELDS)
+            or item.get("crewpoint_index") != INDEX_VERSION
+        ):
+            return {}, len(items)
+    return out, len(items)
+
+
+def _each_line(lines: list[bytes]) -> Iterator[Any]:
+    for line in lines:
+        try:
+            yield json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+
+
+def append_index(root: str, lines: list[str]) -> None:
+    try:
+        fd = os.open(
+            os.path.join(root, INDEX),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+            0o600,
+        )
+    except OSError:
+        return  # a link (never followed out of the store) or no write access: the index is only a cache
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return
+        if os.fstat(fd).st_size == 0:
+            os.fchmod(fd, 0o600)
+            lines = [_INDEX_HEADER, *lines]
+        os.write(fd, _lines_bytes(lines))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def rewrite_index(root: str, lines: list[str]) -> None:
+    try:
+        atomic_write(root, INDEX, _lines_bytes([_INDEX_HEADER, *lines]), fsync=False)
+    except OSError:
+        pass
+
+
+def _lines_bytes(lines: list[str]) -> bytes:
+    # A lone surrogate in metadata: backslashreplace writes it as the JSON escape that reads back exactly.
+    return "".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace")
