@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import OPEN_DATABASES, has_sqlite_header
 from crewpoint.providers.base import (
@@ -37,7 +37,6 @@ from crewpoint.providers.base import (
     CheckpointNotFound,
     CheckpointRecord,
     DamagedCheckpoint,
-    UnsupportedSchema,
     meta_from_row,
     meta_row,
     walk_parents,
@@ -52,51 +51,24 @@ from crewpoint.providers.files import (
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
+from crewpoint.providers.sqlite_schema import MIGRATIONS as MIGRATIONS  # the schema's names, importable here too
+from crewpoint.providers.sqlite_schema import (
+    SCHEMA_VERSION,
+    Conn,
+    Db,
+    immediate,
+    migrate,
+    settle_version,
+    snapshot,
+)
+from crewpoint.providers.sqlite_schema import Migration as Migration
+from crewpoint.providers.sqlite_schema import read_schema_version as read_schema_version
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from crewpoint.providers import chunks
     from crewpoint.providers.watch import WatchSpec
 
 
-class Db(Protocol):
-    """What the provider needs of a connection: sqlite-utils' ``Database``, or :class:`_Conn` for reads."""
-
-    conn: sqlite3.Connection
-
-    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor: ...
-
-    def table_names(self) -> builtins.list[str]: ...
-
-    def close(self) -> None: ...
-
-
-class _Conn:
-    """The few calls that reading a store needs, straight on sqlite3, so that opening a store to list or read
-    it does not import sqlite-utils (60 ms of a command's start). Creating and migrating use sqlite-utils."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
-        return self.conn.execute(sql, parameters if parameters is not None else ())
-
-    def table_names(self) -> builtins.list[str]:
-        return [row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def _database(db: Db) -> Database:
-    """A sqlite-utils ``Database`` over the same connection."""
-    from sqlite_utils import Database
-
-    return db if not isinstance(db, _Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
-
-
-SCHEMA_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 _SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints"
@@ -122,149 +94,7 @@ _INSERT = (
 _inherited: list[sqlite3.Connection] = []
 
 
-def _schema_v1(db: Database) -> None:
-    columns = {
-        "id": str,
-        "parent_id": str,
-        "branch": str,
-        "lineage": str,
-        "sequence": int,
-        "created_at": float,
-        "trigger": str,
-        "entity_kind": str,
-        "entity_name": str,
-        "tasks_done": int,
-        "tasks_total": int,
-        "schema_version": int,
-        "version": str,
-        "size": int,
-    }
-    db.table("checkpoints").create(
-        columns,
-        pk="id",
-        not_null=[c for c in columns if c != "parent_id"],
-    )
-    checkpoints = db.table("checkpoints")
-    checkpoints.create_index(["lineage", "branch", "sequence"])
-    checkpoints.create_index(["branch"])
-    checkpoints.create_index(["parent_id"])
-    db.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, manifest BLOB NOT NULL) WITHOUT ROWID")
-    db.execute("CREATE TABLE chunks (hash BLOB PRIMARY KEY, data BLOB NOT NULL)")
-    db.execute("CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID")
-
-
 _RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
-
-
-def _schema_v2(db: Database) -> None:
-    """Run records (heartbeats) live in the store, written through the provider's own connection (a v1 store
-    may already hold this table: earlier versions added it beside the schema). An index by time serves
-    ``list --limit``; ``order`` in ``schema_meta`` records whether a clock ever stepped back within a run's
-    branch (then only a full listing orders it right)."""
-    db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_time ON checkpoints (created_at, sequence, id)")
-    db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    stepped = db.execute(
-        "SELECT 1 FROM checkpoints a JOIN checkpoints b ON a.lineage = b.lineage AND a.branch = b.branch"
-        " AND a.sequence < b.sequence AND a.created_at >= b.created_at LIMIT 1"
-    ).fetchone()
-    order = "stepped" if stepped is not None else "by-time"
-    db.execute("INSERT OR IGNORE INTO schema_meta (key, value) VALUES ('order', ?)", [order])
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
-        "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, "
-        "checkpoint_id TEXT)"
-    )
-
-
-def _schema_v3(db: Database) -> None:
-    """Each checkpoint records its body's length and digest: the length and sha256 of its manifest (whose
-    chunks are each named by their own sha256), so a read tells a whole body from an altered one. Rows
-    written before have 0 and '' (not recorded) and still read."""
-    db.execute("ALTER TABLE checkpoints ADD COLUMN body_length INTEGER NOT NULL DEFAULT 0")
-    db.execute("ALTER TABLE checkpoints ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
-
-
-Migration = Callable[["Database"], None]
-# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3)
-
-
-def read_schema_version(db: Db) -> int | None:
-    """The store's schema version; 0 for an empty database; ``None`` if it is some other database.
-
-    Only reads: nothing is written to a database before it is known to be a crewpoint store.
-    """
-    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
-    if "schema_meta" not in names:
-        return 0 if not names else None
-    row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        return None
-    try:
-        return int(row[0])
-    except ValueError:
-        return None
-
-
-def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
-    """Bring the store up to ``len(migrations)`` in one transaction; return the version reached."""
-    target = len(migrations)
-    with _immediate(db):
-        version = read_schema_version(db)
-        if version is None:
-            raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
-        _refuse_newer(path, version, target)
-        full = _database(db) if version < target else db
-        for step in migrations[version:]:
-            step(full)  # type: ignore[arg-type]
-        if version < target:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            db.execute(
-                "INSERT INTO schema_meta (key, value) VALUES ('schema_version', ?), ('store', 'crewpoint')"
-                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [str(target)],
-            )
-    return max(version, target)
-
-
-def _settle_version(db: Db, path: str) -> int:
-    """The store's schema version; refuses other and newer databases. Reading never migrates (an older store
-    is read as it is, so a store in a read-only folder still opens); the first write migrates it."""
-    version = read_schema_version(db)
-    if version is None:
-        raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
-    _refuse_newer(path, version, SCHEMA_VERSION)
-    return version
-
-
-def _refuse_newer(path: str, version: int, known: int) -> None:
-    if version > known:
-        raise UnsupportedSchema(
-            f"{path} uses crewpoint SQLite schema v{version}, this crewpoint knows up to v{known}:"
-            " upgrade crewpoint to open it"
-        )
-
-
-@contextmanager
-def _immediate(db: Db) -> Iterator[None]:
-    """A write transaction that takes the write lock up front (waiting up to the busy timeout)."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.conn.rollback()
-        raise
-    db.conn.execute("COMMIT")
-
-
-@contextmanager
-def _snapshot(db: Db) -> Iterator[None]:
-    """A read transaction: every query inside sees the same state of the database."""
-    db.conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        db.conn.rollback()
 
 
 def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -359,7 +189,7 @@ class SqliteProvider(BaseProvider):
                 self._stores[key] = store
             if store.version == 0 and not create:
                 # An empty database another process may have set up since: look again.
-                store.version = self._guard(path, lambda: _settle_version(store.db, path))
+                store.version = self._guard(path, lambda: settle_version(store.db, path))
             if create and store.read_only is not None:
                 raise CheckpointError(f"cannot write to {path}: {store.read_only}")
             if create and store.version < SCHEMA_VERSION:
@@ -400,10 +230,10 @@ class SqliteProvider(BaseProvider):
             conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, check_same_thread=False)
         OPEN_DATABASES.add(os.path.abspath(path))
         try:
-            db = _Conn(conn)
+            db = Conn(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             # Is it a crewpoint store? Asked before anything is written: a foreign database is never changed.
-            version = _settle_version(db, path)
+            version = settle_version(db, path)
             if read_only is None:
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode = wal")
@@ -456,7 +286,7 @@ class SqliteProvider(BaseProvider):
         row = meta_row(meta.with_(size=parts.size, body_length=len(parts.manifest), digest=digest))
         with self._use(path, create=True) as store:
             db = store.db
-            with _immediate(db):
+            with immediate(db):
                 self._delete(db, [meta.id])
                 self._put_chunks(db, parts)
                 db.execute(_INSERT, row)
@@ -484,7 +314,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return []
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
                 order = None
                 if store.version >= 2:
                     order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
@@ -499,7 +329,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
                 order = None
                 if store.version >= 2:
                     order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
@@ -532,7 +362,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 raise CheckpointNotFound(f"no checkpoints in {path}")
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
                 if wanted is None:
                     latest = self._latest(db, path, None)
                     if latest is None:
@@ -576,7 +406,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return []
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
 
                 def lookup(wanted: str) -> CheckpointMeta | None:
                     row = db.execute(_SELECT_META + " WHERE id = ?", [wanted]).fetchone()
@@ -624,7 +454,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return super().find(location, prefix)
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
                 full = match_prefix(_ids_from(db, prefix), prefix, location)
                 row = db.execute(_ONE_META, [full]).fetchone()
                 if row is None:  # not possible inside one read transaction; said plainly all the same
@@ -648,7 +478,7 @@ class SqliteProvider(BaseProvider):
                 return 0
             if store.read_only is not None:
                 raise CheckpointError(f"cannot delete from {path}: {store.read_only}")
-            with _immediate(store.db):
+            with immediate(store.db):
                 return self._delete(store.db, wanted)
 
     def prune(self, location: str, strategy: PruneStrategy, dry_run: bool = False) -> PrunePlan:
@@ -659,7 +489,7 @@ class SqliteProvider(BaseProvider):
                 return strategy.plan([])
             if store.read_only is not None:
                 raise CheckpointError(f"cannot prune {path}: {store.read_only}")
-            with _immediate(store.db):
+            with immediate(store.db):
                 metas = _sound_bodies(store.db, self._list(store.db, path, None), store.version)
                 plan = strategy.plan(metas, _runs(store.db))
                 if plan.doomed and not dry_run:
@@ -679,7 +509,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return 0
             db = store.db
-            with _immediate(db):
+            with immediate(db):
                 children: dict[bytes, set[bytes]] = {}
                 for digest, data in db.execute("SELECT hash, data FROM chunks"):
                     children[bytes(digest)] = chunks.children_of(zlib.decompress(data))
@@ -712,7 +542,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0:
                 return {"checkpoints": 0, "chunks": 0, "chunk_bytes": 0, "manifest_bytes": 0}
             db = store.db
-            with _snapshot(db):
+            with snapshot(db):
                 n_checkpoints = db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
                 n_chunks, chunk_bytes = db.execute("SELECT count(*), total(length(data)) FROM chunks").fetchone()
                 manifest_bytes = db.execute("SELECT total(length(manifest)) FROM bodies").fetchone()
@@ -758,7 +588,7 @@ class SqliteProvider(BaseProvider):
             return False  # the store is made by the first checkpoint, not by a run record
         values = [getattr(run, c) for c in _RUN_COLUMNS]
         with self._use(path, create=True) as store:
-            with _immediate(store.db):
+            with immediate(store.db):
                 store.db.execute(
                     f"INSERT OR REPLACE INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({_marks(len(values))})", values
                 )
@@ -780,7 +610,7 @@ class SqliteProvider(BaseProvider):
     @staticmethod
     def _list(db: Db, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
         if not db.conn.in_transaction:  # the rows and their body rows, as one state of the store
-            with _snapshot(db):
+            with snapshot(db):
                 return SqliteProvider._list(db, path, branch)
         sound = _sound_ids(db)
         if branch is None:

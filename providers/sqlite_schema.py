@@ -1,0 +1,201 @@
+"""The SQLite store's schema: its tables, the migration chain between versions, and the transactions and
+connection type the store's reads and writes run in (:mod:`crewpoint.providers.sqlite_provider`).
+
+Reading never migrates: an older store is read as it is, and the first write brings it up to
+:data:`SCHEMA_VERSION` in one transaction. A newer store is refused; a database that is no crewpoint store is left
+untouched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from crewpoint.providers.base import CheckpointError, UnsupportedSchema
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+
+class Db(Protocol):
+    """What the provider needs of a connection: sqlite-utils' ``Database``, or :class:`Conn` for reads."""
+
+    conn: sqlite3.Connection
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor: ...
+
+    def table_names(self) -> builtins.list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class Conn:
+    """The few calls that reading a store needs, straight on sqlite3, so that opening a store to list or read
+    it does not import sqlite-utils (60 ms of a command's start). Creating and migrating use sqlite-utils."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        return self.conn.execute(sql, parameters if parameters is not None else ())
+
+    def table_names(self) -> builtins.list[str]:
+        return [row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def database(db: Db) -> Database:
+    """A sqlite-utils ``Database`` over the same connection."""
+    from sqlite_utils import Database
+
+    return db if not isinstance(db, Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
+
+
+SCHEMA_VERSION = 3
+
+
+def _schema_v1(db: Database) -> None:
+    columns = {
+        "id": str,
+        "parent_id": str,
+        "branch": str,
+        "lineage": str,
+        "sequence": int,
+        "created_at": float,
+        "trigger": str,
+        "entity_kind": str,
+        "entity_name": str,
+        "tasks_done": int,
+        "tasks_total": int,
+        "schema_version": int,
+        "version": str,
+        "size": int,
+    }
+    db.table("checkpoints").create(
+        columns,
+        pk="id",
+        not_null=[c for c in columns if c != "parent_id"],
+    )
+    checkpoints = db.table("checkpoints")
+    checkpoints.create_index(["lineage", "branch", "sequence"])
+    checkpoints.create_index(["branch"])
+    checkpoints.create_index(["parent_id"])
+    db.execute("CREATE TABLE bodies (id TEXT PRIMARY KEY, manifest BLOB NOT NULL) WITHOUT ROWID")
+    db.execute("CREATE TABLE chunks (hash BLOB PRIMARY KEY, data BLOB NOT NULL)")
+    db.execute("CREATE TABLE chunk_refs (hash BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID")
+
+
+def _schema_v2(db: Database) -> None:
+    """Run records (heartbeats) live in the store, written through the provider's own connection (a v1 store
+    may already hold this table: earlier versions added it beside the schema). An index by time serves
+    ``list --limit``; ``order`` in ``schema_meta`` records whether a clock ever stepped back within a run's
+    branch (then only a full listing orders it right)."""
+    db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_time ON checkpoints (created_at, sequence, id)")
+    db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    stepped = db.execute(
+        "SELECT 1 FROM checkpoints a JOIN checkpoints b ON a.lineage = b.lineage AND a.branch = b.branch"
+        " AND a.sequence < b.sequence AND a.created_at >= b.created_at LIMIT 1"
+    ).fetchone()
+    order = "stepped" if stepped is not None else "by-time"
+    db.execute("INSERT OR IGNORE INTO schema_meta (key, value) VALUES ('order', ?)", [order])
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at REAL, "
+        "last_beat REAL, status TEXT, branch TEXT, lineage TEXT, entity_kind TEXT, entity_name TEXT, "
+        "checkpoint_id TEXT)"
+    )
+
+
+def _schema_v3(db: Database) -> None:
+    """Each checkpoint records its body's length and digest: the length and sha256 of its manifest (whose
+    chunks are each named by their own sha256), so a read tells a whole body from an altered one. Rows
+    written before have 0 and '' (not recorded) and still read."""
+    db.execute("ALTER TABLE checkpoints ADD COLUMN body_length INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE checkpoints ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+
+
+Migration = Callable[["Database"], None]
+# MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3)
+
+
+def read_schema_version(db: Db) -> int | None:
+    """The store's schema version; 0 for an empty database; ``None`` if it is some other database.
+
+    Only reads: nothing is written to a database before it is known to be a crewpoint store.
+    """
+    names = [n for n in db.table_names() if not n.startswith("sqlite_")]
+    if "schema_meta" not in names:
+        return 0 if not names else None
+    row = db.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except ValueError:
+        return None
+
+
+def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the store up to ``len(migrations)`` in one transaction; return the version reached."""
+    target = len(migrations)
+    with immediate(db):
+        version = read_schema_version(db)
+        if version is None:
+            raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
+        refuse_newer(path, version, target)
+        full = database(db) if version < target else db
+        for step in migrations[version:]:
+            step(full)  # type: ignore[arg-type]
+        if version < target:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute(
+                "INSERT INTO schema_meta (key, value) VALUES ('schema_version', ?), ('store', 'crewpoint')"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [str(target)],
+            )
+    return max(version, target)
+
+
+def settle_version(db: Db, path: str) -> int:
+    """The store's schema version; refuses other and newer databases. Reading never migrates (an older store
+    is read as it is, so a store in a read-only folder still opens); the first write migrates it."""
+    version = read_schema_version(db)
+    if version is None:
+        raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
+    refuse_newer(path, version, SCHEMA_VERSION)
+    return version
+
+
+def refuse_newer(path: str, version: int, known: int) -> None:
+    if version > known:
+        raise UnsupportedSchema(
+            f"{path} uses crewpoint SQLite schema v{version}, this crewpoint knows up to v{known}:"
+            " upgrade crewpoint to open it"
+        )
+
+
+@contextmanager
+def immediate(db: Db) -> Iterator[None]:
+    """A write transaction that takes the write lock up front (waiting up to the busy timeout)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.rollback()
+        raise
+    db.conn.execute("COMMIT")
+
+
+@contextmanager
+def snapshot(db: Db) -> Iterator[None]:
+    """A read transaction: every query inside sees the same state of the database."""
+    db.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.conn.rollback()
