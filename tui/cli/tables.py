@@ -23,6 +23,16 @@ def format_time(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
+def _minute_prefix(minute: int) -> str | None:
+    """``YYYY-MM-DD HH:MM:`` of the local minute that begins at UTC second ``minute * 60``, when every second of
+    it reads as that minute plus the second (the zone's offset is whole minutes and does not change within it);
+    else ``None`` (such a second is formatted on its own)."""
+    start, end = time.localtime(minute * 60), time.localtime(minute * 60 + 59)
+    if start.tm_sec != 0 or end.tm_sec != 59 or start.tm_gmtoff != end.tm_gmtoff:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:", start)
+
+
 ID_WIDTH = 12
 """Characters of crewpoint's ids a table shows: unique enough, and a prefix every command takes."""
 CELL_WIDTH = 48
@@ -84,6 +94,8 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
     """:func:`table_row` of each of ``metas``, the cells a listing repeats (branch, trigger, entity) made once
     per value, crewpoint's own ids without a check (the same cells, faster on a big listing)."""
     texts: dict[str, str] = {}
+    sizes: dict[int, str] = {}  # a listing's sizes repeat: each is formatted once
+    minutes: dict[int, str | None] = {}  # a listing's times share minutes: each minute is formatted once
     native = _hex_is_native()
     hexdigits, full, width = _HEX, _NATIVE_LENGTH, ID_WIDTH
     rows: list[list[str]] = []
@@ -113,9 +125,21 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
         label = texts.get(entity)
         if label is None:
             label = texts[entity] = cell_text(entity)
-        when = format_time(meta.created_at)
+        created = meta.created_at
+        if created:  # not damaged: a time from 0 to the year 10000, so int() is its second
+            second = int(created)
+            minute = second // 60
+            prefix = minutes.get(minute, "")
+            if prefix == "":
+                prefix = minutes[minute] = _minute_prefix(minute)
+            when = f"{prefix}{second % 60:02d}" if prefix is not None else format_time(created)
+        else:
+            when = "-"
+        size = sizes.get(meta.size)
+        if size is None:
+            size = sizes[meta.size] = format_size(meta.size)
         progress = f"{meta.tasks_done}/{meta.tasks_total}"
-        rows.append([ident, when, shown, parent, done, label, progress, format_size(meta.size)])
+        rows.append([ident, when, shown, parent, done, label, progress, size])
     return rows
 
 

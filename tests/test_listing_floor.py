@@ -1,0 +1,51 @@
+"""A listing's cells made once per value (times by their minute, sizes by their value) read as made one by one."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.cli.tables import format_time, table_rows
+
+ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Africa/Monrovia", "Europe/Amsterdam", "Australia/Lord_Howe"]
+
+_CHECK = """
+import random, sys
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.cli.tables import format_time, table_rows
+rng = random.Random(7)
+times = [rng.uniform(1, 4e9) for _ in range(3000)] + [rng.uniform(0, 2.5e8) for _ in range(3000)]
+times += [1711846800 + i * 0.7 for i in range(-300, 300)] + [1.0, 59.999, 60.0, 63072000.5]
+metas = [CheckpointMeta("a" * 32, None, "main", "l", 1, t, "x", size=int(t) % 5000) for t in times]
+for t, row in zip(times, table_rows(metas)):
+    if row[1] != format_time(t):
+        sys.exit(f"{t!r}: {row[1]} != {format_time(t)}")
+print(len(times))
+"""
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_times_in_a_table_read_as_each_formatted_alone(zone: str) -> None:
+    """Every time zone, those whose offset is not whole minutes (Monrovia before 1972) and those that change
+    it (a daylight-saving switch in the sample) included: the table's time cell is the time formatted alone."""
+    env = {**os.environ, "TZ": zone}
+    done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "6604"
+
+
+def test_sizes_and_a_zero_time_in_a_table() -> None:
+    rng = random.Random(3)
+    sizes = [rng.choice([0, 1, 1023, 1024, 26053, 5 * 2**20]) for _ in range(200)]
+    metas = [CheckpointMeta("b" * 32, None, "main", "l", 1, 0.0 if s == 1 else 1e9, "x", size=s) for s in sizes]
+    rows = table_rows(metas)
+    assert [row[7] for row in rows] == [
+        ("0 B", "1 B", "1023 B", "1.0 KiB", "25.4 KiB", "5.0 MiB")[[0, 1, 1023, 1024, 26053, 5 * 2**20].index(s)]
+        for s in sizes
+    ]
+    assert [row[1] for row in rows] == ["-" if s == 1 else format_time(1e9) for s in sizes]
