@@ -18,6 +18,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import branch_problem
+from crewpoint.text import clip
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
@@ -42,8 +43,6 @@ def default_branch_name(now: float | None = None) -> str:
 
 
 def short(text: str, limit: int = 160) -> str:
-    from crewpoint.text import clip
-
     return clip(visible(" ".join(text.split()), one_line=True), limit)
 
 

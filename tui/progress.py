@@ -17,7 +17,11 @@ import threading
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from crewpoint.checkpoint.ops import short
 from crewpoint.entities import kind_of
+from crewpoint.events import event_bus
+from crewpoint.flow import to_jsonable
+from crewpoint.providers.refs import short_id
 from crewpoint.text import clip
 from crewpoint.tui import run_protocol as protocol
 from crewpoint.tui.progress_view import ProgressView
@@ -58,7 +62,6 @@ def result_text(result: Any) -> Any:
     raw = getattr(result, "raw", None)
     if isinstance(raw, str):
         return raw
-    from crewpoint.flow import to_jsonable
 
     return to_jsonable(result)
 
@@ -78,8 +81,6 @@ class RunProgress:
         self._taken: str | None = None
 
     def __enter__(self) -> RunProgress:
-        from crewpoint.events import event_bus
-
         self._printer = threading.Thread(target=self._drain, name="crewpoint-progress", daemon=True)
         self._printer.start()
         self._taken = self.run.latest_id
@@ -89,8 +90,6 @@ class RunProgress:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        from crewpoint.events import event_bus
-
         event_bus.off(self._on_event)
         self.close()
 
@@ -132,8 +131,6 @@ class RunProgress:
 
     def record(self, event: BaseEvent) -> ProgressRecord:
         """The summary of ``event``."""
-        from crewpoint.checkpoint.ops import short
-
         out: dict[str, Any] = {"event": event.type}
         task_id = event.task_id
         name = getattr(event, "task_name", None) or getattr(event, "method_name", None)
@@ -321,8 +318,6 @@ def _quiet_stdout(stream: IO[str]) -> None:
 
 def _shown_id(checkpoint_id: str) -> str:
     """An id as the command line shows it (the one rule: :func:`crewpoint.providers.refs.short_id`)."""
-    from crewpoint.providers.refs import short_id
-
     return short_id(checkpoint_id, 12, typeable=True)
 
 

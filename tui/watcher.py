@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from textual.message_pump import MessagePump
 
+from crewpoint.providers import provider_for
 from crewpoint.tui.messages import StoreChanged
 
 
@@ -24,8 +25,6 @@ async def follow_store(
 ) -> None:
     """Post :class:`StoreChanged` to ``target`` whenever the store at ``location`` changes, until ``stop``;
     ``ready`` is called once the watch is in place (a change made before it is not reported)."""
-    from crewpoint.providers import provider_for
-
     stop = stop or asyncio.Event()
     async for change in provider_for(location).watch(location, stop, debounce_ms, ready):
         target.post_message(StoreChanged(location, runs_only=change.runs_only))

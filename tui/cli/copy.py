@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from crewpoint.providers import is_url
+from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.formats import copy_store
 from crewpoint.tui.cli.errors import bad_input, emit_json
 from crewpoint.tui.cli.root import checkpoint
 
@@ -22,8 +25,8 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     what is new. Keys (api_key values and key-looking strings) are masked on the way. CrewAI ids become
     crewpoint ids with '-' for '_'.
     """
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.formats import copy_store
 
     with bad_input(ctx):
         store = ops.store_named(source)
@@ -52,9 +55,6 @@ def _refuse_inside(store: str, target: str) -> None:
     """A copy never writes into the store it reads (the copy would be copied again, and its files pruned or
     listed as the source's): a target that is the source, or inside it, is refused."""
     import os
-
-    from crewpoint.providers import is_url
-    from crewpoint.providers.base import CheckpointError
 
     if is_url(store) or is_url(target):
         if store == target:

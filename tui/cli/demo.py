@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.providers import shown_location
 from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, fail
 from crewpoint.tui.cli.root import main
 
@@ -37,6 +38,7 @@ def demo(
 ) -> None:
     """Run the bundled example crew and flow on the offline model, checkpointing as they go. With --live the
     slow run takes about a minute (--delay sets the seconds per model call)."""
+    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import LIVE_DELAY, run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
@@ -46,6 +48,7 @@ def demo(
     if live:
         _live_demo(location, provider, delay or LIVE_DELAY, force=force)
         return
+    # lazy: the event bus loads the event catalogue; only a demo run listens to it
     from crewpoint.events import CheckpointFailedEvent, event_bus
 
     lost: list[str] = []
@@ -70,7 +73,7 @@ def demo(
         click.echo(output.raw)
         click.echo()
     click.echo(f"== triage flow\n{flow_result}")
-    from crewpoint.providers import shown_location
+    # lazy: masking is needed only when a demo checkpoint was lost
     from crewpoint.providers.masking import mask_in
 
     if lost:  # the runs finished, but not every checkpoint reached the store
@@ -84,6 +87,7 @@ def _clear_demo_location(location: str, force: bool) -> None:
     anything else only with ``force``."""
     import shutil
 
+    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import is_demo_store
 
     if os.path.islink(location):
@@ -126,6 +130,7 @@ def start_live_demo(
     crew's start) lands while the app opens."""
     import subprocess
 
+    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import seed_demo_store
 
     _clear_demo_location(location, force)
@@ -140,6 +145,7 @@ def _live_demo(location: str, provider: str | None, delay: float, *, force: bool
     """The demo store, the slow run writing into it, and the app watching it all; the run stops with the app."""
     child = start_live_demo(location, provider, delay, force=force)
     try:
+        # lazy: the app loads textual; only the commands that open it import it
         from crewpoint.tui.app import make_app
 
         make_app(location).run()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.providers.files import looking_once
 from crewpoint.tui.cli.errors import bad_input, emit_json
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -103,8 +104,8 @@ def _show(value: Any) -> str:
 @click.pass_context
 def diff(ctx: click.Context, first: str, second: str, location: str | None, as_json: bool) -> None:
     """Compare two checkpoints: inputs, task statuses and outputs, flow state and method outputs."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.files import looking_once
 
     with bad_input(ctx), looking_once():  # reads only: each store is looked at once
         where = location_of(ctx, location)

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
+from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.visible import visible
 
@@ -45,8 +46,6 @@ def wants_traceback(ctx: click.Context) -> bool:
 @contextmanager
 def bad_input(ctx: click.Context) -> Iterator[None]:
     """Errors a user can meet become one line on stderr and exit 2 (a traceback with ``--debug``)."""
-    from crewpoint.providers.base import CheckpointError
-
     try:
         yield
     except BrokenPipeError:  # the reader went away: not the user's input (the root group ends quietly)
@@ -58,8 +57,6 @@ def bad_input(ctx: click.Context) -> Iterator[None]:
 def emit_json(data: Any) -> None:
     """JSON on stdout; the characters JSON leaves as they are but a terminal acts on (DEL, C1 controls, bidi and other
     format characters, line and paragraph separators) are written as ``\\u`` escapes."""
-    from crewpoint.tui.visible import visible
-
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     if visible(text) == text:
         click.echo(text)

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.checkpoint import stores as ops
 from crewpoint.entities import kind_of
+from crewpoint.providers.base import CheckpointError, CheckpointNotFound, DamagedCheckpoint
+from crewpoint.providers.files import allow_processes, looking_once
+from crewpoint.providers.runs import read_runs
 from crewpoint.text import clip
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
@@ -25,6 +29,8 @@ from crewpoint.tui.cli.tables import (
     table_rows,
     written_by,
 )
+from crewpoint.tui.diagnostics import no_checkpoints
+from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -47,11 +53,6 @@ def list_command(
     Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
     the run that wrote it (live, done, interrupted, crashed, failed; - when unknown).
     """
-    from crewpoint.checkpoint import stores as ops  # not checkpoint.ops: a listing reads no body, so no schema
-    from crewpoint.providers.base import CheckpointNotFound
-    from crewpoint.providers.files import allow_processes
-    from crewpoint.tui.diagnostics import no_checkpoints
-
     allow_processes()  # a CrewAI store listed the first time is read by two processes
     where = location_of(ctx, location_arg)
     with bad_input(ctx):
@@ -101,8 +102,6 @@ def _chunks(items: Iterator[CheckpointMeta], size: int) -> Iterator[list[Checkpo
 
 
 def _runs(store: str) -> list[Any]:
-    from crewpoint.providers.runs import read_runs
-
     try:
         return read_runs(store)
     except Exception:  # run records only add a column
@@ -121,8 +120,6 @@ class _Statuses:
         an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
 
     def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
-        from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex
-
         index = StoreIndex.build(chunk, "", self.runs)
         out: dict[str, str] = {}
         claims = self.claims
@@ -233,8 +230,8 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 
     A folder or database shows its latest checkpoint; an id (or unique prefix) is looked up in --location.
     """
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.files import looking_once
 
     with bad_input(ctx), looking_once():  # reads only: each store is looked at once
         where = location_of(ctx, location)
@@ -254,8 +251,8 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 def _lone_problem(record: Any) -> str | None:
     """Why ``record`` (a checkpoint file) lies in no store, or None when it does: such a file is shown without
     ancestry, and resume and fork refuse it (they write only into the store a checkpoint lies in)."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.base import CheckpointError, DamagedCheckpoint
 
     try:
         ops.store_of(record)

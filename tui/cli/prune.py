@@ -50,6 +50,7 @@ def prune(
     --force the checkpoints another branch forks from and the first checkpoint of each fork.
     --dry-run answers exactly as the real prune would, and deletes nothing.
     """
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     if keep is None and older_than is None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from crewpoint.providers.base import CheckpointNotFound
 from crewpoint.tui.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -20,6 +21,7 @@ from crewpoint.tui.cli.errors import (
     wants_traceback,
 )
 from crewpoint.tui.cli.locations import LOCATION_HELP
+from crewpoint.tui.diagnostics import no_checkpoints
 
 
 class _Main(click.Group):
@@ -115,9 +117,8 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
     if ctx.invoked_subcommand is not None:
         return
     with bad_input(ctx):
+        # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
         from crewpoint.checkpoint.ops import find_store
-        from crewpoint.providers.base import CheckpointNotFound
-        from crewpoint.tui.diagnostics import no_checkpoints
 
         try:
             store = find_store(location)
@@ -126,6 +127,7 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
                 fail(no_checkpoints(location))
             raise
     try:
+        # lazy: the app loads textual; only the commands that open it import it
         from crewpoint.tui.app import make_app
     except ImportError as exc:
         fail_from(ctx, f"the terminal app cannot start: {one_line(exc)}", EXIT_FAILED)

@@ -11,10 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.entities import kind_of
+from crewpoint.providers import split_ref
+from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.formats import format_of_store
 from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, fail_from, one_line
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
 from crewpoint.tui.cli.tables import cli_id
+from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
@@ -51,8 +56,13 @@ def _run(
     app: str | None = None,
     dry_run: bool = False,
 ) -> None:
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
+
+    # lazy: finding the user's program loads the engine; only resume and fork run one
     from crewpoint.checkpoint.program import is_demo_checkpoint, project_app
+
+    # lazy: run progress loads the event catalogue; only resume and fork draw it
     from crewpoint.tui.progress import make_progress, result_text
 
     where = location_of(ctx, location)
@@ -75,6 +85,7 @@ def _run(
             full = ops.resolve_id(where, ref)
             record = ops.load(full, where)
             if is_demo_checkpoint(record):  # the bundled demo's crew, tools and flow: for its own checkpoints only
+                # lazy: importing the bundled demo registers its crew, tools and flow for its own checkpoints
                 import crewpoint.demo  # noqa: F401
             new_outputs = {ops.resolve_task(record, key): text for key, text in edits.items()}
             prepared = ops.prepare_run(
@@ -88,6 +99,7 @@ def _run(
                 app=app,
             )
             if fork:
+                # lazy: fork planning loads the body schema; only a fork plans
                 from crewpoint.checkpoint.plan import check_fork
 
                 check_fork(record, prepared.plan, new_inputs)
@@ -124,8 +136,6 @@ def _run(
         click.echo(f"interrupted; resume with: {hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if progress != "json":
-        from crewpoint.tui.visible import visible
-
         text = result_text(result)  # it can hold outputs read from the checkpoint: escapes are shown, not sent
         click.echo(visible(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)))
     state = prepared.state if prepared is not None else None
@@ -136,9 +146,6 @@ def _run(
 
 def _print_plan(prepared: PreparedRun, app: str | None) -> None:
     """What a resume or fork would do: the checkpoint, the store it writes to, the program and the tasks it runs."""
-    from crewpoint.entities import kind_of
-    from crewpoint.tui.visible import visible
-
     source = prepared.source
     verb = "fork" if prepared.fork else "resume"
     branch = "a new branch (named when it starts)" if prepared.fork and not prepared.branch else prepared.branch
@@ -162,10 +169,8 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
 def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
     """The format and store of ``ref`` (an id in ``where``, a file or ``db#id``) when it is another tool's
     checkpoint store (CrewAI's), or None for crewpoint's own."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers import split_ref
-    from crewpoint.providers.base import CheckpointError
-    from crewpoint.providers.formats import format_of_store
 
     path = split_ref(ref)[0]
     candidate = ref if os.path.exists(path) else None
@@ -194,6 +199,7 @@ def _foreign_run(
 
     With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
     ``checkpoint`` event, and the tool's own output follows line by line."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     streaming = progress == "json"
@@ -236,8 +242,8 @@ def _foreign_run(
 
 def _found_by_default(store: str) -> bool:
     """Would ``crewpoint checkpoint`` find ``store`` without ``--location``?"""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.base import CheckpointError
 
     try:
         return os.path.abspath(ops.find_store(None)) == os.path.abspath(store)

@@ -46,6 +46,7 @@ def serve(
     Each browser gets its own app on the store: every screen, key and dialog, live refresh and run status.
     Listens on 127.0.0.1 unless --host says otherwise (with a warning). Exit 2 on a bad token or a busy port.
     """
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     with bad_input(ctx):
@@ -53,6 +54,7 @@ def serve(
         store = store if "://" in store else os.path.abspath(store)  # the app processes may start elsewhere
         read_only = read_only or bool((ctx.parent.params if ctx.parent else {}).get("read_only"))
         try:
+            # lazy: textual-serve is optional; a missing one is a one-line error
             from crewpoint.tui.serve import check_token, exposure_warning, serve_app
         except ImportError as exc:
             fail_from(ctx, f"serving the app needs textual-serve: {one_line(exc)}", EXIT_FAILED)

@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 
+from crewpoint.checkpoint.program import AppError, app_file
 from crewpoint.tui.visible import visible
 
 
@@ -72,8 +73,6 @@ class AppField(Vertical):
         if not spec:
             return None
         if self.checked_spec != spec:
-            from crewpoint.checkpoint.program import AppError, app_file
-
             try:
                 app_file(spec)
             except AppError as exc:
@@ -88,8 +87,6 @@ class AppField(Vertical):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="app-file")
     def _check(self, spec: str) -> None:
-        from crewpoint.checkpoint.program import AppError, app_file
-
         file, error = None, None
         if spec:
             try:
