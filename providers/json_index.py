@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from stat import S_ISREG
 from typing import Any
 
-from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.base import CheckpointMeta, new_meta
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, NotRegular, atomic_write, read_regular
 
@@ -43,8 +43,7 @@ def index_values(meta: CheckpointMeta) -> list[Any]:
 
 def meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
     if POSITIONAL:
-        args: tuple[Any, ...] = (*line[2:], size, location)
-        return CheckpointMeta(*args)
+        return new_meta(*line[2:], size, location)
     return CheckpointMeta(**dict(zip(INDEX_FIELDS, line[2:], strict=True)), size=size, location=location)
 
 

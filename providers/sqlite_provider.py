@@ -49,7 +49,7 @@ from crewpoint.providers.files import (
     temp_name,
 )
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
-from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, split_ref
+from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, meta_problem, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
 from crewpoint.providers.sqlite_schema import MIGRATIONS as MIGRATIONS  # the schema's names, importable here too
 from crewpoint.providers.sqlite_schema import (
@@ -617,7 +617,15 @@ class SqliteProvider(BaseProvider):
             rows = db.execute(_LIST_META).fetchall()
         else:
             rows = db.execute(_LIST_META + " WHERE c.branch = ?", [branch]).fetchall()
-        return newest_first(_checked_meta(db, row, path, sound) for row in rows)
+        metas: builtins.list[CheckpointMeta] = []
+        append, make, problem_of = metas.append, meta_from_row, meta_problem
+        for row in rows:  # what _checked_meta does, inline for the usual row (sound, its body row there)
+            meta = make(row, f"{path}#{row[0]}")
+            if problem_of(meta) is None and row[0] in sound:
+                append(meta)
+            else:
+                append(_checked_meta(db, row, path, sound))
+        return newest_first(metas)
 
     @staticmethod
     def _meta(db: Db, path: str, checkpoint_id: str) -> CheckpointMeta:
