@@ -1,4 +1,4 @@
-"""A long file of the engine or the stores says in ARCHITECTURE.md why it is still one job."""
+"""A long production file (engine, stores, command line, app) says in ARCHITECTURE.md why it is still one job."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ LIMIT = 500
 def _long_files() -> set[str]:
     return {
         path.relative_to(ROOT).as_posix()
-        for folder in ("core", "providers")
+        for folder in ("core", "providers", "tui", "screens")
         for path in (ROOT / folder).rglob("*.py")
         if len(path.read_text(encoding="utf-8").splitlines()) > LIMIT
     }
@@ -25,7 +25,7 @@ def _explained() -> set[str]:
     return {name for row in rows for name in re.findall(r"`([\w/]+\.py)`", row.split(" | ")[0])}
 
 
-def test_every_long_engine_or_store_file_has_a_line_saying_why() -> None:
+def test_every_long_file_has_a_line_saying_why() -> None:
     assert _long_files() - _explained() == set()
 
 

@@ -2,13 +2,13 @@
 
 Labels are drawn from the current :class:`StoreIndex` at render time, so a refresh swaps the index and adds or
 removes only the nodes that changed; the cursor stays on the same checkpoint. A branch's checkpoints are added
-when the branch is first expanded, so a store of any size opens at once.
+when the branch is first expanded, so a store of any size opens at once. What each line says is worded by
+:mod:`crewpoint.tui.widgets.tree_labels`.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,11 +22,7 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta
-from crewpoint.providers.refs import short_id
-from crewpoint.tui.diagnostics import plural
-from crewpoint.tui.render import STATE_MARKS, attach_gaps, format_time, problem_of
 from crewpoint.tui.store_index import (
     CheckpointRef,
     EntityKey,
@@ -36,19 +32,13 @@ from crewpoint.tui.store_index import (
     Segment,
     SegmentRef,
     StoreIndex,
-    progress_text,
-    run_label,
 )
-from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.tree_labels import TreeLabels, hidden_runs
 
 Node = TreeNode[NodeRef]
 
 TOGGLE = Style.from_meta({"toggle": True})
 """Clicking the expand icon opens or closes the node (as in Textual's own tree)."""
-
-VISIBLE_RUNS = 100
-"""Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
-thousands of runs paints at once."""
 
 
 class CheckpointTree(Tree[NodeRef]):
@@ -84,6 +74,7 @@ class CheckpointTree(Tree[NodeRef]):
         meta: CheckpointMeta
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        self._words = TreeLabels(self)  # before the tree's own set-up, which draws the root's label
         super().__init__("checkpoints", id=id, classes=classes)
         self.show_root = False
         self.guide_depth = 2
@@ -97,9 +88,7 @@ class CheckpointTree(Tree[NodeRef]):
         self._by_ref: dict[NodeRef, Node] = {}
         self._filled: set[str] = set()
         self._labels: dict[NodeRef, Text] = {}
-        self._now = time.time()
-        self._branch_runs: Counter[tuple[EntityKey, str]] = Counter()
-        self._branch_runs_of: StoreIndex | None = None
+        self.now = time.time()
         self._unfolded: set[OlderRef] = set()
         self._after_drawn: list[Callable[[], object]] = []
         self._before_filter: tuple[set[NodeRef], set[NodeRef]] | None = None
@@ -125,7 +114,7 @@ class CheckpointTree(Tree[NodeRef]):
             if not index.query and self._before_filter is not None:
                 restore, self._before_filter = self._before_filter, None
         self.index = index
-        self._now = time.time()
+        self.now = time.time()
         self._labels.clear()
         if rebuilt:
             self._rebuild()
@@ -211,7 +200,7 @@ class CheckpointTree(Tree[NodeRef]):
 
     def tick(self) -> None:
         """Re-evaluate what is live (labels depend on the clock)."""
-        self._now = time.time()
+        self.now = time.time()
         self._labels.clear()
         self._relabel()
 
@@ -259,7 +248,7 @@ class CheckpointTree(Tree[NodeRef]):
         for entity, keys in self.index.entities.items():
             entity_node = self.root.add("", EntityRef(*entity), expand=True)
             self._by_ref[EntityRef(*entity)] = entity_node
-            hidden = self._hidden(keys)
+            hidden = hidden_runs(keys)
             if hidden:
                 older = OlderRef(*entity)
                 self._by_ref[older] = entity_node.add("", older, expand=False, allow_expand=True)
@@ -272,11 +261,6 @@ class CheckpointTree(Tree[NodeRef]):
                     node.expand()
                     self._fill(node, segment)
 
-    @staticmethod
-    def _hidden(keys: list[str]) -> int:
-        """How many of an entity's runs (oldest first) start folded."""
-        return max(0, len(keys) - VISIBLE_RUNS)
-
     def _unfold(self, entity: EntityKey) -> None:
         """Add the folded older runs of ``entity`` under their node."""
         older = OlderRef(*entity)
@@ -285,7 +269,7 @@ class CheckpointTree(Tree[NodeRef]):
             return
         self._unfolded.add(older)
         keys = self.index.entities.get(entity, [])
-        for key in keys[: self._hidden(keys)]:
+        for key in keys[: hidden_runs(keys)]:
             if SegmentRef(key) not in self._by_ref:
                 self._add_segment(node, key)
 
@@ -326,7 +310,7 @@ class CheckpointTree(Tree[NodeRef]):
                 entity_node = self._by_ref[entity_ref] = self.root.add("", entity_ref, expand=True)
             older = self._by_ref.get(OlderRef(*entity))
             hidden = (
-                set(keys[: self._hidden(keys)])
+                set(keys[: hidden_runs(keys)])
                 if older is not None and OlderRef(*entity) not in self._unfolded
                 else set()
             )
@@ -441,88 +425,9 @@ class CheckpointTree(Tree[NodeRef]):
         icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
         return Text.assemble((icon, base_style + TOGGLE), shown)
 
-    def _style(self, name: str) -> Style:
+    def label_style(self, name: str) -> Style:
+        """The style of one of the tree's component classes (``muted``, ``live``, ``marked`` ...)."""
         return self.get_component_rich_style(f"checkpoint-tree--{name}", partial=True)
 
     def _label_for(self, data: NodeRef | None) -> Text:
-        return attach_gaps(self._make_label(data))
-
-    def _make_label(self, data: NodeRef | None) -> Text:
-        if isinstance(data, EntityRef):
-            return self._entity_label(data)
-        if isinstance(data, OlderRef):
-            keys = self.index.entities.get((data.kind, data.name), [])
-            return Text(f"… {self._hidden(keys):,} older runs", self._style("muted"))
-        if isinstance(data, SegmentRef):
-            segment = self.index.segments.get(data.key)
-            return self._segment_label(segment) if segment is not None else Text("")
-        if isinstance(data, CheckpointRef):
-            meta = self.index.metas.get(data.id)
-            return self._checkpoint_label(meta) if meta is not None else Text(short_id(data.id))
-        return Text("checkpoints")
-
-    def _runs_on_branch(self, segment: Segment) -> int:
-        """How many top-level runs of the segment's entity share its branch (counted once per index)."""
-        if self._branch_runs_of is not self.index:
-            counts: Counter[tuple[EntityKey, str]] = Counter()
-            for entity, keys in self.index.entities.items():
-                for key in keys:
-                    counts[(entity, self.index.segments[key].branch)] += 1
-            self._branch_runs, self._branch_runs_of = counts, self.index
-        return self._branch_runs[(segment.entity, segment.branch)]
-
-    def _entity_label(self, data: EntityRef) -> Text:
-        """``crew research-crew  2 runs · 3 branches · 11 ckpt``: runs counted as runs (lineages), branches as
-        branch names."""
-        segments = [s for s in self.index.segments.values() if s.entity == (data.kind, data.name)]
-        count = sum(len(s.metas) for s in segments)
-        runs = len({s.lineage for s in segments})
-        branches = len({s.branch for s in segments})
-        return Text.assemble(
-            (visible(data.kind, one_line=True), self._style("muted")),
-            " ",
-            (visible(data.name, one_line=True), "bold"),
-            (
-                f"  {plural(runs, 'run')} · {plural(branches, 'branch', 'branches')} · {count:,} ckpt",
-                self._style("muted"),
-            ),
-        )
-
-    def _segment_label(self, segment: Segment) -> Text:
-        """What matters most first, since a narrow tree cuts the end: the branch, how its run stands, its
-        progress; then which run it is (when its branch has several) and its checkpoint count."""
-        text = Text.assemble(
-            ("⎇ ", self._style("branch")), (visible(segment.branch, one_line=True), self._style("branch"))
-        )
-        state = "running" if self.runs_here(segment) else self.index.state_of(segment, self._now)
-        if state in STATE_MARKS:
-            mark, style = STATE_MARKS[state]
-            text.append(" ")
-            text.append(mark, self._style(style))
-        head = segment.head
-        if head.tasks_total:
-            done, kind = head.tasks_done, kind_of(head.entity_kind)
-            text.append(f" {kind.count(done)}" if kind.open_ended else f" {done}/{head.tasks_total}")
-        if segment.source_id is None and self._runs_on_branch(segment) > 1 and segment.lineage:
-            text.append(f" run {run_label(segment.lineage)}", self._style("muted"))
-        text.append(f" {len(segment.metas)} ckpt", self._style("muted"))
-        return text
-
-    def _checkpoint_label(self, meta: CheckpointMeta) -> Text:
-        text = Text()
-        if meta.id == self.marked:
-            text.append("◆ ", self._style("marked"))
-        if meta.id in self.edited:
-            text.append("✎ ", self._style("marked"))
-        problem = problem_of(meta)
-        if problem is not None:
-            text.append("✗ ", self._style("damaged"))
-            text.append(short_id(meta.id), self._style("damaged"))
-            text.append(visible(f"  {problem}", one_line=True), self._style("damaged"))
-            return text
-        if meta.tasks_total:  # what matters most first: a narrow tree cuts the end of a label
-            text.append(f"{progress_text(meta)}  ")
-        text.append(format_time(meta.created_at, self._now), self._style("muted"))
-        text.append(f"  {short_id(meta.id)}  ", self._style("muted"))
-        text.append(visible(meta.trigger or "?", one_line=True))
-        return text
+        return self._words.label(data)
