@@ -53,6 +53,7 @@ from crewpoint.providers.base import (
     CheckpointNotFound,
     CheckpointRecord,
     DamagedCheckpoint,
+    new_meta,
 )
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
@@ -316,7 +317,7 @@ class JsonProvider(BaseProvider):
         good: builtins.list[builtins.list[Any]] = []
         fresh: builtins.list[str] = []
         append, keep, lookup = metas.append, good.append, index.get
-        lstat, make, problem = os.lstat, meta_of, meta_problem
+        lstat, make, problem, positional = os.lstat, new_meta, meta_problem, POSITIONAL
         for entry in entries:
             folder_branch, path, match = entry
             try:
@@ -326,10 +327,10 @@ class JsonProvider(BaseProvider):
             if not S_ISREG(stat.st_mode):
                 continue
             size, mtime = stat.st_size, stat.st_mtime_ns
-            cached = lookup(match.group(3))
+            cached = lookup(match[3])
             if cached is not None and cached[0] == size and cached[1] == mtime and cached[BRANCH_AT] == folder_branch:
-                try:
-                    from_index = make(cached, size, path)
+                try:  # meta_of, without its call for the usual index (its fields are the class's first ones)
+                    from_index = make(*cached[2:], size, path) if positional else meta_of(cached, size, path)
                 except TypeError:
                     from_index = None
                 if from_index is not None and problem(from_index) is None:
