@@ -94,18 +94,19 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
     """:func:`table_row` of each of ``metas``, the cells a listing repeats (branch, trigger, entity) made once
     per value, crewpoint's own ids without a check (the same cells, faster on a big listing)."""
     texts: dict[str, str] = {}
+    labels: dict[tuple[str, str], str] = {}  # (entity kind, name) → its cell
     sizes: dict[int, str] = {}  # a listing's sizes repeat: each is formatted once
     minutes: dict[int, str | None] = {}  # a listing's times share minutes: each minute is formatted once
     native = _hex_is_native()
     hexdigits, full, width = _HEX, _NATIVE_LENGTH, ID_WIDTH
     rows: list[list[str]] = []
+    add = rows.append
     for meta in metas:
         if meta.damaged:
-            rows.append(table_row(meta))
+            add(table_row(meta))
             continue
         # the cells of :func:`_cells`; the time, progress and size are plain by their making
         ident, parent, branch, trigger = meta.id, meta.parent_id, meta.branch, meta.trigger
-        entity = entity_label(meta.entity_kind, meta.entity_name)
         if native and len(ident) == full and not ident.strip(hexdigits):
             ident = ident[:width]
         else:
@@ -122,9 +123,10 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
         done = texts.get(trigger)
         if done is None:
             done = texts[trigger] = cell_text(trigger)
-        label = texts.get(entity)
+        entity = (meta.entity_kind, meta.entity_name)
+        label = labels.get(entity)
         if label is None:
-            label = texts[entity] = cell_text(entity)
+            label = labels[entity] = cell_text(entity_label(*entity))
         created = meta.created_at
         if created:  # not damaged: a time from 0 to the year 10000, so int() is its second
             second = int(created)
@@ -139,7 +141,7 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
         if size is None:
             size = sizes[meta.size] = format_size(meta.size)
         progress = f"{meta.tasks_done}/{meta.tasks_total}"
-        rows.append([ident, when, shown, parent, done, label, progress, size])
+        add([ident, when, shown, parent, done, label, progress, size])
     return rows
 
 
