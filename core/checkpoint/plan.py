@@ -7,17 +7,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.describe import describe
-from crewpoint.checkpoint.program import load_app
 from crewpoint.checkpoint.restore import body_of
-from crewpoint.checkpoint.restore_entities import restore
 from crewpoint.checkpoint.schema import CheckpointBody
 from crewpoint.checkpoint.stores import _provider, load, store_of
 from crewpoint.entities import entity_class, kind_of
-from crewpoint.flow import Flow
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 from crewpoint.providers.formats import format_of
 from crewpoint.providers.refs import check_branch
-from crewpoint.serialize import load_class
 from crewpoint.text import unknown_inputs
 
 if TYPE_CHECKING:
@@ -89,6 +85,12 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
 def flow_class(record: CheckpointRecord) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
+    # lazy: info loads no entity classes (pydantic)
+    from crewpoint.flow import Flow
+
+    # lazy: info loads no entity classes (pydantic)
+    from crewpoint.serialize import load_class
+
     entity = body_of(record)["entity"]
     path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
     if not path:
@@ -158,6 +160,9 @@ def prepare_run(
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
     has it.
     """
+    # lazy: info loads no entity classes (pydantic)
+    from crewpoint.checkpoint.restore_entities import restore
+
     if record is None:
         record = load(ref, location)
     body = body_of(record)
@@ -172,6 +177,9 @@ def prepare_run(
     source = record.meta.location or ref
     fork_branch = (branch or "") if fork else None
     if app:
+        # lazy: only --app loads a program
+        from crewpoint.checkpoint.program import load_app
+
         target = load_app(app, kind)
         entity = restore(source, kind, fork_branch=fork_branch, target=target)
     else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from crewpoint.checkpoint.stores import _provider, find_store
-from crewpoint.events import CheckpointPrunedEvent, event_bus
 from crewpoint.providers import is_url, shown_location, split_ref
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
@@ -37,6 +36,9 @@ def prune_store(
     if not dry_run:
         provider.clean(store)
         if plan.doomed:
+            # lazy: info loads no events (pydantic)
+            from crewpoint.events import CheckpointPrunedEvent, event_bus
+
             event_bus.emit(
                 source,
                 CheckpointPrunedEvent(

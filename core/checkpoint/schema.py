@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from crewpoint.events.types import parse_event
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 
 if TYPE_CHECKING:
@@ -667,6 +666,9 @@ def check_events(body: CheckpointBody, source: str) -> None:
     """Check each event against its event class, as a run does before it takes the history on; a field the
     class refuses is named as ``events.<n>.<field>``."""
     from pydantic import ValidationError
+
+    # lazy: info and list load no event classes (pydantic)
+    from crewpoint.events.types import parse_event
 
     for i, event in enumerate(body["events"]):
         try:
