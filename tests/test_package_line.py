@@ -37,6 +37,27 @@ def test_list_shows_status_without_loading_the_apps_widgets_screens_or_textual(t
     assert out.stdout.splitlines()[-1] == "loaded: []"
 
 
+def test_info_and_list_load_no_pydantic_event_or_entity_class(tmp_path: Path) -> None:
+    """Reading a checkpoint's metadata and body needs neither the event catalogue nor the crew classes: both pull in
+    pydantic, which would make every ``info`` and ``list`` start slower."""
+    make_store()
+    for argv in (["checkpoint", "list"], ["checkpoint", "info"]):
+        code = (
+            "import sys\n"
+            "from crewpoint.tui.cli import main\n"
+            "try:\n"
+            f"    main({argv!r})\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n"
+            "heavy = ('pydantic', 'crewpoint.events.base', 'crewpoint.crew', 'crewpoint.flow', 'crewpoint.agent')\n"
+            "print('loaded:', sorted(m for m in sys.modules if m in heavy))\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "research-crew" in out.stdout  # it did read the store
+        assert out.stdout.splitlines()[-1] == "loaded: []", argv
+
+
 @pytest.mark.parametrize("module", ["crewpoint.tui.store_index", "crewpoint.tui.render", "crewpoint.tui.progress"])
 def test_status_and_render_helpers_load_no_textual(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))"
