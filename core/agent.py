@@ -8,38 +8,22 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
-from crewpoint.events import (
-    AgentExecutionCompletedEvent,
-    AgentExecutionErrorEvent,
-    AgentExecutionStartedEvent,
-    LiteAgentExecutionCompletedEvent,
-    LiteAgentExecutionErrorEvent,
-    LiteAgentExecutionStartedEvent,
-    event_bus,
-)
 from crewpoint.events.base import BaseEvent
-from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
-from crewpoint.llm import BaseLLM, llm_from_state, parse_reply, resolve_llm
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
+from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.providers.base import CheckpointError
-from crewpoint.runtime import RuntimeState, running
-from crewpoint.serialize import (
-    _caller_stacklevel,
-    callable_path,
-    callbacks_trusted,
-    check_savable,
-    load_callable,
-    maker,
-)
-from crewpoint.task import Task, _warn_not_saved
+from crewpoint.task import Task
 from crewpoint.text import interpolate
-from crewpoint.tools import BaseTool, tool_from_state
+from crewpoint.tools import BaseTool
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
 
 
 class AgentOutput(BaseModel):
@@ -74,6 +58,9 @@ def warn_ignored_settings(model: BaseModel, what: str) -> None:
     """Warn once about keyword arguments a model accepted but does not use (they are not saved either): an agent
     is validated again each time a task or a crew takes it, and says so once."""
     import warnings
+
+    # lazy: importing the API builds no event class, store or runtime it does not use yet
+    from crewpoint.serialize import _caller_stacklevel
 
     extra = model.model_extra or {}
     if extra:
@@ -123,6 +110,8 @@ class Agent(BaseModel, CheckpointedEntity):
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import check_savable, maker
 
         self._made_in = maker()
         check_savable(self.step_callback, "Agent step")
@@ -162,6 +151,14 @@ class Agent(BaseModel, CheckpointedEntity):
     # -- running ----------------------------------------------------------------------------------------
     def execute_task(self, task: Task, context: str = "", extra: Sequence[str] = ()) -> str:
         """Do ``task``: emits agent_execution_* events and returns the final answer."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import (
+            AgentExecutionCompletedEvent,
+            AgentExecutionErrorEvent,
+            AgentExecutionStartedEvent,
+            event_bus,
+        )
+
         event_bus.emit(self, AgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id, task_id=task.id))
         try:
             prompt = [f"Current task: {task.prompt_description}"]
@@ -252,6 +249,16 @@ class Agent(BaseModel, CheckpointedEntity):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(messages)
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import (
+            LiteAgentExecutionCompletedEvent,
+            LiteAgentExecutionErrorEvent,
+            LiteAgentExecutionStartedEvent,
+            event_bus,
+        )
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.runtime import RuntimeState, running
 
         if self._finished:  # a new run, as in CrewAI; a restored agent resumes instead
             self._state, self._result, self._finished = None, None, False
@@ -309,6 +316,8 @@ class Agent(BaseModel, CheckpointedEntity):
         return self._state.config if self._state is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import callable_path
 
         llm = self._llm if self._llm is not None else self.llm
         return {
@@ -332,11 +341,25 @@ class Agent(BaseModel, CheckpointedEntity):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Self:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.knowledge import knowledge_source_from_state
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.llm import llm_from_state
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import callbacks_trusted, load_callable
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.tools import tool_from_state
 
         llm_data = data.get("llm")
         llm = None if llm_data is None else llm_from_state(llm_data, agent=str(data.get("role", "")))
         step = data.get("step_callback")
         if data.get("step_callback_unsaved"):
+            # lazy: importing the API builds no event class, store or runtime it does not use yet
+            from crewpoint.task import _warn_not_saved
+
             _warn_not_saved(f"agent {data.get('role')!r} step_callback")
         agent = cls(
             id=data["id"],
@@ -374,6 +397,9 @@ class Agent(BaseModel, CheckpointedEntity):
         """Take the saved agent's id, conversation and run; keep this agent's LLM, tools, callbacks, knowledge."""
         problem = self.shape_mismatch(data)
         if problem is not None:
+            # lazy: importing the API builds no event class, store or runtime it does not use yet
+            from crewpoint.providers.base import CheckpointError
+
             raise CheckpointError(problem)
         self.id = str(data["id"])
         self._apply_run_state(data)

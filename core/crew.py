@@ -5,30 +5,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.agent import Agent, _config_from_state, _config_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
-from crewpoint.events import (
-    CrewKickoffCompletedEvent,
-    CrewKickoffFailedEvent,
-    CrewKickoffStartedEvent,
-    TaskCompletedEvent,
-    TaskFailedEvent,
-    TaskStartedEvent,
-    event_bus,
-)
 from crewpoint.events.base import BaseEvent
-from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
-from crewpoint.providers.base import CheckpointError
-from crewpoint.runtime import RuntimeState, current_state, running
-from crewpoint.serialize import callable_path, check_savable, load_callable, maker
-from crewpoint.task import Task, TaskOutput, _warn_not_saved
+from crewpoint.task import Task, TaskOutput
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
 
 
 class CrewOutput(BaseModel):
@@ -72,6 +63,8 @@ class Crew(BaseModel, CheckpointedEntity):
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import check_savable, maker
 
         self._made_in = maker()
         check_savable(self.task_callback, "Crew task")
@@ -202,6 +195,16 @@ class Crew(BaseModel, CheckpointedEntity):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import (
+            CrewKickoffCompletedEvent,
+            CrewKickoffFailedEvent,
+            CrewKickoffStartedEvent,
+            event_bus,
+        )
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.runtime import RuntimeState, current_state, running
 
         if self._finished:
             self._start_over(inputs)
@@ -256,6 +259,8 @@ class Crew(BaseModel, CheckpointedEntity):
         return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
 
     def _run_task(self, index: int) -> None:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
 
         task = self.tasks[index]
         agent = task.agent
@@ -345,6 +350,8 @@ class Crew(BaseModel, CheckpointedEntity):
         )
 
     def to_state(self) -> dict[str, Any]:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import callable_path
 
         return {
             "kind": self.KIND,
@@ -364,6 +371,12 @@ class Crew(BaseModel, CheckpointedEntity):
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
         """Rebuild a crew from its saved state, code under the trust rule of :mod:`crewpoint.serialize`."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.knowledge import knowledge_source_from_state
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import load_callable
+
         agents = [Agent.from_state(a) for a in data.get("agents", [])]
         by_id = {a.id: a for a in agents}
         tasks = [Task.from_state(t, by_id) for t in data.get("tasks", [])]
@@ -373,6 +386,9 @@ class Crew(BaseModel, CheckpointedEntity):
                 task.context = [tasks_by_id[c] for c in saved["context"]]
         callback = data.get("task_callback")
         if data.get("task_callback_unsaved"):
+            # lazy: importing the API builds no event class, store or runtime it does not use yet
+            from crewpoint.task import _warn_not_saved
+
             _warn_not_saved("the crew's task_callback")
         crew = cls.model_construct(
             agents=agents,
@@ -435,6 +451,9 @@ class Crew(BaseModel, CheckpointedEntity):
         The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
         matched by name, then position; agents by role. A crew of another shape is refused with one line.
         """
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.providers.base import CheckpointError
+
         saved_tasks = list(data.get("tasks") or [])
         saved_agents = list(data.get("agents") or [])
         task_order, problem = self._matched_tasks(saved_tasks)

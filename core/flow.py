@@ -12,27 +12,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
-from crewpoint.agent import _config_from_state, _config_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
-from crewpoint.events import (
-    FlowCreatedEvent,
-    FlowFinishedEvent,
-    FlowStartedEvent,
-    MethodExecutionFailedEvent,
-    MethodExecutionFinishedEvent,
-    MethodExecutionStartedEvent,
-    event_bus,
-)
 from crewpoint.events.base import BaseEvent
-from crewpoint.providers.base import CheckpointError
-from crewpoint.runtime import RuntimeState, current_state, running
-from crewpoint.serialize import class_path
 from crewpoint.text import a_or_an
+
+if TYPE_CHECKING:
+    from crewpoint.runtime import RuntimeState
 
 StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -155,6 +145,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         cls._routers = frozenset(routers)
 
     def __init__(self, checkpoint: CheckpointConfig | bool | None = None, **state: Any) -> None:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import FlowCreatedEvent, event_bus
 
         problem = _self_trigger(type(self))
         if problem is not None:
@@ -232,6 +224,11 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.runtime import RuntimeState, current_state, running
 
         if self._ran_here:
             self._log, self._replay, self._result, self._finished = [], [], None, False
@@ -297,6 +294,14 @@ class Flow(CheckpointedEntity, Generic[StateT]):
     def _call(self, name: str, arg: Any, has_arg: bool, trigger: str | None = None) -> Any:
         import asyncio
 
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import (
+            MethodExecutionFailedEvent,
+            MethodExecutionFinishedEvent,
+            MethodExecutionStartedEvent,
+            event_bus,
+        )
+
         index = len(self._log)
         if index < len(self._replay) and self._replay[index][0] == name:
             output = self._replay[index][1]
@@ -351,6 +356,11 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.agent import _config_state
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import class_path
 
         cls = self._state_class()
         return {
@@ -368,6 +378,11 @@ class Flow(CheckpointedEntity, Generic[StateT]):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Self:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.agent import _config_from_state
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import event_bus
 
         with event_bus.scoped_handlers():
             flow = cls.__new__(cls)
@@ -398,6 +413,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """Take the saved flow's id, state and method outputs; keep this flow's methods and settings."""
         problem = self.shape_mismatch(data)
         if problem is not None:
+            # lazy: importing the API builds no event class, store or runtime it does not use yet
+            from crewpoint.providers.base import CheckpointError
+
             raise CheckpointError(f"cannot resume this flow from the checkpoint: {problem}")
         self._apply_run_state(data)
         self._runtime = None

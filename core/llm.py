@@ -24,14 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from crewpoint.events import (
-    LLMCallCompletedEvent,
-    LLMCallFailedEvent,
-    LLMCallStartedEvent,
-    LLMStreamChunkEvent,
-    event_bus,
-)
-from crewpoint.serialize import CheckpointState, callbacks_trusted, class_path, load_class, rebuild, state_fields
+from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
 
 if TYPE_CHECKING:
@@ -163,6 +156,9 @@ class BaseLLM(BaseModel):
 
     def emit_chunk(self, chunk: str) -> None:
         """Emit one ``llm_stream_chunk`` for the call in progress (streaming subclasses use this)."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import LLMStreamChunkEvent, event_bus
+
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
         event_bus.emit(
             self,
@@ -178,6 +174,8 @@ class BaseLLM(BaseModel):
         )
 
     def _emit_started(self, ctx: _CallContext, messages: list[dict[str, str]]) -> None:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import LLMCallStartedEvent, event_bus
 
         event_bus.emit(
             self,
@@ -193,6 +191,8 @@ class BaseLLM(BaseModel):
         )
 
     def _emit_completed(self, ctx: _CallContext, text: str) -> None:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import LLMCallCompletedEvent, event_bus
 
         event_bus.emit(
             self,
@@ -210,6 +210,8 @@ class BaseLLM(BaseModel):
         )
 
     def _emit_failed(self, ctx: _CallContext, exc: BaseException) -> None:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import LLMCallFailedEvent, event_bus
 
         event_bus.emit(
             self,
@@ -227,6 +229,9 @@ class BaseLLM(BaseModel):
     # -- checkpoints -----------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         """``{"class": "<module>.<QualName>", "fields": {...}}``, JSON-ready, with no secret in it."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import class_path
+
         return {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
 
 
@@ -264,6 +269,9 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     offline model), taking the saved model only within the default's family and the saved sampling settings
     only for the same class. Raises ``ValueError`` with a one-line reason.
     """
+    # lazy: importing the API builds no event class, store or runtime it does not use yet
+    from crewpoint.serialize import callbacks_trusted, load_class, rebuild, state_fields
+
     trusted = callbacks_trusted() if allow_import is None else allow_import
     if data is None:
         return default_llm()

@@ -26,7 +26,6 @@ from crewpoint.events import (
     MemorySaveStartedEvent,
     event_bus,
 )
-from crewpoint.text import clip
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 STOP_WORDS = frozenset(
@@ -43,6 +42,8 @@ def keywords(text: str) -> set[str]:
 
 
 def _shorten(text: str, limit: int) -> str:
+    # lazy: importing the API builds no event class, store or runtime it does not use yet
+    from crewpoint.text import clip
 
     return clip(text, limit)
 

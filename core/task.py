@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
-from crewpoint.events import LLMGuardrailCompletedEvent, LLMGuardrailFailedEvent, LLMGuardrailStartedEvent, event_bus
-from crewpoint.serialize import callable_path, check_savable, load_callable
 from crewpoint.text import clip, interpolate, placeholders
 
 if TYPE_CHECKING:
@@ -68,6 +66,8 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import check_savable
 
         if self._checked:  # pydantic re-runs after-validators when the task is passed to a Crew
             return self
@@ -106,6 +106,14 @@ class Task(BaseModel):
     # -- guardrails -----------------------------------------------------------------------------------
     def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
         """Run the guardrail: a callable returns ``(ok, value_or_error)``; a string is judged by the LLM."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import (
+            LLMGuardrailCompletedEvent,
+            LLMGuardrailFailedEvent,
+            LLMGuardrailStartedEvent,
+            event_bus,
+        )
+
         if self.guardrail is None:
             return True, output
         name = self.guardrail if isinstance(self.guardrail, str) else getattr(self.guardrail, "__name__", "guardrail")
@@ -130,6 +138,8 @@ class Task(BaseModel):
 
     # -- state --------------------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import callable_path
 
         guardrail: dict[str, Any] | None = None
         if isinstance(self.guardrail, str):
@@ -159,6 +169,9 @@ class Task(BaseModel):
 
         A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
         """
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.serialize import load_callable
+
         label = str(data.get("name") or clip(data.get("description", ""), 48))
         guardrail: Any = None
         g = data.get("guardrail")
