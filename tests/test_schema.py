@@ -237,3 +237,12 @@ def test_a_resumed_run_continues_the_branch_its_record_is_in_whatever_the_body_s
     written = [m for m in ops.list_checkpoints("cp") if m.parent_id == meta.id]
     assert [(m.branch, m.lineage) for m in written] == [("crafted", meta.lineage)]
     assert not Path("cp", "elsewhere").exists()
+
+
+def test_a_body_in_a_format_nobody_registered_is_damaged_naming_the_field() -> None:
+    """The formats a body may claim are the registry's (crewpoint's and each registered adapter's), nothing else."""
+    record = _first_checkpoint()
+    _path, meta = _crafted(record, lambda b: b.update(format="langgraph"))
+    result = cli("checkpoint", "info", meta.id, "--location", "cp")
+    assert result.exit_code == 2
+    assert "format: expected 'crewpoint' or 'crewai', not " in result.stderr

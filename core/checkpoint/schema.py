@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
+from crewpoint.providers.formats import format_names
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -153,8 +154,8 @@ class CheckpointBody(TypedDict):
 
     schema_version: int
     version: str
-    format: Literal["crewpoint", "crewai"]
-    """``crewpoint``, or the format a body was translated from (``crewai``: the original sits under its name)."""
+    format: str
+    """``crewpoint``, or the registered format a body was translated from (the original sits under its name)."""
     entity: EntityState
     inputs: dict[str, Any]
     events: list[dict[str, Any]]
@@ -277,6 +278,16 @@ class OneValue(Spec):
     def check(self, value: Any, path: Path) -> Any:
         if not isinstance(value, str) or value not in self.values:
             raise _Bad(path, f"expected {self.expected}, not {_shown(value)}")
+        return value
+
+
+class KnownFormat(Spec):
+    """crewpoint's format or one registered with :func:`crewpoint.providers.formats.register_format`."""
+
+    def check(self, value: Any, path: Path) -> Any:
+        names = format_names()
+        if not isinstance(value, str) or value not in names:
+            raise _Bad(path, f"expected {' or '.join(repr(n) for n in names)}, not {_shown(value)}")
         return value
 
 
@@ -550,7 +561,7 @@ BODY = Obj(
     {
         "schema_version": (INT, SCHEMA_VERSION),
         "version": (STR, ""),
-        "format": (OneValue("crewpoint", "crewai"), "crewpoint"),
+        "format": (KnownFormat(), "crewpoint"),
         "entity": (ByKind({"crew": CREW, "flow": FLOW, "agent": AGENT}), REQUIRED),
         "inputs": (MapOf(ANY), dict),
         "events": (ListOf(MapOf(ANY)), list),  # crewpoint's own: EVENT each (see _runnable); others: their own
