@@ -15,6 +15,7 @@ from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
+from crewpoint.providers.dependencies import readers, reads_of
 from crewpoint.task import Task, TaskOutput
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 
@@ -89,14 +90,14 @@ class Crew(BaseModel, CheckpointedEntity):
         return list(task.context) if task.context is not None else self.tasks[:index]
 
     def dependents(self, index: int) -> list[int]:
-        """Indexes of the tasks that depend, directly or not, on task ``index``."""
-        hit = {self.tasks[index].id}
-        out: list[int] = []
-        for j in range(index + 1, len(self.tasks)):
-            if any(t.id in hit for t in self.context_tasks(j)):
-                hit.add(self.tasks[j].id)
-                out.append(j)
-        return out
+        """Indexes of the tasks that depend, directly or not, on task ``index`` (the rule of
+        :mod:`crewpoint.providers.dependencies`, which forks of other tools' crews follow too)."""
+        position = {task.id: i for i, task in enumerate(self.tasks)}
+        contexts = [
+            None if task.context is None else [position[t.id] for t in task.context if t.id in position]
+            for task in self.tasks
+        ]
+        return sorted(readers(reads_of(contexts), {index}))
 
     def task_index(self, ref: int | str | Task) -> int:
         if isinstance(ref, Task):

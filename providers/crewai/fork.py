@@ -27,6 +27,7 @@ from crewpoint.providers.crewai.detect import crewai_kind
 from crewpoint.providers.crewai.json_store import read_dump as read_file
 from crewpoint.providers.crewai.sqlite_store import _errors, connect
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
+from crewpoint.providers.dependencies import readers, reads_of
 from crewpoint.providers.files import fsync_dir
 from crewpoint.providers.json_provider import JsonProvider
 from crewpoint.providers.refs import check_branch, match_prefix, split_ref
@@ -92,18 +93,14 @@ def _uses(task: dict[str, Any], keys: set[str]) -> bool:
 
 
 def dependents(tasks: list[dict[str, Any]], changed: set[int]) -> set[int]:
-    """Every task that reads a changed task, directly or through others (not the changed ones themselves)."""
+    """Every task that reads a changed task, directly or through others (not the changed ones themselves): the
+    rule crewpoint's own crews follow (:mod:`crewpoint.providers.dependencies`), on CrewAI's task dumps."""
     index = {str(t.get("id")): i for i, t in enumerate(tasks)}
-    reads: list[set[int]] = []
-    for j, task in enumerate(tasks):
+    contexts = []
+    for task in tasks:
         ids = context_ids(task)
-        reads.append(set(range(j)) if ids is None else {index[c] for c in ids if c in index})
-    out: set[int] = set()
-    frontier = set(changed)
-    while frontier:
-        frontier = {j for j, sources in enumerate(reads) if sources & frontier and j not in out and j not in changed}
-        out |= frontier
-    return out
+        contexts.append(None if ids is None else [index[c] for c in ids if c in index])
+    return readers(reads_of(contexts), changed)
 
 
 def plan_edits(
