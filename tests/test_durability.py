@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -87,9 +86,7 @@ def test_a_stopping_signal_mid_run_writes_a_checkpoint_before_exiting(
         "demo_crew(delay=0.4, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
     )
     proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
-    deadline = time.time() + 30
-    while time.time() < deadline and not (Path("sig").exists() and any(Path("sig", "main").glob("*.json"))):
-        time.sleep(0.05)
+    wait_for(lambda: Path("sig", "main").is_dir() and any(Path("sig", "main").glob("*.json")), "a checkpoint")
     proc.send_signal(getattr(signal, name))
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == expected_exit
@@ -111,12 +108,9 @@ def test_sigtstp_checkpoints_then_stops_and_sigcont_resumes(tmp_path: Path) -> N
         "demo_crew(delay=0.3, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
     )
     proc = subprocess.Popen([sys.executable, str(script)])
-    deadline = time.time() + 30
-    while time.time() < deadline and not (Path("tstp").exists() and any(Path("tstp", "main").glob("*.json"))):
-        time.sleep(0.05)
+    wait_for(lambda: Path("tstp", "main").is_dir() and any(Path("tstp", "main").glob("*.json")), "a checkpoint")
     proc.send_signal(signal.SIGTSTP)
-    while time.time() < deadline and not any(m.trigger == "SIGTSTP" for m in JsonProvider().list("tstp")):
-        time.sleep(0.05)
+    wait_for(lambda: any(m.trigger == "SIGTSTP" for m in JsonProvider().list("tstp")), "the SIGTSTP checkpoint")
     wait_for(lambda: Path(f"/proc/{proc.pid}/stat").read_text().split()[2] == "T", "the run to stop")
     proc.send_signal(signal.SIGCONT)
     assert proc.wait(timeout=60) == 0

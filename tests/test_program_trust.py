@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
@@ -360,11 +361,11 @@ def bystander() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while not path.exists():
+    def there() -> bool:
         assert process.poll() is None, "the run ended before it got there"
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.02)
+        return path.exists()
+
+    wait_for(there, path.name)
 
 
 def test_a_running_run_is_verified_by_its_mark_and_a_forged_record_is_not(

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 from crewpoint.providers import (
     CheckpointMeta,
@@ -27,6 +28,7 @@ from crewpoint.providers import CheckpointMeta, CheckpointRecord, provider_for
 
 location, tag, count, size, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 branch = sys.argv[6] if len(sys.argv) > 6 else "main"
+Path(go + "." + tag).touch()  # ready: started and imported
 while not Path(go).exists():
     time.sleep(0.001)
 provider = provider_for(location)
@@ -50,6 +52,12 @@ def start_writers(location: str, go: Path, jobs: list[tuple[str, int, int, str]]
         )
         for tag, count, size, branch in jobs
     ]
+
+
+def ready(go: Path, processes: list[subprocess.Popen[bytes]]) -> None:
+    """Wait until every writer has started and waits for ``go``, so that they begin writing together."""
+    tags = [process.args[4] for process in processes]  # type: ignore[index]
+    wait_for(lambda: all(Path(f"{go}.{tag}").exists() for tag in tags), "every writer to be ready", timeout=120)
 
 
 def wait_all(processes: list[subprocess.Popen[bytes]]) -> None:
@@ -76,7 +84,7 @@ def test_two_processes_write_one_sqlite_file_at_once(tmp_path: Path) -> None:
     location = str(tmp_path / "shared.db")
     go = tmp_path / "go"
     writers = start_writers(location, go, [("alpha", 300, 100, "main"), ("beta", 300, 100, "main")])
-    time.sleep(0.3)
+    ready(go, writers)
     go.touch()
     wait_all(writers)
 
@@ -99,7 +107,7 @@ def test_two_processes_write_branches_of_one_json_folder(tmp_path: Path) -> None
     location = str(tmp_path / "store")
     go = tmp_path / "go"
     writers = start_writers(location, go, [("alpha", 150, 50, "main"), ("beta", 150, 50, "fork/beta")])
-    time.sleep(0.3)
+    ready(go, writers)
     go.touch()
     wait_all(writers)
 
