@@ -219,3 +219,11 @@ def probe_file(folder: str, what: str) -> None:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+def utf8_text(data: bytes) -> str:
+    """``data`` as text; raises ValueError naming the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None

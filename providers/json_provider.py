@@ -66,6 +66,7 @@ from crewpoint.providers.files import (
     nearest_existing,
     probe_file,
     remove_stale_temp_files,
+    utf8_text,
 )
 from crewpoint.providers.files import open_regular as _open_regular
 from crewpoint.providers.files import read_regular as _read_regular
@@ -705,10 +706,7 @@ def _parse(data: bytes) -> Any:
     """The JSON in ``data``; raises ValueError with a one-line reason."""
     if not data.strip():
         raise ValueError("the file is empty")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
+    text = utf8_text(data)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

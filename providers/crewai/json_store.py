@@ -35,7 +35,7 @@ from crewpoint.providers.crewai.listing import (
     ListsLazily,
     json_facts,
 )
-from crewpoint.providers.files import NotRegular, processes_allowed, read_regular
+from crewpoint.providers.files import NotRegular, processes_allowed, read_regular, utf8_text
 from crewpoint.providers.refs import split_ref
 from crewpoint.providers.watch import WatchSpec, waiting_spec
 
@@ -321,10 +321,7 @@ def _load(path: str, masked: bool = True) -> dict[str, Any]:
         raise ValueError("not a regular file (a FIFO, device or folder named like a checkpoint)") from None
     if not data.strip():
         raise ValueError("the file is empty (CrewAI may still be writing it)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
+    text = utf8_text(data)
     try:
         dump = parse_json(text, masked)
     except json.JSONDecodeError as exc:
