@@ -506,3 +506,32 @@ async def test_7_the_app_marks_a_sqlite_record_without_its_body_damaged_and_runs
             await settle(pilot)
             assert pilot.app.screen is screen
     assert len(ops.list_checkpoints(str(db))) == count
+
+
+async def test_2_the_app_marks_a_record_claiming_a_deeper_branch_damaged_and_runs_nothing_from_it(
+    world: Path,
+) -> None:
+    from support.reading import browser
+    from support.waiting import settle
+    from test_app import choose
+
+    from crewpoint.tui.app import make_app
+
+    work = world / "work"
+    crafted = next(p for p in checkpoint_files(work / "victim") if p.parent.name == "main")
+    set_branch(crafted, "x/y/z")
+    crafted_id = json.loads(crafted.read_bytes())["meta"]["id"]
+    before = snapshot(world)
+    app = make_app(str(work / "victim"), watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        screen = browser(pilot)
+        damaged = {m.id: m.damaged for m in screen.metas}[crafted_id]
+        assert damaged and "x/y/z" in damaged
+        await choose(pilot, crafted_id)
+        assert screen.detail.problem
+        for key in ("f", "e"):  # fork and resume from it are refused with a message, not run
+            await pilot.press(key)
+            await settle(pilot)
+            assert pilot.app.screen is screen
+    assert snapshot(world) == before
