@@ -19,11 +19,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BIN = Path(sys.executable).parent
@@ -157,11 +157,12 @@ def test_the_crash_story_ctrl_c_after_the_first_task_then_resume(tmp_path: Path)
         text=True,
     )
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while not checkpoints(tmp_path):  # the first task's checkpoint: now press Ctrl+C
+
+        def first_checkpoint() -> bool:
             assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no checkpoint was written"
-            time.sleep(0.02)
+            return bool(checkpoints(tmp_path))
+
+        wait_for(first_checkpoint, "the first task's checkpoint", timeout=TIMEOUT)  # now press Ctrl+C
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=TIMEOUT)
     finally:

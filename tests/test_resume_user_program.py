@@ -15,10 +15,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta
@@ -116,11 +116,12 @@ def killed_run(tmp_path: Path) -> Path:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not ops_has_checkpoint(project / "store"):
+
+        def first_checkpoint() -> bool:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the first run wrote no checkpoint"
-            time.sleep(0.02)
+            return ops_has_checkpoint(project / "store")
+
+        wait_for(first_checkpoint, "the first run's checkpoint")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
