@@ -13,6 +13,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 from support.stores import make_store
+from support.waiting import wait_for
 
 from crewpoint.checkpoint import ops
 from crewpoint.demo import DEMO_INPUTS
@@ -172,6 +173,7 @@ if os.environ.get("HOLD_AT"):  # the run waits at the start of this task for the
 
     def hold(source, event):
         if event.task_name == os.environ["HOLD_AT"]:
+            open(os.environ["HOLD_AT"] + ".held", "w").close()  # the test's cue: the run waits here now
             while True:
                 signal.pause()
 
@@ -192,6 +194,7 @@ def test_sigint_during_resume_exits_130_and_the_printed_id_resumes_to_the_end(tm
         for line in proc.stdout:  # Ctrl+C once the outline is done: the run is between it and the draft
             seen.append(json.loads(line))
             if seen[-1]["event"] == "task_completed":
+                wait_for(lambda: (tmp_path / "draft.held").exists() or proc.poll() is not None, "the run to wait")
                 proc.send_signal(signal.SIGINT)
                 break
         rest, err = proc.communicate(timeout=60)
