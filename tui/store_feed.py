@@ -215,14 +215,13 @@ class StoreFeed:
         ]
 
     def live_segment_of(self, checkpoint_id: str, runs_here: RunsHere) -> Segment | None:
-        """The segment holding ``checkpoint_id`` when a run is writing it now (started here or elsewhere)."""
+        """The segment holding ``checkpoint_id`` when a run is writing it now: started here, or live by a run
+        record (as :meth:`live_segments` says), not by the clock alone."""
         key = self.index.segment_of.get(checkpoint_id)
         segment = self.index.segments.get(key) if key is not None else None
         if segment is None:
             return None
-        if runs_here(segment) or self.index.state_of(segment) == "running":
-            return segment
-        return None
+        return segment if segment in self.live_segments(runs_here) else None
 
     def live_run_elsewhere(self, chosen_id: str | None) -> RunInfo | None:
         """The live run of the chosen checkpoint's segment, else the only live run of the store."""
