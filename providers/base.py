@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import builtins
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import MISSING, asdict, dataclass, field, replace
 from types import TracebackType
@@ -293,6 +293,28 @@ class BaseProvider(abc.ABC):
     def _refuse_if_read_only(self, location: str) -> None:
         if self.read_only:
             raise CheckpointError(f"{location} is opened read-only ({self.kind} store): nothing is written to it")
+
+    # -- claims: one answer wins ------------------------------------------------------------------------------
+
+    def claim(self, location: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        """Store ``value`` (a small JSON-ready dict) under ``key`` unless a value is already stored there,
+        atomically (across processes, and across hosts for a server); return the stored value: ours when we won,
+        the earlier one otherwise. The caller tells it won by a unique token it put in ``value``.
+
+        ``key`` is a request id (``[A-Za-z0-9_.:-]{1,128}``); anything else, a value that is not JSON-ready or
+        over 64 KiB, a read-only store or a store that does not exist is a one-line :class:`CheckpointError`.
+        Every provider implements it; this default refuses (a read-only store with its read-only error)."""
+        self._refuse_if_read_only(location)
+        raise CheckpointError(f"{location}: a {self.kind} store keeps no claims, so it cannot record an answer")
+
+    def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
+        """The value stored under ``key`` by :meth:`claim`, or ``None``. Default: a store without claims."""
+        return None
+
+    def claims(self, location: str) -> dict[str, dict[str, Any]]:
+        """Every claim of the store by key (small: one per answered request); a damaged one is left out (reading
+        its key says what is wrong). Default: a store without claims."""
+        return {}
 
     # -- run records (heartbeats) ----------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from stat import S_ISDIR, S_ISLNK, S_ISREG
@@ -56,6 +56,7 @@ from crewpoint.providers.base import (
     new_meta,
 )
 from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.claims import check_claim_key, claim_file, claim_files, read_claim_file
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
 from crewpoint.providers.files import NotRegular as _NotRegular
@@ -522,6 +523,27 @@ class JsonProvider(BaseProvider):
                 runs.append(run)
         runs.sort(key=lambda r: r.started_at, reverse=True)
         return runs
+
+    # claims: one file per claim under .claims/, made by link(2) so that one claimer wins (providers.claims)
+
+    def claim(self, location: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        check_claim_key(key)
+        return claim_file(self.store_at(location), key, value, self.fsync)
+
+    def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
+        check_claim_key(key)
+        store = self._claims_store(location)
+        return None if store is None else read_claim_file(store, key)
+
+    def claims(self, location: str) -> dict[str, dict[str, Any]]:
+        store = self._claims_store(location)
+        return {} if store is None else claim_files(store)
+
+    def _claims_store(self, location: str) -> str | None:
+        try:
+            return self.store_at(location)
+        except CheckpointNotFound:
+            return None  # no store: nothing is claimed
 
     # change notification
 

@@ -13,7 +13,7 @@ import builtins
 import hashlib
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from crewpoint.providers.base import (
     StoreChange,
 )
 from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import check_meta, check_stored_branch, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo
@@ -39,6 +40,7 @@ SCHEME = "memory://"
 class _Store:
     records: dict[str, tuple[CheckpointMeta, str]] = field(default_factory=dict)
     runs: dict[str, RunInfo] = field(default_factory=dict)
+    claims: dict[str, str] = field(default_factory=dict)
     read_only: str | None = None
     listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[bool]]] = field(default_factory=list)
 
@@ -191,6 +193,33 @@ class MemoryProvider(BaseProvider):
             store = _stores.get(_name(location))
             runs = builtins.list(store.runs.values()) if store is not None else []
         return sorted(runs, key=lambda r: r.started_at, reverse=True)
+
+    # claims: one answer wins
+
+    def claim(self, location: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        text = encode_claim(key, value)
+        with _lock:
+            name, store = self._store(location)
+            if store.read_only is not None:
+                raise CheckpointError(f"cannot claim {key} in {name}: {store.read_only}")
+            won = key not in store.claims
+            stored = store.claims.setdefault(key, text)
+        if won:
+            self._notify(name, runs_only=False)
+        return decode_claim(stored, f"{name} claim {key}")
+
+    def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
+        check_claim_key(key)
+        with _lock:
+            store = _stores.get(_name(location))
+            text = None if store is None else store.claims.get(key)
+        return None if text is None else decode_claim(text, f"{_name(location)} claim {key}")
+
+    def claims(self, location: str) -> dict[str, dict[str, Any]]:
+        with _lock:
+            store = _stores.get(_name(location))
+            stored = dict(store.claims) if store is not None else {}
+        return {key: decode_claim(text, key) for key, text in sorted(stored.items())}
 
     # change notification
 

@@ -1,0 +1,176 @@
+"""Claims: one answer wins. A claim stores a small JSON value under a key (a request id) unless one is there.
+
+Every provider keeps claims (:meth:`~crewpoint.providers.base.BaseProvider.claim`); this module holds what they
+share: the key rule, the value's encoding and its checks, and the file-based claim the JSON store uses (one file
+per claim under the store's ``.claims/`` folder, made by ``link(2)`` from a temp file written and fsynced first,
+so the first link wins and a reader never sees a half-written claim).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from stat import S_ISDIR
+from typing import Any
+
+from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.files import (
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    NotRegular,
+    fsync_dir,
+    read_regular,
+    remove_stale_temp_files,
+    temp_name,
+    utf8_text,
+)
+
+KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+"""What a claim key (a request id) may be."""
+MAX_CLAIM_BYTES = 64 * 1024
+"""A claim's value is small (who answered, when, a token): its JSON text is at most this many bytes."""
+CLAIMS = ".claims"
+"""The folder of a JSON store's claims."""
+_SUFFIX = ".json"
+
+
+def check_claim_key(key: object) -> str:
+    """``key`` if it is a claim key; else a one-line :class:`CheckpointError`."""
+    if not isinstance(key, str) or KEY_RE.fullmatch(key) is None:
+        shown = repr(key)[:60]
+        raise CheckpointError(f"{shown} is not a request id (1 to 128 of A-Z a-z 0-9 _ . : -)")
+    return key
+
+
+def encode_claim(key: str, value: object) -> str:
+    """The JSON text stored for ``value`` (a mapping with string keys, JSON-ready, small), after the key's check."""
+    check_claim_key(key)
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise CheckpointError(f"the claim of {key} must be a mapping with text keys, not {type(value).__name__}")
+    try:
+        text = encode_json(dict(value))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"the claim of {key} is not JSON-ready: {exc}") from None
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CLAIM_BYTES:
+        raise CheckpointError(f"the claim of {key} is over {MAX_CLAIM_BYTES} bytes (it holds who answered, not what)")
+    return text
+
+
+def decode_claim(data: str | bytes, where: str) -> dict[str, Any]:
+    """The value a stored claim holds; a damaged one is a one-line :class:`CheckpointError` naming ``where``."""
+    try:
+        text = utf8_text(data) if isinstance(data, bytes) else data
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{where}: damaged claim: {str(exc).splitlines()[0]}") from None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{where}: damaged claim: it holds {type(value).__name__}, not an object")
+    return value
+
+
+# -- the file-based claim: one file per claim under <store>/.claims/ ------------------------------------------
+
+
+def claims_folder(store: str, create: bool) -> str | None:
+    """The claims folder of the JSON store folder ``store`` (made 0700 if asked), or ``None`` when there is none.
+    A link or a file in its place is refused: claims are never read or written through a link."""
+    folder = os.path.join(store, CLAIMS)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read claims in {folder}: {exc.strerror}") from None
+    if not S_ISDIR(mode):
+        raise CheckpointError(f"{folder} is not a folder (a link or a file): claims are not kept there")
+    return folder
+
+
+def claim_file(store: str, key: str, value: Mapping[str, Any], fsync: bool = True) -> dict[str, Any]:
+    """Claim ``key`` in the JSON store folder ``store``: the value stored, ours or the one before it.
+
+    The value is written and fsynced to a hidden temp file, which is then linked to ``<key>.json``: ``link(2)``
+    never replaces a file, so exactly one claimer's link succeeds, and the claim appears whole or not at all. A
+    claimer killed before its link leaves only its temp file (removed by the next claim once its process is gone).
+    """
+    text = encode_claim(key, value)
+    try:
+        folder = claims_folder(store, create=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot keep claims in {store}: {exc.strerror}") from None
+    assert folder is not None
+    remove_stale_temp_files(folder)
+    name = key + _SUFFIX
+    final = os.path.join(folder, name)
+    temp = os.path.join(folder, temp_name(name))
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        try:
+            view = memoryview(text.encode("utf-8", "surrogatepass"))
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, final, follow_symlinks=False)
+        except FileExistsError:
+            pass  # another claimer won: read theirs
+        else:
+            if fsync:
+                fsync_dir(folder)
+    except OSError as exc:
+        raise CheckpointError(f"cannot claim {key} in {folder}: {exc.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+    found = read_claim_file(store, key)
+    if found is None:  # the winner's file was removed between its link and our read: nothing else removes one
+        raise CheckpointError(f"cannot claim {key} in {folder}: its claim vanished while it was read")
+    return found
+
+
+def read_claim_file(store: str, key: str) -> dict[str, Any] | None:
+    """The claim of ``key`` in the JSON store folder ``store``, or ``None``."""
+    check_claim_key(key)
+    folder = claims_folder(store, create=False)
+    if folder is None:
+        return None
+    path = os.path.join(folder, key + _SUFFIX)
+    try:
+        data = read_regular(path, follow=False)
+    except FileNotFoundError:
+        return None
+    except NotRegular:
+        raise CheckpointError(f"{path}: damaged claim: not a regular file") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read the claim: {exc.strerror}") from None
+    return decode_claim(data, path)
+
+
+def claim_files(store: str) -> dict[str, dict[str, Any]]:
+    """Every readable claim of the JSON store folder ``store``; a damaged one is left out here (reading or
+    claiming its key says what is wrong), so it never hides the others."""
+    folder = claims_folder(store, create=False)
+    if folder is None:
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for name in sorted(os.listdir(folder)):
+        key = name[: -len(_SUFFIX)]
+        if not name.endswith(_SUFFIX) or KEY_RE.fullmatch(key) is None:
+            continue
+        try:
+            value = read_claim_file(store, key)
+        except CheckpointError:
+            continue
+        if value is not None:
+            found[key] = value
+    return found
