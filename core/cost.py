@@ -1,0 +1,391 @@
+"""What recorded usage costs: the rows of a checkpoint body's ``usage`` section priced when shown, never stored.
+
+Prices come from ``genai-prices``' bundled table (imported only when something is priced; crewpoint never starts its
+``UpdatePrices`` fetcher, so no price is ever fetched) and from overrides in dollars per million tokens, in
+genai-prices' own field names (``input_mtok``, ``output_mtok``, ``cache_read_mtok``, ``cache_write_mtok``, ...):
+``[tool.crewpoint.prices]`` in the project's pyproject.toml (the nearest at or above the working folder) and the TOML
+file ``CREWPOINT_PRICES`` names (its top-level table, model → prices; it wins over pyproject.toml for the models it
+names). An override wins over the table. A model neither knows costs ``None``, shown as "price unknown" beside its
+tokens, never a made-up figure; the offline model costs nothing. Since a cost is recomputed from the rows each time, a
+newer table or an override applies to old checkpoints too.
+
+A row (``body["usage"]["rows"|"before"|"reused"]``) is ``{"unit", "label", "agent", "model", "provider",
+"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "requests",
+"duration_s", "estimated"}``; ``input_tokens`` counts cached tokens too (genai-prices' meaning). A checkpoint is
+data: :func:`usage_rows` keeps only well-formed rows, with bounded text and counts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PRICE_UNKNOWN",
+    "TOKEN_KINDS",
+    "Cost",
+    "CostSummary",
+    "Prices",
+    "PricesError",
+    "format_usd",
+    "load_prices",
+    "price_row",
+    "price_rows",
+    "table_version",
+    "usage_rows",
+]
+
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""The token counts of a row, in the order they are shown."""
+
+PRICE_UNKNOWN = "price unknown"
+"""What is shown instead of a cost for a model no price table knows."""
+
+PRICES_ENV = "CREWPOINT_PRICES"
+"""The environment variable naming a TOML file of price overrides."""
+
+OFFLINE_PROVIDER = "offline"
+"""The provider the offline model records: it runs in the process and costs nothing."""
+
+_MAX_TEXT = 200
+_MAX_COUNT = 10**15
+_PARTS = ("rows", "before", "reused")
+
+
+class PricesError(ValueError):
+    """A price override that cannot be read (one line: the file and what is wrong)."""
+
+
+# -- rows ----------------------------------------------------------------------------------------------------------
+
+
+def _text(value: object, *, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError
+    return value[:_MAX_TEXT]
+
+
+def _count(value: object) -> int:
+    if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+        raise TypeError
+    return value
+
+
+def _row(raw: object) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        duration = raw.get("duration_s", 0.0)
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or not math.isfinite(duration):
+            raise TypeError
+        estimated = raw.get("estimated", False)
+        if not isinstance(estimated, bool):
+            raise TypeError
+        row: dict[str, Any] = {
+            "unit": _text(raw.get("unit"), optional=True),
+            "label": _text(raw.get("label", ""), optional=False),
+            "agent": _text(raw.get("agent"), optional=True),
+            "model": _text(raw.get("model"), optional=False),
+            "provider": _text(raw.get("provider", ""), optional=False),
+        }
+        for kind in TOKEN_KINDS:
+            row[kind] = _count(raw.get(kind, 0))
+        row["requests"] = _count(raw.get("requests", 0))
+        row["duration_s"] = max(float(duration), 0.0)
+        row["estimated"] = estimated
+    except TypeError:
+        return None
+    return row
+
+
+def usage_rows(body: object, part: str = "rows") -> list[dict[str, Any]]:
+    """The well-formed rows of ``body["usage"][part]`` (``rows``, ``before`` or ``reused``); a body without usage,
+    or a part that is not a list, has none; a malformed row is left out."""
+    if part not in _PARTS:
+        raise ValueError(f"unknown usage part {part!r}: use one of {', '.join(_PARTS)}")
+    section = body.get("usage") if isinstance(body, Mapping) else None
+    raw = section.get(part) if isinstance(section, Mapping) else None
+    if not isinstance(raw, list):
+        return []
+    return [row for row in map(_row, raw) if row is not None]
+
+
+# -- prices --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The price overrides in force: model → {genai-prices price field: dollars}, and where each came from."""
+
+    overrides: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Model → the file its override was read from."""
+
+    def override_for(self, model: str) -> tuple[Mapping[str, Decimal], str] | None:
+        found = self.overrides.get(model)
+        key = model
+        if found is None:
+            lowered = model.lower()
+            key = next((name for name in self.overrides if name.lower() == lowered), "")
+            found = self.overrides.get(key)
+        return (found, self.sources.get(key, "")) if found is not None else None
+
+
+def _price_keys() -> frozenset[str]:
+    # lazy: genai-prices loads pydantic and its whole price table, needed only when an override is checked
+    from genai_prices.units import _get_registry
+
+    registry = _get_registry()
+    keys = set()
+    for unit in registry.units.values():
+        keys.add(unit.price_key)
+    return frozenset(keys)
+
+
+def _dollars(value: object, where: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PricesError(f"{where}: expected a number of dollars per million tokens, not {value!r}")
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation as exc:  # pragma: no cover - str() of an int or float always parses
+        raise PricesError(f"{where}: {value!r} is not a number") from exc
+    if not amount.is_finite() or amount < 0:
+        raise PricesError(f"{where}: a price is a finite number of dollars, 0 or more, not {value!r}")
+    return amount
+
+
+def check_overrides(table: object, source: str) -> dict[str, dict[str, Decimal]]:
+    """A table of model → {price field: dollars per million tokens} as read from ``source``; :class:`PricesError`
+    names the first thing wrong with it."""
+    if not isinstance(table, Mapping):
+        raise PricesError(f"{source}: prices must be a table of model = {{ input_mtok = ..., output_mtok = ... }}")
+    known = _price_keys()
+    out: dict[str, dict[str, Decimal]] = {}
+    for model, prices in table.items():
+        if not isinstance(prices, Mapping) or not prices:
+            raise PricesError(f"{source}: {model!r} must be a table like {{ input_mtok = 1.0, output_mtok = 2.0 }}")
+        fields: dict[str, Decimal] = {}
+        for name, value in prices.items():
+            if name not in known:
+                raise PricesError(
+                    f"{source}: {model!r} has an unknown price field {name!r} (genai-prices' names: input_mtok,"
+                    " output_mtok, cache_read_mtok, cache_write_mtok, ...)"
+                )
+            fields[name] = _dollars(value, f"{source}: {model}.{name}")
+        out[str(model)] = fields
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise PricesError(f"{path}: no such price file ({PRICES_ENV})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PricesError(f"{path}: cannot read it ({exc})") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PricesError(f"{path}: not valid TOML ({exc})") from exc
+
+
+def _project_prices(start: str | os.PathLike[str] | None) -> tuple[object, Path] | None:
+    """``[tool.crewpoint.prices]`` of the nearest pyproject.toml at or above ``start`` (as ``[tool.crewpoint] app``
+    is found), or None."""
+    folder = Path(start or os.getcwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        data = _read_toml(pyproject)
+        tool = data.get("tool")
+        settings = tool.get("crewpoint") if isinstance(tool, dict) else None
+        if not isinstance(settings, dict) or "prices" not in settings:
+            return None
+        return settings["prices"], pyproject
+    return None
+
+
+def load_prices(start: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Prices:
+    """The overrides in force for the working folder (or ``start``): ``[tool.crewpoint.prices]``, then the file
+    ``$CREWPOINT_PRICES`` names over it. Raises :class:`PricesError` for a file or table that cannot be used."""
+    env = os.environ if environ is None else environ
+    overrides: dict[str, Mapping[str, Decimal]] = {}
+    sources: dict[str, str] = {}
+    found = _project_prices(start)
+    if found is not None:
+        table, pyproject = found
+        for model, prices in check_overrides(table, f"{pyproject} [tool.crewpoint.prices]").items():
+            overrides[model], sources[model] = prices, str(pyproject)
+    named = env.get(PRICES_ENV, "").strip()
+    if named:
+        path = Path(named).expanduser()
+        for model, prices in check_overrides(_read_toml(path), str(path)).items():
+            overrides[model], sources[model] = prices, str(path)
+    return Prices(overrides, sources)
+
+
+# -- costs ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one row cost: ``usd`` None when no price is known (``note`` says why)."""
+
+    usd: Decimal | None
+    source: str = ""
+    """"genai-prices", "override: <file>" or "offline"; "" when unknown."""
+    note: str | None = None
+
+
+def _usage_of(row: Mapping[str, Any]) -> Any:
+    # lazy: genai-prices loads pydantic and its price table only when something is priced
+    from genai_prices import Usage
+
+    counts = {
+        "input_tokens": row["input_tokens"],
+        "output_tokens": row["output_tokens"],
+        "cache_read_tokens": row["cache_read_tokens"],
+        "cache_write_tokens": row["cache_write_tokens"],
+        "output_reasoning_tokens": row["reasoning_tokens"],
+    }
+    return Usage(**{key: value for key, value in counts.items() if value})
+
+
+def _more_requests(model_price: Any, requests: int) -> Decimal:
+    """genai-prices prices one request per calculation: the rest of a row's requests at the per-request price."""
+    per_thousand = getattr(model_price, "requests_kcount", None)
+    if not isinstance(per_thousand, Decimal) or requests <= 1:
+        return Decimal(0)
+    return per_thousand * (requests - 1) / 1000
+
+
+def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
+    """The cost of one usage row: an override for its model, else genai-prices' ``calc_price`` for its model and
+    provider (bundled data); ``Cost(None, note="price unknown")`` for a model neither knows."""
+    clean = _row(row)
+    if clean is None:
+        return Cost(None, note="usage not readable")
+    override = (prices or Prices()).override_for(clean["model"])
+    try:
+        if override is not None:
+            # lazy: genai-prices loads pydantic and its price table only when something is priced
+            from genai_prices.types import ModelPrice
+
+            fields, source = override
+            model_price = ModelPrice(**fields)
+            usd = model_price.calc_price(_usage_of(clean))["total_price"]
+            return Cost(usd + _more_requests(model_price, clean["requests"]), f"override: {source}")
+        if clean["provider"] == OFFLINE_PROVIDER:
+            return Cost(Decimal(0), "offline")
+        # lazy: genai-prices loads pydantic and its price table only when something is priced
+        from genai_prices import calc_price
+
+        calc = calc_price(_usage_of(clean), model_ref=clean["model"], provider_id=clean["provider"] or None)
+    except LookupError:
+        return Cost(None, note=PRICE_UNKNOWN)
+    except ValueError as exc:  # counts that do not add up (more cached tokens than input tokens)
+        return Cost(None, note=f"usage does not add up ({' '.join(str(exc).split())})")
+    return Cost(calc.total_price + _more_requests(calc.model_price, clean["requests"]), "genai-prices")
+
+
+@dataclass
+class CostSummary:
+    """Rows summed: tokens by kind, what the priced rows cost, and which models no price covers."""
+
+    usd: Decimal = Decimal(0)
+    """The cost of the rows whose price is known."""
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*TOKEN_KINDS, "requests"), 0))
+    duration_s: float = 0.0
+    estimated: bool = False
+    """Some of the tokens were estimated (the server reported none)."""
+    rows: int = 0
+    priced: int = 0
+    unknown_models: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every row was priced."""
+        return self.priced == self.rows
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The cost for display and JSON, rounded to a millionth of a dollar; None when no row could be priced."""
+        if self.rows and not self.priced:
+            return None
+        return float(round(self.usd, 6))
+
+    def add(self, row: Mapping[str, Any], cost: Cost) -> None:
+        self.rows += 1
+        for kind in self.tokens:
+            self.tokens[kind] += int(row.get(kind, 0))
+        self.duration_s += float(row.get("duration_s", 0.0))
+        self.estimated = self.estimated or bool(row.get("estimated"))
+        if cost.usd is not None:
+            self.priced += 1
+            self.usd += cost.usd
+        elif cost.note == PRICE_UNKNOWN:
+            if row["model"] not in self.unknown_models:
+                self.unknown_models.append(row["model"])
+        elif cost.note and cost.note not in self.notes:
+            self.notes.append(cost.note)
+
+    def shown(self) -> str:
+        """The cost as a cell: ``$0.0123``, ``$0.0123 + price unknown`` when some rows have no price."""
+        if self.rows and not self.priced:
+            return PRICE_UNKNOWN
+        text = format_usd(self.usd)
+        return text if self.complete else f"{text} + {PRICE_UNKNOWN}"
+
+    def to_json(self) -> dict[str, Any]:
+        """``usage`` (tokens by kind and requests), ``cost_usd`` (None: no price known), ``cost_estimated``, and the
+        models no price covers (``price_unknown``)."""
+        return {
+            "usage": {**self.tokens, "duration_s": round(self.duration_s, 3)},
+            "cost_usd": self.cost_usd,
+            "cost_estimated": self.estimated,
+            "price_unknown": sorted(self.unknown_models),
+        }
+
+
+def price_rows(rows: Iterable[Mapping[str, Any]], prices: Prices | None = None) -> CostSummary:
+    """Rows summed and priced (:func:`price_row` each); malformed rows are left out. With no ``prices`` the
+    overrides of the working folder are read (:func:`load_prices`, which may raise :class:`PricesError`)."""
+    if prices is None:
+        prices = load_prices()
+    summary = CostSummary()
+    for raw in rows:
+        row = _row(raw)
+        if row is not None:
+            summary.add(row, price_row(row, prices))
+    return summary
+
+
+def format_usd(usd: Decimal | float | None) -> str:
+    """Dollars for people: four decimals under a dollar (``$0.0042``), two above (``$12.34``), "price unknown"."""
+    if usd is None:
+        return PRICE_UNKNOWN
+    amount = Decimal(str(usd)) if not isinstance(usd, Decimal) else usd
+    if amount and abs(amount) < Decimal("0.0001"):
+        return "<$0.0001"
+    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+
+
+def table_version() -> str:
+    """Which price table prices are from, shown wherever a cost is: ``genai-prices 0.2.3 (bundled data)``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"genai-prices {version('genai-prices')} (bundled data)"
+    except PackageNotFoundError:  # pragma: no cover - a dependency of crewpoint
+        return "genai-prices (version unknown)"
