@@ -17,7 +17,6 @@ from stat import S_ISDIR
 from typing import Any
 
 from crewpoint.providers.base import CheckpointError
-from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import (
     O_CLOEXEC,
     O_NOFOLLOW,
@@ -52,10 +51,10 @@ def encode_claim(key: str, value: object) -> str:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise CheckpointError(f"the claim of {key} must be a mapping with text keys, not {type(value).__name__}")
     try:
-        text = encode_json(dict(value))
+        text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False)  # ASCII: any store takes it
     except (TypeError, ValueError, RecursionError) as exc:
         raise CheckpointError(f"the claim of {key} is not JSON-ready: {exc}") from None
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_CLAIM_BYTES:
+    if len(text) > MAX_CLAIM_BYTES:
         raise CheckpointError(f"the claim of {key} is over {MAX_CLAIM_BYTES} bytes (it holds who answered, not what)")
     return text
 
@@ -113,7 +112,7 @@ def claim_file(store: str, key: str, value: Mapping[str, Any], fsync: bool = Tru
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         try:
-            view = memoryview(text.encode("utf-8", "surrogatepass"))
+            view = memoryview(text.encode("ascii"))
             while view:
                 view = view[os.write(fd, view) :]
             if fsync:

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +62,8 @@ class Capabilities:
     """:func:`~crewpoint.providers.provider_for` gives this provider for its locations (it is registered)."""
     processes: bool = True
     """Several processes may write one store at once (files, a server; not a store in one process's memory)."""
+    claims: bool = True
+    """It keeps claims (one answer wins per request): :meth:`~BaseProvider.claim`, ``read_claim`` and ``claims``."""
 
     def lacks(self, needs: tuple[str, ...]) -> tuple[str, ...]:
         """The capabilities among ``needs`` that this provider does not have."""
@@ -610,3 +613,119 @@ def a_closed_provider_opens_again_when_used(store: Store) -> None:
         assert provider is store.provider
         provider.write(store.location, CheckpointRecord(meta(3, 2), body(3)))
     assert store.provider.read(store.location).body == body(3)
+
+
+# -- claims: one answer wins ------------------------------------------------------------------------------------
+
+
+@check("claims")
+def a_claim_wins_once_and_a_second_claim_gets_the_first(store: Store) -> None:
+    chain(store, 1, 1)
+    provider, location = store.provider, store.location
+    assert provider.read_claim(location, "req-1") is None and provider.claims(location) == {}
+    ours = {"token": "t-1", "who": "ana@host-a", "outcome": "approved", "feedback": "ünïcødé [bold]", "n": 1.5}
+    assert provider.claim(location, "req-1", ours) == ours
+    assert provider.claim(location, "req-1", {"token": "t-2", "who": "ben@host-b"}) == ours  # the first one stays
+    assert provider.read_claim(location, "req-1") == ours
+    assert provider.claim(location, "flow:review.draft_2", {"token": "t-3"}) == {"token": "t-3"}
+    assert provider.claims(location) == {"req-1": ours, "flow:review.draft_2": {"token": "t-3"}}
+    assert provider.read_claim(location, "req-9") is None
+    assert ids(store) == ["cp0001"]  # a claim is no checkpoint
+
+
+@check("claims")
+def a_bad_claim_is_refused_in_one_line_and_nothing_is_stored(store: Store) -> None:
+    chain(store, 1, 1)
+    provider, location = store.provider, store.location
+    for key in ("", "a/b", "../x", "a b", "x" * 129, "é"):
+        with raises(CheckpointError) as refused:
+            provider.claim(location, key, {"token": "t"})
+        assert "\n" not in str(refused.value) and "request id" in str(refused.value)
+        with raises(CheckpointError):
+            provider.read_claim(location, key)
+    for value in ({"token": object()}, {"token": float("nan")}, {1: "x"}, ["token"], {"big": "x" * 70_000}):
+        with raises(CheckpointError) as refused:
+            provider.claim(location, "req-1", value)  # type: ignore[arg-type]
+        assert "\n" not in str(refused.value)
+    assert provider.claims(location) == {} and provider.read_claim(location, "req-1") is None
+    assert provider.claim(location, "x" * 128, {"token": "t"}) == {"token": "t"}  # the longest key is a key
+
+
+@check("claims")
+def a_claim_never_makes_a_store(store: Store) -> None:
+    with raises(CheckpointNotFound):
+        store.provider.claim(store.location, "req-1", {"token": "t"})
+    assert store.provider.read_claim(store.location, "req-1") is None
+    assert store.provider.claims(store.location) == {}
+    with raises(CheckpointNotFound):
+        store.provider.list(store.location)
+
+
+@check("claims")
+def threads_claiming_one_key_at_once_have_one_winner(store: Store) -> None:
+    chain(store, 1, 1)
+    count = 8
+    start = threading.Barrier(count)
+    got: list[dict[str, Any]] = []
+    failed: list[BaseException] = []
+
+    def claimer(n: int) -> None:
+        try:
+            start.wait(timeout=60)
+            got.append(store.provider.claim(store.location, "req-1", {"token": f"t-{n}"}))
+        except BaseException as error:  # reported below, with the others' answers
+            failed.append(error)
+
+    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failed, failed
+    assert len(got) == count and len({each["token"] for each in got}) == 1, got  # every claimer got the winner's
+    assert store.provider.read_claim(store.location, "req-1") == got[0]
+
+
+CLAIMER = r"""
+import sys
+from crewpoint.providers import provider_for
+location, tag = sys.argv[1], sys.argv[2]
+provider = provider_for(location)
+provider.claims(location)  # the store is open
+print("ready", flush=True)
+sys.stdin.readline()  # every claimer is ready before any claims
+print(provider.claim(location, "req-1", {"token": tag})["token"], flush=True)
+"""
+
+
+@check("claims", "processes", "resolvable")
+def processes_claiming_one_key_at_once_have_one_winner(store: Store) -> None:
+    chain(store, 1, 1)
+    tags = [f"p-{n}" for n in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, store.location, tag],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for tag in tags
+    ]
+    for proc in procs:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    answers = [proc.communicate(timeout=120)[0].strip() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(procs)
+    assert len(set(answers)) == 1 and answers[0] in tags, answers
+    assert store.provider.read_claim(store.location, "req-1") == {"token": answers[0]}
+
+
+@check("claims", "watches")
+async def watch_reports_a_claim(store: Store) -> None:
+    chain(store, 1, 1)
+    change = await _next_change(store, lambda: store.provider.claim(store.location, "req-1", {"token": "t"}))
+    assert change.runs_only is False  # a request was answered: what a list view shows changed

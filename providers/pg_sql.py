@@ -58,8 +58,8 @@ def listing(s: str) -> str:
     )
 
 
-# Payloads of the store's notifications: what changed, and on which host.
-CHECKPOINT, RUN, DELETE = "c", "r", "d"
+# Payloads of the store's notifications: what changed, and on which host (a claim: a request was answered).
+CHECKPOINT, RUN, DELETE, CLAIM = "c", "r", "d", "a"
 
 
 def schema_v1(s: str) -> list[str]:
@@ -94,8 +94,19 @@ def schema_v2(s: str) -> list[str]:
     ]
 
 
+def schema_v3(s: str) -> list[str]:
+    """Claims: one answer wins per request. A claim is a small JSON value under its key (a request id), made by
+    ``INSERT ... ON CONFLICT (key) DO NOTHING`` so that the first claimer's row stays, whichever host it is on."""
+    return [
+        f"""CREATE TABLE {s}.claims (
+            key text COLLATE "C" PRIMARY KEY, value jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"""
+    ]
+
+
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
-MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2)
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2, schema_v3)
+CLAIMS_SINCE = 3
+"""The schema version that has the claims table: an older store has no claim yet (its first claim migrates it)."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -28,7 +28,7 @@ import hashlib
 import os
 import threading
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +45,12 @@ from crewpoint.providers.base import (
     meta_row,
     walk_parents,
 )
+from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
 from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
 from crewpoint.providers.pg_sql import (
     CHECKPOINT,
+    CLAIM,
+    CLAIMS_SINCE,
     DELETE,
     RUN,
     RUN_COLUMNS,
@@ -498,6 +501,52 @@ class PostgresProvider(BaseProvider):
             if dead:
                 runs = report_crashed(conn, where, store, runs, dead)
             return runs
+
+    # claims: one answer wins, on any host (a row per claim; the first INSERT stays), told live by a NOTIFY
+
+    def claim(self, location: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        text = encode_claim(key, value)
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)  # a claim never makes a store
+            if store.version < SCHEMA_VERSION:
+                store = self._store(where, conn, create=True)
+            with conn.transaction():
+                row = conn.execute(
+                    f"INSERT INTO {store.s}.claims (key, value) VALUES (%s, %s::jsonb)"
+                    " ON CONFLICT (key) DO NOTHING RETURNING value::text",
+                    [key, text],
+                ).fetchone()
+                if row is not None:
+                    notify(conn, where, CLAIM, key)
+                else:  # another claimer's row, committed before our INSERT returned
+                    row = conn.execute(f"SELECT value::text FROM {store.s}.claims WHERE key = %s", [key]).fetchone()
+        if row is None:
+            raise CheckpointError(f"{where.name}: the claim of {key} vanished while it was read")
+        return decode_claim(row[0], f"{where.name} claim {key}")
+
+    def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
+        check_claim_key(key)
+        where, _ = self._where(location)
+        text = self._claim_rows(location, key).get(key)
+        return None if text is None else decode_claim(text, f"{where.name} claim {key}")
+
+    def claims(self, location: str) -> dict[str, dict[str, Any]]:
+        where, _ = self._where(location)
+        return {k: decode_claim(v, f"{where.name} claim {k}") for k, v in self._claim_rows(location, None).items()}
+
+    def _claim_rows(self, location: str, key: str | None) -> dict[str, str]:
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            try:
+                store = self._store(where, conn, create=False)
+            except CheckpointNotFound:
+                return {}  # no store: nothing is claimed
+            if store.version < CLAIMS_SINCE:
+                return {}  # an older store: nothing claimed yet
+            sql = f"SELECT key, value::text FROM {store.s}.claims" + ("" if key is None else " WHERE key = %s")
+            rows = conn.execute(sql + " ORDER BY key", [] if key is None else [key]).fetchall()
+        return {str(k): str(v) for k, v in rows}
 
     # change notification
 

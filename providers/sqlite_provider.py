@@ -21,8 +21,9 @@ import itertools
 import os
 import sqlite3
 import threading
+import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from crewpoint.providers.base import (
     meta_row,
     walk_parents,
 )
+from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
 from crewpoint.providers.files import (
     make_private_dirs,
     nearest_existing,
@@ -598,6 +600,48 @@ class SqliteProvider(BaseProvider):
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
             return _runs(store.db)
+
+    # claims: one answer wins (a row per claim; the first INSERT stays)
+
+    def claim(self, location: str, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        text = encode_claim(key, value)
+        path, _ = split_ref(location)
+        if not os.path.exists(path):
+            raise CheckpointNotFound(f"no checkpoint store at {path}")
+        with self._use(path, create=True) as store:
+            with immediate(store.db):
+                store.db.execute(
+                    "INSERT INTO claims (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                    [key, text, time.time()],
+                )
+                row = store.db.execute("SELECT value FROM claims WHERE key = ?", [key]).fetchone()
+        return decode_claim(row[0], f"{path} claim {key}")
+
+    def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
+        check_claim_key(key)
+        found = self._claim_rows(location, key)
+        return decode_claim(found[key], f"{split_ref(location)[0]} claim {key}") if key in found else None
+
+    def claims(self, location: str) -> dict[str, dict[str, Any]]:
+        path, _ = split_ref(location)
+        found: dict[str, dict[str, Any]] = {}
+        for key, text in self._claim_rows(location, None).items():
+            try:
+                found[key] = decode_claim(text, f"{path} claim {key}")
+            except CheckpointError:
+                continue  # damaged: reading its key says what is wrong
+        return found
+
+    def _claim_rows(self, location: str, key: str | None) -> dict[str, str]:
+        path, _ = split_ref(location)
+        if not os.path.exists(path):
+            return {}  # no store: nothing is claimed
+        with self._use(path, create=False) as store:
+            if store.version < SCHEMA_VERSION and "claims" not in store.db.table_names():
+                return {}  # an older store: nothing claimed yet (its first claim migrates it)
+            sql = "SELECT key, value FROM claims" + ("" if key is None else " WHERE key = ?")
+            rows = store.db.execute(sql + " ORDER BY key", [] if key is None else [key]).fetchall()
+        return {str(k): v if isinstance(v, str) else repr(v) for k, v in rows}
 
     def watch_spec(self, location: str) -> WatchSpec:
         # lazy: `checkpoint list` never loads providers.watch

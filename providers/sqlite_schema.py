@@ -56,7 +56,7 @@ def database(db: Db) -> Database:
     return db if not isinstance(db, Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _schema_v1(db: Database) -> None:
@@ -118,9 +118,18 @@ def _schema_v3(db: Database) -> None:
     db.execute("ALTER TABLE checkpoints ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
 
 
+def _schema_v4(db: Database) -> None:
+    """Claims: one answer wins per request. A claim is a small JSON value under its key (a request id), made by
+    ``INSERT ... ON CONFLICT DO NOTHING`` so that the first claimer's row stays."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)"
+        " WITHOUT ROWID"
+    )
+
+
 Migration = Callable[["Database"], None]
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3)
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3, _schema_v4)
 
 
 def read_schema_version(db: Db) -> int | None:

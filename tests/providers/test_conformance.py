@@ -38,7 +38,10 @@ def test_every_kind_declares_what_it_can_do() -> None:
         "postgres": Capabilities(),
     }
     not_run = {(kind.name, each.name) for kind in KINDS for each in CHECKS} - {(k.name, c.name) for k, c in CASES}
-    assert not_run == {("memory", "processes_write_one_store_at_once")}
+    assert not_run == {
+        ("memory", "processes_write_one_store_at_once"),
+        ("memory", "processes_claiming_one_key_at_once_have_one_winner"),
+    }
 
 
 def _memory(folder: Path) -> tuple[MemoryProvider, str]:
@@ -50,7 +53,8 @@ def test_a_third_party_provider_runs_the_suite_in_one_line() -> None:
     not_run = check_provider(_memory, Capabilities(processes=False))
     assert "processes_write_one_store_at_once (needs processes)" in not_run
     assert all(name.startswith("one_damaged_record") or "processes" in name for name in not_run)
-    assert len(not_run) == 1 + sum(1 for c in CHECKS if c.needs == ("inject",))
+    assert "processes_claiming_one_key_at_once_have_one_winner (needs processes)" in not_run
+    assert len(not_run) == 2 + sum(1 for c in CHECKS if c.needs == ("inject",))
 
 
 class _OldestFirst(MemoryProvider):
