@@ -18,6 +18,7 @@ from crewpoint.memory import CrewMemory
 from crewpoint.providers.dependencies import readers, reads_of
 from crewpoint.task import Task, TaskOutput
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
+from crewpoint.usage import UsageMetrics
 
 if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
@@ -184,6 +185,12 @@ class Crew(BaseModel, CheckpointedEntity):
     @property
     def inputs(self) -> dict[str, Any]:
         return dict(self._inputs or {})
+
+    @property
+    def usage_metrics(self) -> UsageMetrics | None:
+        """What this crew's run spent on LLM calls, under CrewAI's names (None before a kickoff); a resumed run
+        counts its own calls, not those of the tasks it took over."""
+        return UsageMetrics.of(self._state.usage.rows()) if self._state is not None else None
 
     # -- running ------------------------------------------------------------------------------------------
     def kickoff(

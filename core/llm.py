@@ -17,15 +17,16 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
+from crewpoint.usage import TOKEN_KEYS, call_usage, estimate_tokens, usage_from_report
 
 if TYPE_CHECKING:
     import httpx
@@ -56,8 +57,9 @@ class _CallContext:
     agent_id: str | None = None
     task_id: str | None = None
     agent_role: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    reported: dict[str, int | None] | None = None
+    started: float = 0.0
+    sent_chars: int = 0
 
 
 _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call", default=None)
@@ -109,7 +111,9 @@ class BaseLLM(BaseModel):
         **kwargs: Any,
     ) -> str:
         """Call the model; emit ``llm_call_started``, then ``llm_call_completed`` or ``llm_call_failed``."""
-        ctx = _CallContext(_new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role)
+        ctx = _CallContext(
+            _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
+        )
         token = _current_call.set(ctx)
         try:
             self._emit_started(ctx, messages)
@@ -133,7 +137,9 @@ class BaseLLM(BaseModel):
         **kwargs: Any,
     ) -> str:
         """The async twin of :meth:`invoke`."""
-        ctx = _CallContext(_new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role)
+        ctx = _CallContext(
+            _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
+        )
         token = _current_call.set(ctx)
         try:
             self._emit_started(ctx, messages)
@@ -147,12 +153,41 @@ class BaseLLM(BaseModel):
         finally:
             _current_call.reset(token)
 
-    def record_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
-        """Report token counts for the call in progress; they appear on ``llm_call_completed``."""
+    usage_provider: ClassVar[str] = "custom"
+    """The provider a call's usage names (``usage.provider`` on ``llm_call_completed``); a subclass sets its own."""
+
+    def provider_name(self) -> str:
+        """The provider this model's usage is recorded under: from the model's settings, never from a server."""
+        return self.usage_provider
+
+    def record_usage(
+        self,
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+        *,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+    ) -> None:
+        """Report token counts for the call in progress; they appear on ``llm_call_completed`` (``usage``). A call
+        that reports none has its tokens estimated there (``ceil(characters / 4)``, marked ``estimated``)."""
         ctx = _current_call.get()
         if ctx is not None:
-            ctx.prompt_tokens = prompt_tokens
-            ctx.completion_tokens = completion_tokens
+            ctx.reported = {
+                "input_tokens": prompt_tokens,
+                "output_tokens": completion_tokens,
+                "cache_read_tokens": cache_read_tokens,
+                "cache_write_tokens": cache_write_tokens,
+                "reasoning_tokens": reasoning_tokens,
+            }
+
+    def record_usage_report(self, report: Mapping[str, Any]) -> None:
+        """Report an OpenAI-compatible ``usage`` object for the call in progress (see :func:`usage_from_report`)."""
+        counts = usage_from_report(report)
+        if any(counts[name] is not None for name in TOKEN_KEYS):
+            ctx = _current_call.get()
+            if ctx is not None:
+                ctx.reported = counts
 
     def emit_chunk(self, chunk: str) -> None:
         """Emit one ``llm_stream_chunk`` for the call in progress (streaming subclasses use this)."""
@@ -177,6 +212,7 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallStartedEvent, event_bus
 
+        ctx.sent_chars = sum(len(str(m.get("content", ""))) for m in messages)
         event_bus.emit(
             self,
             LLMCallStartedEvent(
@@ -194,14 +230,23 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
+        usage = call_usage(
+            ctx.reported,
+            model=self.model,
+            provider=self.provider_name(),
+            duration_s=time.perf_counter() - ctx.started if ctx.started else 0.0,
+            sent_chars=ctx.sent_chars,
+            received_chars=len(text),
+        )
         event_bus.emit(
             self,
             LLMCallCompletedEvent(
                 model=self.model,
                 call_id=ctx.call_id,
                 response=text,
-                prompt_tokens=ctx.prompt_tokens,
-                completion_tokens=ctx.completion_tokens,
+                prompt_tokens=usage["input_tokens"],
+                completion_tokens=usage["output_tokens"],
+                usage=usage,
                 agent_id=ctx.agent_id,
                 task_id=ctx.task_id,
                 agent_role=ctx.agent_role,
@@ -410,6 +455,7 @@ class OfflineLLM(BaseLLM):
 
     model: str = "offline"
     delay: float = 0.0
+    usage_provider: ClassVar[str] = "offline"
 
     _calls: int = PrivateAttr(default=0)
 
@@ -434,7 +480,10 @@ class OfflineLLM(BaseLLM):
         with _counter_lock:
             self._calls += 1
         text = self.respond(messages)
-        self.record_usage(sum(len(str(m.get("content", "")).split()) for m in messages), len(text.split()))
+        # deterministic usage, reported (not estimated): the estimate's rule applied to what was sent and said
+        self.record_usage(
+            estimate_tokens(sum(len(str(m.get("content", ""))) for m in messages)), estimate_tokens(len(text))
+        )
         return text
 
     def respond(self, messages: list[dict[str, str]]) -> str:
@@ -597,7 +646,7 @@ class _Stream:
             raise self.llm._error(f"failed mid-stream: {_server_message(json.dumps(data))}")
         usage = data.get("usage")
         if isinstance(usage, dict):
-            self.llm._usage(usage)
+            self.llm.record_usage_report(usage)
         for choice in data.get("choices") or []:
             delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
             content = delta.get("content") if isinstance(delta, dict) else None
@@ -621,6 +670,12 @@ class LLM(BaseLLM):
     timeout: float = 60
     stream: bool = False
     max_tokens: Annotated[int | None, CheckpointState] = None
+    provider: str = "openai"
+    """The provider usage and prices are recorded under (``"openai"``, ``"ollama"``, ``"groq"``, ...); set by the
+    program, never read from the server's URL."""
+
+    def provider_name(self) -> str:
+        return self.provider
 
     @property
     def url(self) -> str:
@@ -674,13 +729,6 @@ class LLM(BaseLLM):
             return self._error(f"cannot be reached ({_one_line(str(exc), 120) or 'connection failed'}); is it running?")
         return self._error(f"request failed: {type(exc).__name__}: {_one_line(str(exc), 120)}")
 
-    def _usage(self, usage: dict[str, Any]) -> None:
-        prompt = usage.get("prompt_tokens")
-        completion = usage.get("completion_tokens")
-        self.record_usage(
-            prompt if isinstance(prompt, int) else None, completion if isinstance(completion, int) else None
-        )
-
     def _parse_json(self, content: bytes) -> str:
         try:
             data = json.loads(content)
@@ -693,7 +741,7 @@ class LLM(BaseLLM):
             raise self._error("returned a response without choices[0].message") from None
         usage = data.get("usage")
         if isinstance(usage, dict):
-            self._usage(usage)
+            self.record_usage_report(usage)
         return text if isinstance(text, str) else ""
 
     @staticmethod

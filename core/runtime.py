@@ -35,6 +35,8 @@ from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
+from crewpoint.text import clip
+from crewpoint.usage import UsageLedger, finished_units, reused_rows
 
 log = logging.getLogger("crewpoint.checkpoint")
 
@@ -104,6 +106,15 @@ class RuntimeState:
         self.heartbeat: Heartbeat | None = None
         self.run_started = 0.0
         """When :func:`running` began this run (0: not running)."""
+        self.usage = UsageLedger()
+        """What this run's LLM calls used, per task or method, agent and model (``usage.rows`` in its checkpoints)."""
+        self.usage_before: list[dict[str, Any]] = []
+        """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``."""
+        self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
+        self._usage_roles: dict[str, str] = {}  # agent id -> role
+        self._usage_method: str | None = None  # the flow method running now
+        self.outer: RuntimeState | None = None
+        """The run this one runs inside (a crew kicked off in a flow's method): its usage is counted there too."""
         self._lock = threading.Lock()
 
     @property
@@ -169,8 +180,47 @@ class RuntimeState:
             "trigger": trigger,
             "created_at": now,
             "origin": self.origin,
+            "usage": self.usage_section(entity),
         }
         return CheckpointRecord(meta=meta, body=body)
+
+    # -- usage ----------------------------------------------------------------------------------------
+    def take_source_usage(self, section: Any) -> None:
+        """Start from a source checkpoint's ``usage`` section (a resume or a fork): its ``before`` and ``rows`` are
+        what the chain spent before this run."""
+        if isinstance(section, dict):
+            self.usage_before = [dict(row) for key in ("before", "rows") for row in section.get(key) or ()]
+
+    def usage_section(self, entity: dict[str, Any]) -> dict[str, Any]:
+        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over."""
+        before = self.usage_before
+        reused = reused_rows(before, finished_units(entity), set(self._usage_units)) if before else []
+        return {"rows": self.usage.rows(), "before": [dict(row) for row in before], "reused": reused}
+
+    def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:
+        """Count an ``llm_call_completed``: in the flow method running now, else the task it names."""
+        usage = getattr(event, "usage", None)
+        if not isinstance(usage, dict):
+            return
+        unit = self._usage_method or event.task_id
+        label = self._usage_units.get(unit, unit) if unit is not None else self.root.entity_name
+        agent = agent or getattr(event, "agent_role", None) or self._usage_roles.get(event.agent_id or "")
+        self.usage.add(usage, unit, label, agent)
+        if self.outer is not None and self.outer is not self:
+            self.outer._count_usage(event, agent)
+
+    def _follow_units(self, event: BaseEvent) -> None:
+        kind = event.type
+        if kind == "task_started" and event.task_id:
+            self._usage_units[event.task_id] = clip(str(getattr(event, "task_name", None) or event.task_id), 80)
+        elif kind == "method_execution_started":
+            name = str(getattr(event, "method_name", "") or "")
+            self._usage_method, self._usage_units[name] = name, name
+        elif kind in ("method_execution_finished", "method_execution_failed"):
+            self._usage_method = None
+        role = getattr(event, "agent_role", None)
+        if event.agent_id and isinstance(role, str) and role:
+            self._usage_roles[event.agent_id] = role
 
     def _provider_for(self, location: str | None) -> tuple[BaseProvider, str]:
 
@@ -324,6 +374,10 @@ class RuntimeState:
         """Record the event and, when the configuration asks for it, capture a checkpoint at it."""
         if event.type.startswith("checkpoint_"):
             return
+        if event.type == "llm_call_completed":
+            self._count_usage(event)
+        elif event.type in _UNIT_EVENTS:
+            self._follow_units(event)
         self.events.add(event)
         config = self.root.checkpoint_config_for(event)
         if config is not None and config.wants(event.type):
@@ -339,6 +393,18 @@ class RuntimeState:
         import asyncio
 
         return await asyncio.to_thread(cls.from_checkpoint, ref)
+
+
+_UNIT_EVENTS = frozenset(
+    {
+        "task_started",
+        "method_execution_started",
+        "method_execution_finished",
+        "method_execution_failed",
+        "agent_execution_started",
+        "lite_agent_execution_started",
+    }
+)
 
 
 def _observer(source: Any, event: BaseEvent) -> None:
@@ -390,6 +456,8 @@ class Running:
         state.stopping = True  # a signal during the set-up is held, and raised once the run is set up
         state.pending_signal = None
         self._previous = _install_signal_handlers(state)
+        outer = _current.get()
+        state.outer = outer if outer is not state else None
         self._token = _current.set(state)
         state.run_started = time.time()
         state.heartbeat = Heartbeat(state, state.config) if state.config is not None else None

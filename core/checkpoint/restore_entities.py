@@ -168,6 +168,7 @@ def restore(
         resumed_from=record.meta.id,
     )
     state.prunes_own_only = target is None  # a rebuilt entity is what the checkpoint says: it trims only its own
+    state.take_source_usage(body["usage"])  # what the chain spent before this run ("before", "reused")
     entity.attach_runtime(state, inputs)
     event_bus.emit(entity, CheckpointRestoredEvent(checkpoint_id=record.meta.id, location=record.meta.location))
     if fork_branch is not None:

@@ -28,7 +28,8 @@ Version history:
 * 0 — early shape: ``state`` (the entity), ``event_history``, and lineage as top-level ``checkpoint_id``,
   ``parent_id``, ``branch``; no ``lineage`` block, no ``sequence``.
 * 1 — ``entity``, ``events``, a ``lineage`` block with ``id``, ``parent_id``, ``branch``, ``lineage`` and
-  ``sequence``.
+  ``sequence``. Later, with no version bump (an optional section: a body without it reads as spending nothing):
+  ``usage`` with ``rows``, ``before`` and ``reused`` (:data:`USAGE`).
 """
 
 from __future__ import annotations
@@ -149,6 +150,30 @@ class OriginState(TypedDict):
     attr: str | None
 
 
+class UsageRow(TypedDict):
+    """What LLM calls used, summed for one (unit, agent, model, provider, estimated)."""
+
+    unit: str | None
+    label: str
+    agent: str | None
+    model: str
+    provider: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
+    requests: int
+    duration_s: float
+    estimated: bool
+
+
+class UsageSection(TypedDict):
+    rows: list[UsageRow]
+    before: list[UsageRow]
+    reused: list[UsageRow]
+
+
 class CheckpointBody(TypedDict):
     """A whole checkpoint body at :data:`SCHEMA_VERSION`, as :func:`load_body` returns it."""
 
@@ -163,6 +188,7 @@ class CheckpointBody(TypedDict):
     trigger: str
     created_at: float
     origin: OriginState | None
+    usage: UsageSection
 
 
 # -- checking, in plain code ---------------------------------------------------------------------------------
@@ -557,6 +583,65 @@ def _runnable(body: dict[str, Any], path: Path) -> None:
         raise _Bad(("entity", "pending"), "expected the list of messages the agent was given, not null")
 
 
+class _Bounded(Spec):
+    """A string of at most ``limit`` characters, a whole number from 0 to ``limit``, or a number from 0 to ``limit``
+    (``kind``: ``"str"``, ``"int"``, ``"num"``): a figure of the usage section, of a size a real run records."""
+
+    def __init__(self, kind: Literal["str", "int", "num"], limit: int) -> None:
+        self.kind, self.limit = kind, limit
+        self.expected = {"str": "a string", "int": "a whole number", "num": "a number"}[kind]
+
+    def check(self, value: Any, path: Path) -> Any:
+        if self.kind == "str":
+            if not isinstance(value, str):
+                raise self.refuse(value, path)
+            if len(value) > self.limit:
+                raise _Bad(path, f"expected a string of at most {self.limit} characters, not {len(value)}")
+            return value
+        if type(value) is not int and (self.kind == "int" or type(value) is not float):
+            raise self.refuse(value, path)
+        if not 0 <= value <= self.limit:  # NaN fails this too
+            raise _Bad(path, f"expected {self.expected} from 0 to {self.limit}, not {_shown(value)}")
+        return value
+
+
+class _Rows(Spec):
+    """A list of at most ``limit`` usage rows."""
+
+    expected = "a list"
+
+    def __init__(self, row: Spec, limit: int) -> None:
+        self.row, self.limit = row, limit
+
+    def check(self, value: Any, path: Path) -> Any:
+        if isinstance(value, (list, tuple)) and len(value) > self.limit:
+            raise _Bad(path, f"expected at most {self.limit} rows, not {len(value)}")
+        return ListOf(self.row).check(value, path)
+
+
+_NAME = _Bounded("str", 500)
+_TOKENS = _Bounded("int", 10**15)
+USAGE_ROW = Obj(
+    {
+        "unit": (Nullable(_NAME), None),
+        "label": (_NAME, ""),
+        "agent": (Nullable(_NAME), None),
+        "model": (_NAME, ""),
+        "provider": (_NAME, ""),
+        **{
+            name: (_TOKENS, 0)
+            for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+        },
+        "requests": (_TOKENS, 0),
+        "duration_s": (_Bounded("num", 10**9), 0.0),
+        "estimated": (BOOL, False),
+    }
+)
+USAGE_ROWS = _Rows(USAGE_ROW, 100_000)
+USAGE = Obj({"rows": (USAGE_ROWS, list), "before": (USAGE_ROWS, list), "reused": (USAGE_ROWS, list)})
+"""The ``usage`` section: what the run spent (``rows``), what its chain spent before it (``before``) and the rows
+of ``before`` whose task or method the run took over instead of running again (``reused``)."""
+
 BODY = Obj(
     {
         "schema_version": (INT, SCHEMA_VERSION),
@@ -581,6 +666,7 @@ BODY = Obj(
         "trigger": (STR, ""),
         "created_at": (NUM, 0.0),
         "origin": (Nullable(Obj({"file": (OPT_STR, None), "module": (OPT_STR, None), "attr": (OPT_STR, None)})), None),
+        "usage": (USAGE, lambda: {"rows": [], "before": [], "reused": []}),
     },
     _runnable,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from crewpoint.events.base import BaseEvent
 
@@ -25,6 +25,9 @@ class LLMCallCompletedEvent(LLMEvent):
     response: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    usage: dict[str, Any] | None = None
+    """The call's usage: the five token counts, ``model``, ``provider``, ``duration_s``, ``estimated``
+    (:func:`crewpoint.usage.call_usage`)."""
 
 
 class LLMCallFailedEvent(LLMEvent):

@@ -1,0 +1,224 @@
+"""What a run's LLM calls used: one call's usage, the ledger a run sums them in, and pure helpers over its rows.
+
+A call's usage (on ``llm_call_completed``, built by :func:`call_usage`) is a plain dict::
+
+    {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",  # ints
+     "model", "provider", "duration_s", "estimated"}
+
+``input_tokens`` counts every token sent, cached ones included (genai-prices' meaning): ``cache_read_tokens`` and
+``cache_write_tokens`` are parts of it. A checkpoint body's ``usage`` section holds rows (:data:`ROW_KEYS`), one per
+(unit, agent, model, provider, estimated): ``rows`` for what the run spent, ``before`` for what its chain spent
+before it, ``reused`` for the rows of ``before`` whose task or method the run took over instead of running again.
+
+Estimates follow one fixed rule, :func:`estimate_tokens`: ``ceil(characters / 4)``, the same every time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "TOKEN_KEYS",
+    "UsageLedger",
+    "UsageMetrics",
+    "call_usage",
+    "estimate_tokens",
+    "finished_units",
+    "group_rows",
+    "reused_rows",
+    "sum_rows",
+    "usage_from_report",
+]
+
+TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""The five token counts of a call's usage and of a row, in this order."""
+
+ROW_KEYS = ("unit", "label", "agent", "model", "provider", *TOKEN_KEYS, "requests", "duration_s", "estimated")
+
+GroupBy = Literal["unit", "agent", "model", "provider"]
+
+
+def estimate_tokens(characters: int) -> int:
+    """The fixed estimate for text a server did not count: ``ceil(characters / 4)``."""
+    return -(-max(characters, 0) // 4)
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def usage_from_report(report: Mapping[str, Any]) -> dict[str, int | None]:
+    """The token counts of an OpenAI-compatible ``usage`` object (``prompt_tokens``, ``completion_tokens``, their
+    ``*_details``, and Anthropic's ``cache_creation_input_tokens``/``cache_read_input_tokens`` when present);
+    ``None`` for a count the server did not report. ``prompt_tokens`` already counts cached tokens (OpenAI's and
+    LiteLLM's meaning); Anthropic's ``input_tokens`` does not, so the cached ones are added to it."""
+    prompt = _count(report.get("prompt_tokens"))
+    anthropic = prompt is None and _count(report.get("input_tokens")) is not None
+    if anthropic:  # Anthropic's own ``input_tokens`` leaves the cached tokens out
+        prompt = _count(report.get("input_tokens"))
+    completion = _count(report.get("completion_tokens"))
+    if completion is None:
+        completion = _count(report.get("output_tokens"))
+    prompt_details = report.get("prompt_tokens_details")
+    completion_details = report.get("completion_tokens_details")
+    cache_read = _count(report.get("cache_read_input_tokens"))
+    if cache_read is None and isinstance(prompt_details, Mapping):
+        cache_read = _count(prompt_details.get("cached_tokens"))
+    cache_write = _count(report.get("cache_creation_input_tokens"))
+    reasoning = _count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, Mapping) else None
+    if prompt is not None and (anthropic or prompt < (cache_read or 0) + (cache_write or 0)):
+        prompt += (cache_read or 0) + (cache_write or 0)
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write,
+        "reasoning_tokens": reasoning,
+    }
+
+
+def call_usage(
+    reported: Mapping[str, int | None] | None,
+    *,
+    model: str,
+    provider: str,
+    duration_s: float,
+    sent_chars: int,
+    received_chars: int,
+) -> dict[str, Any]:
+    """One call's usage: the counts ``reported`` (by the server or the model), else the estimate (marked)."""
+    reported = reported or {}
+    input_tokens = reported.get("input_tokens")
+    output_tokens = reported.get("output_tokens")
+    estimated = input_tokens is None or output_tokens is None
+    return {
+        "input_tokens": estimate_tokens(sent_chars) if input_tokens is None else input_tokens,
+        "output_tokens": estimate_tokens(received_chars) if output_tokens is None else output_tokens,
+        "cache_read_tokens": reported.get("cache_read_tokens") or 0,
+        "cache_write_tokens": reported.get("cache_write_tokens") or 0,
+        "reasoning_tokens": reported.get("reasoning_tokens") or 0,
+        "model": model,
+        "provider": provider,
+        "duration_s": float(duration_s),
+        "estimated": estimated,
+    }
+
+
+class UsageLedger:
+    """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
+        """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``."""
+        model, provider, estimated = (
+            str(usage.get("model", "")),
+            str(usage.get("provider", "")),
+            bool(usage.get("estimated")),
+        )
+        key = (unit, agent, model, provider, estimated)
+        with self._lock:
+            row = self._rows.get(key)
+            if row is None:
+                row = self._rows[key] = {
+                    "unit": unit,
+                    "label": label,
+                    "agent": agent,
+                    "model": model,
+                    "provider": provider,
+                    **dict.fromkeys(TOKEN_KEYS, 0),
+                    "requests": 0,
+                    "duration_s": 0.0,
+                    "estimated": estimated,
+                }
+            for name in TOKEN_KEYS:
+                value = usage.get(name)
+                if type(value) is int:
+                    row[name] += value
+            row["requests"] += 1
+            duration = usage.get("duration_s")
+            if isinstance(duration, int | float):
+                row["duration_s"] += float(duration)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows so far, in the order their first call came (copies: JSON-ready)."""
+        with self._lock:
+            return [dict(row) for row in self._rows.values()]
+
+    def __bool__(self) -> bool:
+        return bool(self._rows)
+
+
+def sum_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The totals of ``rows``: the five token counts, ``requests``, ``duration_s`` and ``estimated`` (any of them)."""
+    total: dict[str, Any] = {**dict.fromkeys(TOKEN_KEYS, 0), "requests": 0, "duration_s": 0.0, "estimated": False}
+    for row in rows:
+        for name in (*TOKEN_KEYS, "requests"):
+            value = row.get(name)
+            if type(value) is int:
+                total[name] += value
+        duration = row.get("duration_s")
+        if isinstance(duration, int | float) and not isinstance(duration, bool):
+            total["duration_s"] += float(duration)
+        total["estimated"] = total["estimated"] or row.get("estimated") is True
+    return total
+
+
+def group_rows(rows: Iterable[Mapping[str, Any]], by: GroupBy) -> list[dict[str, Any]]:
+    """``rows`` summed per value of ``by`` (in the order each value first comes): ``{by: value, **sum_rows(...)}``,
+    with ``label`` (the first row's) when grouped by unit."""
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row.get(by), []).append(row)
+    out: list[dict[str, Any]] = []
+    for value, members in groups.items():
+        entry: dict[str, Any] = {by: value}
+        if by == "unit":
+            entry["label"] = members[0].get("label")
+        entry.update(sum_rows(members))
+        out.append(entry)
+    return out
+
+
+def finished_units(entity: Mapping[str, Any]) -> set[str]:
+    """The units an entity's saved state holds finished: its tasks with an output, its methods with a result."""
+    done: set[str] = set()
+    for task in entity.get("tasks") or ():
+        if isinstance(task, Mapping) and task.get("output") is not None and isinstance(task.get("id"), str):
+            done.add(task["id"])
+    for pair in entity.get("method_outputs") or ():
+        if isinstance(pair, list | tuple) and pair and isinstance(pair[0], str):
+            done.add(pair[0])
+    return done
+
+
+def reused_rows(before: Iterable[Mapping[str, Any]], finished: set[str], ran: set[str]) -> list[dict[str, Any]]:
+    """The rows of ``before`` whose unit is finished now but was not run by this run: work taken over, not repeated."""
+    return [dict(row) for row in before if row.get("unit") in finished and row.get("unit") not in ran]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageMetrics:
+    """A run's totals under CrewAI's names (``crew.usage_metrics``)."""
+
+    total_tokens: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    successful_requests: int = 0
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]]) -> UsageMetrics:
+        total = sum_rows(rows)
+        return cls(
+            total_tokens=total["input_tokens"] + total["output_tokens"],
+            prompt_tokens=total["input_tokens"],
+            cached_prompt_tokens=total["cache_read_tokens"],
+            completion_tokens=total["output_tokens"],
+            successful_requests=total["requests"],
+        )
