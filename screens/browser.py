@@ -33,7 +33,7 @@ from crewpoint.tui.render import problem_of
 from crewpoint.tui.run_controller import RunController
 from crewpoint.tui.run_protocol import WRITTEN
 from crewpoint.tui.store_feed import StoreFeed
-from crewpoint.tui.store_index import CheckpointRef, StoreIndex
+from crewpoint.tui.store_index import STATUS_WORDS, CheckpointRef, StoreIndex, pending_request
 from crewpoint.tui.visible import visible
 from crewpoint.tui.watcher import follow_store
 from crewpoint.tui.widgets.branch_graph import BranchGraph
@@ -60,6 +60,7 @@ class BrowserScreen(Screen[None]):
     BINDINGS = [
         Binding("e", "resume", "Resume"),
         Binding("f", "fork", "Fork"),
+        Binding("a", "answer", "Answer a waiting run", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "back", "Back to the tree; clear the filter", show=False),
         Binding("m", "mark", "Mark for diff", show=False),
@@ -171,6 +172,7 @@ class BrowserScreen(Screen[None]):
     def _runs_read(self, message: RunsRead) -> None:
         if self.feed.take_runs(message):
             self.ckpt_tree.tick()
+            self._count_waiting()
             self._follow_live_runs()  # a run's record can show it live before its next checkpoint does
 
     @on(StoreListed)
@@ -194,6 +196,7 @@ class BrowserScreen(Screen[None]):
         if message.error is not None:
             return
         self.ckpt_tree.load(feed.index)
+        self._count_waiting()
         self.detail.store_changed(self._graph_of_store)
         if self._reveal is not None and self.ckpt_tree.reveal(self._reveal):
             self._reveal = None
@@ -207,6 +210,41 @@ class BrowserScreen(Screen[None]):
 
     def _follow_live_runs(self) -> None:
         self.query_one(TreePane).follow_live(self.feed.live_segments(self.ckpt_tree.runs_here))
+
+    # -- runs waiting for a person ----------------------------------------------------------------------
+    def waiting_runs(self) -> int:
+        """How many runs of the store wait for a person's answer (by their run records)."""
+        index = self.feed.index
+        return sum(1 for segment in index.segments.values() if index.state_of(segment) == "waiting")
+
+    def _count_waiting(self) -> None:
+        """The title counts the runs waiting for an answer (none: the app's own title)."""
+        waiting = self.waiting_runs()
+        self.title = f"{self.app.title} · ⧗ {waiting} waiting" if waiting else None
+
+    def waiting_refusal(self, checkpoint_id: str, holds_request: bool) -> str | None:
+        """Why the checkpoint cannot be answered here (None: it can): it holds no request, its run went on past
+        it, or its run's record says it is no longer waiting (answered, running, done ...)."""
+        if not holds_request:
+            return "This checkpoint waits for no answer."
+        index = self.feed.index
+        segment = index.segments.get(index.segment_of.get(checkpoint_id, ""))
+        if segment is None:
+            return None
+        if segment.head.id != checkpoint_id:
+            return "The run went on past this checkpoint: it waits for no answer here."
+        state = index.state_of(segment)
+        if state in (None, "waiting"):
+            return None
+        return f"The run of this checkpoint is {STATUS_WORDS.get(state, state)}: it waits for no answer."
+
+    def chosen_waits(self) -> bool:
+        """Does the chosen checkpoint hold a request its run still waits on?"""
+        shown = self.selected
+        if shown is None or not shown.ready or shown.record is None or shown.meta.id != self.ckpt_tree.chosen_id:
+            return False
+        holds = pending_request(shown.record.body) is not None
+        return holds and self.waiting_refusal(shown.meta.id, True) is None
 
     def _tick(self) -> None:
         live = bool(self.ckpt_tree.running) or bool(self.feed.index.live_branches())
@@ -291,6 +329,9 @@ class BrowserScreen(Screen[None]):
 
     def action_resume(self) -> None:
         self.dialogs.resume()
+
+    def action_answer(self) -> None:
+        self.dialogs.answer()
 
     def action_cancel_run(self) -> None:
         self.dialogs.cancel_run()
@@ -391,4 +432,8 @@ class BrowserScreen(Screen[None]):
         """What can be done now, for the command palette."""
         tree, panel = self.ckpt_tree, self.run_panel
         run = "going" if panel.running else "shown" if panel.has_class("-shown") else ""
-        return browser_commands(tree.chosen_id, self.detail.ready, tree.marked, run)
+        commands = browser_commands(tree.chosen_id, self.detail.ready, tree.marked, run)
+        if self.chosen_waits() and tree.chosen_id is not None:
+            answer = (f"Answer {tree.chosen_id[:8]}", "The run waits for a person here: answer it, and it runs on (a)")
+            commands.insert(0, (*answer, "answer"))
+        return commands

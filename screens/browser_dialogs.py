@@ -1,4 +1,5 @@
-"""The browser's dialogs: resume, fork, stop a run, discard edits, and the word when a run ends.
+"""The browser's dialogs: resume, fork, answer a waiting run, stop a run, discard edits, and the word when a run
+ends.
 
 The run controller (:mod:`crewpoint.tui.run_controller`) decides what each does and words its questions; this
 asks them in modal screens and starts what was confirmed. It acts on the browser it is given, through what the
@@ -13,10 +14,12 @@ from rich.text import Text
 
 from crewpoint.checkpoint.program import suggested_app
 from crewpoint.providers.base import CheckpointError
+from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
-from crewpoint.tui.run_controller import RunRequest
+from crewpoint.tui.run_controller import Answer, RunRequest
+from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.run_panel import RunPanel
 
@@ -84,6 +87,26 @@ class BrowserDialogs:
 
         question = browser.controller.resume_question(meta, info)
         browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record)), answered)
+
+    def answer(self) -> None:
+        """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does."""
+        if not self._can_start():
+            return
+        browser = self.browser
+        shown = browser.selected
+        assert shown is not None and shown.record is not None
+        meta = shown.meta
+        request = pending_request(shown.record.body)
+        refusal = browser.waiting_refusal(meta.id, request is not None)
+        if request is None or refusal is not None:
+            browser.notify(refusal or "This checkpoint waits for no answer.", severity="warning", markup=False)
+            return
+
+        def answered(answer: Answer | None) -> None:
+            if answer is not None:
+                self._start(browser.controller.answer_request(meta, answer))
+
+        browser.app.push_screen(AnswerScreen(meta.id, request, suggested_app(shown.record)), answered)
 
     def _start(self, request: RunRequest) -> None:
         self.browser.controller.started(request)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from textual.actions import parse
 from textual.dom import DOMNode
 
-WRITE_ACTIONS = frozenset({"resume", "fork", "edit", "cancel_run", "prune"})
+WRITE_ACTIONS = frozenset({"resume", "fork", "answer", "edit", "cancel_run", "prune"})
 """Actions that start a run, change a run, or change the store."""
 
-NOTICE = "Read-only: resume, fork, edit, cancel and prune are turned off."
+NOTICE = "Read-only: resume, fork, answer, edit, cancel and prune are turned off."
 
 
 def is_read_only(node: DOMNode) -> bool:

@@ -14,6 +14,8 @@ from crewpoint.providers.base import CheckpointMeta
 
 STATE_MARKS = {
     "running": ("● live", "live"),
+    "waiting": ("⧗ waiting", "marked"),
+    "answered": ("✓ answered", "muted"),
     "finished": ("✓ done", "muted"),
     "interrupted": ("■ interrupted", "stopped"),
     "crashed": ("✗ crashed", "damaged"),

@@ -1,4 +1,4 @@
-"""The run controller: what Resume, Fork and Stop do from the browser, decided without a screen.
+"""The run controller: what Resume, Fork, Answer and Stop do from the browser, decided without a screen.
 
 It checks that a run may start, plans a fork with the kept edits, words the dialogs' questions, turns a confirmed
 dialog into the command the run panel starts (:class:`RunRequest`), keeps which runs this app started (the tree
@@ -23,7 +23,7 @@ from crewpoint.providers.runs import RunInfo, this_host
 from crewpoint.tui import run_control
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.edits import EditsModel
-from crewpoint.tui.launcher import fork_command, resume_command
+from crewpoint.tui.launcher import cli_command, fork_command, resume_command
 from crewpoint.tui.store_index import Segment, run_label
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail
@@ -48,6 +48,29 @@ class RunRequest:
 
 
 Severity = Literal["information", "warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A person's answer to a waiting checkpoint, as the Answer dialog gives it: an ``outcome`` (one of the
+    request's), ``feedback`` text, or ``accept`` (the default outcome, or accepting a task's output as it is)."""
+
+    outcome: str | None = None
+    feedback: str | None = None
+    accept: bool = False
+    app: str = ""
+
+
+def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[str]:
+    """The child ``crewpoint checkpoint answer`` that records ``answer`` and runs on, reporting as resume does."""
+    args = ["answer", checkpoint_id, "--location", location]
+    if answer.outcome is not None:
+        args += ["--outcome", answer.outcome]
+    if answer.feedback:
+        args += ["--feedback", answer.feedback]
+    elif answer.accept or answer.outcome is None:
+        args.append("--accept")
+    return cli_command(*args, app=answer.app)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +146,17 @@ class RunController:
             resume_command(meta.id, self.location, app), f"resume {meta.id[:8]} on {meta.branch}", meta.branch
         )
         request.total, request.source_id = len([t for t in info.tasks if not t.done]), meta.id
+        return request
+
+    def answer_request(self, meta: CheckpointMeta, answer: Answer) -> RunRequest:
+        """The run of a confirmed Answer dialog: ``crewpoint checkpoint answer``, then the run goes on as a resume."""
+        said = answer.outcome or ("feedback" if answer.feedback else "accepted")
+        request = RunRequest(
+            answer_command(meta.id, self.location, answer),
+            visible(f"answer {meta.id[:8]} ({said}) on {meta.branch}", one_line=True),
+            meta.branch,
+        )
+        request.source_id = meta.id
         return request
 
     @staticmethod

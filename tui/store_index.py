@@ -7,12 +7,15 @@ segment whose source is the checkpoint it was forked from; a resume on the same 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
+from typing import Any
 
 from crewpoint.entities import kind_of
+from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_not_run
 from crewpoint.providers.runs import RunInfo, classify
@@ -27,11 +30,13 @@ whose newest checkpoint is one of them is not live, however new it is."""
 LIVE_WINDOW = 10.0
 """Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
 
-RUN_STATES = ("running", "finished", "failed", "interrupted", "crashed", "lost")
+RUN_STATES = ("running", "waiting", "answered", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
 
 STATUS_WORDS = {
     "running": "live",
+    "waiting": "waiting",
+    "answered": "answered",
     "finished": "done",
     "failed": "failed",
     "interrupted": "interrupted",
@@ -120,12 +125,22 @@ ORDER = attrgetter("sequence", "created_at", "id")
 """Checkpoints of one branch of one run, in the order they were written."""
 
 
+def status_word(word: str) -> str | None:
+    """The status a filter word asks for: a status word (live, waiting, done, …) or ``status:WORD``; else None."""
+    field_name, _, needle = word.partition(":")
+    if needle and field_name == "status":
+        return needle
+    return word if word in STATUS_WORDS.values() else None
+
+
 def matches(meta: CheckpointMeta, query: str, status: str | None = None) -> bool:
     """Does ``meta`` match a filter? Words must all match; ``branch:``, ``trigger:``, ``entity:`` narrow a word;
-    a status word (live, done, interrupted, crashed, failed) matches the ``status`` of the meta's run."""
+    a status word (live, waiting, done, interrupted, crashed, failed), alone or as ``status:WORD``, matches the
+    ``status`` of the meta's run."""
     for word in query.lower().split():
-        if word in STATUS_WORDS.values():
-            if status != word:
+        wanted = status_word(word)
+        if wanted is not None:
+            if status != wanted:
                 return False
             continue
         field_name, _, needle = word.partition(":")
@@ -195,7 +210,7 @@ class StoreIndex:
         chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
         if index.query:
             statuses: dict[str, str] = {}
-            if any(word in STATUS_WORDS.values() for word in index.query.lower().split()):
+            if any(status_word(word) is not None for word in index.query.lower().split()):
                 statuses = cls.build(metas, "", runs).statuses()
             visible_ids = {meta.id for meta in metas if matches(meta, index.query, statuses.get(meta.id))}
             for segment in chains:
@@ -258,12 +273,75 @@ class StoreIndex:
             state = self.state_of(segment, now)
             if state is not None:
                 for meta in segment.metas:
-                    out[meta.id] = STATUS_WORDS[state]
+                    out[meta.id] = STATUS_WORDS.get(state, state)
         return out
 
     def live_branches(self, now: float | None = None) -> set[str]:
         """Keys of the segments whose run is going."""
         return {s.key for s in self.segments.values() if self.state_of(s, now) == "running"}
+
+
+REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
+"""What a pending request shows (``list --json``'s ``request``, the Answer dialog), read from a waiting body."""
+
+
+def pending_request(body: object) -> dict[str, Any] | None:
+    """The request for a person's answer a checkpoint body holds (its entity's ``pending_feedback``), as plain
+    checked data (:data:`REQUEST_FIELDS`, and ``method`` or ``task_index``), or None when it holds none. It is
+    checkpoint data: strings stay strings to be shown literally, never markup or code."""
+    entity = body.get("entity") if isinstance(body, dict) else None
+    pending = entity.get("pending_feedback") if isinstance(entity, dict) else None
+    if not isinstance(pending, dict) or not isinstance(pending.get("request_id"), str):
+        return None
+    output = pending.get("output")
+    outcomes = pending.get("outcomes")
+    default = pending.get("default_outcome")
+    deadline = pending.get("deadline")
+    request: dict[str, Any] = {
+        "request_id": pending["request_id"],
+        "message": str(pending.get("message") or ""),
+        "label": str(pending.get("label") or pending.get("method") or ""),
+        "output": output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str),
+        "outcomes": [str(o) for o in outcomes] if isinstance(outcomes, list) else [],
+        "default_outcome": default if isinstance(default, str) else None,
+        "kind": "task" if pending.get("kind") == "task" else "method",
+        "deadline": deadline if type(deadline) in (int, float) else None,
+    }
+    if request["kind"] == "task":
+        index = pending.get("task_index")
+        request["task_index"] = index if type(index) is int else None
+    else:
+        request["method"] = str(pending.get("method") or "")
+    return request
+
+
+def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:
+    """Settle the ``waiting`` run records of ``store``: a run whose request someone has claimed (answered, its
+    record not yet rewritten) reads ``answered``; the others' requests come back by the id of the checkpoint
+    that holds them. Reads only the bodies of waiting runs' checkpoints, and the store's claims."""
+    waiting = [run for run in runs if run.status == "waiting" and run.checkpoint_id]
+    if not waiting:
+        return runs, {}
+    provider = provider_for(store)
+    try:
+        claimed = provider.claims(store)
+    except Exception:  # a store that cannot tell has no claims: its records stand
+        claimed = {}
+    requests: dict[str, dict[str, Any]] = {}
+    answered: set[str] = set()
+    for run in waiting:
+        try:
+            request = pending_request(provider.read(store, run.checkpoint_id).body)
+        except Exception:  # a damaged or vanished checkpoint: the record stands, with no request to show
+            continue
+        if request is None:
+            continue
+        if request["request_id"] in claimed:
+            answered.add(run.run_id)
+        else:
+            requests[run.checkpoint_id or ""] = request
+    settled = [replace(run, status="answered") if run.run_id in answered else run for run in runs]
+    return settled, requests
 
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:

@@ -30,7 +30,7 @@ from crewpoint.tui.cli.tables import (
     written_by,
 )
 from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex
+from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex, waiting_requests
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -51,7 +51,8 @@ def list_command(
 
     \b
     Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
-    the run that wrote it (live, done, interrupted, crashed, failed; - when unknown).
+    the run that wrote it (live, waiting, answered, done, interrupted, crashed, failed; - when unknown). With
+    --json, the checkpoint a waiting run waits at has a "request" (message, method or task, outcomes, id).
     """
     allow_processes()  # a CrewAI store listed the first time is read by two processes
     where = location_of(ctx, location_arg)
@@ -69,10 +70,12 @@ def list_command(
             chunks = _chunks(ops.iter_checkpoints(store, branch), LIST_CHUNK)
             metas = next(chunks, [])
             chunks = itertools.chain([metas], chunks)
-    runs = _runs(store)
+    runs, requests = waiting_requests(store, _runs(store))
     if as_json:
         statuses = _Statuses(runs).of(metas)
-        emit_json([{**m.to_dict(), "status": statuses.get(m.id)} for m in metas])
+        emit_json(
+            [{**m.to_dict(), "status": statuses.get(m.id), "request": _listed(requests.get(m.id))} for m in metas]
+        )
         return
     if not metas:
         if branch:
@@ -99,6 +102,14 @@ LIST_CHUNK = 2000
 def _chunks(items: Iterator[CheckpointMeta], size: int) -> Iterator[list[CheckpointMeta]]:
     while chunk := list(itertools.islice(items, size)):
         yield chunk
+
+
+LISTED_REQUEST = ("request_id", "message", "label", "method", "task_index", "outcomes", "default_outcome")
+"""What ``list --json`` says of a pending request (the output under review is ``info``'s to show)."""
+
+
+def _listed(request: dict[str, Any] | None) -> dict[str, Any] | None:
+    return {k: request[k] for k in LISTED_REQUEST if k in request} if request is not None else None
 
 
 def _runs(store: str) -> list[Any]:

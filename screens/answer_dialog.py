@@ -1,0 +1,113 @@
+"""The Answer dialog: a run waits for a person at a checkpoint; this shows what it asks and takes the answer.
+
+It shows the request's message, the output under review (literally, scrollable: it is checkpoint data, never
+markup), the outcomes as buttons, a feedback editor and the program that runs on (as the Resume dialog does). It
+answers an :class:`~crewpoint.tui.run_controller.Answer`, or None when cancelled; the browser runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Label, Static, TextArea
+
+from crewpoint.tui.run_controller import Answer
+from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.app_field import AppField
+
+ACCEPT_ID = "answer-accept"
+FEEDBACK_ID = "answer-send"
+CANCEL_ID = "answer-cancel"
+
+
+class AnswerScreen(ModalScreen[Answer | None]):
+    """Answer the ``request`` (:func:`crewpoint.tui.store_index.pending_request`) of the checkpoint ``checkpoint``.
+
+    With outcomes, each outcome is a button (the feedback text goes with it); without (a task's review), Accept
+    takes the output as it is and Send gives the feedback for a revision. Escape cancels."""
+
+    CSS_PATH = "answer_dialog.tcss"
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, checkpoint: str, request: dict[str, Any], app: str | None) -> None:
+        super().__init__()
+        self.checkpoint = checkpoint
+        self.request = request
+        self.app_spec = app
+
+    @property
+    def outcomes(self) -> list[str]:
+        return list(self.request.get("outcomes") or [])
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        label = request.get("label") or request.get("method") or ""
+        with Vertical(id="answer-dialog"):
+            yield Label("Answer the run", id="answer-heading")
+            about = f"{self.checkpoint[:12]} waits for a person" + (f" at {label}" if label else "")
+            yield Static(Text(visible(about, one_line=True)), markup=False, id="answer-about")
+            yield Static(Text(visible(request.get("message") or "")), markup=False, id="answer-message")
+            with VerticalScroll(id="answer-output-box"):
+                yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
+            yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
+            yield AppField(self.app_spec, id="answer-app")
+            with Horizontal(id="answer-buttons"):
+                default = request.get("default_outcome")
+                for n, outcome in enumerate(self.outcomes):
+                    yield Button(
+                        Text(visible(outcome, one_line=True)),
+                        variant="primary" if outcome == default else "default",
+                        id=f"answer-outcome-{n}",
+                        compact=True,
+                    )
+                if not self.outcomes:
+                    yield Button("Accept", variant="primary", id=ACCEPT_ID, compact=True)
+                    yield Button("Send feedback", id=FEEDBACK_ID, compact=True)
+                yield Button("Cancel (esc)", id=CANCEL_ID, compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#answer-feedback", TextArea).border_title = "feedback (optional with an outcome)"
+        self.query_one("#answer-output-box").border_title = "output under review"
+        self.query_one("#answer-buttons Button", Button).focus()
+
+    @property
+    def feedback(self) -> str:
+        return self.query_one("#answer-feedback", TextArea).text.strip()
+
+    def answer(self, outcome: str | None = None, *, accept: bool = False) -> None:
+        """Give the answer: an outcome (with the feedback written), or accept, or the feedback alone."""
+        field = self.query_one(AppField)
+        problem = field.verify()
+        if problem is not None:
+            field.query_one(Input).focus()
+            self.notify(visible(problem), severity="error", markup=False)
+            return
+        feedback = None if accept else self.feedback or None
+        if outcome is None and not accept and feedback is None:
+            self.query_one("#answer-feedback", TextArea).focus()
+            self.notify("Write the feedback first, or Accept.", severity="warning")
+            return
+        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=field.spec))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        name = event.button.id or ""
+        if name.startswith("answer-outcome-"):
+            self.answer(self.outcomes[int(name.rsplit("-", 1)[1])])
+        elif name == ACCEPT_ID:
+            self.answer(accept=True)
+        elif name == FEEDBACK_ID:
+            self.answer()
+        elif name == CANCEL_ID:
+            self.action_cancel()
