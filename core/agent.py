@@ -18,6 +18,7 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
+from crewpoint.project import fill_from_config
 from crewpoint.task import Task
 from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool
@@ -107,6 +108,12 @@ class Agent(BaseModel, CheckpointedEntity):
     _inputs: dict[str, Any] = PrivateAttr(default_factory=dict)
     _finished: bool = PrivateAttr(default=False)
     """This object's own kickoff ran to the end: the next kickoff is a new run, unless restored since."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_config(cls, data: Any) -> Any:
+        """``Agent(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
+        return fill_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:

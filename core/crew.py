@@ -21,6 +21,7 @@ from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 from crewpoint.usage import UsageMetrics
 
 if TYPE_CHECKING:
+    from crewpoint.project import KickoffHooks
     from crewpoint.runtime import RuntimeState
 
 
@@ -62,6 +63,8 @@ class Crew(BaseModel, CheckpointedEntity):
     _finished: bool = PrivateAttr(default=False)
     """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the crew
     was restored from a checkpoint or its outputs edited since."""
+    _hooks: KickoffHooks | None = PrivateAttr(default=None)
+    """A project crew's ``@before_kickoff``/``@after_kickoff`` methods (:mod:`crewpoint.project`)."""
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
@@ -214,6 +217,8 @@ class Crew(BaseModel, CheckpointedEntity):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, current_state, running
 
+        if self._hooks is not None:
+            inputs = self._hooks.run_before(self.inputs, inputs)
         if self._finished:
             self._start_over(inputs)
         if inputs is not None and self._inputs is not None:
@@ -244,7 +249,7 @@ class Crew(BaseModel, CheckpointedEntity):
             result = CrewOutput(raw=outputs[-1].raw if outputs else "", tasks_output=outputs)
             event_bus.emit(self, CrewKickoffCompletedEvent(crew_name=self.name, crew_id=self.id, output=result.raw))
         self._finished = True
-        return result
+        return self._hooks.run_after(result) if self._hooks is not None else result
 
     def _start_over(self, inputs: Mapping[str, Any] | None) -> None:
         """Forget the finished run: every task runs again, in a new run with its own lineage. Inputs given to
@@ -374,6 +379,7 @@ class Crew(BaseModel, CheckpointedEntity):
             "task_callback": callable_path(self.task_callback) if self.task_callback else None,
             "task_callback_unsaved": self.task_callback is not None and callable_path(self.task_callback) is None,
             "checkpoint": _config_state(self.checkpoint),
+            **({"kickoff_hooks": self._hooks.state()} if self._hooks is not None else {}),
         }
 
     @classmethod
@@ -398,6 +404,11 @@ class Crew(BaseModel, CheckpointedEntity):
             from crewpoint.task import _warn_not_saved
 
             _warn_not_saved("the crew's task_callback")
+        if data.get("kickoff_hooks"):
+            # lazy: crewpoint.project is read only for a project crew's checkpoint
+            from crewpoint.project import warn_hooks_not_run
+
+            warn_hooks_not_run(data["kickoff_hooks"])
         crew = cls.model_construct(
             agents=agents,
             tasks=tasks,
@@ -526,6 +537,7 @@ class Crew(BaseModel, CheckpointedEntity):
 
         plain: dict[str, Any] = copy.deepcopy(dict(data))
         plain.update(task_callback=None, task_callback_unsaved=False, knowledge_sources=[], checkpoint=None)
+        plain.pop("kickoff_hooks", None)
         for agent in plain.get("agents", []):
             agent.update(llm=None, tools=[], knowledge_sources=[], checkpoint=None, step_callback=None)
             agent["step_callback_unsaved"] = False

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
+from crewpoint.project import fill_from_config
 from crewpoint.text import clip, interpolate, placeholders
 
 if TYPE_CHECKING:
@@ -63,6 +64,12 @@ class Task(BaseModel):
 
     _interpolated: tuple[str, str] | None = PrivateAttr(default=None)
     _checked: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_config(cls, data: Any) -> Any:
+        """``Task(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
+        return fill_from_config(data, cls.model_fields, "Task", warn_unknown=True)
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:

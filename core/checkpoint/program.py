@@ -2,7 +2,8 @@
 
 A checkpoint is data; the code that runs it comes from the user's program. An *app spec* names that program:
 ``path/to/script.py:attr`` or ``package.module:attr``, where the attribute is a Crew, Flow or Agent, its class,
-or a zero-argument factory (``:attr`` may be left out when the module holds exactly one such object).
+a ``@CrewBase`` project class (the crew of its ``@crew`` method: ``MyCrew().crew()``) or a zero-argument factory
+(``:attr`` may be left out when the module holds exactly one such object).
 
 The program to run is the user's: ``--app``, ``[tool.crewpoint] app`` in the project's pyproject.toml, or what is
 typed in the app's dialogs. Each checkpoint records its entity's origin (script path or module, and the attribute
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from crewpoint.entities import entity_class, kind_of
+from crewpoint.project import ProjectError, is_project_class, project_crew
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
 from crewpoint.serialize import program_modules, register_program_module
 from crewpoint.text import a_or_an
@@ -495,11 +497,17 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
 
     cls = _kind_class(kind)
     by_class = kind_of(kind).named_by_class  # a flow: the program may name its class, which is made here
+    has_projects = kind_of(kind).has_tasks  # a crew: the program may name a @CrewBase class, whose @crew is run
     if attr is None:
         found = [
             name
             for name, value in vars(module).items()
-            if not name.startswith("_") and (isinstance(value, cls) or (by_class and _is_own_class(value, module, cls)))
+            if not name.startswith("_")
+            and (
+                isinstance(value, cls)
+                or (by_class and _is_own_class(value, module, cls))
+                or (has_projects and _is_own_project(value, module))
+            )
         ]
         if len(found) != 1:
             what = ", ".join(found) if found else "none"
@@ -512,6 +520,8 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
         return value
     if isinstance(value, type) and issubclass(value, cls) and by_class:
         return value()
+    if has_projects and is_project_class(value):
+        return _project_entity(value, attr, spec, cls)
     if callable(value) and not isinstance(value, type):
         try:
             made = value()
@@ -519,10 +529,29 @@ def _entity_from(module: Any, attr: str | None, kind: str, spec: str) -> Any:
             raise AppError(f"--app {spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}") from exc
         if isinstance(made, cls):
             return made
+        if has_projects and is_project_class(type(made)):
+            return _project_entity(lambda: made, attr, spec, cls)
         raise AppError(f"--app {spec!r}: {attr}() returned {a_or_an(type(made).__name__)}, not {a_or_an(kind)}")
     raise AppError(
         f"--app {spec!r}: {attr} is {a_or_an(type(value).__name__)}, not {a_or_an(kind)} or a function making one"
     )
+
+
+def _project_entity(make: Any, attr: str, spec: str, cls: type[Any]) -> Any:
+    """The crew of a ``@CrewBase`` class (or of the instance a factory made): ``MyCrew().crew()``."""
+    try:
+        made = project_crew(make())
+    except Exception as exc:
+        detail = str(exc) if isinstance(exc, ProjectError) else f"{type(exc).__name__}: {exc}"
+        raise AppError(f"--app {spec!r}: making the crew of {attr} failed: {detail}") from exc
+    if not isinstance(made, cls):
+        got = a_or_an(type(made).__name__)
+        raise AppError(f"--app {spec!r}: the @crew method of {attr} returned {got}, not a Crew")
+    return made
+
+
+def _is_own_project(value: Any, module: Any) -> bool:
+    return is_project_class(value) and value.__module__ == module.__name__
 
 
 def _is_own_class(value: Any, module: Any, base: type[Any]) -> bool:
