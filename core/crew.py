@@ -13,6 +13,7 @@ from crewpoint.agent import Agent, _config_from_state, _config_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
+from crewpoint.feedback import Answer, FeedbackPending, FeedbackWait
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
 from crewpoint.providers.dependencies import readers, reads_of
@@ -65,6 +66,10 @@ class Crew(BaseModel, CheckpointedEntity):
     was restored from a checkpoint or its outputs edited since."""
     _hooks: KickoffHooks | None = PrivateAttr(default=None)
     """A project crew's ``@before_kickoff``/``@after_kickoff`` methods (:mod:`crewpoint.project`)."""
+    _pending: dict[str, Any] | None = PrivateAttr(default=None)
+    """The review of a ``human_input`` task the run waits on (see :mod:`crewpoint.feedback`)."""
+    _answer: Answer | None = PrivateAttr(default=None)
+    _answered: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
@@ -201,8 +206,16 @@ class Crew(BaseModel, CheckpointedEntity):
         inputs: Mapping[str, Any] | None = None,
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
-    ) -> CrewOutput:
-        """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped."""
+        feedback: str | None = None,
+    ) -> CrewOutput | FeedbackPending:
+        """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped; with
+        ``feedback`` too, that is the answer to the review the checkpoint waits on ("" accepts). Returns a
+        :class:`FeedbackPending` when the run waits for a person."""
+        if from_checkpoint is not None and feedback is not None:
+            # lazy: crewpoint.feedback's answering reads stores and the runtime
+            from crewpoint.feedback import answer
+
+            return answer(from_checkpoint, feedback=feedback, outcome=None, app=self)  # type: ignore[no-any-return]
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
@@ -242,6 +255,8 @@ class Crew(BaseModel, CheckpointedEntity):
                 for index, task in enumerate(self.tasks):
                     if task.output is None:
                         self._run_task(index)
+            except FeedbackWait as wait:
+                return wait.pending
             except Exception as exc:
                 event_bus.emit(self, CrewKickoffFailedEvent(crew_name=self.name, crew_id=self.id, error=str(exc)))
                 raise
@@ -259,6 +274,7 @@ class Crew(BaseModel, CheckpointedEntity):
         if inputs is not None:
             self._inputs = None
         self._state = None
+        self._pending, self._answer, self._answered = None, None, []
         self._finished = False
 
     async def akickoff(
@@ -266,10 +282,11 @@ class Crew(BaseModel, CheckpointedEntity):
         inputs: Mapping[str, Any] | None = None,
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
-    ) -> CrewOutput:
+        feedback: str | None = None,
+    ) -> CrewOutput | FeedbackPending:
         import asyncio
 
-        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
+        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback)
 
     def _run_task(self, index: int) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
@@ -297,12 +314,16 @@ class Crew(BaseModel, CheckpointedEntity):
                 if found:
                     extra.append("Crew knowledge:\n" + "\n".join(f"- {k}" for k in found))
             output = self._attempt(task, agent, context, extra)
+            if task.human_input:
+                output.raw = self._reviewed(index, output.raw, context, extra)
             task.output = output
             if self.memory:
                 self._memory.save(output.raw, {"task": task.id})
             for callback in (task.callback, self.task_callback):
                 if callback is not None:
                     callback(output)
+        except FeedbackWait:
+            raise
         except Exception as exc:
             event_bus.emit(
                 self, TaskFailedEvent(task_name=task.label, task_id=task.id, crew_id=self.id, error=str(exc))
@@ -314,6 +335,37 @@ class Crew(BaseModel, CheckpointedEntity):
                 task_name=task.label, task_id=task.id, crew_id=self.id, agent_id=agent.id, output=output.raw
             ),
         )
+
+    def _reviewed(self, index: int, raw: str, context: str, extra: list[str]) -> str:
+        """``human_input``: a person reviews the answer; the agent revises it with their feedback until accepted."""
+        # lazy: the review loop loads with the first human_input task
+        from crewpoint.feedback import review_task, revision_prompt
+
+        task = self.tasks[index]
+        agent = task.agent
+        assert agent is not None
+
+        def revise(previous: str, feedback: str) -> str:
+            return self._attempt(task, agent, context, [*extra, revision_prompt(previous, feedback)]).raw
+
+        return review_task(self, index, task, raw, revise)
+
+    def pending_request(self) -> dict[str, Any] | None:
+        """The review the run waits on, or None."""
+        return self._pending
+
+    def accept_answer(self, answer: Answer) -> None:
+        """The answer to the pending review: the resumed run takes it instead of asking."""
+        self._answer = answer
+
+    def _take_answer(self) -> Answer | None:
+        answer, self._answer = self._answer, None
+        return answer
+
+    def _set_pending(self, request: dict[str, Any] | None, answered: dict[str, Any] | None = None) -> None:
+        self._pending = request
+        if answered is not None:
+            self._answered.append(answered)
 
     def _attempt(self, task: Task, agent: Agent, context: str, extra: list[str]) -> TaskOutput:
         feedback: list[str] = []
@@ -380,6 +432,8 @@ class Crew(BaseModel, CheckpointedEntity):
             "task_callback_unsaved": self.task_callback is not None and callable_path(self.task_callback) is None,
             "checkpoint": _config_state(self.checkpoint),
             **({"kickoff_hooks": self._hooks.state()} if self._hooks is not None else {}),
+            "pending_feedback": self._pending,
+            "human_feedback": list(self._answered),
         }
 
     @classmethod
@@ -423,7 +477,14 @@ class Crew(BaseModel, CheckpointedEntity):
         )
         if data.get("crew_memory") is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])
+        crew._take_review_state(data)
         return crew
+
+    def _take_review_state(self, data: Mapping[str, Any]) -> None:
+        pending = data.get("pending_feedback")
+        self._pending = dict(pending) if isinstance(pending, Mapping) else None
+        self._answered = [dict(a) for a in data.get("human_feedback") or [] if isinstance(a, Mapping)]
+        self._answer = None
 
     def _matched_tasks(self, saved: list[Mapping[str, Any]]) -> tuple[list[int], str | None]:
         """For each of this crew's tasks, the index of its saved task (by name, then position), or a reason."""
@@ -489,6 +550,7 @@ class Crew(BaseModel, CheckpointedEntity):
                 agent.bind_state(saved_agents[k])
         if data.get("crew_memory") is not None:
             self._memory = CrewMemory.from_state(data["crew_memory"])
+        self._take_review_state(data)
         self._state = None
         self._finished = False  # restored: the next kickoff resumes and skips finished tasks
 
@@ -527,7 +589,7 @@ class Crew(BaseModel, CheckpointedEntity):
         """Indexes of the tasks the next kickoff runs."""
         return [i for i, task in enumerate(self.tasks) if task.output is None]
 
-    def resume(self) -> CrewOutput:
+    def resume(self) -> CrewOutput | FeedbackPending:
         return self.kickoff()
 
     @classmethod

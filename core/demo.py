@@ -143,6 +143,7 @@ def run_demo(
         config = config.model_copy(update={"on_events": list(LIVE_EVENTS)})
     crew = demo_crew(delay=delay, checkpoint=config)
     result = crew.kickoff(inputs=inputs or DEMO_INPUTS)
+    assert isinstance(result, CrewOutput)  # the demo crew has no human_input task: it never waits
     flow_result = TriageFlow(checkpoint=config).kickoff()
     return result, flow_result
 

@@ -19,6 +19,14 @@ from pydantic import BaseModel
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
+from crewpoint.feedback import (
+    Answer,
+    FeedbackSpec,
+    FeedbackWait,
+    HumanFeedbackResult,
+    spec_of,
+)
+from crewpoint.feedback import human_feedback as human_feedback
 from crewpoint.text import a_or_an
 
 if TYPE_CHECKING:
@@ -164,6 +172,11 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._runtime: RuntimeState | None = None
         self._finished_events: dict[str, str] = {}
         self._edited_inputs: dict[str, Any] | None = None
+        self._pending: dict[str, Any] | None = None
+        """The request a person has not answered yet (the run waits on it)."""
+        self._feedback: dict[int, HumanFeedbackResult] = {}
+        """Each answered review, by the position of its method's output in the run."""
+        self._answer: Answer | None = None
         self._ran_here = False
         """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the
         flow was restored from a checkpoint since."""
@@ -209,6 +222,24 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         return to_jsonable(self._state)
 
     @property
+    def human_feedback(self) -> HumanFeedbackResult | None:
+        """The newest answered review of a ``@human_feedback`` method (None before any)."""
+        return self._feedback[max(self._feedback)] if self._feedback else None
+
+    @property
+    def human_feedback_history(self) -> list[HumanFeedbackResult]:
+        """Every answered review of this run, oldest first."""
+        return [self._feedback[i] for i in sorted(self._feedback)]
+
+    def pending_request(self) -> dict[str, Any] | None:
+        """The request the run waits on (see :mod:`crewpoint.feedback`), or None."""
+        return self._pending
+
+    def accept_answer(self, answer: Answer) -> None:
+        """The answer to the pending request: the resumed run takes it instead of asking."""
+        self._answer = answer
+
+    @property
     def method_outputs(self) -> list[tuple[str, Any]]:
         """``(method, output)`` for each method run so far, in order."""
         return list(self._log)
@@ -219,8 +250,16 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         inputs: Mapping[str, Any] | None = None,
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
+        feedback: str | None = None,
+        outcome: str | None = None,
     ) -> Any:
-        """Run the flow; returns the last method's output."""
+        """Run the flow; returns the last method's output, or a :class:`FeedbackPending` when the run waits for a
+        person. ``feedback``/``outcome`` with ``from_checkpoint`` answer the request that checkpoint waits on."""
+        if from_checkpoint is not None and (feedback is not None or outcome is not None):
+            # lazy: crewpoint.feedback's answering reads stores and the runtime
+            from crewpoint.feedback import answer
+
+            return answer(from_checkpoint, feedback=feedback, outcome=outcome, app=self)
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
@@ -233,6 +272,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if self._ran_here:
             self._log, self._replay, self._result, self._finished = [], [], None, False
             self._runtime, self._ran_here = None, False
+            self._pending, self._feedback, self._answer = None, {}, None
         if self._finished and inputs is None and self._replay == self._log:
             return self._result
         if inputs:
@@ -247,7 +287,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._finished = False
         with running(self._runtime):
             event_bus.emit(self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs))
-            result = self._walk()
+            try:
+                result = self._walk()
+            except FeedbackWait as wait:
+                return wait.pending
             self._result, self._finished = result, True
             event_bus.emit(self, FlowFinishedEvent(flow_name=self.entity_name, flow_id=self.id, result=_text(result)))
         self._ran_here = True
@@ -258,10 +301,14 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         inputs: Mapping[str, Any] | None = None,
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
+        feedback: str | None = None,
+        outcome: str | None = None,
     ) -> Any:
         import asyncio
 
-        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint)
+        return await asyncio.to_thread(
+            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, outcome=outcome
+        )
 
     akickoff = kickoff_async
 
@@ -275,11 +322,14 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             last = output
             fired.add(name)
             triggers = [name]
-            if name in self._routers and isinstance(output, str):
-                if output in self._condition_of(name).names:  # a label made at run time the build could not see
-                    raise ValueError(_loops(type(self), name, output))
-                triggers.append(output)
-                fired.add(output)
+            label = output if name in self._routers and isinstance(output, str) else None
+            if isinstance(output, HumanFeedbackResult) and output.outcome is not None:
+                label = output.outcome  # a reviewed method with ``emit`` routes like a router
+            if label is not None:
+                if label in self._condition_of(name).names:  # a label made at run time the build could not see
+                    raise ValueError(_loops(type(self), name, label))
+                triggers.append(label)
+                fired.add(label)
             for listener, cond in self._listeners:
                 if not any(t in cond.names for t in triggers):
                     continue
@@ -306,7 +356,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if index < len(self._replay) and self._replay[index][0] == name:
             output = self._replay[index][1]
             self._log.append((name, output))
-            return output
+            spec = spec_of(getattr(type(self), name, None))
+            return output if spec is None else self._review(name, index, output, spec)
         self._replay = self._replay[:index]
         method = getattr(self, name)
         event_bus.emit(
@@ -341,7 +392,79 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             ),
         )
         self._finished_events[name] = finished.event_id
-        return output
+        spec = spec_of(method)
+        return output if spec is None else self._review(name, index, output, spec)
+
+    def _review(self, name: str, index: int, output: Any, spec: FeedbackSpec) -> HumanFeedbackResult:
+        """A person reviews the output of method ``name``: the answer given to the resumed run, else asked at
+        this terminal, else the run waits (:class:`FeedbackWait`, turned into a ``FeedbackPending``)."""
+        # lazy: the review's events and its ways of asking load with the first review
+        from crewpoint import feedback as hf
+
+        # lazy: the review's events and its ways of asking load with the first review
+        from crewpoint.events import (
+            FlowPausedEvent,
+            HumanFeedbackReceivedEvent,
+            HumanFeedbackRequestedEvent,
+            MethodExecutionPausedEvent,
+            event_bus,
+        )
+
+        done = self._feedback.get(index)
+        if done is not None:
+            return done
+        pending = self._pending
+        request = pending if pending is not None and pending.get("index") == index else None
+        given, durable = None, False
+        if request is not None and self._answer is not None:
+            given, durable, self._answer = self._answer, True, None
+        elif request is not None and hf.past_deadline(request):
+            given, durable = hf.Answer(who="deadline", default=True), True
+        if given is None:
+            how = hf.mode()
+            if how == "accept":
+                given = hf.Answer(who=hf.who_am_i())
+            elif how == "ask":
+                text = hf.ask_terminal(spec.message, _text(output) or "", spec.emit, name)
+                given = hf.Answer(text, who=hf.who_am_i())
+            else:
+                if request is None:
+                    outcomes, default = spec.emit, spec.default_outcome
+                    request = hf.new_request(
+                        "method", name, spec.message, _text(output) or "", outcomes, default, spec.timeout,
+                        method=name, index=index,
+                    )  # fmt: skip
+                self._pending = request
+                ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
+                event_bus.emit(
+                    self,
+                    HumanFeedbackRequestedEvent(
+                        **ids, message=spec.message, request_id=request["request_id"], outcomes=list(spec.emit)
+                    ),
+                )
+                event_bus.emit(self, MethodExecutionPausedEvent(**ids, reason="human_feedback"))
+                event_bus.emit(self, FlowPausedEvent(**ids, reason="human_feedback"))
+                raise FeedbackWait(hf.wait_here(self._runtime, request))
+        offered = {"outcomes": list(spec.emit), "default_outcome": spec.default_outcome}
+        settled = hf.resolve_answer(request or offered, given, spec.llm)
+        result = HumanFeedbackResult(output, settled.feedback, settled.outcome, settled.at, settled.who, name)
+        self._feedback[index] = result
+        self._pending = None
+        event_bus.emit(
+            self,
+            HumanFeedbackReceivedEvent(
+                flow_name=self.entity_name,
+                flow_id=self.id,
+                method_name=name,
+                feedback=settled.feedback,
+                outcome=settled.outcome,
+                who=settled.who,
+                request_id=request["request_id"] if request is not None else None,
+            ),
+        )
+        if durable:
+            hf.write_received(self._runtime)
+        return result
 
     # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
@@ -374,6 +497,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "finished": self._finished,
             "result": to_jsonable(self._result),
             "checkpoint": _config_state(self.checkpoint),
+            "pending_feedback": self._pending,
+            "human_feedback": [
+                {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
+            ],
         }
 
     @classmethod
@@ -399,6 +526,14 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._replay = list(self._log)
         self._finished = bool(data.get("finished"))
         self._result = data.get("result")
+        pending = data.get("pending_feedback")
+        self._pending = dict(pending) if isinstance(pending, Mapping) else None
+        self._feedback = {
+            int(r["index"]): HumanFeedbackResult.from_state(r)
+            for r in data.get("human_feedback") or []
+            if isinstance(r, Mapping) and type(r.get("index")) is int
+        }
+        self._answer = None
         self._ran_here = False
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:

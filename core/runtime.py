@@ -97,6 +97,9 @@ class RuntimeState:
         """One line per checkpoint that could not be written (the newest last)."""
         self.pending_signal: str | None = None
         """A stopping signal (SIGINT, SIGTERM, SIGHUP) received whose event is not emitted yet."""
+        self.waiting = False
+        """The run stopped to wait for a person's feedback (its checkpoint holds the request): its record reads
+        ``waiting`` when it closes."""
         self.stopping = False
         """The run's own work is over (it ended, failed or was stopped): :func:`running` is closing it, and a
         stopping signal that arrives now is held until the closing is done instead of cutting it short."""
@@ -455,6 +458,7 @@ class Running:
         _install_observer()
         state.stopping = True  # a signal during the set-up is held, and raised once the run is set up
         state.pending_signal = None
+        state.waiting = False
         self._previous = _install_signal_handlers(state)
         outer = _current.get()
         state.outer = outer if outer is not state else None
@@ -476,7 +480,7 @@ class Running:
         state = self.state
         state.stopping = True  # from here a signal is held: the run's last checkpoints are written whole
         stopped = exc
-        status = "finished"
+        status = "waiting" if state.waiting else "finished"
         raise_held: BaseException | None = None
         try:
             if exc is not None:

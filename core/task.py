@@ -59,6 +59,8 @@ class Task(BaseModel):
     guardrail_max_retries: int = 2
     name: str | None = None
     checkpoint: CheckpointConfig | bool | None = None
+    human_input: bool = False
+    """After the agent's answer a person reviews it; the agent revises with their feedback until they accept."""
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
     output: TaskOutput | None = None
 
@@ -168,6 +170,7 @@ class Task(BaseModel):
             "guardrail_max_retries": self.guardrail_max_retries,
             "checkpoint": config_state(self.checkpoint),
             "output": self.output.to_state() if self.output is not None else None,
+            "human_input": self.human_input,
         }
 
     @classmethod
@@ -205,6 +208,7 @@ class Task(BaseModel):
             guardrail_max_retries=int(data.get("guardrail_max_retries", 2)),
             checkpoint=config_from_state(data.get("checkpoint")),
             output=TaskOutput(**output) if output else None,
+            human_input=data.get("human_input") is True,
         )
 
     def bind_state(self, data: Mapping[str, Any]) -> None:

@@ -14,6 +14,9 @@ class ExitCode(IntEnum):
     """The run or command failed."""
     BAD_INPUT = 2
     """A wrong path, an unknown id, a damaged or newer-version checkpoint, a refused edit."""
+    WAITING = 75
+    """The run waits for a person's feedback (EX_TEMPFAIL: come back later): its checkpoint holds the request,
+    and ``crewpoint checkpoint answer REF`` (or ``kickoff(from_checkpoint=REF, feedback=...)``) goes on."""
     INTERRUPTED = 130
 
 

@@ -67,6 +67,21 @@ class TaskOutputState(TypedDict):
     summary: str
 
 
+class PendingFeedbackState(TypedDict):
+    """A request a person has not answered yet: the run waits on it (see :mod:`crewpoint.feedback`)."""
+
+    request_id: str
+    kind: Literal["method", "task"]
+    label: str
+    message: str
+    output: str
+    outcomes: list[str]
+    default_outcome: str | None
+    requested_at: float
+    deadline: float | None
+    run_id: str | None
+
+
 class TaskState(TypedDict):
     id: str
     name: str | None
@@ -80,6 +95,7 @@ class TaskState(TypedDict):
     guardrail_max_retries: int
     checkpoint: dict[str, Any] | bool | None
     output: TaskOutputState | None
+    human_input: bool
 
 
 class AgentState(TypedDict):
@@ -114,6 +130,8 @@ class CrewState(TypedDict):
     task_callback: str | None
     task_callback_unsaved: bool
     checkpoint: dict[str, Any] | bool | None
+    pending_feedback: PendingFeedbackState | None
+    human_feedback: list[dict[str, Any]]
 
 
 FlowState = TypedDict(
@@ -129,6 +147,8 @@ FlowState = TypedDict(
         "finished": bool,
         "result": Any,
         "checkpoint": dict[str, Any] | bool | None,
+        "pending_feedback": PendingFeedbackState | None,
+        "human_feedback": list[dict[str, Any]],
     },
 )
 
@@ -468,8 +488,28 @@ TASK = Obj(
         "guardrail_max_retries": (Count(), 2),
         "checkpoint": (CHECKPOINT_SETTING, None),
         "output": (Nullable(TASK_OUTPUT), None),
+        "human_input": (BOOL, False),
     }
 )
+PENDING_FEEDBACK = Nullable(
+    Obj(
+        {
+            "request_id": (STR, REQUIRED),
+            "kind": (OneValue("method", "task"), REQUIRED),
+            "label": (STR, ""),
+            "message": (STR, ""),
+            "output": (STR, ""),
+            "outcomes": (ListOf(STR), list),
+            "default_outcome": (OPT_STR, None),
+            "requested_at": (NUM, 0.0),
+            "deadline": (Nullable(NUM), None),
+            "run_id": (OPT_STR, None),
+        }
+    )
+)
+"""The request a waiting run holds (optional: a body without one is not waiting; no migration needed)."""
+ANSWERED_FEEDBACK = ListOf(MapOf(ANY))
+"""Each answered review of the run (feedback, outcome, who, when), oldest first."""
 AGENT = Obj(
     {
         "kind": (OneValue("agent"), "agent"),
@@ -518,6 +558,8 @@ CREW = Obj(
         "task_callback": (OPT_STR, None),
         "task_callback_unsaved": (BOOL, False),
         "checkpoint": (CHECKPOINT_SETTING, None),
+        "pending_feedback": (PENDING_FEEDBACK, None),
+        "human_feedback": (ANSWERED_FEEDBACK, list),
     },
     _references_resolve,
 )
@@ -533,6 +575,8 @@ FLOW = Obj(
         "finished": (BOOL, False),
         "result": (ANY, None),
         "checkpoint": (CHECKPOINT_SETTING, None),
+        "pending_feedback": (PENDING_FEEDBACK, None),
+        "human_feedback": (ANSWERED_FEEDBACK, list),
     }
 )
 EVENT = Obj(

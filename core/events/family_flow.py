@@ -29,10 +29,11 @@ class FlowFinishedEvent(FlowEvent):
 
 
 class FlowPausedEvent(FlowEvent):
+    """The flow stopped to wait for a person (``reason``: ``human_feedback``) at ``method_name``."""
+
     type: Literal["flow_paused"] = "flow_paused"
     method_name: str | None = None
     reason: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class MethodEvent(FlowEvent):
@@ -57,22 +58,30 @@ class MethodExecutionFailedEvent(MethodEvent):
 
 
 class MethodExecutionPausedEvent(MethodEvent):
+    """The method's output waits for a person's review."""
+
     type: Literal["method_execution_paused"] = "method_execution_paused"
     reason: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class HumanFeedbackRequestedEvent(MethodEvent):
+    """A person is asked to review an output: a ``@human_feedback`` method's (``method_name``) or a
+    ``human_input`` task's (``task_id``; ``method_name`` holds the task's label)."""
+
     type: Literal["human_feedback_requested"] = "human_feedback_requested"
     message: str | None = None
-    emitted: ClassVar[bool] = False
+    request_id: str | None = None
+    outcomes: list[str] | None = None
 
 
 class HumanFeedbackReceivedEvent(MethodEvent):
+    """A person answered: their ``feedback``, the ``outcome`` it routes to, and ``who`` (user@host)."""
+
     type: Literal["human_feedback_received"] = "human_feedback_received"
     feedback: str | None = None
     outcome: str | None = None
-    emitted: ClassVar[bool] = False
+    who: str | None = None
+    request_id: str | None = None
 
 
 class FlowInputRequestedEvent(MethodEvent):

@@ -1,0 +1,554 @@
+"""A run that waits for a person: ``@human_feedback`` on flow methods, ``Task(human_input=True)`` on crew tasks.
+
+After a reviewed method returns (or a task's agent answers), a person reviews the output. In an interactive
+terminal the question is asked there. Otherwise the run waits durably: the pending request goes into the entity
+state, a checkpoint with trigger ``human_feedback_requested`` is written (whatever ``on_events`` says), the run's
+record reads ``waiting`` and ``kickoff()`` returns a :class:`FeedbackPending`. :func:`answer` (the API's
+``kickoff(from_checkpoint=..., feedback=...)``, the CLI's ``answer`` and the app's Answer dialog alike) claims the
+request in the store, so one answer wins, and resumes the run from that checkpoint with the answer.
+
+``CREWPOINT_FEEDBACK``: ``wait`` always waits, ``ask`` asks on any stdin (tests), ``accept`` accepts at once.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shlex
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from crewpoint.providers.base import CheckpointError
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.entities import Entity
+    from crewpoint.llm import BaseLLM
+    from crewpoint.runtime import RuntimeState
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MODE_VARIABLE = "CREWPOINT_FEEDBACK"
+REQUESTED = "human_feedback_requested"
+RECEIVED = "human_feedback_received"
+
+
+@dataclass(frozen=True)
+class FeedbackSpec:
+    """What ``@human_feedback`` asked for a method."""
+
+    message: str
+    emit: tuple[str, ...] = ()
+    default_outcome: str | None = None
+    llm: Any = None
+    timeout: float | None = None
+
+
+def human_feedback(
+    message: str,
+    emit: Sequence[str] | None = None,
+    default_outcome: str | None = None,
+    llm: BaseLLM | str | None = None,
+    timeout: float | None = None,
+) -> Callable[[F], F]:
+    """After the flow method returns, a person reviews its output (CrewAI's ``@human_feedback``).
+
+    Without ``emit`` the method's listeners receive a :class:`HumanFeedbackResult`; with ``emit`` the answer is
+    collapsed to one of the outcomes, which routes the flow like a router's label (``@listen("approved")``), and
+    the outcome's listeners receive the result. ``default_outcome`` answers an empty feedback and a request whose
+    ``timeout`` (seconds) has passed when the run is resumed.
+    """
+    outcomes = tuple(emit or ())
+    if any(not isinstance(o, str) or not o.strip() for o in outcomes) or len(set(outcomes)) != len(outcomes):
+        raise ValueError("human_feedback(emit=...) takes distinct, non-empty outcome names")
+    if default_outcome is not None and outcomes and default_outcome not in outcomes:
+        raise ValueError(f"default_outcome {default_outcome!r} is not one of emit: {', '.join(outcomes)}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError("human_feedback(timeout=...) takes a number of seconds above 0")
+    spec = FeedbackSpec(message, outcomes, default_outcome, llm, timeout)
+
+    def decorator(fn: F) -> F:
+        fn.__crewpoint_feedback__ = spec  # type: ignore[attr-defined]
+        return fn
+
+    return decorator
+
+
+def spec_of(method: Any) -> FeedbackSpec | None:
+    found = getattr(method, "__crewpoint_feedback__", None)
+    return found if isinstance(found, FeedbackSpec) else None
+
+
+@dataclass
+class HumanFeedbackResult:
+    """A person's review of a method's output: the ``output`` reviewed, their ``feedback`` text, the ``outcome``
+    it was collapsed to (``None`` without ``emit``), when (``answered_at``, epoch seconds) and who (``user@host``)."""
+
+    output: Any
+    feedback: str
+    outcome: str | None
+    answered_at: float
+    answered_by: str
+    method: str
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "output": self.output,
+            "feedback": self.feedback,
+            "outcome": self.outcome,
+            "answered_at": self.answered_at,
+            "answered_by": self.answered_by,
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> HumanFeedbackResult:
+        at = data.get("answered_at")
+        return cls(
+            output=data.get("output"),
+            feedback=str(data.get("feedback") or ""),
+            outcome=data.get("outcome") if isinstance(data.get("outcome"), str) else None,
+            answered_at=float(at) if isinstance(at, int | float) else 0.0,
+            answered_by=str(data.get("answered_by") or ""),
+            method=str(data.get("method") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class FeedbackPending:
+    """What ``kickoff()`` returns when the run waits for a person: the checkpoint holding the request and the
+    command that answers it. A script that stops here may exit with ``ExitCode.WAITING`` (75)."""
+
+    checkpoint_id: str
+    location: str
+    ref: str
+    """What ``kickoff(from_checkpoint=...)`` and the command line take: a file path or ``store.db#id``."""
+    message: str
+    output: str
+    outcomes: tuple[str, ...]
+    request_id: str
+    method: str | None = None
+    task: str | None = None
+    command: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.method or self.task or ""
+
+    def __str__(self) -> str:
+        what = f"method {self.method}" if self.method else f"task {self.task!r}"
+        return f"waiting for feedback on {what} ({self.message}); answer with: {self.command}"
+
+    def __repr__(self) -> str:
+        return f"FeedbackPending(checkpoint_id={self.checkpoint_id!r}, ref={self.ref!r}, command={self.command!r})"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A person's answer to one request, as claimed in the store."""
+
+    feedback: str = ""
+    outcome: str | None = None
+    who: str = ""
+    at: float = field(default_factory=time.time)
+    default: bool = False
+
+
+class FeedbackWait(Exception):
+    """Raised inside a run that stops to wait: the run's ``kickoff`` turns it into a :class:`FeedbackPending`."""
+
+    def __init__(self, pending: FeedbackPending) -> None:
+        super().__init__(str(pending))
+        self.pending = pending
+
+
+@runtime_checkable
+class Answerable(Protocol):
+    """An entity that can take an answer to its pending request before it resumes (Crew, Flow)."""
+
+    def pending_request(self) -> dict[str, Any] | None: ...
+
+    def accept_answer(self, answer: Answer) -> None: ...
+
+    @property
+    def runtime_state(self) -> RuntimeState | None: ...
+
+    def resume(self) -> Any: ...
+
+
+def who_am_i() -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "someone"
+    return f"{user}@{socket.gethostname()}"
+
+
+# -- asking -----------------------------------------------------------------------------------------------------
+
+
+def mode() -> str:
+    """``ask`` (a person at this terminal), ``wait`` (durably) or ``accept`` (at once, ``CREWPOINT_FEEDBACK``)."""
+    chosen = os.environ.get(MODE_VARIABLE, "").strip().lower()
+    if chosen in ("wait", "ask", "accept"):
+        return chosen
+    try:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    return "ask" if interactive else "wait"
+
+
+_UNSEEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str) -> str:
+    """``text`` as it is, with control and bidi characters escaped (``\\x1b``, ``\\u202e``) so a terminal shows
+    exactly what the output holds; newlines and tabs stay."""
+    return _UNSEEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def ask_terminal(message: str, output: str, outcomes: Sequence[str], label: str) -> str:
+    """Ask the person at this terminal; an empty line (or the end of input) accepts."""
+    out = sys.stdout
+    rule = "-" * 60
+    out.write(f"\n{rule}\n{shown(message)} ({shown(label)})\n{rule}\n{shown(output)}\n{rule}\n")
+    if outcomes:
+        out.write(f"Outcomes: {', '.join(shown(o) for o in outcomes)}\n")
+    out.write("Your feedback (Enter to accept): ")
+    out.flush()
+    line = sys.stdin.readline()
+    return line.rstrip("\r\n")
+
+
+# -- the outcome --------------------------------------------------------------------------------------------------
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.casefold())
+
+
+def collapse(
+    feedback: str, outcomes: Sequence[str], default_outcome: str | None = None, llm: BaseLLM | str | None = None
+) -> str | None:
+    """The outcome ``feedback`` means: ``None`` without outcomes; the default (or the first) for an empty one; an
+    outcome it equals or names alone, word for word, without asking; else the one ``llm`` picks (the offline
+    model: the outcome sharing the most words with it, ties by order); an answer that is no outcome: the default."""
+    if not outcomes:
+        return None
+    fallback = default_outcome if default_outcome in outcomes else outcomes[0]
+    text = feedback.strip()
+    if not text:
+        return fallback
+    for outcome in outcomes:
+        if text.casefold() == outcome.strip().casefold():
+            return outcome
+    named = [o for o in outcomes if re.search(rf"(?<!\w){re.escape(o.strip())}(?!\w)", text, re.IGNORECASE)]
+    if len(named) == 1:
+        return named[0]
+    picked = _llm_pick(text, outcomes, llm)
+    for outcome in outcomes:
+        if picked.strip().strip("\"'.").casefold() == outcome.casefold():
+            return outcome
+    return fallback
+
+
+def _llm_pick(text: str, outcomes: Sequence[str], llm: BaseLLM | str | None) -> str:
+    # lazy: only a free-text answer asks a model (pydantic)
+    from crewpoint.llm import OfflineLLM, resolve_llm
+
+    model = resolve_llm(llm)
+    if isinstance(model, OfflineLLM):
+        said = set(_words(text))
+        scores = [len(said & set(_words(o))) for o in outcomes]
+        best = max(scores)
+        return outcomes[scores.index(best)] if best else ""
+    prompt = (
+        "A person reviewed some work and gave this feedback:\n"
+        f"{text}\n\n"
+        f"Which one of these outcomes does the feedback mean: {', '.join(outcomes)}?\n"
+        "Answer with the outcome only."
+    )
+    return model.invoke([{"role": "user", "content": prompt}])
+
+
+def resolve_answer(request: Mapping[str, Any], answer: Answer, llm: BaseLLM | str | None = None) -> Answer:
+    """``answer`` with its outcome settled against ``request`` (an outcome that is not offered is refused)."""
+    outcomes = [str(o) for o in request.get("outcomes") or []]
+    default = request.get("default_outcome")
+    if answer.default:
+        outcome = collapse("", outcomes, default)
+        return Answer("", outcome, answer.who, answer.at, True)
+    if answer.outcome is not None:
+        if answer.outcome not in outcomes:
+            offered = ", ".join(outcomes) if outcomes else "none (this request takes feedback only)"
+            raise CheckpointError(f"outcome {answer.outcome!r} is not offered: the outcomes are {offered}")
+        return answer
+    return Answer(answer.feedback, collapse(answer.feedback, outcomes, default, llm), answer.who, answer.at)
+
+
+def past_deadline(request: Mapping[str, Any], now: float | None = None) -> bool:
+    deadline = request.get("deadline")
+    return isinstance(deadline, int | float) and (time.time() if now is None else now) >= deadline
+
+
+# -- waiting ------------------------------------------------------------------------------------------------------
+
+
+def new_request(
+    kind: str,
+    label: str,
+    message: str,
+    output: str,
+    outcomes: Sequence[str] = (),
+    default_outcome: str | None = None,
+    timeout: float | None = None,
+    **where: Any,
+) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "request_id": uuid.uuid4().hex,
+        "kind": kind,
+        "label": label,
+        "message": message,
+        "output": output,
+        "outcomes": list(outcomes),
+        "default_outcome": default_outcome,
+        "requested_at": now,
+        "deadline": now + timeout if timeout else None,
+        "run_id": None,
+        **where,
+    }
+
+
+def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPending:
+    """Write the checkpoint holding ``request`` (already in the entity state), mark the run waiting, and say how
+    to answer it. A run with no store cannot wait: one line tells what to do."""
+    if state is None or state.config is None:
+        raise CheckpointError(
+            f"{request['label']} waits for a person's feedback, but the run has no checkpoint store to wait in: "
+            "pass checkpoint=True, or run it in a terminal to answer there"
+        )
+    request["run_id"] = state.run_id
+    ref = state.checkpoint(trigger=REQUESTED)
+    state.waiting = True
+    checkpoint_id = state.written_id or ""
+    kind = request["kind"]
+    return FeedbackPending(
+        checkpoint_id=checkpoint_id,
+        location=str(state.config.location),
+        ref=ref,
+        message=str(request["message"]),
+        output=str(request["output"]),
+        outcomes=tuple(request.get("outcomes") or ()),
+        request_id=str(request["request_id"]),
+        method=request["label"] if kind == "method" else None,
+        task=request["label"] if kind == "task" else None,
+        command=f"crewpoint checkpoint answer {shlex.quote(ref)}",
+    )
+
+
+def write_received(state: RuntimeState | None) -> None:
+    """The checkpoint after an answer given through the store (``human_feedback_received``), when there is one."""
+    if state is not None and state.config is not None:
+        state.checkpoint(trigger=RECEIVED)
+
+
+# -- answering ----------------------------------------------------------------------------------------------------
+
+
+def _when(at: Any) -> str:
+    return time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
+
+
+def answer(
+    ref: CheckpointConfig | str | Path,
+    *,
+    feedback: str | None,
+    outcome: str | None,
+    who: str | None = None,
+    app: Entity | str | None = None,
+    default: bool = False,
+    token: str | None = None,
+) -> Any:
+    """Answer the request the checkpoint ``ref`` waits on and resume the run with it; returns what the resumed
+    run's ``kickoff`` returns (which may be another :class:`FeedbackPending`).
+
+    ``app``: the program's own entity to bind the checkpoint to, or an app spec (``FILE.py:attr``); without it
+    the entity is rebuilt from the checkpoint. ``default`` answers with the default outcome (``--default``).
+    One answer wins per request: the store claims it atomically, and a later answer is refused in one line
+    naming who answered. ``token`` lets a caller whose earlier answer crashed after its claim go on with it.
+    """
+    # lazy: answering loads the schema, the stores and the runtime only when it runs
+    from crewpoint.checkpoint.restore import read_checked
+
+    # lazy: answering loads the schema, the stores and the runtime only when it runs
+    from crewpoint.checkpoint.restore_entities import reference_of, restore
+
+    # lazy: answering loads the schema, the stores and the runtime only when it runs
+    from crewpoint.checkpoint.stores import store_of
+
+    source = reference_of(ref)
+    record, body = read_checked(source)
+    request = body["entity"].get("pending_feedback")
+    if not isinstance(request, dict):
+        raise CheckpointError(f"checkpoint {record.meta.id} is not waiting for feedback")
+    mine = Answer(feedback or "", outcome, who or who_am_i(), time.time(), default)
+    offered = [str(o) for o in request.get("outcomes") or []]
+    if outcome is not None and outcome not in offered:  # refused before anything is claimed or run
+        listed = ", ".join(offered) if offered else "none (this request takes feedback only)"
+        raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {listed}")
+    kind = body["entity"]["kind"]
+    location = record.meta.location or source
+    if app is None or isinstance(app, str):
+        # lazy: answering loads the schema, the stores and the runtime only when it runs
+        from crewpoint.checkpoint.plan import prepare_run
+
+        entity: Any = prepare_run(location, app=app, record=record).entity
+    else:
+        restore(location, kind, fork_branch=None, target=app)
+        entity = app
+    if not isinstance(entity, Answerable):
+        raise CheckpointError(f"a {kind} cannot take feedback")
+    store = store_of(record)
+    state = entity.runtime_state
+    provider = state.config.provider if state is not None and state.config is not None else None
+    if provider is None:
+        # lazy: answering loads the schema, the stores and the runtime only when it runs
+        from crewpoint.providers import provider_for
+
+        provider = provider_for(store)
+    mine_token = token or uuid.uuid4().hex
+    claimed = provider.claim(
+        store,
+        str(request["request_id"]),
+        {
+            "token": mine_token,
+            "feedback": mine.feedback,
+            "outcome": outcome,
+            "who": mine.who,
+            "at": mine.at,
+            "default": default,
+            "checkpoint_id": record.meta.id,
+        },
+    )
+    if claimed.get("token") != mine_token:
+        said = claimed.get("outcome") or claimed.get("feedback") or "accepted"
+        raise CheckpointError(
+            f"already answered by {claimed.get('who') or 'someone'} at {_when(claimed.get('at'))}: {said}"
+        )
+    _mark_answered(provider, store, request.get("run_id"))
+    entity.accept_answer(
+        Answer(
+            str(claimed.get("feedback") or ""),
+            claimed.get("outcome") if isinstance(claimed.get("outcome"), str) else None,
+            str(claimed.get("who") or mine.who),
+            float(claimed.get("at") or mine.at),
+            bool(claimed.get("default")),
+        )
+    )
+    return entity.resume()
+
+
+def _mark_answered(provider: Any, store: str, run_id: Any) -> None:
+    """The waiting run's record reads ``answered`` from now on (best effort: a record is a convenience)."""
+    if not isinstance(run_id, str):
+        return
+    try:
+        for run in provider.read_runs(store):
+            if run.run_id == run_id:
+                provider.write_run(store, run.beat(status="answered"))
+                return
+    except Exception:  # a run record never stops an answer
+        return
+
+
+# -- a crew task's review (``Task(human_input=True)``) -----------------------------------------------------------
+
+TASK_MESSAGE = "Review the task's answer: give feedback to have it revised, or accept it"
+
+
+class ReviewedCrew(Protocol):
+    """What :func:`review_task` needs of a crew."""
+
+    id: str
+    name: str
+
+    @property
+    def runtime_state(self) -> RuntimeState | None: ...
+
+    def pending_request(self) -> dict[str, Any] | None: ...
+
+    def _take_answer(self) -> Answer | None: ...
+
+    def _set_pending(self, request: dict[str, Any] | None, answered: dict[str, Any] | None = None) -> None: ...
+
+
+def review_task(crew: ReviewedCrew, index: int, task: Any, candidate: str, revise: Callable[[str, str], str]) -> str:
+    """CrewAI's ``human_input``: after the agent's answer a person may give feedback, the agent revises with it,
+    until the person accepts (an empty answer). Returns the accepted answer; raises :class:`FeedbackWait` when
+    the run waits (the candidate answer is kept in the request, so the agent does not answer again)."""
+    # lazy: the review's events load with the first review (pydantic)
+    from crewpoint.events import HumanFeedbackReceivedEvent, HumanFeedbackRequestedEvent, event_bus
+
+    pending = crew.pending_request()
+    request = pending if pending is not None and pending.get("task_index") == index else None
+    if request is not None:
+        candidate = str(request.get("output") or "")
+    ids = {"method_name": task.label, "task_id": task.id, "crew_id": crew.id}
+    while True:
+        given, durable = None, False
+        if request is not None:
+            given = crew._take_answer()
+            durable = given is not None
+            if given is None and past_deadline(request):
+                given, durable = Answer(who="deadline", default=True), True
+        if given is None:
+            how = mode()
+            if how == "accept":
+                given = Answer(who=who_am_i())
+            elif how == "ask":
+                given = Answer(ask_terminal(TASK_MESSAGE, candidate, (), task.label), who=who_am_i())
+            else:
+                if request is None:
+                    request = new_request(
+                        "task", task.label, TASK_MESSAGE, candidate, task_index=index, task_id=task.id
+                    )
+                crew._set_pending(request)
+                event_bus.emit(
+                    crew,
+                    HumanFeedbackRequestedEvent(**ids, message=TASK_MESSAGE, request_id=request["request_id"]),
+                )
+                raise FeedbackWait(wait_here(crew.runtime_state, request))
+        text = "" if given.default else given.feedback.strip()
+        request_id = request["request_id"] if request is not None else None
+        crew._set_pending(
+            None,
+            {"task_index": index, "task": task.label, "output": candidate, "feedback": text, "who": given.who,
+             "answered_at": given.at, "request_id": request_id},
+        )  # fmt: skip
+        event_bus.emit(
+            crew,
+            HumanFeedbackReceivedEvent(**ids, feedback=text, outcome=None, who=given.who, request_id=request_id),
+        )
+        if durable:
+            write_received(crew.runtime_state)
+        if not text:
+            return candidate
+        candidate = revise(candidate, text)
+        request = None
+
+
+def revision_prompt(previous: str, feedback: str) -> str:
+    """What the agent is told when a person asks for a revision."""
+    return (
+        f"Your previous answer:\n{previous}\n\nA person reviewed it and gave this feedback:\n{feedback}\n\n"
+        "Revise your answer to address the feedback."
+    )
