@@ -11,6 +11,10 @@ Set ``server.mode`` to choose how ``POST /v1/chat/completions`` answers:
 - ``"malformed"``: HTTP 200 with a body that is not JSON;
 - ``"slow"``: waits ``server.delay`` seconds before answering like ``"echo"``.
 
+``server.usage`` (a dict) is the ``usage`` object every answer reports instead of the counted one (streamed: in
+the last chunk, when the request asks with ``stream_options.include_usage``); ``server.report_usage = False``
+leaves ``usage`` out of every answer.
+
 Every request is recorded in ``server.requests`` (path, headers, parsed JSON body).
 """
 
@@ -42,6 +46,8 @@ class LLMServer:
         self.delay = 2.0
         self.error_message = "Incorrect API key provided."
         self.reply: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.report_usage = True
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -90,6 +96,11 @@ class LLMServer:
                 if isinstance(message, dict) and message.get("role") == "user":
                     last = str(message.get("content", ""))
         return f"echo: {last}"
+
+    def usage_for(self, body: Any, text: str) -> dict[str, Any] | None:
+        if not self.report_usage:
+            return None
+        return dict(self.usage) if self.usage is not None else _usage(body, text)
 
 
 def _usage(body: Any, text: str) -> dict[str, int]:
@@ -163,22 +174,22 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             if mode == "stream":
                 self._stream(body, model, text)
                 return
-            self._send_json(
-                200,
-                {
-                    "id": "chatcmpl-test",
-                    "object": "chat.completion",
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": _usage(body, text),
-                },
-            )
+            answer: dict[str, Any] = {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+            usage = server.usage_for(body, text)
+            if usage is not None:
+                answer["usage"] = usage
+            self._send_json(200, answer)
 
         def _stream(self, body: Any, model: str, text: str) -> None:
             self.send_response(200)
@@ -205,8 +216,9 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
                 event(chunk({"content": piece}))
             event(chunk({}, "stop"))
             options = body.get("stream_options") if isinstance(body, dict) else None
-            if isinstance(options, dict) and options.get("include_usage"):
-                event({"id": "chatcmpl-test", "choices": [], "usage": _usage(body, text)})
+            usage = server.usage_for(body, text)
+            if isinstance(options, dict) and options.get("include_usage") and usage is not None:
+                event({"id": "chatcmpl-test", "choices": [], "usage": usage})
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True

@@ -1,0 +1,363 @@
+"""Usage recorded where it happens: each LLM call's tokens, summed per task and per run in the checkpoint body."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import runpy
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
+from support.waiting import wait_for
+
+from crewpoint import LLM, Agent, CheckpointConfig, Crew, Flow, OfflineLLM, Task, start
+from crewpoint.checkpoint.schema import DamagedBody, load_body
+from crewpoint.demo import DEMO_INPUTS, demo_crew
+from crewpoint.events import LLMCallCompletedEvent, event_bus
+from crewpoint.providers import JsonProvider
+from crewpoint.usage import TOKEN_KEYS, UsageMetrics, group_rows, sum_rows, usage_from_report
+
+KNOWN = {
+    "prompt_tokens": 1200,
+    "completion_tokens": 340,
+    "total_tokens": 1540,
+    "prompt_tokens_details": {"cached_tokens": 1000},
+    "completion_tokens_details": {"reasoning_tokens": 64},
+}
+
+
+def latest_body(location: str = "cp") -> dict[str, Any]:
+    provider = JsonProvider()
+    newest = provider.list(location)[0]
+    return dict(provider.read(location, newest.id).body)
+
+
+def two_task_crew(llm: Any, location: str = "cp") -> Crew:
+    researcher = Agent(role="Researcher", goal="g", backstory="b", llm=llm)
+    writer = Agent(role="Writer", goal="g", backstory="b", llm=llm)
+    return Crew(
+        agents=[researcher, writer],
+        tasks=[
+            Task(name="research", description="Research owls.", expected_output="notes", agent=researcher),
+            Task(name="write", description="Write about owls.", expected_output="text", agent=writer),
+        ],
+        checkpoint=CheckpointConfig(location=location),
+    )
+
+
+def tokens(row: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(row[name] for name in TOKEN_KEYS)
+
+
+@pytest.fixture
+def completed() -> list[LLMCallCompletedEvent]:
+    seen: list[LLMCallCompletedEvent] = []
+    event_bus.register(LLMCallCompletedEvent, lambda source, event: seen.append(event))
+    return seen
+
+
+# -- against the OpenAI-compatible test server ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_recorded_tokens_equal_the_servers_per_task_and_per_run(
+    llm_server: LLMServer,  # noqa: F811
+    completed: list[LLMCallCompletedEvent],
+    stream: bool,
+) -> None:
+    llm_server.usage = KNOWN
+    llm_server.mode = "stream" if stream else "echo"
+    llm = LLM(model="gpt-4o-mini", base_url=llm_server.base_url, stream=stream)
+    crew = two_task_crew(llm)
+    crew.kickoff()
+    assert [bool(r.body.get("stream_options")) for r in llm_server.requests] == [stream, stream]
+    usage = latest_body()["usage"]
+    rows = usage["rows"]
+    assert [(r["unit"], r["label"], r["agent"]) for r in rows] == [
+        (crew.tasks[0].id, "research", "Researcher"),
+        (crew.tasks[1].id, "write", "Writer"),
+    ]
+    for row in rows:
+        assert tokens(row) == (1200, 340, 1000, 0, 64)
+        assert (row["model"], row["provider"], row["requests"], row["estimated"]) == ("gpt-4o-mini", "openai", 1, False)
+        assert row["duration_s"] > 0
+    total = sum_rows(rows)
+    assert (total["input_tokens"], total["output_tokens"], total["requests"]) == (2400, 680, 2)
+    assert (usage["before"], usage["reused"]) == ([], [])
+    assert crew.usage_metrics == UsageMetrics(
+        total_tokens=3080, prompt_tokens=2400, cached_prompt_tokens=2000, completion_tokens=680, successful_requests=2
+    )
+    event = completed[0]
+    assert event.usage is not None and (event.prompt_tokens, event.completion_tokens) == (1200, 340)
+    assert event.usage["cache_read_tokens"] == 1000 and event.usage["estimated"] is False
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_style_cache_fields_are_read(
+    llm_server: LLMServer,  # noqa: F811
+    completed: list[LLMCallCompletedEvent],
+    stream: bool,
+) -> None:
+    llm_server.usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 50,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 600,
+    }
+    llm_server.mode = "stream" if stream else "echo"
+    llm = LLM(model="claude-sonnet-4", base_url=llm_server.base_url, stream=stream, provider="anthropic")
+    llm.invoke([{"role": "user", "content": "hi"}])
+    usage = completed[-1].usage
+    assert usage is not None
+    assert tokens(usage) == (900, 50, 600, 200, 0)
+    assert (usage["provider"], usage["estimated"]) == ("anthropic", False)
+
+
+def test_async_calls_record_the_same_usage(
+    llm_server: LLMServer,  # noqa: F811
+    completed: list[LLMCallCompletedEvent],
+) -> None:
+    llm_server.usage = KNOWN
+    llm = LLM(model="gpt-4o-mini", base_url=llm_server.base_url)
+    messages = [{"role": "user", "content": "hello"}]
+    llm.invoke(messages)
+    asyncio.run(llm.ainvoke(messages))
+    sync, done_async = (e.usage for e in completed)
+    assert sync is not None and done_async is not None
+    assert tokens(sync) == tokens(done_async) == (1200, 340, 1000, 0, 64)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_no_usage_from_the_server_is_estimated_and_marked(
+    llm_server: LLMServer,  # noqa: F811
+    stream: bool,
+) -> None:
+    llm_server.report_usage = False
+    llm_server.mode = "stream" if stream else "echo"
+    llm_server.reply = "Owls hunt at night and sleep by day."
+    llm = LLM(model="local-model", base_url=llm_server.base_url, stream=stream, provider="ollama")
+    crew = two_task_crew(llm)
+    crew.kickoff()
+    rows = latest_body()["usage"]["rows"]
+    assert len(rows) == 2
+    for row, request in zip(rows, llm_server.requests, strict=True):
+        sent = sum(len(m["content"]) for m in request.body["messages"])
+        assert row["estimated"] is True
+        assert (row["input_tokens"], row["output_tokens"]) == (
+            math.ceil(sent / 4),
+            math.ceil(len(llm_server.reply) / 4),
+        )
+        assert (row["provider"], row["model"]) == ("ollama", "local-model")
+
+
+# -- the offline model ---------------------------------------------------------------------------------------
+
+
+def test_the_offline_model_reports_the_same_usage_every_time() -> None:
+    figures = []
+    for location in ("one", "two"):
+        demo_crew(checkpoint=CheckpointConfig(location=location)).kickoff(inputs=DEMO_INPUTS)
+        rows = latest_body(location)["usage"]["rows"]
+        figures.append(
+            [(r["label"], r["agent"], tokens(r), r["requests"], r["estimated"], r["provider"]) for r in rows]
+        )
+    assert figures[0] == figures[1]
+    assert [f[0] for f in figures[0]] == ["research", "outline", "draft", "review"]
+    for _label, _agent, counts, _requests, estimated, provider in figures[0]:
+        assert (estimated, provider) == (False, "offline") and counts[0] > 0 and counts[1] > 0
+    assert figures[0][0][3] == 2  # the research task asks for a tool, then answers: two calls
+
+
+# -- flows: usage per method, a crew inside a method counted in it ----------------------------------------------
+
+
+class Pipeline(Flow):
+    @start()
+    def ask(self) -> str:
+        return OfflineLLM().invoke([{"role": "user", "content": "Name three owls."}])
+
+    @start()
+    def delegate(self) -> str:
+        crew = two_task_crew(OfflineLLM(), location="inner")
+        return crew.kickoff().raw
+
+
+def test_a_flow_records_usage_per_method_and_counts_its_crews() -> None:
+    flow = Pipeline(checkpoint=CheckpointConfig(location="flowcp", on_events=["method_execution_finished"]))
+    flow.kickoff()
+    spent = latest_body("flowcp")["usage"]["rows"]
+    assert [(r["unit"], r["agent"]) for r in spent] == [
+        ("ask", None),
+        ("delegate", "Researcher"),
+        ("delegate", "Writer"),
+    ]
+    by_method = {g["unit"]: g for g in group_rows(spent, "unit")}
+    assert by_method["ask"]["requests"] == 1 and by_method["ask"]["label"] == "ask"
+    inner = latest_body("inner")["usage"]["rows"]
+    assert by_method["delegate"]["requests"] == sum_rows(inner)["requests"] == 2
+    assert by_method["delegate"]["input_tokens"] == sum_rows(inner)["input_tokens"] > 0
+
+
+# -- a resume after a kill: what the chain spent before, what the resume reused ----------------------------------
+
+PROGRAM = '''
+import sys, threading
+from crewpoint import Agent, CheckpointConfig, Crew, OfflineLLM, Task
+
+class Stuck(OfflineLLM):
+    """Answers like the offline model, except that it never answers the third task (until the program ends)."""
+    def call(self, messages, **kwargs):
+        if "Review" in str(messages[-1].get("content", "")):
+            threading.Event().wait()
+        return super().call(messages, **kwargs)
+
+def make_crew(llm):
+    a = Agent(role="Researcher", goal="g", backstory="b", llm=llm)
+    b = Agent(role="Writer", goal="g", backstory="b", llm=llm)
+    c = Agent(role="Editor", goal="g", backstory="b", llm=llm)
+    return Crew(
+        agents=[a, b, c],
+        tasks=[
+            Task(name="research", description="Research owls.", expected_output="notes", agent=a),
+            Task(name="draft", description="Draft about owls.", expected_output="text", agent=b),
+            Task(name="review", description="Review the draft.", expected_output="text", agent=c),
+        ],
+        checkpoint=CheckpointConfig(location="killed"),
+    )
+
+if __name__ == "__main__":
+    make_crew(Stuck()).kickoff()
+'''
+
+
+def stored(location: str) -> int:
+    return len(JsonProvider().list(location)) if Path(location).is_dir() else 0
+
+
+def test_a_resume_after_a_kill_records_what_it_reused(tmp_path: Path) -> None:
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    proc = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: stored("killed") >= 2 or proc.poll() is not None, "two checkpoints")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    source = latest_body("killed")
+    assert sum(t["output"] is not None for t in source["entity"]["tasks"]) == 2
+    spent = source["usage"]["rows"]
+    assert [r["label"] for r in spent] == ["research", "draft"]
+
+    crew = runpy.run_path(str(program))["make_crew"](OfflineLLM())
+    crew.kickoff(from_checkpoint="killed")
+    usage = latest_body("killed")["usage"]
+    assert usage["before"] == spent
+    assert usage["reused"] == spent  # both finished tasks were taken over, none run again
+    assert [r["label"] for r in usage["rows"]] == ["review"]
+    assert crew.usage_metrics is not None and crew.usage_metrics.successful_requests == 1
+
+    # a fork of the finished run that edits the draft: research is reused, review runs again
+    finished = latest_body("killed")
+    forked = Crew.fork(CheckpointConfig(restore_from=str(tmp_path / "killed")), branch="edit")
+    forked.override_output("draft", "An edited draft.")
+    forked.kickoff()
+    fork_usage = latest_body("killed")["usage"]
+    assert fork_usage["before"] == finished["usage"]["before"] + finished["usage"]["rows"]
+    assert [r["label"] for r in fork_usage["reused"]] == ["research", "draft"]
+    assert [r["label"] for r in fork_usage["rows"]] == ["review"]
+
+
+# -- hostile usage data --------------------------------------------------------------------------------------
+
+
+def a_body() -> dict[str, Any]:
+    demo_crew(checkpoint=CheckpointConfig(location="base")).kickoff(inputs=DEMO_INPUTS)
+    return latest_body("base")
+
+
+def test_a_body_without_usage_still_loads() -> None:
+    body = a_body()
+    del body["usage"]
+    assert load_body(body)["usage"] == {"rows": [], "before": [], "reused": []}
+
+
+@pytest.mark.parametrize(
+    ("usage", "field"),
+    [
+        ("lots", "usage"),
+        ({"rows": "many"}, "usage.rows"),
+        ({"rows": [{"input_tokens": -5}]}, "usage.rows.0.input_tokens"),
+        ({"rows": [{"input_tokens": True}]}, "usage.rows.0.input_tokens"),
+        ({"rows": [{"output_tokens": 10**30}]}, "usage.rows.0.output_tokens"),
+        ({"rows": [{"output_tokens": 1.5}]}, "usage.rows.0.output_tokens"),
+        ({"rows": [{"duration_s": float("nan")}]}, "usage.rows.0.duration_s"),
+        ({"rows": [{"duration_s": float("inf")}]}, "usage.rows.0.duration_s"),
+        ({"before": [{"model": "x" * 100_000}]}, "usage.before.0.model"),
+        ({"reused": [{"unit": ["a"]}]}, "usage.reused.0.unit"),
+        ({"rows": [{"estimated": "yes"}]}, "usage.rows.0.estimated"),
+        ({"rows": [{}] * 100_001}, "usage.rows"),
+        ({"rows": [[1, 2]]}, "usage.rows.0"),
+    ],
+)
+def test_crafted_usage_is_refused_in_one_line(usage: Any, field: str) -> None:
+    body = a_body()
+    body["usage"] = usage
+    with pytest.raises(DamagedBody) as caught:
+        load_body(body, "c1")
+    assert caught.value.field == field
+    assert "\n" not in str(caught.value)
+
+
+def test_a_crafted_row_with_unknown_keys_and_missing_figures_reads_as_zeros() -> None:
+    body = a_body()
+    body["usage"] = {"rows": [{"model": "m", "surprise": {"deep": [1]}}]}
+    row = load_body(body)["usage"]["rows"][0]
+    assert tokens(dict(row)) == (0, 0, 0, 0, 0) and row["requests"] == 0 and row["estimated"] is False
+
+
+# -- the pure helpers ----------------------------------------------------------------------------------------
+
+
+def test_reading_usage_objects() -> None:
+    assert usage_from_report(KNOWN) == {
+        "input_tokens": 1200,
+        "output_tokens": 340,
+        "cache_read_tokens": 1000,
+        "cache_write_tokens": None,
+        "reasoning_tokens": 64,
+    }
+    # Anthropic's own counts leave cached tokens out of input_tokens; the record counts every token sent
+    native = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 40}
+    assert usage_from_report(native)["input_tokens"] == 350
+    assert usage_from_report({"prompt_tokens": "12", "completion_tokens": -1})["input_tokens"] is None
+
+
+def test_rows_sum_and_group() -> None:
+    def row(unit: str, agent: str, model: str, n: int, estimated: bool = False) -> dict[str, Any]:
+        return {
+            "unit": unit,
+            "label": unit.upper(),
+            "agent": agent,
+            "model": model,
+            "provider": "openai",
+            **dict.fromkeys(TOKEN_KEYS, n),
+            "requests": 1,
+            "duration_s": 0.5,
+            "estimated": estimated,
+        }
+
+    rows = [row("t1", "A", "m1", 10), row("t1", "A", "m2", 5, True), row("t2", "B", "m1", 1)]
+    assert sum_rows(rows)["input_tokens"] == 16 and sum_rows(rows)["estimated"] is True
+    assert sum_rows([])["requests"] == 0
+    by_unit = group_rows(rows, "unit")
+    assert [(g["unit"], g["label"], g["input_tokens"], g["requests"]) for g in by_unit] == [
+        ("t1", "T1", 15, 2),
+        ("t2", "T2", 1, 1),
+    ]
+    assert [(g["model"], g["output_tokens"]) for g in group_rows(rows, "model")] == [("m1", 11), ("m2", 5)]
+    assert [g["agent"] for g in group_rows(rows, "agent")] == ["A", "B"]
