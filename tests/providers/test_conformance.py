@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from provider_kinds import KINDS, Kind
 
-from crewpoint.providers import CheckpointMeta, MemoryProvider
+from crewpoint.providers import BaseProvider, CheckpointMeta, MemoryProvider
 from crewpoint.providers.conformance import CHECKS, Capabilities, Check, ConformanceError, Store, check_provider
 
 CASES = [
@@ -55,6 +55,29 @@ def test_a_third_party_provider_runs_the_suite_in_one_line() -> None:
     assert all(name.startswith("one_damaged_record") or "processes" in name for name in not_run)
     assert "processes_claiming_one_key_at_once_have_one_winner (needs processes)" in not_run
     assert len(not_run) == 2 + sum(1 for c in CHECKS if c.needs == ("inject",))
+
+
+def test_a_provider_without_claims_declares_it_and_the_claim_checks_are_named_as_not_run() -> None:
+    not_run = check_provider(_memory, Capabilities(processes=False, claims=False))
+    claim_checks = [c.name for c in CHECKS if "claims" in c.needs]
+    assert len(claim_checks) >= 5
+    for name in claim_checks:
+        assert any(line.startswith(f"{name} (needs ") and "claims" in line for line in not_run), name
+
+
+class _NoClaims(MemoryProvider):
+    """A provider that keeps no claims but does not say so: it has only the base class's refusal."""
+
+    claim = BaseProvider.claim
+    read_claim = BaseProvider.read_claim
+    claims = BaseProvider.claims
+
+
+def test_a_provider_that_keeps_no_claims_fails_the_claim_checks_in_one_line() -> None:
+    with pytest.raises(ConformanceError, match="_NoClaims fails a_claim_wins_once") as failed:
+        can = Capabilities(processes=False, resolvable=False)  # a class of its own, not registered
+        check_provider(lambda folder: (_NoClaims(), f"memory://{folder.name}"), can)
+    assert "keeps no claims" in str(failed.value)
 
 
 class _OldestFirst(MemoryProvider):

@@ -73,6 +73,15 @@ def test_writes_deletes_prunes_and_run_records_are_refused(store: tuple[BaseProv
     assert provider.list(location) == before
 
 
+def test_claims_are_refused_with_the_read_only_error_and_none_are_found(store: tuple[BaseProvider, str]) -> None:
+    """An answer cannot be recorded in another tool's store: claiming says so in one line, and nothing is claimed."""
+    provider, location = store
+    with pytest.raises(CheckpointError, match="read-only") as refused:
+        provider.claim(location, "req-1", {"token": "t"})
+    assert "\n" not in str(refused.value)
+    assert provider.read_claim(location, "req-1") is None and provider.claims(location) == {}
+
+
 def test_a_change_is_seen_by_watch(store: tuple[BaseProvider, str]) -> None:
     provider, location = store
 
