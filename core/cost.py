@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -378,7 +378,8 @@ def format_usd(usd: Decimal | float | None) -> str:
     amount = Decimal(str(usd)) if not isinstance(usd, Decimal) else usd
     if amount and abs(amount) < Decimal("0.0001"):
         return "<$0.0001"
-    return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+    places = Decimal("0.01") if abs(amount) >= 1 else Decimal("0.0001")
+    return f"${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
 
 
 def table_version() -> str:
