@@ -209,6 +209,8 @@ class RunController:
         self.running.pop(request.source_id, None)
         if returncode == 0:
             return visible(f"{request.title}: finished"), "information"
+        if returncode == ExitCode.WAITING:
+            return visible(f"{request.title}: waits for a person's answer (a answers it)"), "information"
         if cancelled or returncode == ExitCode.INTERRUPTED:
             return visible(f"{request.title}: cancelled"), "warning"
         return visible(f"{request.title}: {error or 'failed'}"), "error"

@@ -73,9 +73,7 @@ def list_command(
     runs, requests = waiting_requests(store, _runs(store))
     if as_json:
         statuses = _Statuses(runs).of(metas)
-        emit_json(
-            [{**m.to_dict(), "status": statuses.get(m.id), "request": _listed(requests.get(m.id))} for m in metas]
-        )
+        emit_json([{**m.to_dict(), "status": statuses.get(m.id), "request": _asked(requests.get(m.id))} for m in metas])
         return
     if not metas:
         if branch:
@@ -108,7 +106,7 @@ LISTED_REQUEST = ("request_id", "message", "label", "method", "task_index", "out
 """What ``list --json`` says of a pending request (the output under review is ``info``'s to show)."""
 
 
-def _listed(request: dict[str, Any] | None) -> dict[str, Any] | None:
+def _asked(request: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: request[k] for k in LISTED_REQUEST if k in request} if request is not None else None
 
 

@@ -15,15 +15,36 @@ from crewpoint.entities import kind_of
 from crewpoint.providers import split_ref
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.formats import format_of_store
-from crewpoint.tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, bad_input, fail, fail_from, one_line
+from crewpoint.tui.cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    bad_input,
+    fail,
+    fail_from,
+    one_line,
+)
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
 from crewpoint.tui.cli.tables import cli_id
+from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.providers.base import CheckpointRecord
     from crewpoint.providers.formats import Format
+
+Kickoff = Callable[["PreparedRun"], Any]
+"""What runs a prepared run (``prepared.kickoff()`` for resume and fork)."""
+
+Starter = Callable[["CheckpointRecord", str], Kickoff]
+"""A command's own checks of the checkpoint (its record and store), before any program loads: it raises a
+one-line error (exit 2), or answers what runs the prepared run."""
+
+
+class RunRefused(Exception):
+    """Raised by a :data:`Kickoff` before its run started anything: one line on stderr and exit 2 (bad input)."""
 
 
 PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
@@ -55,7 +76,10 @@ def _run(
     outputs: tuple[str, ...] = (),
     app: str | None = None,
     dry_run: bool = False,
+    start: Starter | None = None,
 ) -> None:
+    """Resume or fork (``fork``) the checkpoint ``ref`` with progress; ``start`` (``answer``) checks the
+    checkpoint first and runs it its own way."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
@@ -69,6 +93,8 @@ def _run(
     foreign = _foreign_store(where, ref)
     if foreign is not None:
         adapter, foreign_store = foreign
+        if start is not None:
+            fail(f"only crewpoint's own runs wait for an answer; {foreign_store} is a {adapter.title} store")
         if dry_run:
             fail(f"--dry-run is for crewpoint's own checkpoints; {foreign_store} is a {adapter.title} store")
         _foreign_run(
@@ -84,6 +110,7 @@ def _run(
             edits = ops.parse_assignments(outputs, "--set-output")
             full = ops.resolve_id(where, ref)
             record = ops.load(full, where)
+            kickoff: Kickoff = start(record, ops.store_of(record)) if start is not None else _kickoff
             if is_demo_checkpoint(record):  # the bundled demo's crew, tools and flow: for its own checkpoints only
                 # lazy: importing the bundled demo registers its crew, tools and flow for its own checkpoints
                 import crewpoint.demo  # noqa: F401
@@ -117,10 +144,13 @@ def _run(
         reporter = make_progress(progress, prepared)
         with reporter:
             try:
-                result = prepared.kickoff()
+                result = kickoff(prepared)
             except KeyboardInterrupt:
                 reporter.interrupted()
                 raise
+            except RunRefused as exc:
+                reporter.failed(exc)
+                fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
             except Exception as exc:
                 reporter.failed(exc)
                 fail_from(ctx, f"the run failed: {one_line(exc)}", EXIT_FAILED)
@@ -142,6 +172,16 @@ def _run(
     lost = state.failure_summary() if state is not None else None
     if lost is not None:  # the run finished, but not every checkpoint reached the store
         fail(lost, EXIT_FAILED)
+    # lazy: the engine's feedback module is loaded by the run that just ended; list and info never need it
+    from crewpoint.feedback import FeedbackPending
+
+    if isinstance(result, FeedbackPending):  # the run waits for a person again: come back later
+        click.echo(f"waiting for an answer: {result.command}", err=True)
+        sys.exit(ExitCode.WAITING)
+
+
+def _kickoff(prepared: PreparedRun) -> Any:
+    return prepared.kickoff()
 
 
 def _print_plan(prepared: PreparedRun, app: str | None) -> None:

@@ -1,0 +1,176 @@
+"""``crewpoint checkpoint answer`` and waiting runs in ``list``: a real flow pauses in one process and is answered
+from another, through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+
+REVIEW = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.feedback import FeedbackPending, human_feedback
+    from crewpoint.flow import Flow, listen, start
+
+    HERE = Path(__file__).parent
+
+
+    def note(word):
+        with open(HERE / "ran.txt", "a") as f:
+            f.write(word + "\\n")
+
+
+    class Review(Flow):
+        @start()
+        @human_feedback(message="Publish the [draft]?", emit=["approved", "rejected"], default_outcome="approved")
+        def draft(self):
+            note("draft")
+            return "Draft [bold]text[/bold] of the post"
+
+        @listen("approved")
+        def publish(self, result):
+            note("published")
+            return "published"
+
+        @listen("rejected")
+        def redo(self, result):
+            note("redone")
+            return "redone"
+
+
+    flow = Review(checkpoint=CheckpointConfig(location=str(HERE / sys.argv[1]) if len(sys.argv) > 1 else "store"))
+
+    if __name__ == "__main__":
+        result = flow.kickoff()
+        sys.exit(75 if isinstance(result, FeedbackPending) else 0)
+    """
+)
+
+
+def run(*args: str, cwd: Path, stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, stdin=stdin, timeout=120)
+
+
+def ran(project: Path) -> list[str]:
+    path = project / "ran.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def listed(project: Path, store: str) -> list[dict[str, Any]]:
+    done = run("list", store, "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
+
+
+def paused(tmp_path: Path, store: str = "store") -> tuple[Path, dict[str, Any]]:
+    """The review flow run in its own process until it waits; its project folder and waiting row of ``list``."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "review.py").write_text(REVIEW)
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
+    waited = subprocess.run(
+        [sys.executable, "review.py", store], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert waited.returncode == 75, waited.stderr
+    rows = [row for row in listed(project, store) if row["request"] is not None]
+    assert len(rows) == 1
+    return project, rows[0]
+
+
+def one_line_refusal(done: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.mark.parametrize("store", ["store", "store.db"])
+def test_a_waiting_run_is_answered_from_another_process_once(tmp_path: Path, store: str) -> None:
+    project, row = paused(tmp_path, store)
+    assert row["status"] == "waiting" and row["trigger"] == "human_feedback_requested"
+    request = row["request"]
+    assert request["message"] == "Publish the [draft]?"
+    assert request["method"] == "draft" and request["outcomes"] == ["approved", "rejected"]
+    assert request["request_id"] and request["default_outcome"] == "approved"
+    assert {r["status"] for r in listed(project, store)} == {"waiting"}
+    table = run("list", store, cwd=project)
+    assert "waiting" in table.stdout.splitlines()[1]
+
+    done = run(
+        "answer", row["id"][:10], "--location", store, "--outcome", "rejected", "--app", "review.py:flow", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert ran(project) == ["draft", "redone"]  # the right route, and the reviewed method did not run again
+
+    again = run("answer", row["id"], "--location", store, "--accept", "--app", "review.py:flow", cwd=project)
+    one_line_refusal(again, "already answered by ", "@", ": rejected")
+    assert ran(project) == ["draft", "redone"]
+
+    after = listed(project, store)
+    assert "waiting" not in {r["status"] for r in after}
+    assert all(r["request"] is None for r in after)
+    assert any(r["trigger"] == "human_feedback_received" for r in after)
+
+
+def test_answers_a_command_refuses_in_one_line(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    waiting = row["id"]
+    one_line_refusal(
+        run("answer", waiting, "--location", "store", "--outcome", "maybe", cwd=project),
+        "'maybe' is not offered",
+        "approved, rejected",
+    )
+    one_line_refusal(
+        run("answer", waiting, "--location", "store", "--feedback", "ok", "--accept", cwd=project),
+        "--feedback or --accept",
+    )
+    one_line_refusal(run("answer", waiting, "--location", "store", cwd=project), "no terminal to ask in")
+    earlier = row["parent_id"]
+    one_line_refusal(
+        run("answer", earlier, "--location", "store", "--accept", cwd=project), "is not waiting for feedback"
+    )
+    assert ran(project) == ["draft"]  # nothing ran
+    assert [r["status"] for r in listed(project, "store")] == ["waiting", "waiting"]
+
+
+def test_in_a_terminal_the_request_is_shown_literally_and_enter_accepts(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    leader, follower = os.openpty()
+    child = subprocess.Popen(
+        [*CLI, "answer", row["id"], "--location", "store", "--app", "review.py:flow"],
+        cwd=project,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+    )
+    os.close(follower)
+    seen = b""
+    while b"Enter to accept" not in seen:  # the prompt is the event waited on (the test's timeout bounds it)
+        ready, _, _ = select.select([leader], [], [], 60)
+        assert ready, seen
+        seen += os.read(leader, 4096)
+    shown = seen.decode()
+    assert "Publish the [draft]?" in shown
+    assert "Draft [bold]text[/bold] of the post" in shown  # the output under review, literally
+    assert "approved (default), rejected" in shown
+    os.write(leader, b"\n")
+    _, _ = child.communicate(timeout=120)
+    os.close(leader)
+    assert child.returncode == 0
+    assert ran(project) == ["draft", "published"]  # Enter accepted: the default outcome

@@ -1,0 +1,138 @@
+"""``crewpoint checkpoint answer``: answer the request a waiting run's checkpoint holds, and run on.
+
+The same ids, locations, ``--app`` program and progress as ``resume`` (:mod:`crewpoint.tui.cli.runs`); before any
+program loads it refuses, in one line with exit 2, a checkpoint that waits for nothing, a request someone else
+answered (naming who), an outcome the request does not offer, and ``--feedback`` with ``--accept``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from crewpoint.providers import provider_for
+from crewpoint.providers.base import CheckpointError
+from crewpoint.tui.cli.errors import fail
+from crewpoint.tui.cli.locations import location_option
+from crewpoint.tui.cli.root import checkpoint
+from crewpoint.tui.cli.runs import APP_HELP, PROGRESS_HELP, Kickoff, RunRefused, Starter, _run
+from crewpoint.tui.cli.tables import cli_id
+from crewpoint.tui.store_index import pending_request
+from crewpoint.tui.visible import visible
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.providers.base import CheckpointRecord
+
+RULE = "-" * 60
+
+
+def answered_by(claim: dict[str, Any]) -> str:
+    """``already answered by alice@host1 at 14:02: approved``, from a stored claim."""
+    at = claim.get("at")
+    when = time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
+    said = claim.get("outcome") or claim.get("feedback") or "accepted"
+    return f"already answered by {claim.get('who') or 'someone'} at {when}: {said}"
+
+
+def _show_request(checkpoint_id: str, request: dict[str, Any]) -> None:
+    """The request, on stderr (stdout keeps the run's result): message, the output under review, the outcomes."""
+    label = request.get("label") or request.get("method") or ""
+    lines = [
+        RULE,
+        f"{cli_id(checkpoint_id)} waits for a person" + (f" at {label}" if label else ""),
+        request["message"],
+        RULE,
+        request["output"],
+        RULE,
+    ]
+    if request["outcomes"]:
+        default = request.get("default_outcome")
+        lines.append("outcomes: " + ", ".join(f"{o} (default)" if o == default else o for o in request["outcomes"]))
+    for line in lines:
+        click.echo(visible(line), err=True)  # checkpoint text: control characters shown, never sent
+
+
+def _starter(outcome: str | None, feedback: str | None, accept: bool, default: bool) -> Starter:
+    """The checks of ``answer`` on the loaded checkpoint, and the run that claims the answer and goes on."""
+
+    def start(record: CheckpointRecord, store: str) -> Kickoff:
+        request = pending_request(record.body)
+        if request is None:
+            raise CheckpointError(f"checkpoint {cli_id(record.meta.id)} is not waiting for feedback")
+        if outcome is not None and outcome not in request["outcomes"]:
+            offered = ", ".join(request["outcomes"]) or "none (this request takes feedback only)"
+            raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {offered}")
+        provider = provider_for(store)
+        claim = provider.read_claim(store, request["request_id"])
+        if claim is not None:
+            raise CheckpointError(answered_by(claim))
+        text = feedback
+        if text is None and not accept and not default and sys.stdin.isatty():
+            _show_request(record.meta.id, request)
+            text = click.prompt("Your feedback (Enter to accept)", default="", show_default=False, err=True)
+        elif text is None and outcome is None and not accept and not default:
+            raise CheckpointError("no terminal to ask in: give --feedback TEXT, --accept, --default or --outcome O")
+        token = uuid.uuid4().hex
+
+        def kickoff(prepared: PreparedRun) -> Any:
+            # lazy: answering loads the engine's feedback machinery, which only a run needs
+            from crewpoint.feedback import answer
+
+            try:
+                return answer(
+                    prepared.source.location or record.meta.id,
+                    feedback=text or None,
+                    outcome=outcome,
+                    app=prepared.entity,
+                    default=default,
+                    token=token,
+                )
+            except CheckpointError as exc:
+                won = provider.read_claim(store, request["request_id"])
+                if won is not None and won.get("token") != token:  # someone else answered first
+                    raise RunRefused(answered_by(won)) from exc
+                raise
+
+        return kickoff
+
+    return start
+
+
+@checkpoint.command()
+@click.argument("ref", metavar="ID")
+@location_option
+@click.option("--outcome", "-o", default=None, metavar="O", help="The outcome chosen (one the request offers).")
+@click.option("--feedback", "-m", default=None, metavar="TEXT", help="Feedback for the reviewed output.")
+@click.option("--accept", is_flag=True, help="Accept the output as it is (the default outcome, if any).")
+@click.option("--default", "use_default", is_flag=True, help="Answer with the request's default outcome.")
+@click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)
+@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@click.pass_context
+def answer(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    outcome: str | None,
+    feedback: str | None,
+    accept: bool,
+    use_default: bool,
+    app: str | None,
+    progress: str,
+) -> None:
+    """Answer the run waiting for a person at checkpoint ID, then run on from there as resume does.
+
+    ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID. Without
+    --feedback, --accept or --default, and with a terminal, the request is shown and asked (Enter accepts).
+    One answer wins per request: a second is refused, naming who answered. Exit 2 for a checkpoint that waits
+    for nothing, an answered request or an outcome not offered; 1 if the run fails; 75 if it waits again.
+    """
+    chosen = (("--feedback", feedback is not None), ("--accept", accept), ("--default", use_default))
+    given = [name for name, on in chosen if on]
+    if len(given) > 1:
+        fail(f"give one of {' or '.join(given)}, not both")
+    _run(ctx, ref, location, progress, fork=False, app=app, start=_starter(outcome, feedback, accept, use_default))
