@@ -96,10 +96,11 @@ def schema_v2(s: str) -> list[str]:
 
 def schema_v3(s: str) -> list[str]:
     """Claims: one answer wins per request. A claim is a small JSON value under its key (a request id), made by
-    ``INSERT ... ON CONFLICT (key) DO NOTHING`` so that the first claimer's row stays, whichever host it is on."""
+    ``INSERT ... ON CONFLICT (key) DO NOTHING`` so that the first claimer's row stays, whichever host it is on.
+    ``json``, not ``jsonb``: the value reads back as written, any text in it (``\\u0000`` too) as in other stores."""
     return [
         f"""CREATE TABLE {s}.claims (
-            key text COLLATE "C" PRIMARY KEY, value jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"""
+            key text COLLATE "C" PRIMARY KEY, value json NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"""
     ]
 
 

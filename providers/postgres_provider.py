@@ -7,6 +7,7 @@ Tables in the store's schema (``crewpoint`` unless the location says ``?schema=N
 * ``chunks``: content-addressed, zlib-compressed pieces of bodies with a reference count, shared by every
   checkpoint that contains them (the same split as the SQLite store, :mod:`crewpoint.providers.chunks`);
 * ``runs``: run records (heartbeats) of runs on any host;
+* ``claims`` (v3): one row per answered request, the first claimer's (:meth:`PostgresProvider.claim`);
 * ``schema_meta``: the store's own schema version; older stores are migrated in order, newer ones refused, and
   a schema that is not a crewpoint store is never written to.
 
@@ -513,7 +514,7 @@ class PostgresProvider(BaseProvider):
                 store = self._store(where, conn, create=True)
             with conn.transaction():
                 row = conn.execute(
-                    f"INSERT INTO {store.s}.claims (key, value) VALUES (%s, %s::jsonb)"
+                    f"INSERT INTO {store.s}.claims (key, value) VALUES (%s, %s::json)"
                     " ON CONFLICT (key) DO NOTHING RETURNING value::text",
                     [key, text],
                 ).fetchone()
