@@ -74,11 +74,13 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from pg_bench import pg_benches
     from side_by_side import side_by_side_benches
     from store_bench import store_benches
+    from usage_bench import usage_benches
 
     return [
         bench_import,
         bench_kickoff,
         *checkpoint_benches(),
+        *usage_benches(),
         *store_benches(),
         *side_by_side_benches(),
         *app_benches(),

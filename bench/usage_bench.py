@@ -1,0 +1,117 @@
+"""What recording usage costs a run: a 30-task offline crew, checkpointed at every task, with and without it.
+
+"Without" is this bench's own switch: the LLM's completion event as it was before usage (only the counts the model
+reported), and a runtime that neither follows units nor sums calls nor writes a ``usage`` section. Runs alternate
+on and off so that the machine's drift lands on both; the figure is the ratio of their medians.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from run import Row
+
+logging.disable(logging.WARNING)
+
+TASKS = 30
+PAIRS = 15
+
+
+def _crew(location: str) -> Any:
+    from crewpoint import Agent, CheckpointConfig, Crew, OfflineLLM, Task
+
+    llm = OfflineLLM()
+    agents = [Agent(role=f"Agent {i}", goal="Do the work well", backstory="Experienced", llm=llm) for i in range(3)]
+    tasks: list[Task] = []
+    for i in range(TASKS):
+        tasks.append(
+            Task(
+                name=f"step-{i}",
+                description=f"Step {i}: extend the report on owls",
+                expected_output="One paragraph",
+                agent=agents[i % 3],
+                context=tasks[-1:],
+            )
+        )
+    return Crew(agents=agents, tasks=tasks, checkpoint=CheckpointConfig(location=location))
+
+
+@contextmanager
+def _usage_off() -> Iterator[None]:
+    """Run without usage: the pieces that record it replaced by what ran before it existed."""
+    from crewpoint.llm import BaseLLM
+    from crewpoint.runtime import RuntimeState
+
+    saved = (BaseLLM._emit_completed, RuntimeState.on_event, RuntimeState.usage_section)
+
+    def emit_completed(self: Any, ctx: Any, text: str) -> None:
+        from crewpoint.events import LLMCallCompletedEvent, event_bus
+
+        reported = ctx.reported or {}
+        event_bus.emit(
+            self,
+            LLMCallCompletedEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                response=text,
+                prompt_tokens=reported.get("input_tokens"),
+                completion_tokens=reported.get("output_tokens"),
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    def on_event(self: Any, source: Any, event: Any) -> None:
+        if event.type.startswith("checkpoint_"):
+            return
+        self.events.add(event)
+        config = self.root.checkpoint_config_for(event)
+        if config is not None and config.wants(event.type):
+            self.submit(self.capture(event.type), config)
+
+    BaseLLM._emit_completed = emit_completed  # type: ignore[method-assign]
+    RuntimeState.on_event = on_event  # type: ignore[method-assign]
+    RuntimeState.usage_section = lambda self, entity: None  # type: ignore[method-assign,assignment,return-value]
+    try:
+        yield
+    finally:
+        BaseLLM._emit_completed, RuntimeState.on_event, RuntimeState.usage_section = saved  # type: ignore[method-assign]
+
+
+def _kickoff(location: str) -> float:
+    from crewpoint.checkpoint.writer import writer
+
+    crew = _crew(location)
+    start = time.perf_counter()
+    crew.kickoff()
+    writer.flush()
+    return time.perf_counter() - start
+
+
+def bench_usage_recording() -> list[Row]:
+    on: list[float] = []
+    off: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        _kickoff(f"{tmp}/warm")  # imports and first-use costs land on neither side
+        for i in range(PAIRS):
+            on.append(_kickoff(f"{tmp}/on{i}"))
+            with _usage_off():
+                off.append(_kickoff(f"{tmp}/off{i}"))
+    with_usage, without = statistics.median(on), statistics.median(off)
+    return [
+        Row(f"{TASKS}-task offline crew, checkpointed, usage recorded", with_usage * 1000, "ms", None),
+        Row(f"{TASKS}-task offline crew, checkpointed, no usage", without * 1000, "ms", None),
+        Row("recording usage / not recording it", with_usage / without, "x", 1.02, f"median of {PAIRS} each"),
+    ]
+
+
+def usage_benches() -> list[Callable[[], list[Row]]]:
+    return [bench_usage_recording]
