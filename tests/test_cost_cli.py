@@ -334,3 +334,36 @@ def test_no_network_is_touched(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert_sums(json.loads(out.stdout), SPENT)
+
+
+def test_a_real_run_and_its_resume_are_summed_from_what_they_recorded(tmp_path: Path) -> None:
+    """The demo crew on the offline model, stopped after two tasks and resumed: the store's sum is each run's own
+    recorded rows once, and the resumed chain's saved figure is what the resume reused."""
+    from support.stores import make_store
+
+    from crewpoint.cost import usage_rows
+
+    location = make_store(str(tmp_path / ".checkpoints"), stop_after=2)
+    provider = JsonProvider(fsync=False)
+    first = provider.list(location)[0]
+    assert cli("checkpoint", "resume", first.id, "--location", location).exit_code == 0
+    last = provider.list(location)[0]
+    assert last.tasks_done == 4 and last.id != first.id
+    first_rows = usage_rows(provider.read(location, first.id).body)
+    body = provider.read(location, last.id).body
+    second_rows, reused = usage_rows(body), usage_rows(body, "reused")
+    assert first_rows and second_rows and reused  # the recording is there to be summed
+
+    by_run = cost_json(location, "--by", "run")
+    assert by_run["runs"] == 2
+    runs = {g["checkpoint"]: g for g in by_run["groups"]}
+    assert set(runs) == {first.id, last.id}
+    assert runs[first.id]["usage"]["input_tokens"] == sum(r["input_tokens"] for r in first_rows) > 0
+    assert runs[last.id]["usage"]["output_tokens"] == sum(r["output_tokens"] for r in second_rows) > 0
+    assert by_run["usage"]["input_tokens"] == sum(r["input_tokens"] for r in first_rows + second_rows)
+    assert by_run["cost_usd"] == 0.0  # the offline model costs nothing
+
+    chain = cost_json(last.id[:10], "--location", location)
+    assert chain["usage"] == by_run["usage"]  # one chain: what it spent is what the store spent
+    assert chain["saved"]["usage"]["input_tokens"] == sum(r["input_tokens"] for r in reused) > 0
+    assert {r["label"] for r in reused} == {r["label"] for r in first_rows}  # the two finished tasks
