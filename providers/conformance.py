@@ -623,8 +623,8 @@ def a_claim_wins_once_and_a_second_claim_gets_the_first(store: Store) -> None:
     chain(store, 1, 1)
     provider, location = store.provider, store.location
     assert provider.read_claim(location, "req-1") is None and provider.claims(location) == {}
-    ours = {"token": "t-1", "who": "ana@host-a", "outcome": "approved", "feedback": "ünïcødé [bold]\x00\ud800"}
-    ours |= {"n": 1.5, "z": None, "list": [1, "two", {"three": True}], "empty": {}}
+    ours: dict[str, Any] = {"token": "t-1", "who": "ana@host-a", "outcome": "approved", "n": 1.5, "z": None}
+    ours |= {"feedback": "ünïcødé [bold]\x00\ud800", "list": [1, "two", {"three": True}], "empty": {}}
     assert provider.claim(location, "req-1", ours) == ours
     assert provider.claim(location, "req-1", {"token": "t-2", "who": "ben@host-b"}) == ours  # the first one stays
     assert provider.read_claim(location, "req-1") == ours
