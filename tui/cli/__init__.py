@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crewpoint.tui.cli import answer, copy, cost, demo, diff, listing, prune, runs, serve  # noqa: F401  (registers the commands)
+from crewpoint.tui.cli import answer, copy, cost, demo, diff, listing, new, prune, runs, serve  # noqa: F401  (registers the commands)
 from crewpoint.tui.cli.root import checkpoint, main
 
 __all__ = ["checkpoint", "main", "run"]
