@@ -62,6 +62,8 @@ RUN = {
     "declared state": "temperature: Annotated[float, CheckpointState] = 0.2",
     "postgres config": 'CheckpointConfig(location="postgresql://crewpoint@db.internal:5432/agents")',
     "command line": "crewpoint checkpoint list ./.checkpoints --branch main --limit 5 --json",
+    "cost": "crewpoint checkpoint cost --by task",
+    "prices": '"offline" = { input_mtok = 3.0, output_mtok = 15.0 }',
 }
 NOT_RUN = {
     "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
@@ -294,3 +296,19 @@ def test_a_declared_field_comes_back_and_an_undeclared_one_stays_the_programs(tm
     rebuilt = python("proxy.py", tmp_path, "rebuild", str(path))
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert rebuilt.stdout.split()[-3:] == ["ProxyLLM", "http://127.0.0.1:8000/v1", "0.4"]
+
+
+def test_the_cost_examples_run_as_written_and_an_override_prices_the_offline_model(project: Path) -> None:
+    newest = str(listing(project)[0]["id"])
+    for command in block("cost").commands:
+        argv = shlex.split(command.replace("<id-prefix>", newest[:8]), comments=True)
+        done = run([str(BIN / argv[0]), *argv[1:]], project)
+        assert done.returncode == 0, (command, done.stderr)
+    spent = json.loads(done.stdout)  # the last line: one chain as JSON
+    tokens = spent["usage"]
+    assert tokens["input_tokens"] > 0 and spent["cost_usd"] == 0.0  # the offline model costs nothing
+    write(project, "pyproject.toml", block("prices").code)
+    priced = run([str(BIN / "crewpoint"), "checkpoint", "cost", newest[:8], "--json"], project)
+    assert priced.returncode == 0, priced.stderr
+    expected = (tokens["input_tokens"] * 3.0 + tokens["output_tokens"] * 15.0) / 1_000_000
+    assert json.loads(priced.stdout)["cost_usd"] == round(expected, 6) > 0
