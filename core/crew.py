@@ -339,7 +339,7 @@ class Crew(BaseModel, CheckpointedEntity):
     def _reviewed(self, index: int, raw: str, context: str, extra: list[str]) -> str:
         """``human_input``: a person reviews the answer; the agent revises it with their feedback until accepted."""
         # lazy: the review loop loads with the first human_input task
-        from crewpoint.feedback import review_task, revision_prompt
+        from crewpoint.feedback_task import review_task, revision_prompt
 
         task = self.tasks[index]
         agent = task.agent
