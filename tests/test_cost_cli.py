@@ -135,11 +135,16 @@ def build_store(location: str, provider: BaseProvider) -> dict[str, list[str]]:
     return ids
 
 
-@pytest.fixture(params=["json", "sqlite"])
+@pytest.fixture(params=["json", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, list[str]]]:
     if request.param == "json":
         location = str(tmp_path / ".checkpoints")
         return location, build_store(location, JsonProvider(fsync=False))
+    if request.param == "postgres":
+        from crewpoint.providers.postgres_provider import PostgresProvider
+
+        location = request.getfixturevalue("pg_location")
+        return location, build_store(location, PostgresProvider())
     location = str(tmp_path / "store.db")
     return location, build_store(location, SqliteProvider())
 

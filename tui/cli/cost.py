@@ -121,7 +121,12 @@ def _runs(store: str, cutoff: float | None) -> tuple[list[_Run], int]:
     provider = provider_for(store)
     seen: dict[str, _Seen] = {}
     unread = 0
-    for meta in provider.list(store):  # the whole listing first: a SQLite store reads no body mid-listing
+    metas = provider.list(store)  # the whole listing first: a SQLite store reads no body mid-listing
+    if cutoff is not None:  # the bodies written since, and the last one before each (what its run had spent then)
+        recent = [m for m in metas if m.created_at >= cutoff]
+        wanted = {m.id for m in recent} | {m.parent_id for m in recent if m.parent_id}
+        metas = [m for m in metas if m.id in wanted]
+    for meta in metas:
         if meta.damaged:
             unread += 1
             continue
@@ -197,6 +202,7 @@ def _store_groups(runs: list[_Run], by: str) -> list[_Group]:
                 "branch": head.branch,
                 "entity": head.entity_name,
                 "resumed_from": run.resumed_from,
+                "created_at": head.created_at,
                 "last_checkpoint_at": format_time(head.created_at),
             }
             groups[head.id] = _Group(head.id, named(run, label), list(run.rows), extra)
