@@ -126,3 +126,24 @@ def test_a_name_that_cannot_name_a_package_is_refused_in_one_line(tmp_path: Path
     assert refused.returncode == 2, refused.stdout
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("crewpoint: ")
     assert list(work.iterdir()) == []
+
+
+def test_the_readme_projects_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Projects\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    lines = block.strip().splitlines()
+    assert lines[:2] == ["crewpoint new notes", "cd notes"]
+    assert _new("notes", tmp_path).returncode == 0
+    project = tmp_path / "notes"
+    run = [sys.executable if w == "python" else w for w in shlex.split(lines[2])]
+    waited = _run(run, project, "")  # no terminal here: the run waits for the review
+    assert waited.returncode == 75, waited.stderr
+    waiting = ops.list_checkpoints(str(project / ".checkpoints"))[0]
+    assert waiting.trigger == "human_feedback_requested"
+    answer = shlex.split(lines[3].replace("<id>", waiting.id))
+    answered = _run([CREWPOINT, *answer[1:]], project, "")
+    assert answered.returncode == 0, answered.stderr
+    metas = ops.list_checkpoints(str(project / ".checkpoints"))
+    assert metas[0].tasks_done == 2
+    assert [m.trigger for m in metas].count("task_completed") == 2  # the research ran once

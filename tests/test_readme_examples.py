@@ -66,6 +66,8 @@ RUN = {
     "prices": '"offline" = { input_mtok = 3.0, output_mtok = 15.0 }',
 }
 NOT_RUN = {
+    "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
+    "finishes it)",
     "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
     "export CREWPOINT_CHECKPOINT_LOCATION=postgresql": "needs the PostgreSQL server db.internal of the example; "
     "tests/test_postgres_location.py runs these commands on a local server",

@@ -202,7 +202,9 @@ def check_name(name: str) -> str | None:
             f"{name!r} is not a project name: use letters, digits, '_' or '-', starting with a letter (my_crew, notes)"
         )
     package, _ = project_names(name)
-    if keyword.iskeyword(package) or package in sys.stdlib_module_names or package == "crewpoint":
+    if keyword.iskeyword(package):
+        return f"{name!r} is a Python keyword and cannot name a package: choose another project name"
+    if package in sys.stdlib_module_names or package == "crewpoint":
         return f"{name!r} would hide a Python module of the same name ({package}): choose another project name"
     return None
 
