@@ -179,8 +179,21 @@ def check_overrides(table: object, source: str) -> dict[str, dict[str, Decimal]]
                     " output_mtok, cache_read_mtok, cache_write_mtok, ...)"
                 )
             fields[name] = _dollars(value, f"{source}: {model}.{name}")
+        _check_pricing(fields, f"{source}: {model}")
         out[str(model)] = fields
     return out
+
+
+def _check_pricing(fields: Mapping[str, Decimal], where: str) -> None:
+    """Refuse a set of prices genai-prices cannot price with (a cache price without an input price, ...)."""
+    # lazy: genai-prices loads pydantic and its price table, needed only when an override is checked
+    from genai_prices import Usage
+    from genai_prices.types import ModelPrice
+
+    try:
+        ModelPrice(**fields).calc_price(Usage(input_tokens=2, output_tokens=1, cache_read_tokens=1))
+    except ValueError as exc:
+        raise PricesError(f"{where}: {' '.join(str(exc).split())}") from exc
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -148,6 +148,7 @@ def test_requests_beyond_the_first_pay_the_per_request_price(tmp_path: Path) -> 
         ('"gpt-4o" = { input_mtok = -1 }\n', "0 or more"),
         ('"gpt-4o" = { input_mtok = "cheap" }\n', "expected a number"),
         ('"gpt-4o" = 3\n', "must be a table"),
+        ('"gpt-4o" = { cache_read_mtok = 0.5 }\n', "Missing ancestor price"),
     ],
 )
 def test_a_bad_override_file_is_one_line(tmp_path: Path, text: str, fragment: str) -> None:
