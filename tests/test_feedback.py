@@ -141,15 +141,17 @@ def test_a_flow_waits_in_one_process_and_is_answered_from_another(tmp_path: Path
 def test_kill_9_while_waiting_loses_nothing(tmp_path: Path) -> None:
     store = str(tmp_path / "store.db")
     (tmp_path / "review_flow.py").write_text(FLOW)
-    waiting = subprocess.Popen(
-        [sys.executable, str(tmp_path / "review_flow.py"), store, "stay"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=_env(CREWPOINT_FEEDBACK="wait"),
-    )
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        waiting = subprocess.Popen(
+            [sys.executable, str(tmp_path / "review_flow.py"), store, "stay"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=_env(CREWPOINT_FEEDBACK="wait"),
+        )
     try:
-        wait_for(lambda: (tmp_path / "pending.json").exists(), "the waiting checkpoint")
+        wait_for(lambda: (tmp_path / "pending.json").exists() or waiting.poll() is not None, "the waiting checkpoint")
+        assert waiting.poll() is None, (tmp_path / "stderr.txt").read_text()
     finally:
         os.kill(waiting.pid, signal.SIGKILL)
         waiting.wait()
