@@ -372,3 +372,20 @@ def test_a_real_run_and_its_resume_are_summed_from_what_they_recorded(tmp_path: 
     assert chain["usage"] == by_run["usage"]  # one chain: what it spent is what the store spent
     assert chain["saved"]["usage"]["input_tokens"] == sum(r["input_tokens"] for r in reused) > 0
     assert {r["label"] for r in reused} == {r["label"] for r in first_rows}  # the two finished tasks
+
+
+def test_checkpoints_without_usage_say_so(tmp_path: Path) -> None:
+    location = str(tmp_path / ".checkpoints")
+    provider = JsonProvider(fsync=False)
+    records = demo_records()
+    for record in records:
+        provider.write(
+            location, CheckpointRecord(meta=record.meta, body={k: v for k, v in record.body.items() if k != "usage"})
+        )
+    result = cli("checkpoint", "cost", location)
+    assert result.exit_code == 0, result.output
+    assert "no usage recorded" in result.stdout
+    data = cost_json(location)
+    assert data["runs"] == 1 and data["usage"]["input_tokens"] == 0 and data["cost_usd"] == 0.0
+    chain = cli("checkpoint", "cost", records[-1].meta.id, "--location", location)
+    assert chain.exit_code == 0 and "no usage recorded" in chain.stdout

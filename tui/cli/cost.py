@@ -258,6 +258,8 @@ def _store(
     click.echo(f"\n{len(runs)} run{'s' if len(runs) != 1 else ''}{scope}, each counted once (its newest checkpoint)")
     if unread:
         click.echo(f"{unread} checkpoint{'s' if unread != 1 else ''} could not be read and count for nothing")
+    if runs and not total.rows:
+        click.echo(NO_USAGE)
     _footer([total], prices)
 
 
@@ -295,10 +297,14 @@ def _chain(meta: CheckpointMeta, body: Any, by: str, prices: Prices, as_json: bo
     rows.append(["  this run", *_cells(run)])
     rows.append(["SAVED (reused)", *_cells(saved)])
     print_table([by.upper(), *HEADER], rows)
+    if not spent.rows:
+        click.echo(f"\n{NO_USAGE}")
     _footer([spent, saved], prices)
 
 
 # -- shared --------------------------------------------------------------------------------------------------------
+
+NO_USAGE = "no usage recorded (a checkpoint written before crewpoint recorded usage carries none)"
 
 HEADER = ["REQUESTS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING", "COST"]
 
