@@ -313,7 +313,11 @@ class Crew(BaseModel, CheckpointedEntity):
                 found = knowledge.query(task.prompt_description, agent_id=agent.id, task_id=task.id)
                 if found:
                     extra.append("Crew knowledge:\n" + "\n".join(f"- {k}" for k in found))
-            output = self._attempt(task, agent, context, extra)
+            pending = self._pending if task.human_input else None
+            if pending is not None and pending.get("task_index") == index:  # the answer under review: kept
+                output = self._output(task, agent, str(pending.get("output") or ""))
+            else:
+                output = self._attempt(task, agent, context, extra)
             if task.human_input:
                 output.raw = self._reviewed(index, output.raw, context, extra)
             task.output = output
@@ -367,17 +371,20 @@ class Crew(BaseModel, CheckpointedEntity):
         if answered is not None:
             self._answered.append(answered)
 
+    @staticmethod
+    def _output(task: Task, agent: Agent, raw: str) -> TaskOutput:
+        return TaskOutput(
+            description=task.prompt_description,
+            raw=raw,
+            expected_output=task.prompt_expected_output,
+            name=task.name,
+            agent=agent.role,
+        )
+
     def _attempt(self, task: Task, agent: Agent, context: str, extra: list[str]) -> TaskOutput:
         feedback: list[str] = []
         for _ in range(task.guardrail_max_retries + 1):
-            raw = agent.execute_task(task, context, [*extra, *feedback])
-            output = TaskOutput(
-                description=task.prompt_description,
-                raw=raw,
-                expected_output=task.prompt_expected_output,
-                name=task.name,
-                agent=agent.role,
-            )
+            output = self._output(task, agent, agent.execute_task(task, context, [*extra, *feedback]))
             ok, value = task.check_guardrail(output, agent)
             if ok:
                 if isinstance(value, TaskOutput):
