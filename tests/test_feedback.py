@@ -277,3 +277,19 @@ def test_a_plain_resume_of_a_waiting_checkpoint_waits_again(tmp_path: Path, monk
     assert isinstance(again, FeedbackPending)
     assert again.request_id == first.request_id and again.checkpoint_id != first.checkpoint_id
     assert Slow().kickoff(from_checkpoint=again.ref, outcome="ship") == "shipped"
+
+
+def test_info_shows_the_pending_request_then_the_answer(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    store = tmp_path / "store"
+    pending = _waiting_gate(store)
+    info = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "info"]
+    shown = subprocess.run([*info, pending.ref], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "waiting for feedback on method build: Ship it?" in shown.stdout
+    assert "outcomes: ship, hold (default: hold)" in shown.stdout and "build 7" in shown.stdout
+    assert f"answer with: crewpoint checkpoint answer {pending.checkpoint_id}" in shown.stdout
+    answer(pending.ref, feedback="ship it now", outcome=None, who="alice@host1", app=Gate())
+    after = subprocess.run([*info, str(store)], capture_output=True, text=True, timeout=120)
+    assert "waiting for feedback" not in after.stdout
+    assert "1. build -> ship: ship it now (by alice@host1 at " in after.stdout

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
@@ -40,6 +41,10 @@ class CheckpointInfo:
     flow_state: Any
     method_outputs: list[tuple[str, Any]]
     events: list[dict[str, Any]]
+    pending_feedback: dict[str, Any] | None = None
+    """The request the run waits on (a person's review), or None."""
+    human_feedback: list[dict[str, Any]] = field(default_factory=list)
+    """Every answered review of the run so far, oldest first."""
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -60,7 +65,40 @@ class CheckpointInfo:
             "flow_state": self.flow_state,
             "method_outputs": [[n, o] for n, o in self.method_outputs],
             "events": len(self.events),
+            "pending_feedback": self.pending_feedback,
+            "human_feedback": self.human_feedback,
         }
+
+    def feedback_lines(self) -> list[str]:
+        """What ``info`` says of the run's reviews: the request it waits on, then each answer given so far."""
+        lines: list[str] = []
+        request = self.pending_feedback
+        if request is not None:
+            what = "method" if request.get("kind") == "method" else "task"
+            lines += ["", f"waiting for feedback on {what} {request.get('label')}: {request.get('message')}"]
+            outcomes = list(request.get("outcomes") or [])
+            if outcomes:
+                default = request.get("default_outcome")
+                lines.append(f"  outcomes: {', '.join(outcomes)}" + (f" (default: {default})" if default else ""))
+            deadline = request.get("deadline")
+            if isinstance(deadline, int | float):
+                lines.append(f"  deadline: {_clock(deadline)}, then the default outcome")
+            lines.append("  output under review:")
+            lines += ["    " + line for line in clip(request.get("output", ""), 400, one_line=False).splitlines()]
+            lines.append(f"  answer with: crewpoint checkpoint answer {self.meta.id}")
+        if self.human_feedback:
+            lines += ["", "feedback given"]
+        for i, given in enumerate(self.human_feedback):
+            label = given.get("method") or given.get("task") or "?"
+            outcome = f" -> {given['outcome']}" if given.get("outcome") else ""
+            said = clip(given.get("feedback") or "(accepted)", 120)
+            by = given.get("answered_by") or given.get("who") or "?"
+            lines.append(f"  {i + 1}. {label}{outcome}: {said} (by {by} at {_clock(given.get('answered_at'))})")
+        return lines
+
+
+def _clock(at: Any) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
 
 
 def _label(task: TaskState) -> str:
@@ -85,6 +123,9 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
     flow_state: Any = None
     method_outputs: list[tuple[str, Any]] = []
     kind = kind_of(entity["kind"])
+    saved: dict[str, Any] = dict(entity)
+    pending = saved.get("pending_feedback")
+    answered = [dict(a) for a in saved.get("human_feedback") or [] if isinstance(a, dict)]
     if kind.has_tasks:
         crew = cast("CrewState", entity)
         roles = {a["id"]: a["role"] for a in crew["agents"]}
@@ -145,6 +186,8 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
         flow_state=flow_state,
         method_outputs=method_outputs,
         events=list(body["events"]),
+        pending_feedback=dict(pending) if isinstance(pending, dict) else None,
+        human_feedback=answered,
     )
 
 

@@ -258,6 +258,8 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 
 
 def _lone_problem(record: Any) -> str | None:
+    for line in info.feedback_lines():  # the request the run waits on, and each answer given
+        _say(line)
     """Why ``record`` (a checkpoint file) lies in no store, or None when it does: such a file is shown without
     ancestry, and resume and fork refuse it (they write only into the store a checkpoint lies in)."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
