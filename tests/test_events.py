@@ -154,7 +154,6 @@ def test_never_emitted_names() -> None:
         "crew_train_",
         "crew_test_",
         "agent_evaluation_",
-        "human_feedback_",
         "flow_input_",
     )
     singles = {
@@ -162,8 +161,6 @@ def test_never_emitted_names() -> None:
         "plan_replan_triggered",
         "goal_achieved_early",
         "task_evaluation",
-        "flow_paused",
-        "method_execution_paused",
         "llm_thinking_chunk",
         "tool_validate_input_error",
         "tool_selection_error",
