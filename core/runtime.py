@@ -112,7 +112,8 @@ class RuntimeState:
         self.usage = UsageLedger()
         """What this run's LLM calls used, per task or method, agent and model (``usage.rows`` in its checkpoints)."""
         self.usage_before: list[dict[str, Any]] = []
-        """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``."""
+        """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``
+        (every checkpoint of the run shares this list: it is read, never changed)."""
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
@@ -198,7 +199,7 @@ class RuntimeState:
         """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over."""
         before = self.usage_before
         reused = reused_rows(before, finished_units(entity), set(self._usage_units)) if before else []
-        return {"rows": self.usage.rows(), "before": [dict(row) for row in before], "reused": reused}
+        return {"rows": self.usage.rows(), "before": before, "reused": reused}
 
     def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:
         """Count an ``llm_call_completed``: in the flow method running now, else the task it names."""

@@ -102,7 +102,7 @@ def call_usage(
         "reasoning_tokens": reported.get("reasoning_tokens") or 0,
         "model": model,
         "provider": provider,
-        "duration_s": float(duration_s),
+        "duration_s": round(float(duration_s), 6),
         "estimated": estimated,
     }
 
@@ -112,6 +112,7 @@ class UsageLedger:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._shown: dict[tuple[Any, ...], dict[str, Any]] = {}  # each row as rows() last gave it, until it changes
         self._lock = threading.Lock()
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
@@ -123,6 +124,7 @@ class UsageLedger:
         )
         key = (unit, agent, model, provider, estimated)
         with self._lock:
+            self._shown.pop(key, None)
             row = self._rows.get(key)
             if row is None:
                 row = self._rows[key] = {
@@ -146,9 +148,17 @@ class UsageLedger:
                 row["duration_s"] += float(duration)
 
     def rows(self) -> list[dict[str, Any]]:
-        """The rows so far, in the order their first call came (copies: JSON-ready)."""
+        """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row
+        that has not changed since the last call is the same copy, so a checkpoint per task copies one row)."""
         with self._lock:
-            return [dict(row) for row in self._rows.values()]
+            shown = self._shown
+            out = []
+            for key, row in self._rows.items():
+                copy = shown.get(key)
+                if copy is None:
+                    copy = shown[key] = {**row, "duration_s": round(row["duration_s"], 6)}
+                out.append(copy)
+            return out
 
     def __bool__(self) -> bool:
         return bool(self._rows)
