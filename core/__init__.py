@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "listen": "crewpoint.flow",
     "router": "crewpoint.flow",
     "CheckpointConfig": "crewpoint.checkpoint.config",
+    "FeedbackPending": "crewpoint.feedback",
     "JsonProvider": "crewpoint.providers",
     "SqliteProvider": "crewpoint.providers",
     "BaseLLM": "crewpoint.llm",
@@ -42,6 +43,7 @@ __all__ = [
     "CheckpointState",
     "Crew",
     "CrewOutput",
+    "FeedbackPending",
     "Flow",
     "JsonProvider",
     "OfflineLLM",
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from crewpoint.agent import Agent
     from crewpoint.checkpoint.config import CheckpointConfig
     from crewpoint.crew import Crew, CrewOutput
+    from crewpoint.feedback import FeedbackPending
     from crewpoint.flow import Flow, listen, router, start
     from crewpoint.knowledge import StringKnowledgeSource, TextFileKnowledgeSource
     from crewpoint.llm import LLM, BaseLLM, OfflineLLM

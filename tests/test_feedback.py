@@ -293,3 +293,40 @@ def test_info_shows_the_pending_request_then_the_answer(tmp_path: Path, monkeypa
     after = subprocess.run([*info, str(store)], capture_output=True, text=True, timeout=120)
     assert "waiting for feedback" not in after.stdout
     assert "1. build -> ship: ship it now (by alice@host1 at " in after.stdout
+
+
+class Notes(Flow):
+    @start()
+    @human_feedback(message="Any notes?")
+    async def draft(self) -> str:
+        return "notes draft"
+
+    @listen(draft)
+    def apply(self, result: HumanFeedbackResult) -> str:
+        assert self.human_feedback is result and self.human_feedback_history == [result]
+        return f"{result.output} + {result.feedback!r} ({result.outcome})"
+
+
+def test_an_async_method_without_outcomes_passes_the_result_to_its_listener(tmp_path: Path, monkeypatch: Any) -> None:
+    import asyncio
+
+    import crewpoint
+
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    pending = asyncio.run(Notes(checkpoint=CheckpointConfig(location=str(tmp_path / "s.db"))).akickoff())
+    assert isinstance(pending, crewpoint.FeedbackPending) and pending.outcomes == ()
+    assert "answer with: crewpoint checkpoint answer" in str(pending) and pending.method == "draft"
+    done = asyncio.run(Notes().akickoff(from_checkpoint=pending.ref, feedback="tighten it"))
+    assert done == "notes draft + 'tighten it' (None)"
+
+
+def test_a_run_with_no_store_refuses_to_wait_in_one_line(monkeypatch: Any) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    with pytest.raises(CheckpointError, match="no checkpoint store to wait in: pass checkpoint=True") as caught:
+        Notes(checkpoint=False).kickoff()
+    assert "\n" not in str(caught.value)
+
+
+def test_accept_mode_takes_the_default_at_once(monkeypatch: Any) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "accept")
+    assert Gate(checkpoint=False).kickoff() == "held build 7 ('')"
