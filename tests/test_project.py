@@ -105,6 +105,7 @@ def _load(folder: Path, source: str = CLASS, agents: str = AGENTS, tasks: str = 
     spec = importlib.util.spec_from_file_location(f"project_module_{abs(hash(folder))}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does: the class's file is found through its module
     spec.loader.exec_module(module)
     return module
 
@@ -426,3 +427,79 @@ def test_a_killed_project_resumed_without_its_program_names_the_hooks_it_does_no
     )
     assert _lines(killed_project / "hooks.log") == ["before"]
     assert _lines(killed_project / "calls.log") == ["Outline", "Draft", "Draft"]
+
+
+def test_a_broken_config_stops_a_resume_through_the_cli_in_one_line(killed_project: Path) -> None:
+    tasks = killed_project / "proj" / "config" / "tasks.yaml"
+    tasks.write_text(tasks.read_text(encoding="utf-8").replace("draft:", "drafting:"), encoding="utf-8")
+    proc = subprocess.run(
+        [
+            CREWPOINT,
+            "checkpoint",
+            "resume",
+            _first_id(killed_project),
+            "--location",
+            "store",
+            "--app",
+            "proj.crew:MyCrew",
+        ],
+        cwd=killed_project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "crewpoint: --app 'proj.crew:MyCrew': making the crew of MyCrew failed: "
+        f"{os.path.join('proj', 'config', 'tasks.yaml')}: no task named 'draft' (it has 'outline', 'drafting')\n"
+    )
+    assert _lines(killed_project / "hooks.log") == ["before"]  # nothing ran
+
+
+TOOLS = '''
+from crewpoint import Agent, Crew, Task
+from crewpoint.project import CrewBase, agent, crew, task, tool
+from crewpoint.tools import tool as make_tool
+
+USED = []
+
+
+@make_tool
+def lookup(query: str) -> str:
+    """Look a topic up in the notes."""
+    USED.append(query)
+    return "notes on " + query
+
+
+@CrewBase
+class ToolCrew:
+    @tool
+    def notes(self):
+        return lookup
+
+    @agent
+    def researcher(self):
+        return Agent(config=self.agents_config["researcher"])
+
+    @task
+    def research_task(self):
+        return Task(config=self.tasks_config["research_task"])
+
+    @crew
+    def crew(self):
+        return Crew(agents=self.agents, tasks=self.tasks)
+'''
+
+
+def test_tools_named_in_yaml_are_the_tool_methods_objects(tmp_path: Path) -> None:
+    agents = "researcher:\n  role: Researcher\n  goal: Find facts\n  llm: offline\n  tools: [notes]\n"
+    tasks = "research_task:\n  description: Use lookup on {topic}\n  expected_output: facts\n  agent: researcher\n"
+    module = _load(tmp_path, TOOLS, agents, tasks)
+    project = module.ToolCrew()
+    assert project.researcher().tools == [module.lookup]
+    project.crew().kickoff(inputs={"topic": "tides"})
+    assert module.USED  # the offline model called the tool the YAML named
+    broken = _load(tmp_path / "broken", TOOLS, agents.replace("[notes]", "[search]"), tasks)
+    with pytest.raises(ProjectError, match=r"agent 'researcher': tool 'search' is not an @tool method of ToolCrew"):
+        broken.ToolCrew().researcher()
