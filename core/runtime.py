@@ -384,8 +384,8 @@ class RuntimeState:
             self._follow_units(event)
         self.events.add(event)
         config = self.root.checkpoint_config_for(event)
-        if config is not None and config.wants(event.type):
-            self.submit(self.capture(event.type), config)
+        if config is not None and config.wants(event.type) and event.type != "human_feedback_requested":
+            self.submit(self.capture(event.type), config)  # a request's checkpoint is always written, once, by the run
 
     @classmethod
     def from_checkpoint(cls, ref: str | Path) -> CheckpointRecord:

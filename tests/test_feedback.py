@@ -330,3 +330,16 @@ def test_a_run_with_no_store_refuses_to_wait_in_one_line(monkeypatch: Any) -> No
 def test_accept_mode_takes_the_default_at_once(monkeypatch: Any) -> None:
     monkeypatch.setenv("CREWPOINT_FEEDBACK", "accept")
     assert Gate(checkpoint=False).kickoff() == "held build 7 ('')"
+
+
+def test_the_request_is_written_once_whatever_on_events_says(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    store = str(tmp_path / "store")
+    for events in (["*"], ["task_completed"]):
+        flow = Slow(checkpoint=CheckpointConfig(location=store, on_events=events))
+        pending = flow.kickoff()
+        assert isinstance(pending, FeedbackPending)
+    requests = [m for m in provider_for(store).list(store) if m.trigger == "human_feedback_requested"]
+    assert len(requests) == 2
+    everything = {m.trigger for m in provider_for(store).list(store)}
+    assert {"flow_paused", "method_execution_paused"} <= everything  # "*" checkpoints at the pause's events too
