@@ -303,8 +303,9 @@ def read_yaml(path: Path, what: str) -> dict[str, dict[str, Any]]:
 
 
 class ProjectConfig(dict[str, dict[str, Any]]):
-    """A loaded ``agents_config`` or ``tasks_config``: a dict whose entries come back with the names in them
-    (``agent:``, ``context:``, ``tools:``, ``llm:``) turned into the objects the class's methods make."""
+    """A loaded ``agents_config`` or ``tasks_config``: a dict whose entries, read by key (``[name]`` or ``get``),
+    come back with the names in them (``agent:``, ``context:``, ``tools:``, ``llm:``) turned into the objects the
+    class's methods make; a key it does not have is a one-line :class:`ConfigKeyError` naming the file."""
 
     def __init__(self, data: Mapping[str, dict[str, Any]], source: str, what: str, owner: Any, exists: bool) -> None:
         super().__init__(data)
