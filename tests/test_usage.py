@@ -15,7 +15,7 @@ import pytest
 from llm_server import LLMServer, llm_server  # noqa: F401  (the fixture)
 from support.waiting import wait_for
 
-from crewpoint import LLM, Agent, CheckpointConfig, Crew, Flow, OfflineLLM, Task, start
+from crewpoint import LLM, Agent, CheckpointConfig, Crew, Flow, OfflineLLM, Task, listen, start
 from crewpoint.checkpoint.schema import DamagedBody, load_body
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.events import LLMCallCompletedEvent, event_bus
@@ -178,7 +178,7 @@ def test_the_offline_model_reports_the_same_usage_every_time() -> None:
 
 class Pipeline(Flow):
     @start()
-    def ask(self) -> str:
+    def name_owls(self) -> str:
         return OfflineLLM().invoke([{"role": "user", "content": "Name three owls."}])
 
     @start()
@@ -192,15 +192,42 @@ def test_a_flow_records_usage_per_method_and_counts_its_crews() -> None:
     flow.kickoff()
     spent = latest_body("flowcp")["usage"]["rows"]
     assert [(r["unit"], r["agent"]) for r in spent] == [
-        ("ask", None),
+        ("name_owls", None),
         ("delegate", "Researcher"),
         ("delegate", "Writer"),
     ]
     by_method = {g["unit"]: g for g in group_rows(spent, "unit")}
-    assert by_method["ask"]["requests"] == 1 and by_method["ask"]["label"] == "ask"
+    assert by_method["name_owls"]["requests"] == 1 and by_method["name_owls"]["label"] == "name_owls"
     inner = latest_body("inner")["usage"]["rows"]
     assert by_method["delegate"]["requests"] == sum_rows(inner)["requests"] == 2
     assert by_method["delegate"]["input_tokens"] == sum_rows(inner)["input_tokens"] > 0
+
+
+class TwoSteps(Flow):
+    fail_second = True
+
+    @start()
+    def outline(self) -> str:
+        return OfflineLLM().invoke([{"role": "user", "content": "Outline an article on owls."}])
+
+    @listen(outline)
+    def write(self, outline: str) -> str:
+        if TwoSteps.fail_second:
+            raise RuntimeError("the writer is away")
+        return OfflineLLM().invoke([{"role": "user", "content": f"Write it: {outline}"}])
+
+
+def test_a_resumed_flow_records_the_methods_it_reused() -> None:
+    config = CheckpointConfig(location="flowrun", on_events=["method_execution_finished", "method_execution_failed"])
+    with pytest.raises(RuntimeError, match="away"):
+        TwoSteps(checkpoint=config).kickoff()
+    source = latest_body("flowrun")["usage"]
+    assert [r["unit"] for r in source["rows"]] == ["outline"]
+    TwoSteps.fail_second = False
+    TwoSteps(checkpoint=config).kickoff(from_checkpoint="flowrun")
+    usage = latest_body("flowrun")["usage"]
+    assert usage["before"] == usage["reused"] == source["rows"]  # the outline was taken over, not asked again
+    assert [(r["unit"], r["requests"]) for r in usage["rows"]] == [("write", 1)]
 
 
 # -- a resume after a kill: what the chain spent before, what the resume reused ----------------------------------
