@@ -137,14 +137,18 @@ class FeedbackPending:
     method: str | None = None
     task: str | None = None
     command: str = ""
+    kind: str = "method"
+    """``method`` (a ``@human_feedback`` review), ``task`` (a ``human_input`` task's review) or ``input`` (a
+    value ``Flow.ask`` asked for, in ``method``)."""
 
     @property
     def label(self) -> str:
         return self.method or self.task or ""
 
     def __str__(self) -> str:
-        what = f"method {self.method}" if self.method else f"task {self.task!r}"
-        return f"waiting for feedback on {what} ({self.message}); answer with: {self.command}"
+        what = {"method": f"feedback on method {self.method}", "input": f"input to method {self.method}"}
+        said = what.get(self.kind, f"feedback on task {self.task!r}")
+        return f"waiting for {said} ({self.message}); answer with: {self.command}"
 
     def __repr__(self) -> str:
         return f"FeedbackPending(checkpoint_id={self.checkpoint_id!r}, ref={self.ref!r}, command={self.command!r})"
@@ -349,9 +353,10 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
         output=str(request["output"]),
         outcomes=tuple(request.get("outcomes") or ()),
         request_id=str(request["request_id"]),
-        method=request["label"] if kind == "method" else None,
+        method=request["label"] if kind != "task" else None,
         task=request["label"] if kind == "task" else None,
         command=f"crewpoint checkpoint answer {shlex.quote(ref)}",
+        kind=kind,
     )
 
 

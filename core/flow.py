@@ -177,6 +177,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._feedback: dict[int, HumanFeedbackResult] = {}
         """Each answered review, by the position of its method's output in the run."""
         self._answer: Answer | None = None
+        self._given: dict[str, str | None] = {}
+        """What :meth:`ask` was answered, by ``<method position>:<ask number>``."""
+        self._asking: tuple[int, int, str] | None = None
+        """While a method runs: its position in the run, how many times it has asked, its name."""
         self._ran_here = False
         """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the
         flow was restored from a checkpoint since."""
@@ -272,7 +276,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if self._ran_here:
             self._log, self._replay, self._result, self._finished = [], [], None, False
             self._runtime, self._ran_here = None, False
-            self._pending, self._feedback, self._answer = None, {}, None
+            self._pending, self._feedback, self._answer, self._given = None, {}, None, {}
         if self._finished and inputs is None and self._replay == self._log:
             return self._result
         if inputs:
@@ -373,9 +377,15 @@ class Flow(CheckpointedEntity, Generic[StateT]):
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             ]
             args = (arg,) if has_arg and params else ()
-            output = method(*args)
-            if inspect.isawaitable(output):
-                output = asyncio.run(_await(output))
+            self._asking = (index, 0, name)
+            try:
+                output = method(*args)
+                if inspect.isawaitable(output):
+                    output = asyncio.run(_await(output))
+            finally:
+                self._asking = None
+        except FeedbackWait:
+            raise  # the method asked and the run waits: on resume it runs again and gets its answer
         except Exception as exc:
             event_bus.emit(
                 self,
@@ -394,6 +404,55 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._finished_events[name] = finished.event_id
         spec = spec_of(method)
         return output if spec is None else self._review(name, index, output, spec)
+
+    def ask(self, prompt: str, timeout: float | None = None) -> str | None:
+        """Ask a person for a value from inside a flow method: at this terminal, or the run waits for it (the
+        method runs again when the run is resumed with the answer, and this call returns it). ``None``: the
+        request's ``timeout`` (seconds) passed before an answer."""
+        # lazy: the ways of asking and their events load with the first question
+        from crewpoint import feedback as hf
+
+        # lazy: the ways of asking and their events load with the first question
+        from crewpoint.events import (
+            FlowInputReceivedEvent,
+            FlowInputRequestedEvent,
+            FlowPausedEvent,
+            MethodExecutionPausedEvent,
+            event_bus,
+        )
+
+        if self._asking is None:
+            raise RuntimeError("Flow.ask() is for a flow method while the flow runs")
+        index, number, name = self._asking
+        self._asking = (index, number + 1, name)
+        key = f"{index}:{number}"
+        if key in self._given:
+            return self._given[key]
+        pending = self._pending
+        request = pending if pending is not None and pending.get("key") == key else None
+        given = self._answer if request is not None else None
+        self._answer = None if given is not None else self._answer
+        if given is None and request is not None and hf.past_deadline(request):
+            given = hf.Answer(who="deadline", default=True)
+        if given is None:
+            how = hf.mode()
+            if how == "wait":
+                request = request or hf.new_request("input", name, prompt, "", (), None, timeout, index=index, key=key)
+                self._pending = request
+                ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
+                event_bus.emit(self, FlowInputRequestedEvent(**ids, prompt=prompt))
+                event_bus.emit(self, MethodExecutionPausedEvent(**ids, reason="flow_input"))
+                event_bus.emit(self, FlowPausedEvent(**ids, reason="flow_input"))
+                raise FeedbackWait(hf.wait_here(self._runtime, request))
+            text = hf.ask_terminal(prompt, "", (), name) if how == "ask" else ""
+            given = hf.Answer(text, who=hf.who_am_i())
+        value = None if given.default else given.feedback
+        self._given[key], self._pending = value, None
+        ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
+        event_bus.emit(self, FlowInputReceivedEvent(**ids, value=value))
+        if request is not None:
+            hf.write_received(self._runtime)
+        return value
 
     def _review(self, name: str, index: int, output: Any, spec: FeedbackSpec) -> HumanFeedbackResult:
         """A person reviews the output of method ``name``: the answer given to the resumed run, else asked at
@@ -498,6 +557,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "result": to_jsonable(self._result),
             "checkpoint": _config_state(self.checkpoint),
             "pending_feedback": self._pending,
+            "flow_inputs": dict(self._given),
             "human_feedback": [
                 {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
             ],
@@ -534,6 +594,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             if isinstance(r, Mapping) and type(r.get("index")) is int
         }
         self._answer = None
+        given = data.get("flow_inputs")
+        self._given = {str(k): v for k, v in given.items()} if isinstance(given, Mapping) else {}
         self._ran_here = False
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:

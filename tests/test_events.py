@@ -154,7 +154,6 @@ def test_never_emitted_names() -> None:
         "crew_train_",
         "crew_test_",
         "agent_evaluation_",
-        "flow_input_",
     )
     singles = {
         "plan_refinement",

@@ -343,3 +343,41 @@ def test_the_request_is_written_once_whatever_on_events_says(tmp_path: Path, mon
     assert len(requests) == 2
     everything = {m.trigger for m in provider_for(store).list(store)}
     assert {"flow_paused", "method_execution_paused"} <= everything  # "*" checkpoints at the pause's events too
+
+
+class Profile(Flow):
+    @start()
+    def collect(self) -> str:
+        name = self.ask("Your name?")
+        color = self.ask("Your favourite colour?")
+        return f"{name} likes {color}"
+
+    @listen(collect)
+    def greet(self, text: str) -> str:
+        return f"hello: {text}"
+
+
+def test_flow_ask_waits_for_each_value_and_the_method_goes_on_with_them(tmp_path: Path, monkeypatch: Any) -> None:
+    from crewpoint.events import FlowInputReceivedEvent, FlowInputRequestedEvent, event_bus
+
+    seen: list[str] = []
+    event_bus.register(FlowInputRequestedEvent, lambda source, event: seen.append(f"asked {event.prompt}"))
+    event_bus.register(FlowInputReceivedEvent, lambda source, event: seen.append(f"got {event.value}"))
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    first = Profile(checkpoint=CheckpointConfig(location=str(tmp_path / "s.db"))).kickoff()
+    assert isinstance(first, FeedbackPending) and (first.kind, first.method, first.message) == (
+        "input",
+        "collect",
+        "Your name?",
+    )
+    assert str(first).startswith("waiting for input to method collect (Your name?)")
+    second = Profile().kickoff(from_checkpoint=first.ref, feedback="Ada")
+    assert isinstance(second, FeedbackPending) and second.message == "Your favourite colour?"
+    with pytest.raises(CheckpointError, match="already answered by"):
+        answer(first.ref, feedback="Bob", outcome=None, app=Profile())
+    assert Profile().kickoff(from_checkpoint=second.ref, feedback="blue") == "hello: Ada likes blue"
+    assert seen == ["asked Your name?", "got Ada", "asked Your favourite colour?", "got blue"]  # each asked once
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "accept")
+    assert Profile(checkpoint=False).kickoff() == "hello:  likes "
+    with pytest.raises(RuntimeError, match="for a flow method while the flow runs"):
+        Profile(checkpoint=False).ask("now?")

@@ -74,8 +74,8 @@ class CheckpointInfo:
         lines: list[str] = []
         request = self.pending_feedback
         if request is not None:
-            what = "method" if request.get("kind") == "method" else "task"
-            lines += ["", f"waiting for feedback on {what} {request.get('label')}: {request.get('message')}"]
+            what = {"method": "feedback on method", "input": "input to method"}.get(request["kind"], "feedback on task")
+            lines += ["", f"waiting for {what} {request.get('label')}: {request.get('message')}"]
             outcomes = list(request.get("outcomes") or [])
             if outcomes:
                 default = request.get("default_outcome")

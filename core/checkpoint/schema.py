@@ -71,7 +71,7 @@ class PendingFeedbackState(TypedDict):
     """A request a person has not answered yet: the run waits on it (see :mod:`crewpoint.feedback`)."""
 
     request_id: str
-    kind: Literal["method", "task"]
+    kind: Literal["method", "task", "input"]
     label: str
     message: str
     output: str
@@ -149,6 +149,7 @@ FlowState = TypedDict(
         "checkpoint": dict[str, Any] | bool | None,
         "pending_feedback": PendingFeedbackState | None,
         "human_feedback": list[dict[str, Any]],
+        "flow_inputs": dict[str, str | None],
     },
 )
 
@@ -495,7 +496,7 @@ PENDING_FEEDBACK = Nullable(
     Obj(
         {
             "request_id": (STR, REQUIRED),
-            "kind": (OneValue("method", "task"), REQUIRED),
+            "kind": (OneValue("method", "task", "input"), REQUIRED),
             "label": (STR, ""),
             "message": (STR, ""),
             "output": (STR, ""),
@@ -577,6 +578,7 @@ FLOW = Obj(
         "checkpoint": (CHECKPOINT_SETTING, None),
         "pending_feedback": (PENDING_FEEDBACK, None),
         "human_feedback": (ANSWERED_FEEDBACK, list),
+        "flow_inputs": (MapOf(OPT_STR), dict),
     }
 )
 EVENT = Obj(

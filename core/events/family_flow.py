@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from crewpoint.events.base import BaseEvent
 
@@ -85,12 +85,14 @@ class HumanFeedbackReceivedEvent(MethodEvent):
 
 
 class FlowInputRequestedEvent(MethodEvent):
+    """A flow method asks a person for a value (``Flow.ask``)."""
+
     type: Literal["flow_input_requested"] = "flow_input_requested"
     prompt: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class FlowInputReceivedEvent(MethodEvent):
+    """The value a person gave (``None``: the request's timeout passed)."""
+
     type: Literal["flow_input_received"] = "flow_input_received"
     value: str | None = None
-    emitted: ClassVar[bool] = False
