@@ -16,6 +16,7 @@ from typing import Any
 from crewpoint.providers.base import CheckpointMeta, new_meta
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, NotRegular, atomic_write, read_regular
+from crewpoint.providers.listed import ListedRow, listed_row, row_of
 
 INDEX = ".index.jsonl"
 _COMPUTED = ("size", "location", "damaged")
@@ -37,6 +38,13 @@ POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(IN
 """Whether the index's fields are ``CheckpointMeta``'s first fields in order, so a line builds one positionally."""
 
 
+ROW_TAIL = (None, 0, "")
+"""What a row of an index line holds after its values, size and location: not damaged, no body length or
+digest (only a read uses them)."""
+ROW_POSITIONAL = (*INDEX_FIELDS, "size", "location", "damaged", *_DIGEST_FIELDS) == ListedRow._fields
+"""Whether an index line's values, its file's size and path and :data:`ROW_TAIL` are a :class:`ListedRow` in order."""
+
+
 def index_values(meta: CheckpointMeta) -> list[Any]:
     return [getattr(meta, f) for f in INDEX_FIELDS]
 
@@ -45,6 +53,13 @@ def meta_of(line: list[Any], size: int, location: str) -> CheckpointMeta:
     if POSITIONAL:
         return new_meta(*line[2:], size, location)
     return CheckpointMeta(**dict(zip(INDEX_FIELDS, line[2:], strict=True)), size=size, location=location)
+
+
+def row_from(line: list[Any], size: int, location: str) -> ListedRow:
+    """The row of an index line (whose length :func:`load_index` checked), its file's size and path."""
+    if ROW_POSITIONAL:
+        return listed_row((*line[2:], size, location, *ROW_TAIL))
+    return row_of(meta_of(line, size, location))
 
 
 def index_line(size: int, mtime_ns: int, values: list[Any]) -> str:

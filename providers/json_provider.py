@@ -76,15 +76,18 @@ from crewpoint.providers.json_index import (
     INDEX,
     INDEX_FIELDS,
     POSITIONAL,
+    ROW_POSITIONAL,
+    ROW_TAIL,
     STORED_FIELDS,
     append_index,
     index_line,
     index_values,
     load_index,
-    meta_of,
     rewrite_index,
+    row_from,
 )
-from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
+from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
+from crewpoint.providers.prune import PrunePlan, PruneStrategy
 from crewpoint.providers.refs import (
     DIGEST_LENGTH,
     MAX_BRANCH,
@@ -305,21 +308,32 @@ class JsonProvider(BaseProvider):
         return _read_file(chosen.path, follow=False, branch=chosen.branch)
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
+        return [new_meta(*row) for row in self.list_rows(location, branch)]
+
+    def iter_list_rows(self, location: str, branch: str | None = None) -> Iterator[ListedRow]:
+        return iter(self.list_rows(location, branch))
+
+    def list_rows(self, location: str, branch: str | None = None) -> builtins.list[ListedRow]:
+        """What :meth:`list` gives, as rows (:class:`~crewpoint.providers.listed.ListedRow`): a row of the index
+        whose file has the size, time and folder the index recorded is taken as it stands (no object made per
+        field); any other file's header is read, and a file that fails its checks is listed damaged."""
         root = _root(location)[0]
         if branch is not None:
             check_stored_branch(branch)
         if os.path.isfile(root):
             single = _file_meta(root, None)
-            return [single] if branch is None or single.branch == branch else []
+            return [row_of(single)] if branch is None or single.branch == branch else []
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
         entries = self._scan(root, branch)
         index, lines = load_index(root)
-        metas: builtins.list[CheckpointMeta] = []
+        rows: builtins.list[ListedRow] = []
         good: builtins.list[builtins.list[Any]] = []
         fresh: builtins.list[str] = []
-        append, keep, lookup = metas.append, good.append, index.get
-        lstat, make, problem, positional = os.lstat, new_meta, meta_problem, POSITIONAL
+        indexed: builtins.list[ListedRow] = []
+        used: builtins.list[tuple[builtins.list[Any], _Entry, int, int]] = []
+        lookup, take, note = index.get, indexed.append, used.append
+        lstat, make, positional, tail = os.lstat, listed_row, ROW_POSITIONAL, ROW_TAIL
         for entry in entries:
             folder_branch, path, match = entry
             try:
@@ -331,27 +345,28 @@ class JsonProvider(BaseProvider):
             size, mtime = stat.st_size, stat.st_mtime_ns
             cached = lookup(match[3])
             if cached is not None and cached[0] == size and cached[1] == mtime and cached[BRANCH_AT] == folder_branch:
-                try:  # meta_of, without its call for the usual index (its fields are the class's first ones)
-                    from_index = make(*cached[2:], size, path) if positional else meta_of(cached, size, path)
-                except TypeError:
-                    from_index = None
-                if from_index is not None and problem(from_index) is None:
-                    append(from_index)
-                    keep(cached)
+                try:  # row_from, without its call for the usual index (its fields are the row's first ones)
+                    take(make((*cached[2:], size, path, *tail)) if positional else row_from(cached, size, path))
+                    note((cached, entry, size, mtime))
                     continue
-            found = _file_meta(path, entry, size)
-            if found.damaged is None and found.branch != folder_branch:
-                found = entry.damaged(_branch_problem(found.branch, folder_branch), size)
-            if found.damaged is None:
-                line = [size, mtime, *index_values(found)]
-                fresh.append(encode_json(line))
-                good.append(line)
-            append(found)
+                except TypeError:
+                    pass
+            rows.append(_listed_file(entry, size, mtime, good, fresh))
+        if all_sound(indexed):  # the usual index: every row of its types, checked at once
+            rows.extend(indexed)
+            good.extend(line for line, _, _, _ in used)
+        else:
+            for row, (line, entry, size, mtime) in zip(indexed, used, strict=True):
+                if meta_problem(as_meta(row)) is None:
+                    rows.append(row)
+                    good.append(line)
+                else:  # a line of the index that cannot be trusted: the file's header is read instead
+                    rows.append(_listed_file(entry, size, mtime, good, fresh))
         if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
             rewrite_index(root, [encode_json(line) for line in good])
         elif fresh:
             append_index(root, fresh)
-        return newest_first(metas)
+        return newest_rows(rows)
 
     def delete(self, location: str, ids: Iterable[str]) -> int:
         root = _root(location)[0]
@@ -599,6 +614,7 @@ class JsonProvider(BaseProvider):
     def _scan(self, root: str, branch: str | None = None) -> builtins.list[_Entry]:
         """Checkpoint files (by name) under ``root``, or directly in ``branch``'s folder. Links are skipped."""
         entries: builtins.list[_Entry] = []
+        make = tuple.__new__
         if branch is not None:
             folder = self._branch_folder(root, branch, create=False)
             if folder is None:
@@ -619,7 +635,8 @@ class JsonProvider(BaseProvider):
             prefix = folder + os.sep
             if rel:
                 # One regex pass over all names; hidden temp files never match (they start with ".").
-                entries.extend(_Entry(rel, prefix + m.group(0), m) for m in _NAME_LINE.finditer("\n".join(names)))
+                # Each entry made by tuple's own constructor (a NamedTuple's is a Python function): one per file.
+                entries.extend([make(_Entry, (rel, prefix + m[0], m)) for m in _NAME_LINE.finditer("\n".join(names))])
             if recurse:
                 for name in names:
                     if name.startswith(".") or name.endswith(".json"):
@@ -876,6 +893,21 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         if entry is None:
             raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
         return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
+
+
+def _listed_file(
+    entry: _Entry, size: int, mtime: int, good: builtins.list[builtins.list[Any]], fresh: builtins.list[str]
+) -> ListedRow:
+    """The row of a file the index does not vouch for, from its header (damaged when it fails its checks or lies
+    in another branch's folder); a sound one's index line is added to ``good`` and, encoded, to ``fresh``."""
+    found = _file_meta(entry.path, entry, size)
+    if found.damaged is None and found.branch != entry.branch:
+        found = entry.damaged(_branch_problem(found.branch, entry.branch), size)
+    if found.damaged is None:
+        line = [size, mtime, *index_values(found)]
+        fresh.append(encode_json(line))
+        good.append(line)
+    return row_of(found)
 
 
 def _recorded_length(raw: dict[str, Any]) -> int | None:

@@ -40,6 +40,7 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
     meta_from_row,
     meta_row,
+    new_meta,
     walk_parents,
 )
 from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
@@ -50,6 +51,7 @@ from crewpoint.providers.files import (
     remove_stale_temp_files,
     temp_name,
 )
+from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
 from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, meta_problem, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
@@ -76,6 +78,12 @@ _BATCH = 500
 _SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints"
 _LIST_META = "SELECT " + ", ".join(f'c."{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints c"
 """A listing's rows; each is checked against :data:`_SOUND_BODIES`, read in the same transaction."""
+_ROW_TAIL = ("location", "damaged", "body_length", "digest")
+_ROWS_POSITIONAL = (*LISTED_COLUMNS, *_ROW_TAIL) == ListedRow._fields
+"""Whether a row of :data:`_LIST_ROWS` is a :class:`ListedRow` in order."""
+_LIST_ROWS = _LIST_META.replace(" FROM ", ", ? || '#' || c.id, NULL, 0, '' FROM ")
+"""A listing's rows as :class:`ListedRow` values (the store's path is the parameter before any other): each
+made in one call; a row that fails its checks is made again from its listed columns (:func:`_checked_row`)."""
 _SOUND_BODIES = "SELECT id FROM bodies WHERE length(manifest) != 0"
 """The ids whose body row is there and not empty, in one narrow pass (no body is read): cheaper than a join."""
 _ONE_META = (
@@ -326,6 +334,10 @@ class SqliteProvider(BaseProvider):
 
     def iter_list(self, location: str, branch: str | None = None) -> Iterator[CheckpointMeta]:
         """Rows stream from the index by time while no clock ever stepped back in the store."""
+        return (new_meta(*row) for row in self.iter_list_rows(location, branch))
+
+    def iter_list_rows(self, location: str, branch: str | None = None) -> Iterator[ListedRow]:
+        """What :meth:`iter_list` gives, as rows (:class:`~crewpoint.providers.listed.ListedRow`)."""
         path, _ = split_ref(location)
         with self._use(path, create=False) as store:
             if store.version == 0:
@@ -336,21 +348,20 @@ class SqliteProvider(BaseProvider):
                 if store.version >= 2:
                     order = db.execute("SELECT value FROM schema_meta WHERE key = 'order'").fetchone()
                 if order is None or order[0] != "by-time":
-                    yield from self._list(db, path, branch)
+                    yield from self._list_rows(db, path, branch)
                     return
-                where, args = (" WHERE c.branch = ?", [branch]) if branch is not None else ("", [])
+                where, args = (" WHERE c.branch = ?", [path, branch]) if branch is not None else ("", [path])
                 by_time = " ORDER BY c.created_at DESC, c.sequence DESC, c.id DESC"
                 sound = _sound_ids(db)
-                cursor = db.execute(_LIST_META + where + by_time, args)
-                damaged: builtins.list[CheckpointMeta] = []
+                cursor = db.execute(_LIST_ROWS + where + by_time, args)
+                damaged: builtins.list[ListedRow] = []
                 while rows := cursor.fetchmany(2000):
-                    for row in rows:
-                        meta = _checked_meta(db, row, path, sound)
-                        if meta.damaged is not None and meta.created_at == 0.0:
-                            damaged.append(meta)  # a time that is no number: listed last, as list() does
+                    for row in _rows(db, rows, path, sound):
+                        if row.damaged is not None and row.created_at == 0.0:
+                            damaged.append(row)  # a time that is no number: listed last, as list() does
                         else:
-                            yield meta
-                yield from newest_first(damaged)
+                            yield row
+                yield from newest_rows(damaged)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
         import hashlib
@@ -653,23 +664,19 @@ class SqliteProvider(BaseProvider):
 
     @staticmethod
     def _list(db: Db, path: str, branch: str | None) -> builtins.list[CheckpointMeta]:
+        return [new_meta(*row) for row in SqliteProvider._list_rows(db, path, branch)]
+
+    @staticmethod
+    def _list_rows(db: Db, path: str, branch: str | None) -> builtins.list[ListedRow]:
         if not db.conn.in_transaction:  # the rows and their body rows, as one state of the store
             with snapshot(db):
-                return SqliteProvider._list(db, path, branch)
+                return SqliteProvider._list_rows(db, path, branch)
         sound = _sound_ids(db)
         if branch is None:
-            rows = db.execute(_LIST_META).fetchall()
+            rows = db.execute(_LIST_ROWS, [path]).fetchall()
         else:
-            rows = db.execute(_LIST_META + " WHERE c.branch = ?", [branch]).fetchall()
-        metas: builtins.list[CheckpointMeta] = []
-        append, make, problem_of = metas.append, meta_from_row, meta_problem
-        for row in rows:  # what _checked_meta does, inline for the usual row (sound, its body row there)
-            meta = make(row, f"{path}#{row[0]}")
-            if problem_of(meta) is None and row[0] in sound:
-                append(meta)
-            else:
-                append(_checked_meta(db, row, path, sound))
-        return newest_first(metas)
+            rows = db.execute(_LIST_ROWS + " WHERE c.branch = ?", [path, branch]).fetchall()
+        return newest_rows(_rows(db, rows, path, sound))
 
     @staticmethod
     def _meta(db: Db, path: str, checkpoint_id: str) -> CheckpointMeta:
@@ -773,6 +780,24 @@ def _checked_meta(db: Db, row: Sequence[Any], path: str, sound: set[str]) -> Che
     if found is None:
         return damaged_meta(meta, _BODY_ROW[1])
     return damaged_meta(meta, _BODY_ROW[2]) if found[0] == 0 else meta
+
+
+def _rows(db: Db, rows: builtins.list[Any], path: str, sound: set[str]) -> builtins.list[ListedRow]:
+    """Rows of :data:`_LIST_ROWS` as :class:`ListedRow` values: what :func:`_checked_meta` makes of each, in one
+    call for the usual row (its fields of their types, checked for all rows at once, and its body row there)."""
+    width = len(LISTED_COLUMNS)
+    if not _ROWS_POSITIONAL:
+        return [row_of(_checked_meta(db, values[:width], path, sound)) for values in rows]
+    made = [listed_row(values) for values in rows]
+    typed = all_sound(made)
+    if typed and sound.issuperset([row[0] for row in made]):
+        return made
+    return [
+        row
+        if (typed or meta_problem(as_meta(row)) is None) and row[0] in sound
+        else row_of(_checked_meta(db, row[:width], path, sound))
+        for row in made
+    ]
 
 
 def _listed_meta(row: Sequence[Any], path: str) -> CheckpointMeta:

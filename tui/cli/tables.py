@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import click
@@ -50,6 +51,7 @@ def cli_id(checkpoint_id: str) -> str:
 
 _NATIVE_LENGTH = 32
 _HEX = "0123456789abcdef"
+_NATIVE_LENGTHS = {_NATIVE_LENGTH}
 
 
 @functools.cache
@@ -90,59 +92,96 @@ def table_row(meta: CheckpointMeta) -> list[str]:
     return [cell_text(cell) for cell in cells]
 
 
+_FIELDS = attrgetter(
+    "id", "created_at", "branch", "parent_id", "trigger", "entity_kind", "entity_name", "tasks_done", "tasks_total"
+)
+_FIELDS_SIZE = attrgetter("size")
+
+
 def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
-    """:func:`table_row` of each of ``metas``, the cells a listing repeats (branch, trigger, entity) made once
-    per value, crewpoint's own ids without a check (the same cells, faster on a big listing)."""
-    texts: dict[str, str] = {}
-    labels: dict[tuple[str, str], str] = {}  # (entity kind, name) → its cell
-    sizes: dict[int, str] = {}  # a listing's sizes repeat: each is formatted once
-    minutes: dict[int, str | None] = {}  # a listing's times share minutes: each minute is formatted once
-    native = _hex_is_native()
-    hexdigits, full, width = _HEX, _NATIVE_LENGTH, ID_WIDTH
-    rows: list[list[str]] = []
-    add = rows.append
-    for meta in metas:
-        if meta.damaged:
-            add(table_row(meta))
-            continue
-        # the cells of :func:`_cells`; the time, progress and size are plain by their making
-        ident, parent, branch, trigger = meta.id, meta.parent_id, meta.branch, meta.trigger
-        if native and len(ident) == full and not ident.strip(hexdigits):
-            ident = ident[:width]
-        else:
-            ident = cell_text(cli_id(ident))
-        if not parent:
-            parent = "-"
-        elif native and len(parent) == full and not parent.strip(hexdigits):
-            parent = parent[:width]
-        else:
-            parent = cell_text(cli_id(parent))
-        shown = texts.get(branch)
-        if shown is None:
-            shown = texts[branch] = cell_text(branch)
-        done = texts.get(trigger)
-        if done is None:
-            done = texts[trigger] = cell_text(trigger)
-        entity = (meta.entity_kind, meta.entity_name)
-        label = labels.get(entity)
-        if label is None:
-            label = labels[entity] = cell_text(entity_label(*entity))
-        created = meta.created_at
+    """:func:`table_row` of each of ``metas``, made column by column: each cell a column repeats (branch,
+    trigger, entity, progress, size, a time's minute) made once per value, crewpoint's own ids cut without a
+    check of each (the same cells, in a fraction of the time on a big listing)."""
+    metas = list(metas)
+    damaged = [i for i, meta in enumerate(metas) if meta.damaged]
+    sound = [meta for meta in metas if not meta.damaged] if damaged else metas
+    if not sound:
+        return [table_row(meta) for meta in metas]
+    ids, times, branches, parents, triggers, kinds, names, done, total = zip(*map(_FIELDS, sound), strict=True)
+    columns = [
+        _id_cells(ids, None),
+        _time_cells(times),
+        _cells_of(branches),
+        _id_cells(parents, "-"),
+        _cells_of(triggers),
+        _entity_cells(kinds, names),
+        [f"{d}/{t}" for d, t in zip(done, total, strict=True)],  # plain by their making (counts, checked)
+        _size_cells(map(_FIELDS_SIZE, sound)),
+    ]
+    rows = list(map(list, zip(*columns, strict=True)))
+    if not damaged:
+        return rows
+    made = iter(rows)
+    return [table_row(meta) if meta.damaged else next(made) for meta in metas]
+
+
+def _cells_of(values: tuple[str, ...]) -> list[str]:
+    """The cells of a column of text, each distinct value's made once."""
+    cells = {value: cell_text(value) for value in set(values)}
+    return list(map(cells.__getitem__, values))
+
+
+def _id_cells(ids: tuple[str | None, ...], none: str | None) -> list[str]:
+    """A column of ids as :func:`cli_id` shows them (``none``, when given, for an empty one: a parent's ``-``)."""
+    named = [i for i in ids if i]
+    if _hex_is_native() and set(map(len, named)) <= _NATIVE_LENGTHS and not "".join(named).strip(_HEX):
+        if len(named) == len(ids):
+            return [i[:ID_WIDTH] for i in named]
+        if none is not None:
+            return [i[:ID_WIDTH] if i else none for i in ids]
+    cells: dict[str | None, str] = {}
+    out: list[str] = []
+    for ident in ids:
+        cell = cells.get(ident)
+        if cell is None:
+            cell = cells[ident] = none if none is not None and not ident else cell_text(cli_id(ident or ""))
+        out.append(cell)
+    return out
+
+
+def _entity_cells(kinds: tuple[str, ...], names: tuple[str, ...]) -> list[str]:
+    pairs = list(zip(kinds, names, strict=True))
+    cells = {pair: cell_text(entity_label(*pair)) for pair in set(pairs)}
+    return list(map(cells.__getitem__, pairs))
+
+
+def _size_cells(sizes: Iterable[int]) -> list[str]:
+    cells: dict[int, str] = {}
+    out: list[str] = []
+    for size in sizes:
+        cell = cells.get(size)
+        if cell is None:
+            cell = cells[size] = format_size(size)
+        out.append(cell)
+    return out
+
+
+def _time_cells(times: tuple[float, ...]) -> list[str]:
+    """A column of times as :func:`format_time` writes each, a minute's ``YYYY-MM-DD HH:MM:`` made once."""
+    minutes: dict[int, str | None] = {}  # a listing's times share minutes
+    out: list[str] = []
+    add = out.append
+    for created in times:
         if created:  # not damaged: a time from 0 to the year 10000, so int() is its second
             second = int(created)
             minute = second // 60
             prefix = minutes.get(minute, "")
             if prefix == "":
                 prefix = minutes[minute] = _minute_prefix(minute)
-            when = f"{prefix}{second % 60:02d}" if prefix is not None else format_time(created)
+            add(f"{prefix}{second % 60:02d}" if prefix is not None else format_time(created))
         else:
-            when = "-"
-        size = sizes.get(meta.size)
-        if size is None:
-            size = sizes[meta.size] = format_size(meta.size)
-        progress = f"{meta.tasks_done}/{meta.tasks_total}"
-        add([ident, when, shown, parent, done, label, progress, size])
-    return rows
+            add("-")
+    return out
 
 
 def cell_text(value: object) -> str:

@@ -1,0 +1,115 @@
+"""A listed row: a checkpoint's metadata as a tuple, for a listing of many rows.
+
+:class:`ListedRow` has the fields of :class:`~crewpoint.providers.base.CheckpointMeta`, by the same names, in
+the same order and of the same types, so code that only reads metadata fields (a table, a status, an order)
+reads either alike. A store makes one per row from what it read (an index line, a table row) with one tuple
+call, where a ``CheckpointMeta`` costs one call per field: listing 10,000 checkpoints in a table makes 10,000.
+Everything that keeps or changes metadata (``--json``, reads, writes, the app) still uses ``CheckpointMeta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from crewpoint.providers.prune import newest_first
+from crewpoint.providers.refs import _YEAR_10000, DIGEST_LENGTH, ID_RE, MAX_SEQUENCE, stored_branch_problem
+
+if TYPE_CHECKING:
+    from crewpoint.providers.base import CheckpointMeta
+
+
+class ListedRow(NamedTuple):
+    """A :class:`~crewpoint.providers.base.CheckpointMeta` as a tuple (``tests/test_listing_rows.py`` holds the
+    two to the same fields)."""
+
+    id: str
+    parent_id: str | None
+    branch: str
+    lineage: str
+    sequence: int
+    created_at: float
+    trigger: str
+    entity_kind: str = ""
+    entity_name: str = ""
+    tasks_done: int = 0
+    tasks_total: int = 0
+    schema_version: int = 1
+    version: str = ""
+    size: int = 0
+    location: str = ""
+    damaged: str | None = None
+    body_length: int = 0
+    digest: str = ""
+
+
+FIELD_COUNT = len(ListedRow._fields)
+_make = tuple.__new__
+
+
+def listed_row(values: Sequence[Any]) -> ListedRow:
+    """The row of ``values``, every field's value in order (no check of their count or types)."""
+    return _make(ListedRow, values)
+
+
+def row_of(meta: CheckpointMeta) -> ListedRow:
+    """``meta`` as a row (a damaged record, read on its own, among rows read from an index)."""
+    return _make(ListedRow, [getattr(meta, name) for name in ListedRow._fields])
+
+
+def as_metas(rows: list[ListedRow]) -> list[CheckpointMeta]:
+    """``rows`` for code that reads a ``CheckpointMeta``'s fields (and never its methods): a row has them all."""
+    return cast("list[CheckpointMeta]", rows)
+
+
+def as_rows(metas: list[CheckpointMeta]) -> list[ListedRow]:
+    """What :func:`as_metas` gave, or code that only reorders what it was given (:func:`newest_first`), as rows
+    again."""
+    return cast("list[ListedRow]", metas)
+
+
+def newest_rows(rows: list[ListedRow]) -> list[ListedRow]:
+    """``rows`` newest first, in the order :func:`~crewpoint.providers.prune.newest_first` gives metadata."""
+    return as_rows(newest_first(as_metas(rows)))
+
+
+def as_meta(row: ListedRow) -> CheckpointMeta:
+    """``row`` for code that reads a ``CheckpointMeta``'s fields (see :func:`as_metas`)."""
+    return cast("CheckpointMeta", row)
+
+
+_TEXT = {str}
+_COUNT = {int}
+_TIME = {int, float}
+_DIGESTS = {0, DIGEST_LENGTH}
+_AT = {name: i for i, name in enumerate(ListedRow._fields)}
+_TEXTS = [_AT[n] for n in ("id", "branch", "lineage", "trigger", "entity_kind", "entity_name", "version", "digest")]
+_COUNTS = [_AT[n] for n in ("sequence", "tasks_done", "tasks_total", "schema_version", "body_length")]
+
+
+def all_sound(rows: list[ListedRow]) -> bool:
+    """Does every row pass :func:`~crewpoint.providers.refs.meta_problem` (every field of its type and in its
+    range, ids and branch names that a store may hold)? The same checks, made column by column: a listing checks
+    10,000 rows at once this way. When it says no, the caller asks ``meta_problem`` of each row for its reason."""
+    if not rows:
+        return True
+    columns = list(zip(*rows, strict=True))
+    if not all(set(map(type, columns[i])) <= _TEXT for i in _TEXTS):
+        return False
+    if not all(set(map(type, columns[i])) <= _COUNT and min(columns[i]) >= 0 for i in _COUNTS):
+        return False
+    ids, parents, branches, times = columns[0], columns[1], columns[2], columns[_AT["created_at"]]
+    if max(columns[_AT["sequence"]]) > MAX_SEQUENCE or not set(map(len, columns[_AT["digest"]])) <= _DIGESTS:
+        return False
+    if not set(map(type, times)) <= _TIME:
+        return False
+    try:
+        total = sum(times)  # NaN anywhere makes it NaN, which min and max may pass over
+    except OverflowError:
+        return False
+    if total != total or min(times) < 0 or max(times) >= _YEAR_10000:
+        return False
+    named = [p for p in parents if p is not None]
+    if not set(map(type, named)) <= _TEXT or not all(map(ID_RE.fullmatch, (*ids, *named))):
+        return False
+    return all(stored_branch_problem(branch) is None for branch in set(branches))

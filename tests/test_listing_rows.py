@@ -1,0 +1,142 @@
+"""A table's listing reads rows (one tuple per checkpoint) where everything else reads ``CheckpointMeta``: the
+rows hold the same fields, pass the same checks, come in the same order and show the same cells."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.stores import fill_store
+
+from crewpoint.providers import JsonProvider, SqliteProvider
+from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.json_index import INDEX
+from crewpoint.providers.listed import ListedRow, all_sound, as_meta, row_of
+from crewpoint.providers.refs import meta_problem
+from crewpoint.tui.cli.tables import table_row, table_rows
+
+
+def test_a_row_has_the_fields_of_the_metadata() -> None:
+    fields = dataclasses.fields(CheckpointMeta)
+    assert ListedRow._fields == tuple(f.name for f in fields)
+    assert ListedRow._field_defaults == {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    meta = CheckpointMeta("a" * 32, None, "main", "l", 1, 2.0, "t", damaged="cut", digest="d" * 64)
+    assert row_of(meta) == dataclasses.astuple(meta) and row_of(meta).damaged == "cut"
+
+
+_ODD: list[tuple[str, Any]] = [
+    ("id", 7),
+    ("id", ""),
+    ("id", "-leading"),
+    ("id", "x" * 200),
+    ("parent_id", 3),
+    ("parent_id", "bad id"),
+    ("branch", ""),
+    ("branch", "../out"),
+    ("branch", "a/.hidden"),
+    ("branch", b"main"),
+    ("lineage", None),
+    ("sequence", -1),
+    ("sequence", 2**63),
+    ("sequence", 1.0),
+    ("sequence", True),
+    ("created_at", math.nan),
+    ("created_at", math.inf),
+    ("created_at", -0.5),
+    ("created_at", 10**400),
+    ("created_at", "1.0"),
+    ("trigger", 1),
+    ("entity_kind", None),
+    ("entity_name", ["crew"]),
+    ("tasks_done", -2),
+    ("tasks_total", "4"),
+    ("schema_version", None),
+    ("version", 0.1),
+    ("body_length", -1),
+    ("digest", "abc"),
+    ("digest", None),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), _ODD)
+def test_rows_checked_at_once_fail_as_one_row_fails(name: str, value: Any) -> None:
+    """:func:`all_sound` says no exactly when ``meta_problem`` finds something in one of the rows, wherever the
+    odd row is and whatever the others hold."""
+    rng = random.Random(name + repr(value))
+    rows = [
+        ListedRow(
+            f"{rng.getrandbits(128):032x}",
+            None if i % 4 == 0 else f"{rng.getrandbits(128):032x}",
+            rng.choice(["main", "fork-1", "a/b"]),
+            "lineage",
+            i % 4 + 1,
+            1.7e9 + i if i % 3 else 1_700_000_000 + i,
+            "task_completed",
+            "crew",
+            "research",
+            i % 4,
+            4,
+            1,
+            "0.1.0",
+            100,
+            "/x",
+            None,
+            0,
+            "" if i % 2 else "e" * 64,
+        )
+        for i in range(50)
+    ]
+    assert all_sound(rows) and all(meta_problem(as_meta(r)) is None for r in rows)
+    where = rng.randrange(len(rows))
+    rows[where] = rows[where]._replace(**{name: value})
+    assert meta_problem(as_meta(rows[where])) is not None
+    assert not all_sound(rows)
+
+
+def _rows(provider: Any, store: str) -> list[ListedRow]:
+    if isinstance(provider, JsonProvider):
+        return provider.list_rows(store)
+    return list(provider.iter_list_rows(store))
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_rows_are_the_listing_damaged_ones_included(tmp_path: Path, kind: str) -> None:
+    """A store with a damaged record (a JSON file cut short and an index line that lies about a field; a SQLite
+    row without its body and one whose field has the wrong type) lists the same rows as metadata, in the same
+    order, and its table shows the same cells."""
+    provider: Any = JsonProvider(fsync=False) if kind == "json" else SqliteProvider()
+    store = str(tmp_path / ("store" if kind == "json" else "store.db"))
+    ids = fill_store(provider, store, 24)
+    provider.close()
+    assert _rows(provider, store) == [dataclasses.astuple(m) for m in provider.list(store)]
+    if kind == "json":
+        cut = next(m for m in provider.list(store) if m.id == ids[3]).location
+        os.truncate(cut, os.path.getsize(cut) - 10)
+        index = Path(store, INDEX)
+        lines = index.read_text().splitlines()
+        lines = [json.dumps([*json.loads(line)[:-1], 7]) if ids[5] in line else line for line in lines]
+        index.write_text("\n".join(lines) + "\n")
+    else:
+        con = sqlite3.connect(store)
+        con.execute("DELETE FROM bodies WHERE id = ?", [ids[3]])
+        con.execute("UPDATE checkpoints SET tasks_done = 'many' WHERE id = ?", [ids[5]])
+        con.commit()
+        con.close()
+    provider = JsonProvider(fsync=False) if kind == "json" else SqliteProvider()
+    metas = provider.list(store)
+    rows = _rows(provider, store)
+    provider.close()
+    assert rows == [dataclasses.astuple(m) for m in metas]
+    damaged = {m.id: m.damaged for m in metas if m.damaged}
+    assert set(damaged) == ({ids[3]} if kind == "json" else {ids[3], ids[5]})
+    if kind == "json":  # the lying line is not trusted: the file's own header is read, and it is whole
+        assert next(m for m in metas if m.id == ids[5]).version != 7
+    assert table_rows(rows) == [table_row(m) for m in metas]
+    assert [r[4] for r in table_rows(rows) if r[4] == "DAMAGED"] == ["DAMAGED"] * len(damaged)
