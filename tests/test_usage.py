@@ -118,12 +118,15 @@ def test_anthropic_style_cache_fields_are_read(
     assert (usage["provider"], usage["estimated"]) == ("anthropic", False)
 
 
+@pytest.mark.parametrize("stream", [False, True])
 def test_async_calls_record_the_same_usage(
     llm_server: LLMServer,  # noqa: F811
     completed: list[LLMCallCompletedEvent],
+    stream: bool,
 ) -> None:
     llm_server.usage = KNOWN
-    llm = LLM(model="gpt-4o-mini", base_url=llm_server.base_url)
+    llm_server.mode = "stream" if stream else "echo"
+    llm = LLM(model="gpt-4o-mini", base_url=llm_server.base_url, stream=stream)
     messages = [{"role": "user", "content": "hello"}]
     llm.invoke(messages)
     asyncio.run(llm.ainvoke(messages))
