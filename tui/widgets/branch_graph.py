@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -16,6 +17,14 @@ from crewpoint.providers.refs import short_id
 from crewpoint.tui.render import attach_gaps, format_time, problem_of
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """The store's checkpoints and the chosen one, as the branch graph draws them."""
+
+    metas: tuple[CheckpointMeta, ...]
+    chosen: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +114,8 @@ def _fork_line(lanes: list[str | None], col: int) -> str:
 
 
 class BranchGraph(OptionList):
-    """Every checkpoint as one line of a lane graph, never wrapped (a wrapped line would break the lanes).
-    Choosing a line posts :class:`BranchGraph.Chosen`."""
+    """Every checkpoint of ``graph`` as one line of a lane graph, never wrapped (a wrapped line would break the
+    lanes); redrawn when ``graph`` changes. Choosing a line posts :class:`BranchGraph.Chosen`."""
 
     DEFAULT_CSS = """
     BranchGraph { border: none; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -116,6 +125,12 @@ class BranchGraph(OptionList):
     @dataclass
     class Chosen(Message):
         checkpoint_id: str
+
+    graph: reactive[Graph | None] = reactive(None, init=False, always_update=True)
+
+    def watch_graph(self, graph: Graph | None) -> None:
+        if graph is not None:
+            self.show(list(graph.metas), graph.chosen)
 
     def show(self, metas: list[CheckpointMeta], highlight: str | None = None) -> None:
         keep = highlight

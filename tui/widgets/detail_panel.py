@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.reactive import reactive
+from textual.reactive import Reactive, reactive
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -22,26 +21,30 @@ from crewpoint.tui.edits import Edits, EditsModel
 from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.branch_graph import BranchGraph
-from crewpoint.tui.widgets.detail_state import Detail
+from crewpoint.tui.widgets.branch_graph import Graph
+from crewpoint.tui.widgets.detail_state import Detail, EditedDetail, Rerun
+from crewpoint.tui.widgets.tab_view import ViewFilled
 from crewpoint.tui.widgets.tabs import FIRST, TABS, tab_of
-from crewpoint.tui.widgets.tasks_view import TasksView
-
-ViewT = TypeVar("ViewT", bound=Widget)
 
 GraphSource = Callable[[], tuple[list[CheckpointMeta], str | None]]
 """The store's checkpoints and the chosen one, as the graph draws them."""
 
 GRAPH = "tab-graph"
 
+SOURCES = ("detail", "edited", "rerun", "graph")
+"""The panel's reactives a tab view may read: a view declaring a reactive of one of these names is bound to it."""
+
 
 class DetailPanel(Vertical):
     """Overview, Tasks, Inputs, Events, Diff, Raw and Graph tabs about one checkpoint.
 
-    ``detail`` is the one source every tab reads, bound to the screen's chosen checkpoint (``data_bind``): a
-    checkpoint loading, loaded or unreadable redraws the tabs built so far. A tab's view is built the first time
-    the tab opens, so the app starts with one view, not seven. The tabs are the registry's
-    (:mod:`crewpoint.tui.widgets.tabs`). ``edits`` is the screen's edits model, read here, changed by the screen.
+    Data goes down by reactives: ``detail`` is bound to the screen's chosen checkpoint (``data_bind``), and the panel
+    derives ``edited`` (the detail with its unsaved edits), ``rerun`` (what a fork would run again) and ``graph``
+    (the store, drawn only while its tab shows). A tab's view is built the first time the tab opens, so the app
+    starts with one view, not seven; it is bound then to each of these :data:`SOURCES` it declares a reactive for,
+    and redraws itself when one changes: a checkpoint loading, loaded or unreadable redraws the tabs built so far.
+    The tabs are the registry's (:mod:`crewpoint.tui.widgets.tabs`). ``edits`` is the screen's edits model, read
+    here, changed by the screen.
     """
 
     DEFAULT_CSS = """
@@ -52,20 +55,20 @@ class DetailPanel(Vertical):
     """
 
     detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+    edited: reactive[EditedDetail | None] = reactive(None, init=False, always_update=True)
+    rerun: reactive[Rerun | None] = reactive(None, init=False, always_update=True)
+    graph: reactive[Graph | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, edits: EditsModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.edits = edits if edits is not None else EditsModel()
-        self._rerun: tuple[str, list[int]] | None = None
-        self._graph: tuple[list[CheckpointMeta], str | None] | None = None
         self._graph_source: GraphSource | None = None
         self._graph_stale = True
         self._before_graph = FIRST
-        self._ready: list[Widget] = []
         self._tabs: TabbedContent | None = None
         self._panes: dict[str, TabPane] = {}
         self._active = FIRST
-        self._filling = asyncio.Lock()
+        self._editor_wanted: tuple[str, EditedDetail] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Choose a checkpoint on the left.", id="detail-title", markup=False)
@@ -168,19 +171,28 @@ class DetailPanel(Vertical):
         pane = self._panes.get(tab)
         if pane is None:
             return
-        editors = [w for w in pane.query("TextArea, Input") if w.focusable]
+        if not self._focus_first_editor(tab) and self.edited is not None:
+            self._editor_wanted = (tab, self.edited)  # its editors come when it has drawn this (ViewFilled)
+            self._build(tab)
+
+    def _focus_first_editor(self, tab: str) -> bool:
+        pane = self._panes.get(tab)
+        editors = [w for w in pane.query("TextArea, Input") if w.focusable] if pane is not None else []
         if editors:
             editors[0].focus()
-        else:
-            self._build(tab)
-            self.call_after_refresh(self._focus_editor_later, tab)
+        return bool(editors)
 
-    def _focus_editor_later(self, tab: str) -> None:
+    @on(ViewFilled)
+    def _view_filled(self, message: ViewFilled) -> None:
+        message.stop()
+        if self._editor_wanted is None:
+            return
+        tab, edited = self._editor_wanted
         pane = self._panes.get(tab)
-        if pane is not None:
-            editors = [w for w in pane.query("TextArea, Input") if w.focusable]
-            if editors:
-                editors[0].focus()
+        if pane is not None and message.view in pane.children:
+            self._editor_wanted = None  # a later checkpoint shown there never takes the focus
+            if message.edited is edited:
+                self._focus_first_editor(tab)
 
     def focus_view(self, tab: str) -> None:
         """Focus the view of ``tab`` (built first if need be)."""
@@ -193,20 +205,14 @@ class DetailPanel(Vertical):
         if detail is None:
             return
         self._title(detail.meta, "loading…" if detail.loading else "cannot be opened" if detail.problem else "")
-        self.call_later(self._fill_all)
-
-    async def _fill_all(self) -> None:
-        for view in list(self._views()):
-            await self._fill(view)
+        self.edited = EditedDetail(detail, self.edits_of(detail.meta.id))
 
     def show_notice(self, notice: str) -> None:
         self.query_one("#detail-title", Static).update(Text(visible(notice, one_line=True)))
 
     def mark_rerun(self, checkpoint_id: str, rerun: list[int]) -> None:
-        self._rerun = (checkpoint_id, list(rerun))
-        view = self._view(TasksView)
-        if view is not None and self.meta is not None and self.meta.id == checkpoint_id:
-            view.mark_rerun(rerun)
+        """The newest fork plan of ``checkpoint_id`` runs these tasks again (the Tasks tab marks them)."""
+        self.rerun = Rerun(checkpoint_id, tuple(rerun))
 
     def store_changed(self, source: GraphSource) -> None:
         """The store was read anew: the graph is drawn from ``source`` when it next shows (now, if it shows).
@@ -232,21 +238,11 @@ class DetailPanel(Vertical):
             self.show_graph(*self._graph_source())
 
     def show_graph(self, metas: list[CheckpointMeta], chosen: str | None) -> None:
-        self._graph = (metas, chosen)
-        view = self._view(BranchGraph)
-        if view is not None:
-            view.show(metas, chosen)
+        self.graph = Graph(tuple(metas), chosen)
 
     # -- the views ----------------------------------------------------------------------------------------
-    def _view(self, kind: type[ViewT]) -> ViewT | None:
-        """The view of this kind, once it is built and filled."""
-        return next((view for view in self._ready if isinstance(view, kind)), None)
-
-    def _views(self) -> list[Widget]:
-        return [view for view in self._ready if view.is_attached]
-
     def _build(self, tab: str, focus: bool = False) -> None:
-        """Build the view of ``tab`` unless it is there; it is filled once mounted."""
+        """Build the view of ``tab`` unless it is there; once mounted it is bound to the sources it reads."""
         pane = self._panes.get(tab)
         if pane is None:
             return
@@ -263,32 +259,13 @@ class DetailPanel(Vertical):
         view = entry.view()
         mounted = pane.mount(view)
 
-        async def fill() -> None:
+        async def bind() -> None:  # a callback of the panel's own: data_bind binds to the panel running it
             await mounted
-            async with self._filling:
-                self._ready.append(view)
-                await self._fill_view(view)
+            view.data_bind(**sources_of(view))
             if focus:
                 view.focus()
 
-        self.call_later(fill)
-
-    async def _fill(self, view: Widget) -> None:
-        async with self._filling:
-            await self._fill_view(view)
-
-    async def _fill_view(self, view: Widget) -> None:
-        """Show the current detail in one view (the graph shows the store instead)."""
-        if isinstance(view, BranchGraph):
-            if self._graph is not None:
-                view.show(*self._graph)
-            return
-        detail = self.detail
-        if detail is None or not isinstance(view, DetailView):
-            return
-        await view.show_detail(detail, self.edits_of(detail.meta.id))
-        if isinstance(view, TasksView) and self._rerun is not None and self._rerun[0] == detail.meta.id:
-            view.mark_rerun(self._rerun[1])
+        self.call_later(bind)
 
     def _title(self, meta: CheckpointMeta, note: str = "") -> None:
         text = Text()
@@ -310,8 +287,8 @@ class DetailPanel(Vertical):
             self._title(detail.meta, "loading…" if detail.loading else "cannot be opened" if detail.problem else "")
 
 
-@runtime_checkable
-class DetailView(Protocol):
-    """A tab that shows the panel's detail."""
-
-    async def show_detail(self, detail: Detail, edits: Edits) -> None: ...
+def sources_of(view: Widget) -> dict[str, Reactive[Any]]:
+    """The panel's reactives ``view`` reads: each of :data:`SOURCES` it declares a reactive of the same name for."""
+    return {
+        name: getattr(DetailPanel, name) for name in SOURCES if isinstance(getattr(type(view), name, None), Reactive)
+    }

@@ -6,12 +6,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import DiffEntry
 from crewpoint.text import clip
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.overview_view import shown
 
 CELL_LIMIT = 2000
@@ -25,18 +26,23 @@ def cell(value: object, style: str = "") -> Text:
 
 
 class DiffView(VerticalScroll):
-    """A table of differences; long values wrap. Every cell is plain text, never markup."""
+    """A table of the differences ``detail`` holds, redrawn when it changes; long values wrap. Every cell is plain
+    text, never markup."""
 
     DEFAULT_CSS = """
     DiffView { padding: 0 1; }
     DiffView > #diff-title { margin-bottom: 1; text-style: bold; }
     """
 
+    detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="diff-title", markup=False)
         yield Static("", id="diff-table", markup=False)
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is None:
+            return
         if detail.loading:
             self.show("", None, "loading…")
         else:

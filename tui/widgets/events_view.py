@@ -7,13 +7,14 @@ from typing import Any
 
 from rich.text import Text
 from textual import on
+from textual.reactive import reactive
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from crewpoint.text import clip
 from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.overview_view import plain
 
 EventData = dict[str, Any]
@@ -38,16 +39,18 @@ def summary_of(event: EventData) -> str:
 
 
 class EventsView(Tree[EventData]):
-    """Events nested under the event that started them, in order."""
+    """The events of ``detail``, nested under the event that started them, in order; redrawn when it changes."""
+
+    detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("events", id=id)
         self.show_root = False
         self.guide_depth = 3
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
-        message = detail.problem_message or ("loading…" if detail.loading else "")
-        self.show(detail.info.events if detail.info is not None else [], message)
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is not None:
+            self.show(detail.info.events if detail.info is not None else [], detail.status)
 
     def show(self, events: list[EventData], message: str = "") -> None:
         """The events, nested under their parent (``parent_id``, else the event that started them) when the

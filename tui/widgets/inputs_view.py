@@ -10,17 +10,20 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.tui.read_only import is_read_only
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import EditedDetail
 from crewpoint.tui.widgets.overview_view import shown
+from crewpoint.tui.widgets.tab_view import ViewFilled
 
 
 class InputsView(VerticalScroll):
-    """Posts :class:`InputsView.InputsEdited` with the inputs as edited (all of them) and which changed."""
+    """The inputs of ``edited`` (with its changed ones), redrawn when it changes. Posts
+    :class:`InputsView.InputsEdited` with the inputs as edited (all of them) and which changed."""
 
     DEFAULT_CSS = """
     InputsView { padding: 0 1; }
@@ -36,6 +39,8 @@ class InputsView(VerticalScroll):
         inputs: dict[str, Any]
         changed: dict[str, str]
 
+    edited: reactive[EditedDetail | None] = reactive(None, init=False, always_update=True)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.original: dict[str, Any] = {}
@@ -47,9 +52,10 @@ class InputsView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="inputs-summary", markup=False)
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
-        message = detail.problem_message or ("loading…" if detail.loading else "")
-        await self.show(detail.info, message, edits.inputs)
+    async def watch_edited(self, edited: EditedDetail | None) -> None:
+        if edited is not None:
+            await self.show(edited.detail.info, edited.detail.status, edited.edits.inputs)
+            self.post_message(ViewFilled(self, edited))
 
     async def show(self, info: CheckpointInfo | None, message: str = "", changed: dict[str, str] | None = None) -> None:
         self._generation += 1

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
@@ -19,7 +20,7 @@ from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_by
 from crewpoint.text import format_size
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import Detail
 
 
 def plain(value: Any) -> str:
@@ -59,7 +60,7 @@ def facts_table(rows: list[tuple[str, str]]) -> Table:
 
 
 class OverviewView(VerticalScroll):
-    """Metadata first, then what the entity holds."""
+    """Metadata first, then what the entity holds. Redraws when ``detail`` changes."""
 
     DEFAULT_CSS = """
     OverviewView { padding: 0 1; }
@@ -67,12 +68,15 @@ class OverviewView(VerticalScroll):
     OverviewView > #overview-problem.-empty { display: none; }
     """
 
+    detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="overview-problem", classes="-empty", markup=False)
         yield Static("", id="overview-body", markup=False)
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
-        self.show(detail.meta, detail.info, detail.problem)
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is not None:
+            self.show(detail.meta, detail.info, detail.problem)
 
     def show(self, meta: CheckpointMeta, info: CheckpointInfo | None, problem: str | None = None) -> None:
         problem_widget = self.query_one("#overview-problem", Static)

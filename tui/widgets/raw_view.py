@@ -9,26 +9,32 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import Detail
 
 RAW_LIMIT = 400_000
 """Characters shown; a bigger body is cut (the file itself holds it all)."""
 
 
 class RawView(VerticalScroll):
+    """The body of ``detail``, redrawn when it changes."""
+
     DEFAULT_CSS = """
     RawView { padding: 0 1; }
     """
 
+    detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="raw-body", markup=False)
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
-        body = detail.record.body if detail.record is not None and detail.info is not None else None
-        self.show(body, detail.problem_message or ("loading…" if detail.loading else ""))
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is not None:
+            body = detail.record.body if detail.record is not None and detail.info is not None else None
+            self.show(body, detail.status)
 
     def show(self, body: dict[str, Any] | None, message: str = "") -> None:
         target = self.query_one("#raw-body", Static)

@@ -1,6 +1,10 @@
 """The detail panel's tabs, in one place: a tab is one entry here (its name, title and view). The panel builds its
 panes from this list, the browser its number keys and palette commands; adding a tab touches this file only
-(its view module aside)."""
+(its view module aside).
+
+A view is any widget that declares a reactive named after one of the panel's sources
+(:data:`crewpoint.tui.widgets.detail_panel.SOURCES`: ``detail``, ``edited``, ``rerun``, ``graph``); the panel binds
+it there (``data_bind``) when the tab first opens, and the view redraws itself from it in a ``watch_`` method."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from crewpoint.tui.widgets.tasks_view import TasksView
 
 @dataclass(frozen=True, slots=True)
 class Tab:
-    """One tab of the detail panel. Its view is built the first time the tab opens."""
+    """One tab of the detail panel. Its view is built the first time the tab opens, then bound to the panel."""
 
     name: str
     """The word in its key's action (``show_tab('tasks')``) and its pane's id (``tab-tasks``)."""

@@ -9,15 +9,18 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
-from crewpoint.tui.widgets.detail_state import Detail, Edits
+from crewpoint.tui.widgets.detail_state import EditedDetail, Rerun
+from crewpoint.tui.widgets.tab_view import ViewFilled
 from crewpoint.tui.widgets.task_card import TaskCard
 
 
 class TasksView(VerticalScroll):
-    """Shows a checkpoint's tasks. Posts :class:`TasksView.OutputsEdited` with every output that differs."""
+    """The tasks of ``edited`` (with its edited outputs), redrawn when it changes; ``rerun`` marks the tasks a fork
+    would run again. Posts :class:`TasksView.OutputsEdited` with every output that differs."""
 
     DEFAULT_CSS = """
     TasksView { padding: 0 1; }
@@ -31,6 +34,9 @@ class TasksView(VerticalScroll):
         outputs: dict[int, str]
         """Every edited output of that checkpoint (0-based task index → text as typed)."""
 
+    edited: reactive[EditedDetail | None] = reactive(None, init=False, always_update=True)
+    rerun: reactive[Rerun | None] = reactive(None, init=False, always_update=True)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.edits: dict[int, str] = {}
@@ -41,9 +47,16 @@ class TasksView(VerticalScroll):
         yield Static("", id="tasks-summary", markup=False)
         yield ProgressBar(total=1, show_eta=False, id="tasks-progress")
 
-    async def show_detail(self, detail: Detail, edits: Edits) -> None:
-        message = detail.problem_message or ("loading…" if detail.loading else "")
-        await self.show(detail.info, message, edits.outputs)
+    async def watch_edited(self, edited: EditedDetail | None) -> None:
+        if edited is None:
+            return
+        await self.show(edited.detail.info, edited.detail.status, edited.edits.outputs)
+        self.watch_rerun(self.rerun)
+        self.post_message(ViewFilled(self, edited))
+
+    def watch_rerun(self, rerun: Rerun | None) -> None:
+        if rerun is not None and rerun.checkpoint_id == self.checkpoint_id:
+            self.mark_rerun(list(rerun.tasks))
 
     async def show(self, info: CheckpointInfo | None, message: str = "", edits: dict[int, str] | None = None) -> None:
         self.checkpoint_id = info.meta.id if info is not None else None
