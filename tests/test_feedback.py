@@ -381,3 +381,14 @@ def test_flow_ask_waits_for_each_value_and_the_method_goes_on_with_them(tmp_path
     assert Profile(checkpoint=False).kickoff() == "hello:  likes "
     with pytest.raises(RuntimeError, match="for a flow method while the flow runs"):
         Profile(checkpoint=False).ask("now?")
+
+
+def test_a_flow_waiting_in_a_postgresql_store_takes_one_answer(pg_location: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    pending = Gate(checkpoint=CheckpointConfig(location=pg_location)).kickoff()
+    assert isinstance(pending, FeedbackPending)
+    assert sorted(r.status for r in provider_for(pg_location).read_runs(pg_location)) == ["waiting"]
+    assert answer(pending.ref, feedback=None, outcome="ship", who="alice@host1", app=Gate()) == "shipped build 7"
+    with pytest.raises(CheckpointError, match=r"^already answered by alice@host1 at "):
+        answer(pending.ref, feedback="hold it", outcome=None, who="bob@host2", app=Gate())
+    assert sorted(r.status for r in provider_for(pg_location).read_runs(pg_location)) == ["answered", "finished"]
