@@ -430,6 +430,14 @@ def answer(
         from crewpoint.providers import provider_for
 
         provider = provider_for(store)
+    if outcome is None and offered:  # settled before the claim: the claim says where the answer routes
+        spec = spec_of(getattr(type(entity), str(request.get("method") or ""), None))
+        outcome = collapse(
+            "" if default else mine.feedback,
+            offered,
+            request.get("default_outcome"),
+            spec.llm if spec is not None else None,
+        )
     mine_token = token or uuid.uuid4().hex
     claimed = provider.claim(
         store,

@@ -240,7 +240,7 @@ def test_a_request_past_its_deadline_takes_the_default_outcome(tmp_path: Path, m
 def test_the_second_answer_is_refused_naming_the_first(tmp_path: Path, monkeypatch: Any, name: str) -> None:
     monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
     pending = _waiting_gate(tmp_path / name)
-    first = answer(pending.ref, feedback="ship", outcome=None, who="alice@host1", app=Gate())
+    first = answer(pending.ref, feedback="looks great: ship", outcome=None, who="alice@host1", app=Gate())
     assert first == "shipped build 7"
     with pytest.raises(CheckpointError, match=r"^already answered by alice@host1 at \d\d:\d\d: ship$"):
         answer(pending.ref, feedback=None, outcome="hold", who="bob@host2", app=Gate())
