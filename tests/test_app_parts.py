@@ -1,5 +1,6 @@
 """The parts the browser screen composes, each tested without a screen: the edits model, the store feed, the run
-controller and the tab registry; and the app, which starts no thread until it runs."""
+controller, the tab registry and the tab views (each redraws from the reactive it is handed); and the app, which
+starts no thread until it runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import pytest
 from support.waiting import settle, wait_until
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+from textual.widgets import TextArea
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointRecord
@@ -17,14 +21,18 @@ from crewpoint.providers.runs import RunInfo, this_host
 from crewpoint.screens.browser import BrowserScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.diagnostics import ExitCode
-from crewpoint.tui.edits import EditsModel
+from crewpoint.tui.edits import Edits, EditsModel
 from crewpoint.tui.feed import read_runs_of, read_store
 from crewpoint.tui.messages import RunsRead, StoreListed
 from crewpoint.tui.run_controller import RunController
 from crewpoint.tui.store_feed import StoreFeed
-from crewpoint.tui.widgets.detail_panel import DetailPanel
-from crewpoint.tui.widgets.detail_state import Detail
+from crewpoint.tui.widgets.branch_graph import BranchGraph
+from crewpoint.tui.widgets.detail_panel import SOURCES, DetailPanel, sources_of
+from crewpoint.tui.widgets.detail_state import Detail, EditedDetail, Rerun
+from crewpoint.tui.widgets.events_view import EventsView
 from crewpoint.tui.widgets.tabs import TABS, tab_of
+from crewpoint.tui.widgets.task_card import TaskCard
+from crewpoint.tui.widgets.tasks_view import TasksView
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +230,106 @@ def test_each_tab_is_one_entry_that_gives_its_pane_its_key_and_its_command() -> 
         assert keys[str(n)] == f"show_tab('{tab.name}')"
         assert tab_of(tab.pane_id) is tab
     assert tab_of("tab-nothing") is None
+
+
+def test_every_tab_view_reads_what_the_panel_holds() -> None:
+    for tab in TABS:
+        read = sources_of(tab.view())
+        assert read, f"the {tab.name} view declares no reactive the panel binds: it would never show anything"
+        assert set(read) <= set(SOURCES)
+
+
+# -- the tab views: data comes down by reactives, nothing calls a view -------------------------------------------
+
+
+class Holder(App[None]):
+    """A bare app holding one widget, so a view is tested without the browser screen."""
+
+    def __init__(self, widget: Widget) -> None:
+        super().__init__()
+        self.held = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.held
+
+
+def event_nodes(view: EventsView) -> int:
+    """How many events the tree holds, nested or not (a message shown instead is no event)."""
+    count, todo = 0, list(view.root.children)
+    while todo:
+        node = todo.pop()
+        count += node.data is not None
+        todo.extend(node.children)
+    return count
+
+
+def rerun_marks(view: TasksView) -> set[int]:
+    return {card.task_info.index for card in view.query(TaskCard) if card.has_class("-rerun")}
+
+
+async def test_a_view_redraws_from_its_reactive_alone(store: Path) -> None:
+    first, last = crew_records(store)[0], crew_records(store)[-1]
+    first_events, last_events = len(ops.describe(first).events), len(ops.describe(last).events)
+    assert 0 < first_events < last_events
+    view = EventsView(id="events")
+    async with Holder(view).run_test(size=(100, 30)) as pilot:
+        view.detail = loaded(last)
+        await wait_until(pilot, lambda: event_nodes(view) == last_events)
+        view.detail = loaded(first)
+        await wait_until(pilot, lambda: event_nodes(view) == first_events)
+        view.detail = Detail(first.meta, problem="its body is cut short")
+        await wait_until(pilot, lambda: event_nodes(view) == 0)
+        assert [str(node.label) for node in view.root.children] == [
+            "This checkpoint cannot be opened: its body is cut short"
+        ]
+
+
+async def test_the_tasks_view_draws_the_edits_and_the_reruns_it_is_handed(store: Path) -> None:
+    record = crew_records(store)[-1]
+    detail = loaded(record)
+    assert detail.info is not None and len(detail.info.tasks) == 4
+    view = TasksView(id="tasks")
+    async with Holder(view).run_test(size=(100, 40)) as pilot:
+        view.rerun = Rerun(record.meta.id, (2, 3))  # the plan can come before the cards are drawn
+        view.edited = EditedDetail(detail, Edits(outputs={1: "A tighter outline."}))
+        await wait_until(pilot, lambda: len(view.query(TaskCard)) == 4 and bool(rerun_marks(view)))
+        cards = {card.task_info.index: card for card in view.query(TaskCard)}
+        assert cards[1].query_one(TextArea).text == "A tighter outline." and cards[1].edited
+        assert not cards[0].edited
+        assert rerun_marks(view) == {2, 3}
+        view.rerun = Rerun("another-checkpoint", (0,))
+        assert rerun_marks(view) == {2, 3}, "a plan of another checkpoint marks nothing here"
+        view.rerun = Rerun(record.meta.id, (3,))
+        assert rerun_marks(view) == {3}
+
+
+async def test_the_panel_hands_each_open_tab_the_chosen_checkpoint_its_edits_and_the_store(store: Path) -> None:
+    records = crew_records(store)
+    first, last = records[0], records[-1]
+    panel = DetailPanel(id="detail")
+    panel.edits.keep(last.meta.id, outputs={0: "An edited research note."})
+    async with Holder(panel).run_test(size=(120, 40)) as pilot:
+        panel.build_tabs("tab-tasks")
+        panel.detail = loaded(last)
+        await wait_until(pilot, lambda: [card.edited for card in panel.query(TaskCard)] == [True, False, False, False])
+        view = panel.query_one(TasksView)
+        assert view.checkpoint_id == last.meta.id, "the kept edit of the chosen checkpoint is shown"
+        panel.mark_rerun(last.meta.id, [1, 2, 3])
+        assert rerun_marks(view) == {1, 2, 3}
+        panel.detail = loaded(first)  # what the screen does: nothing calls the view
+        await wait_until(pilot, lambda: view.checkpoint_id == first.meta.id and not rerun_marks(view))
+        assert not any(card.edited for card in view.query(TaskCard)), "the edits are the other checkpoint's"
+        assert panel.query_one(TasksView) is view, "the view is built once and redraws"
+        metas = [r.meta for r in records]
+        panel.show_graph(metas, first.meta.id)  # before the graph's tab was ever open
+        panel.activate("tab-graph")
+        await wait_until(pilot, lambda: len(panel.query(BranchGraph)) == 1)
+        graph = panel.query_one(BranchGraph)
+        await wait_until(pilot, lambda: graph.option_count >= len(metas))
+        highlighted = graph.highlighted
+        assert highlighted is not None and graph.get_option_at_index(highlighted).id == first.meta.id
+        panel.show_graph(metas[:2], metas[1].id)
+        assert graph.option_count == 2
 
 
 # -- the app -----------------------------------------------------------------------------------------------------
