@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.reading import browser, log_text, screen_text, text_of
+from support.stores import make_forked_store
 from support.waiting import settle, wait_until
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
@@ -35,25 +36,11 @@ SIZE = (140, 40)
 # -- stores ------------------------------------------------------------------------------------------------
 
 
-def _fork(store: Path, source: CheckpointMeta, branch: str) -> None:
-    from crewpoint.checkpoint.config import CheckpointConfig
-    from crewpoint.crew import Crew
-
-    Crew.fork(CheckpointConfig(restore_from=source.location), branch=branch).kickoff(
-        inputs={"topic": "checkpoint forks", "audience": "testers"}
-    )
-
-
 @pytest.fixture(scope="session")
 def template_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo run (4 checkpoints on main) and a fork of its second checkpoint onto ``experiment``."""
-    from crewpoint.checkpoint import ops
-    from crewpoint.demo import run_demo
-
     store = tmp_path_factory.mktemp("template") / "store"
-    run_demo(location=str(store))
-    main = sorted((m for m in ops.list_checkpoints(str(store)) if m.entity_kind == "crew"), key=lambda m: m.sequence)
-    _fork(store, main[1], "experiment")
+    make_forked_store(str(store), inputs={"topic": "checkpoint forks", "audience": "testers"})
     return store
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.reading import browser, text_of
+from support.stores import make_forked_store
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
@@ -39,16 +40,8 @@ SIZE = (80, 24)
 def two_runs_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two runs of the demo crew on ``main`` (and the flow twice), and a fork of the first run's second
     checkpoint onto ``shorter-outline``."""
-    from crewpoint.checkpoint import ops
-    from crewpoint.checkpoint.config import CheckpointConfig
-    from crewpoint.crew import Crew
-    from crewpoint.demo import run_demo
-
     store = tmp_path_factory.mktemp("two-runs") / "store"
-    run_demo(location=str(store))
-    first = sorted((m for m in ops.list_checkpoints(str(store)) if m.entity_kind == "crew"), key=lambda m: m.sequence)
-    Crew.fork(CheckpointConfig(restore_from=first[1].location), branch="shorter-outline").kickoff()
-    run_demo(location=str(store))
+    make_forked_store(str(store), branch="shorter-outline", runs_after=1)
     return store
 
 

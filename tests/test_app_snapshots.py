@@ -28,17 +28,10 @@ BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
 MAKE_RAW_STORE = """
 import sys
 
-from crewpoint.checkpoint import ops
-from crewpoint.checkpoint.config import CheckpointConfig
-from crewpoint.crew import Crew
-from crewpoint.demo import run_demo
+sys.path.insert(0, sys.argv[2])  # the shared test helpers
+from support.stores import make_forked_store
 
-raw = sys.argv[1]
-run_demo(location=raw)
-main = sorted((m for m in ops.list_checkpoints(raw) if m.entity_kind == "crew"), key=lambda m: m.sequence)
-Crew.fork(CheckpointConfig(restore_from=main[1].location), branch="experiment").kickoff(
-    inputs={"topic": "durable AI agent pipelines", "audience": "new hires"}
-)
+make_forked_store(sys.argv[1], inputs={"topic": "durable AI agent pipelines", "audience": "new hires"})
 """
 
 
@@ -55,7 +48,8 @@ def fixed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     time.tzset()
     raw = tmp_path / "raw"
     # In a fresh process: what earlier tests left in this one (handlers, notices said once) never reaches the body.
-    subprocess.run([sys.executable, "-c", MAKE_RAW_STORE, str(raw)], check=True, capture_output=True)
+    tests = str(Path(__file__).resolve().parent)
+    subprocess.run([sys.executable, "-c", MAKE_RAW_STORE, str(raw), tests], check=True, capture_output=True)
     metas = sorted(ops.list_checkpoints(str(raw)), key=lambda m: (m.created_at, m.sequence))
     ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
     provider = JsonProvider()

@@ -1,6 +1,6 @@
 """Store builders shared by the tests, the benches and the scripts: real runs of the demo crew on the offline
-model (:func:`make_store`), and large realistic stores made fast by cloning a demo run's checkpoints
-(:func:`fill_store`, :func:`clone_sqlite_rows`).
+model (:func:`make_store`), the demo store with a fork the app's tests browse (:func:`make_forked_store`), and
+large realistic stores made fast by cloning a demo run's checkpoints (:func:`fill_store`, :func:`clone_sqlite_rows`).
 
 Module-level imports stay at the providers' base: the side-by-side bench fills stores with this module under an
 older crewpoint, so whatever else a builder needs is imported inside it.
@@ -9,6 +9,7 @@ older crewpoint, so whatever else a builder needs is imported inside it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -41,6 +42,25 @@ def make_store(
         assert stop_after is not None
     finally:
         event_bus.off(interrupt)
+    return location
+
+
+def make_forked_store(
+    location: str, *, branch: str = "experiment", inputs: Mapping[str, Any] | None = None, runs_after: int = 0
+) -> str:
+    """The demo store with a fork, as the app's tests browse it: a demo run (the crew's four checkpoints on
+    ``main``, then the triage flow's three), and a fork of the crew's second checkpoint onto ``branch`` kicked off
+    with ``inputs`` (None: the checkpoint's own); then ``runs_after`` more demo runs."""
+    from crewpoint.checkpoint import ops
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.crew import Crew
+    from crewpoint.demo import run_demo
+
+    run_demo(location=location)
+    main = sorted((m for m in ops.list_checkpoints(location) if m.entity_kind == "crew"), key=lambda m: m.sequence)
+    Crew.fork(CheckpointConfig(restore_from=main[1].location), branch=branch).kickoff(inputs=inputs)
+    for _ in range(runs_after):
+        run_demo(location=location)
     return location
 
 
