@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from operator import itemgetter
 from stat import S_ISREG
 from typing import Any
 
@@ -32,6 +33,9 @@ INDEX_VERSION = 2
 earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
 _INDEX_HEADER = encode_json({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS})
 _ID = 2 + INDEX_FIELDS.index("id")
+_KEY, _SIZE, _MTIME = itemgetter(_ID), itemgetter(0), itemgetter(1)
+_LISTS, _INTS = {list}, {int}
+_HEADER_VALUE = json.loads(_INDEX_HEADER)
 BRANCH_AT = 2 + INDEX_FIELDS.index("branch")
 """Where an index line holds the branch its file was listed under."""
 POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(INDEX_FIELDS)]
@@ -79,8 +83,18 @@ def load_index(root: str) -> tuple[dict[str, list[Any]], int]:
         items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
     except (ValueError, RecursionError):
         items = list(_each_line(data.split(b"\n")))
-    out: dict[str, list[Any]] = {}
     width = 2 + len(INDEX_FIELDS)
+    lines = items[1:]
+    if (  # the usual index, as this module writes it: its header, then lines of its width, checked at once
+        items
+        and items[0] == _HEADER_VALUE
+        and set(map(type, lines)) <= _LISTS
+        and set(map(len, lines)) <= {width}
+        and set(map(type, map(_SIZE, lines))) <= _INTS
+        and set(map(type, map(_MTIME, lines))) <= _INTS
+    ):
+        return dict(zip(map(_KEY, lines), lines, strict=True)), len(items)
+    out: dict[str, list[Any]] = {}
     for item in items:
         if isinstance(item, list):
             if len(item) == width and isinstance(item[0], int) and isinstance(item[1], int):

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import itemgetter
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -86,7 +87,7 @@ from crewpoint.providers.json_index import (
     rewrite_index,
     row_from,
 )
-from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
+from crewpoint.providers.listed import ListedRow, all_sound, as_meta, newest_rows, row_of
 from crewpoint.providers.prune import PrunePlan, PruneStrategy
 from crewpoint.providers.refs import (
     DIGEST_LENGTH,
@@ -107,6 +108,9 @@ NAME_RE = re.compile(
     r"(\d{1,40})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
 )
 _NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
+_NAME_GROUPS = re.compile("^(" + NAME_RE.pattern + ")$", re.MULTILINE)
+"""A checkpoint file's name and its parts (:data:`NAME_RE`'s groups), one name a line: a listing finds them all
+in one pass per folder, as strings (no match object per file)."""
 _TIME = "%Y%m%dT%H%M%S.%f"
 _HEADER = b'{"meta":'
 _HEAD_BYTES = 4096
@@ -325,44 +329,62 @@ class JsonProvider(BaseProvider):
             return [row_of(single)] if branch is None or single.branch == branch else []
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
-        entries = self._scan(root, branch)
         index, lines = load_index(root)
         rows: builtins.list[ListedRow] = []
         good: builtins.list[builtins.list[Any]] = []
         fresh: builtins.list[str] = []
-        indexed: builtins.list[ListedRow] = []
-        used: builtins.list[tuple[builtins.list[Any], _Entry, int, int]] = []
-        lookup, take, note = index.get, indexed.append, used.append
-        lstat, make, positional, tail = os.lstat, listed_row, ROW_POSITIONAL, ROW_TAIL
-        for entry in entries:
-            folder_branch, path, match = entry
-            try:
-                stat = lstat(path)
-            except FileNotFoundError:
-                continue
-            if not S_ISREG(stat.st_mode):
-                continue
-            size, mtime = stat.st_size, stat.st_mtime_ns
-            cached = lookup(match[3])
-            if cached is not None and cached[0] == size and cached[1] == mtime and cached[BRANCH_AT] == folder_branch:
-                try:  # row_from, without its call for the usual index (its fields are the row's first ones)
-                    take(make((*cached[2:], size, path, *tail)) if positional else row_from(cached, size, path))
-                    note((cached, entry, size, mtime))
+        indexed: builtins.list[ListedRow] = []  # rows taken from the index, checked together below
+        used: builtins.list[builtins.list[Any]] = []  # the index line of each
+        lookup, files = index.get, 0
+        make, tail, at = tuple.__new__, ROW_TAIL, BRANCH_AT
+        for here, prefix, names in self._walk(root, branch):
+            found = _NAME_GROUPS.findall("\n".join(names))  # (name, sequence, time, id, parent) of each file
+            files += len(found)
+            paths = [prefix + name for name in map(_FOUND_NAME, found)]
+            cached = list(map(lookup, map(_FOUND_ID, found)))
+            stats = _lstats(paths)
+            if ROW_POSITIONAL:  # the usual folder: each file as the index recorded it, its row made in one call
+                made = [
+                    make(ListedRow, (*line[2:], stat.st_size, path, *tail))
+                    for line, stat, path in zip(cached, stats, paths, strict=True)
+                    if line is not None
+                    and stat is not None
+                    and S_ISREG(stat.st_mode)
+                    and line[0] == stat.st_size
+                    and line[1] == stat.st_mtime_ns
+                    and line[at] == here
+                ]
+                if len(made) == len(found):
+                    indexed.extend(made)
+                    used.extend(cached)  # type: ignore[arg-type]  # every one there: each made a row
                     continue
-                except TypeError:
-                    pass
-            rows.append(_listed_file(entry, size, mtime, good, fresh))
+            for name, path, line, stat in zip(map(_FOUND_NAME, found), paths, cached, stats, strict=True):
+                if stat is None or not S_ISREG(stat.st_mode):
+                    continue  # gone since the folder was read, or not a file: not listed
+                size, mtime = stat.st_size, stat.st_mtime_ns
+                if line is not None and line[0] == size and line[1] == mtime and line[at] == here:
+                    try:
+                        row = row_from(line, size, path)
+                    except TypeError:
+                        row = None
+                    if row is not None:
+                        indexed.append(row)
+                        used.append(line)
+                        continue
+                rows.append(_listed_file(_entry(here, prefix, name), size, mtime, good, fresh))
         if all_sound(indexed):  # the usual index: every row of its types, checked at once
             rows.extend(indexed)
-            good.extend(line for line, _, _, _ in used)
+            good.extend(used)
         else:
-            for row, (line, entry, size, mtime) in zip(indexed, used, strict=True):
+            for row, line in zip(indexed, used, strict=True):
                 if meta_problem(as_meta(row)) is None:
                     rows.append(row)
                     good.append(line)
                 else:  # a line of the index that cannot be trusted: the file's header is read instead
-                    rows.append(_listed_file(entry, size, mtime, good, fresh))
-        if branch is None and (lines > 2 * len(entries) + 64 or (fresh and not index)):
+                    name = os.path.basename(row.location)
+                    entry = _entry(line[at], row.location[: -len(name)], name)
+                    rows.append(_listed_file(entry, row.size, line[1], good, fresh))
+        if branch is None and (lines > 2 * files + 64 or (fresh and not index)):
             rewrite_index(root, [encode_json(line) for line in good])
         elif fresh:
             append_index(root, fresh)
@@ -614,11 +636,19 @@ class JsonProvider(BaseProvider):
     def _scan(self, root: str, branch: str | None = None) -> builtins.list[_Entry]:
         """Checkpoint files (by name) under ``root``, or directly in ``branch``'s folder. Links are skipped."""
         entries: builtins.list[_Entry] = []
-        make = tuple.__new__
+        make = tuple.__new__  # a NamedTuple's own constructor is a Python function: this makes one per file faster
+        for rel, prefix, names in self._walk(root, branch):
+            # One regex pass over all names; hidden temp files never match (they start with ".").
+            entries.extend([make(_Entry, (rel, prefix + m[0], m)) for m in _NAME_LINE.finditer("\n".join(names))])
+        return entries
+
+    def _walk(self, root: str, branch: str | None) -> Iterator[tuple[str, str, builtins.list[str]]]:
+        """Each branch folder under ``root`` (or only ``branch``'s): its branch, its path and a separator, and the
+        names in it. Links are skipped."""
         if branch is not None:
             folder = self._branch_folder(root, branch, create=False)
             if folder is None:
-                return entries
+                return
             stack = [(branch, folder)]
             recurse = False
         else:
@@ -634,20 +664,15 @@ class JsonProvider(BaseProvider):
                 raise CheckpointError(f"cannot list {folder}: {exc.strerror}") from exc
             prefix = folder + os.sep
             if rel:
-                # One regex pass over all names; hidden temp files never match (they start with ".").
-                # Each entry made by tuple's own constructor (a NamedTuple's is a Python function): one per file.
-                entries.extend([make(_Entry, (rel, prefix + m[0], m)) for m in _NAME_LINE.finditer("\n".join(names))])
+                yield rel, prefix, names
             if recurse:
-                for name in names:
-                    if name.startswith(".") or name.endswith(".json"):
-                        continue
+                for name in [n for n in names if n[:1] != "." and not n.endswith(".json")]:
                     try:
                         mode = os.lstat(prefix + name).st_mode
                     except OSError:
                         continue
                     if S_ISDIR(mode):
                         stack.append((f"{rel}/{name}" if rel else name, prefix + name))
-        return entries
 
 
 RUNS = ".runs"
@@ -893,6 +918,31 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         if entry is None:
             raise CheckpointError(f"cannot read {path}: {exc.strerror}") from exc
         return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
+
+
+_FOUND_NAME, _FOUND_ID = itemgetter(0), itemgetter(3)
+
+
+def _lstats(paths: builtins.list[str]) -> builtins.list[os.stat_result | None]:
+    """``os.lstat`` of each path (``None`` for one that is gone): one call for the whole folder, as a rule."""
+    try:
+        return builtins.list(map(os.lstat, paths))
+    except FileNotFoundError:
+        pass
+    out: builtins.list[os.stat_result | None] = []
+    for path in paths:
+        try:
+            out.append(os.lstat(path))
+        except FileNotFoundError:
+            out.append(None)
+    return out
+
+
+def _entry(branch: str, prefix: str, name: str) -> _Entry:
+    """The entry of a file ``name`` (a checkpoint file's name) found in ``branch``'s folder (its path ``prefix``)."""
+    match = NAME_RE.fullmatch(name)
+    assert match is not None  # the name was found by the same pattern
+    return _Entry(branch, prefix + name, match)
 
 
 def _listed_file(

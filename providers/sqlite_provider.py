@@ -788,7 +788,7 @@ def _rows(db: Db, rows: builtins.list[Any], path: str, sound: set[str]) -> built
     width = len(LISTED_COLUMNS)
     if not _ROWS_POSITIONAL:
         return [row_of(_checked_meta(db, values[:width], path, sound)) for values in rows]
-    made = [listed_row(values) for values in rows]
+    made = list(map(listed_row, rows))
     typed = all_sound(made)
     if typed and sound.issuperset([row[0] for row in made]):
         return made

@@ -140,3 +140,18 @@ def test_rows_are_the_listing_damaged_ones_included(tmp_path: Path, kind: str) -
         assert next(m for m in metas if m.id == ids[5]).version != 7
     assert table_rows(rows) == [table_row(m) for m in metas]
     assert [r[4] for r in table_rows(rows) if r[4] == "DAMAGED"] == ["DAMAGED"] * len(damaged)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    ["", "-x", ".x", "a" * 129, "a b", "a\nb", "é", "a_b", "a/b", "ａ", "a\u0660", "x" * 128, "A.b-9", "0"],
+)
+def test_ids_checked_at_once_answer_as_the_pattern(odd: str) -> None:
+    from crewpoint.providers.listed import _all_ids
+    from crewpoint.providers.refs import ID_RE
+
+    ids = [f"{i:032x}" for i in range(20)]
+    assert _all_ids(ids)
+    for where in (0, 7, 19):
+        mixed = [*ids[:where], odd, *ids[where:]]
+        assert _all_ids(mixed) == bool(ID_RE.fullmatch(odd)), (odd, where)

@@ -344,6 +344,9 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
     return settled, requests
 
 
+_DAMAGED, _LINEAGE, _NAMED = attrgetter("damaged"), attrgetter("lineage"), attrgetter("entity_kind", "entity_name")
+
+
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
     """Lineage and entity of each meta; a damaged one (which knows only its name) borrows its neighbour's."""
     entities: dict[tuple[str, str], EntityKey] = {}
@@ -355,8 +358,10 @@ def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
             found = entities[named] = _entity_of(meta)
         return found
 
-    if not any(meta.damaged for meta in metas):
-        return [(meta.lineage, entity_of(meta)) for meta in metas]
+    if not any(map(_DAMAGED, metas)):  # each (kind, name)'s entity made once, the column at once
+        named = list(map(_NAMED, metas))
+        made = {pair: _entity_of(meta) for pair, meta in dict(zip(named, metas, strict=True)).items()}
+        return list(zip(map(_LINEAGE, metas), map(made.__getitem__, named), strict=True))
     by_id = {meta.id: meta for meta in metas}
     child_of: dict[str, CheckpointMeta] = {}
     for meta in metas:

@@ -107,10 +107,7 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
     status_of = _Statuses(runs)
     with bad_input(ctx):
         for chunk in chunks:
-            statuses = status_of.of(chunk)
-            rows = table_rows(chunk)
-            for row, meta in zip(rows, chunk, strict=True):
-                row.append(statuses.get(meta.id, "-"))
+            rows = table_rows(chunk, status_of.of(chunk))
             widths = print_table(header if widths is None else None, rows, widths)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -98,15 +99,16 @@ _FIELDS = attrgetter(
 _FIELDS_SIZE = attrgetter("size")
 
 
-def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
+def table_rows(metas: Iterable[CheckpointMeta], statuses: Mapping[str, str] | None = None) -> list[list[str]]:
     """:func:`table_row` of each of ``metas``, made column by column: each cell a column repeats (branch,
     trigger, entity, progress, size, a time's minute) made once per value, crewpoint's own ids cut without a
-    check of each (the same cells, in a fraction of the time on a big listing)."""
+    check of each (the same cells, in a fraction of the time on a big listing). With ``statuses`` (checkpoint
+    id → its run's status), each row ends with its status, ``-`` when it has none."""
     metas = list(metas)
     damaged = [i for i, meta in enumerate(metas) if meta.damaged]
     sound = [meta for meta in metas if not meta.damaged] if damaged else metas
     if not sound:
-        return [table_row(meta) for meta in metas]
+        return [_with_status(table_row(meta), meta, statuses) for meta in metas]
     ids, times, branches, parents, triggers, kinds, names, done, total = zip(*map(_FIELDS, sound), strict=True)
     columns = [
         _id_cells(ids, None),
@@ -118,11 +120,19 @@ def table_rows(metas: Iterable[CheckpointMeta]) -> list[list[str]]:
         [f"{d}/{t}" for d, t in zip(done, total, strict=True)],  # plain by their making (counts, checked)
         _size_cells(map(_FIELDS_SIZE, sound)),
     ]
+    if statuses is not None:
+        columns.append(list(map(statuses.get, ids, itertools.repeat("-"))))
     rows = list(map(list, zip(*columns, strict=True)))
     if not damaged:
         return rows
     made = iter(rows)
-    return [table_row(meta) if meta.damaged else next(made) for meta in metas]
+    return [_with_status(table_row(meta), meta, statuses) if meta.damaged else next(made) for meta in metas]
+
+
+def _with_status(row: list[str], meta: CheckpointMeta, statuses: Mapping[str, str] | None) -> list[str]:
+    if statuses is not None:
+        row.append(statuses.get(meta.id, "-"))
+    return row
 
 
 def _cells_of(values: tuple[str, ...]) -> list[str]:
@@ -234,7 +244,7 @@ def print_table(header: list[str] | None, rows: list[list[str]], widths: list[in
 
 
 def column_widths(rows: list[list[str]]) -> list[int]:
-    return [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return [max(map(len, map(str, column))) for column in zip(*rows, strict=True)]
 
 
 def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str = "") -> list[str]:
