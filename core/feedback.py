@@ -20,11 +20,15 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from crewpoint.flow_review import FeedbackSpec as FeedbackSpec
+from crewpoint.flow_review import HumanFeedbackResult as HumanFeedbackResult
+from crewpoint.flow_review import human_feedback as human_feedback
+from crewpoint.flow_review import spec_of
 from crewpoint.providers.base import CheckpointError
 
 if TYPE_CHECKING:
@@ -33,92 +37,10 @@ if TYPE_CHECKING:
     from crewpoint.llm import BaseLLM
     from crewpoint.runtime import RuntimeState
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 MODE_VARIABLE = "CREWPOINT_FEEDBACK"
 REQUESTED = "human_feedback_requested"
 RECEIVED = "human_feedback_received"
-
-
-@dataclass(frozen=True)
-class FeedbackSpec:
-    """What ``@human_feedback`` asked for a method."""
-
-    message: str
-    emit: tuple[str, ...] = ()
-    default_outcome: str | None = None
-    llm: Any = None
-    timeout: float | None = None
-
-
-def human_feedback(
-    message: str,
-    emit: Sequence[str] | None = None,
-    default_outcome: str | None = None,
-    llm: BaseLLM | str | None = None,
-    timeout: float | None = None,
-) -> Callable[[F], F]:
-    """After the flow method returns, a person reviews its output (CrewAI's ``@human_feedback``).
-
-    Without ``emit`` the method's listeners receive a :class:`HumanFeedbackResult`; with ``emit`` the answer is
-    collapsed to one of the outcomes, which routes the flow like a router's label (``@listen("approved")``), and
-    the outcome's listeners receive the result. ``default_outcome`` answers an empty feedback and a request whose
-    ``timeout`` (seconds) has passed when the run is resumed.
-    """
-    outcomes = tuple(emit or ())
-    if any(not isinstance(o, str) or not o.strip() for o in outcomes) or len(set(outcomes)) != len(outcomes):
-        raise ValueError("human_feedback(emit=...) takes distinct, non-empty outcome names")
-    if default_outcome is not None and outcomes and default_outcome not in outcomes:
-        raise ValueError(f"default_outcome {default_outcome!r} is not one of emit: {', '.join(outcomes)}")
-    if timeout is not None and timeout <= 0:
-        raise ValueError("human_feedback(timeout=...) takes a number of seconds above 0")
-    spec = FeedbackSpec(message, outcomes, default_outcome, llm, timeout)
-
-    def decorator(fn: F) -> F:
-        fn.__crewpoint_feedback__ = spec  # type: ignore[attr-defined]
-        return fn
-
-    return decorator
-
-
-def spec_of(method: Any) -> FeedbackSpec | None:
-    found = getattr(method, "__crewpoint_feedback__", None)
-    return found if isinstance(found, FeedbackSpec) else None
-
-
-@dataclass
-class HumanFeedbackResult:
-    """A person's review of a method's output: the ``output`` reviewed, their ``feedback`` text, the ``outcome``
-    it was collapsed to (``None`` without ``emit``), when (``answered_at``, epoch seconds) and who (``user@host``)."""
-
-    output: Any
-    feedback: str
-    outcome: str | None
-    answered_at: float
-    answered_by: str
-    method: str
-
-    def to_state(self) -> dict[str, Any]:
-        return {
-            "output": self.output,
-            "feedback": self.feedback,
-            "outcome": self.outcome,
-            "answered_at": self.answered_at,
-            "answered_by": self.answered_by,
-            "method": self.method,
-        }
-
-    @classmethod
-    def from_state(cls, data: Mapping[str, Any]) -> HumanFeedbackResult:
-        at = data.get("answered_at")
-        return cls(
-            output=data.get("output"),
-            feedback=str(data.get("feedback") or ""),
-            outcome=data.get("outcome") if isinstance(data.get("outcome"), str) else None,
-            answered_at=float(at) if isinstance(at, int | float) else 0.0,
-            answered_by=str(data.get("answered_by") or ""),
-            method=str(data.get("method") or ""),
-        )
 
 
 @dataclass(frozen=True)
@@ -355,9 +277,16 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
         request_id=str(request["request_id"]),
         method=request["label"] if kind != "task" else None,
         task=request["label"] if kind == "task" else None,
-        command=f"crewpoint checkpoint answer {shlex.quote(ref)}",
+        command=command_for("answer", checkpoint_id, _store_of(state.config)),
         kind=kind,
     )
+
+
+def _store_of(config: CheckpointConfig) -> str:
+    try:
+        return config.provider.store_at(str(config.location))
+    except CheckpointError:
+        return str(config.location)
 
 
 def write_received(state: RuntimeState | None) -> None:
@@ -371,6 +300,82 @@ def write_received(state: RuntimeState | None) -> None:
 
 def _when(at: Any) -> str:
     return time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
+
+
+SHORT_ID = 12
+"""How many characters of an id a command names (as ``info`` and ``list`` show it)."""
+
+
+def command_for(verb: str, checkpoint_id: str, store: str) -> str:
+    """``crewpoint checkpoint VERB ID`` as a person types it, the one text every view shows: the short id when
+    ``store`` is the one the command line finds by itself (``$CREWPOINT_CHECKPOINT_LOCATION``, else
+    ``./.checkpoints``, else ``./.checkpoints.db``), else ``--location STORE ID`` (a URL without its password)."""
+    # lazy: ids and locations by the providers' rules, only when a command is named
+    from crewpoint.providers import shown_location
+
+    # lazy: ids and locations by the providers' rules, only when a command is named
+    from crewpoint.providers.refs import short_id
+
+    short = short_id(checkpoint_id, SHORT_ID, typeable=True)
+    if _found_by_default(store):
+        return f"crewpoint checkpoint {verb} {short}"
+    return f"crewpoint checkpoint {verb} --location {shlex.quote(shown_location(store))} {short}"
+
+
+def _found_by_default(store: str) -> bool:
+    # lazy: ids and locations by the providers' rules, only when a command is named
+    from crewpoint.checkpoint.stores import DEFAULT_STORES
+
+    # lazy: ids and locations by the providers' rules, only when a command is named
+    from crewpoint.providers import is_url
+
+    given = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION")
+    found = given or next((c for c in DEFAULT_STORES if os.path.exists(c)), None)
+    if found is None:
+        return False
+    if is_url(found) or is_url(store):
+        return found.rstrip("/") == store.rstrip("/")
+    return os.path.realpath(found) == os.path.realpath(store)
+
+
+def already_answered(claim: Mapping[str, Any], checkpoint_id: str, store: str) -> str:
+    """The one line refusing a second answer: who answered, when, what, and the command that goes on with it
+    (the answer is kept in the store, so a plain resume takes it even when its own run stopped before going on)."""
+    said = claim.get("outcome") or claim.get("feedback") or "accepted"
+    return (
+        f"already answered by {claim.get('who') or 'someone'} at {_when(claim.get('at'))}: {said}; "
+        f"`{command_for('resume', checkpoint_id, store)}` goes on with that answer"
+    )
+
+
+def answer_of(claim: Mapping[str, Any], who: str = "") -> Answer:
+    """The :class:`Answer` a stored claim holds."""
+    at = claim.get("at")
+    return Answer(
+        str(claim.get("feedback") or ""),
+        claim.get("outcome") if isinstance(claim.get("outcome"), str) else None,
+        str(claim.get("who") or who),
+        float(at) if isinstance(at, int | float) else time.time(),
+        bool(claim.get("default")),
+    )
+
+
+def claimed_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> Answer | None:
+    """The answer claimed in the run's store for ``request``, or None. An answer whose process stopped after its
+    claim (killed before its first new checkpoint) left the request answered but the run not gone on: a plain
+    resume of the waiting checkpoint goes on with that answer, recorded as given by its who."""
+    if state is None or state.config is None:
+        return None
+    provider = state.config.provider
+    try:
+        store = provider.store_at(str(state.config.location))
+        claim = provider.read_claim(store, str(request.get("request_id")))
+    except (CheckpointError, OSError):
+        return None  # a store that cannot say: the run waits again, and the answer's retry goes on
+    if claim is None:
+        return None
+    _mark_answered(provider, store, request.get("run_id"))
+    return answer_of(claim)
 
 
 def answer(
@@ -453,20 +458,9 @@ def answer(
         },
     )
     if claimed.get("token") != mine_token:
-        said = claimed.get("outcome") or claimed.get("feedback") or "accepted"
-        raise CheckpointError(
-            f"already answered by {claimed.get('who') or 'someone'} at {_when(claimed.get('at'))}: {said}"
-        )
+        raise CheckpointError(already_answered(claimed, record.meta.id, store))
     _mark_answered(provider, store, request.get("run_id"))
-    entity.accept_answer(
-        Answer(
-            str(claimed.get("feedback") or ""),
-            claimed.get("outcome") if isinstance(claimed.get("outcome"), str) else None,
-            str(claimed.get("who") or mine.who),
-            float(claimed.get("at") or mine.at),
-            bool(claimed.get("default")),
-        )
-    )
+    entity.accept_answer(answer_of(claimed, mine.who))
     return entity.resume()
 
 

@@ -11,6 +11,7 @@ from crewpoint.feedback import (
     Answer,
     FeedbackWait,
     ask_terminal,
+    claimed_answer,
     mode,
     new_request,
     past_deadline,
@@ -57,7 +58,7 @@ def review_task(crew: ReviewedCrew, index: int, task: Any, candidate: str, revis
     while True:
         given, durable = None, False
         if request is not None:
-            given = crew._take_answer()
+            given = crew._take_answer() or claimed_answer(crew.runtime_state, request)
             durable = given is not None
             if given is None and past_deadline(request):
                 given, durable = Answer(who="deadline", default=True), True

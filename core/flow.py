@@ -19,14 +19,10 @@ from pydantic import BaseModel
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
-from crewpoint.feedback import (
-    Answer,
-    FeedbackSpec,
-    FeedbackWait,
-    HumanFeedbackResult,
-    spec_of,
-)
-from crewpoint.feedback import human_feedback as human_feedback
+from crewpoint.feedback import Answer, FeedbackWait
+from crewpoint.flow_review import FeedbackSpec, HumanFeedbackResult, ask, review, spec_of
+from crewpoint.flow_review import human_feedback as human_feedback
+from crewpoint.flow_review import text_of as _text
 from crewpoint.text import a_or_an
 
 if TYPE_CHECKING:
@@ -409,121 +405,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """Ask a person for a value from inside a flow method: at this terminal, or the run waits for it (the
         method runs again when the run is resumed with the answer, and this call returns it). ``None``: the
         request's ``timeout`` (seconds) passed before an answer."""
-        # lazy: the ways of asking and their events load with the first question
-        from crewpoint import feedback as hf
-
-        # lazy: the ways of asking and their events load with the first question
-        from crewpoint.events import (
-            FlowInputReceivedEvent,
-            FlowInputRequestedEvent,
-            FlowPausedEvent,
-            MethodExecutionPausedEvent,
-            event_bus,
-        )
-
-        if self._asking is None:
-            raise RuntimeError("Flow.ask() is for a flow method while the flow runs")
-        index, number, name = self._asking
-        self._asking = (index, number + 1, name)
-        key = f"{index}:{number}"
-        if key in self._given:
-            return self._given[key]
-        pending = self._pending
-        request = pending if pending is not None and pending.get("key") == key else None
-        given = self._answer if request is not None else None
-        self._answer = None if given is not None else self._answer
-        if given is None and request is not None and hf.past_deadline(request):
-            given = hf.Answer(who="deadline", default=True)
-        if given is None:
-            how = hf.mode()
-            if how == "wait":
-                request = request or hf.new_request("input", name, prompt, "", (), None, timeout, index=index, key=key)
-                self._pending = request
-                ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
-                event_bus.emit(self, FlowInputRequestedEvent(**ids, prompt=prompt))
-                event_bus.emit(self, MethodExecutionPausedEvent(**ids, reason="flow_input"))
-                event_bus.emit(self, FlowPausedEvent(**ids, reason="flow_input"))
-                raise FeedbackWait(hf.wait_here(self._runtime, request))
-            text = hf.ask_terminal(prompt, "", (), name) if how == "ask" else ""
-            given = hf.Answer(text, who=hf.who_am_i())
-        value = None if given.default else given.feedback
-        self._given[key], self._pending = value, None
-        ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
-        event_bus.emit(self, FlowInputReceivedEvent(**ids, value=value))
-        if request is not None:
-            hf.write_received(self._runtime)
-        return value
+        return ask(self, prompt, timeout)
 
     def _review(self, name: str, index: int, output: Any, spec: FeedbackSpec) -> HumanFeedbackResult:
-        """A person reviews the output of method ``name``: the answer given to the resumed run, else asked at
-        this terminal, else the run waits (:class:`FeedbackWait`, turned into a ``FeedbackPending``)."""
-        # lazy: the review's events and its ways of asking load with the first review
-        from crewpoint import feedback as hf
-
-        # lazy: the review's events and its ways of asking load with the first review
-        from crewpoint.events import (
-            FlowPausedEvent,
-            HumanFeedbackReceivedEvent,
-            HumanFeedbackRequestedEvent,
-            MethodExecutionPausedEvent,
-            event_bus,
-        )
-
-        done = self._feedback.get(index)
-        if done is not None:
-            return done
-        pending = self._pending
-        request = pending if pending is not None and pending.get("index") == index else None
-        given, durable = None, False
-        if request is not None and self._answer is not None:
-            given, durable, self._answer = self._answer, True, None
-        elif request is not None and hf.past_deadline(request):
-            given, durable = hf.Answer(who="deadline", default=True), True
-        if given is None:
-            how = hf.mode()
-            if how == "accept":
-                given = hf.Answer(who=hf.who_am_i())
-            elif how == "ask":
-                text = hf.ask_terminal(spec.message, _text(output) or "", spec.emit, name)
-                given = hf.Answer(text, who=hf.who_am_i())
-            else:
-                if request is None:
-                    outcomes, default = spec.emit, spec.default_outcome
-                    request = hf.new_request(
-                        "method", name, spec.message, _text(output) or "", outcomes, default, spec.timeout,
-                        method=name, index=index,
-                    )  # fmt: skip
-                self._pending = request
-                ids = {"flow_name": self.entity_name, "flow_id": self.id, "method_name": name}
-                event_bus.emit(
-                    self,
-                    HumanFeedbackRequestedEvent(
-                        **ids, message=spec.message, request_id=request["request_id"], outcomes=list(spec.emit)
-                    ),
-                )
-                event_bus.emit(self, MethodExecutionPausedEvent(**ids, reason="human_feedback"))
-                event_bus.emit(self, FlowPausedEvent(**ids, reason="human_feedback"))
-                raise FeedbackWait(hf.wait_here(self._runtime, request))
-        offered = {"outcomes": list(spec.emit), "default_outcome": spec.default_outcome}
-        settled = hf.resolve_answer(request or offered, given, spec.llm)
-        result = HumanFeedbackResult(output, settled.feedback, settled.outcome, settled.at, settled.who, name)
-        self._feedback[index] = result
-        self._pending = None
-        event_bus.emit(
-            self,
-            HumanFeedbackReceivedEvent(
-                flow_name=self.entity_name,
-                flow_id=self.id,
-                method_name=name,
-                feedback=settled.feedback,
-                outcome=settled.outcome,
-                who=settled.who,
-                request_id=request["request_id"] if request is not None else None,
-            ),
-        )
-        if durable:
-            hf.write_received(self._runtime)
-        return result
+        return review(self, name, index, output, spec)
 
     # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
@@ -720,13 +605,6 @@ def _router_labels(fn: Any) -> set[str]:
     for node in tree.body:
         visit(node, True)
     return labels
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    raw = getattr(value, "raw", None)
-    return raw if isinstance(raw, str) else str(value)
 
 
 async def _await(awaitable: Any) -> Any:

@@ -114,10 +114,10 @@ def test_a_flow_waits_in_one_process_and_is_answered_from_another(tmp_path: Path
     store = str(tmp_path / ("store" if kind == "json" else "store.db"))
     run, pending = _pause(tmp_path, store)
     assert run.returncode == ExitCode.WAITING == 75, run.stderr
-    assert pending["command"] == f"crewpoint checkpoint answer {shlex.quote(pending['ref'])}"
+    record = provider_for(pending["ref"]).read(pending["ref"])
+    assert pending["command"] == f"crewpoint checkpoint answer --location {shlex.quote(store)} {record.meta.id[:12]}"
     assert pending["command"] in run.stdout
     assert _statuses(store) == ["waiting"]
-    record = provider_for(pending["ref"]).read(pending["ref"])
     assert record.meta.trigger == "human_feedback_requested"
     request = record.body["entity"]["pending_feedback"]
     assert (request["method"], request["outcomes"], request["output"]) == (
@@ -242,7 +242,9 @@ def test_the_second_answer_is_refused_naming_the_first(tmp_path: Path, monkeypat
     pending = _waiting_gate(tmp_path / name)
     first = answer(pending.ref, feedback="looks great: ship", outcome=None, who="alice@host1", app=Gate())
     assert first == "shipped build 7"
-    with pytest.raises(CheckpointError, match=r"^already answered by alice@host1 at \d\d:\d\d: ship$"):
+    refused = r"^already answered by alice@host1 at \d\d:\d\d: ship; "
+    refused += r"`crewpoint checkpoint resume --location \S+ [0-9a-f]{12}` goes on with that answer$"
+    with pytest.raises(CheckpointError, match=refused):
         answer(pending.ref, feedback=None, outcome="hold", who="bob@host2", app=Gate())
 
 
@@ -288,7 +290,8 @@ def test_info_shows_the_pending_request_then_the_answer(tmp_path: Path, monkeypa
     assert shown.returncode == 0, shown.stderr
     assert "waiting for feedback on method build: Ship it?" in shown.stdout
     assert "outcomes: ship, hold (default: hold)" in shown.stdout and "build 7" in shown.stdout
-    assert f"answer with: crewpoint checkpoint answer {pending.checkpoint_id}" in shown.stdout
+    assert pending.command == f"crewpoint checkpoint answer --location {store} {pending.checkpoint_id[:12]}"
+    assert f"answer with: {pending.command}" in shown.stdout  # the same text as the run said
     answer(pending.ref, feedback="ship it now", outcome=None, who="alice@host1", app=Gate())
     after = subprocess.run([*info, str(store)], capture_output=True, text=True, timeout=120)
     assert "waiting for feedback" not in after.stdout

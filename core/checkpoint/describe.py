@@ -85,7 +85,7 @@ class CheckpointInfo:
                 lines.append(f"  deadline: {_clock(deadline)}, then the default outcome")
             lines.append("  output under review:")
             lines += ["    " + line for line in clip(request.get("output", ""), 400, one_line=False).splitlines()]
-            lines.append(f"  answer with: crewpoint checkpoint answer {self.meta.id}")
+            lines.append(f"  answer with: {_answer_command(self.meta)}")
         if self.human_feedback:
             lines += ["", "feedback given"]
         for i, given in enumerate(self.human_feedback):
@@ -95,6 +95,17 @@ class CheckpointInfo:
             by = given.get("answered_by") or given.get("who") or "?"
             lines.append(f"  {i + 1}. {label}{outcome}: {said} (by {by} at {_clock(given.get('answered_at'))})")
         return lines
+
+
+def _answer_command(meta: CheckpointMeta) -> str:
+    """The command that answers the checkpoint, as every view names it (:func:`crewpoint.feedback.command_for`)."""
+    # lazy: naming a command reads the store's provider, only for a checkpoint that waits
+    from crewpoint.feedback import command_for
+
+    # lazy: naming a command reads the store's provider, only for a checkpoint that waits
+    from crewpoint.providers import provider_for
+
+    return command_for("answer", meta.id, provider_for(meta.location).store_of(meta))
 
 
 def _clock(at: Any) -> str:

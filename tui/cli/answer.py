@@ -8,12 +8,12 @@ answered (naming who), an outcome the request does not offer, and ``--feedback``
 from __future__ import annotations
 
 import sys
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.feedback import already_answered
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
@@ -29,14 +29,6 @@ if TYPE_CHECKING:
     from crewpoint.providers.base import CheckpointRecord
 
 RULE = "-" * 60
-
-
-def answered_by(claim: dict[str, Any]) -> str:
-    """``already answered by alice@host1 at 14:02: approved``, from a stored claim."""
-    at = claim.get("at")
-    when = time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
-    said = claim.get("outcome") or claim.get("feedback") or "accepted"
-    return f"already answered by {claim.get('who') or 'someone'} at {when}: {said}"
 
 
 def _show_request(checkpoint_id: str, request: dict[str, Any]) -> None:
@@ -70,7 +62,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
         provider = provider_for(store)
         claim = provider.read_claim(store, request["request_id"])
         if claim is not None:
-            raise CheckpointError(answered_by(claim))
+            raise CheckpointError(already_answered(claim, record.meta.id, store))
         text = feedback
         if text is None and not accept and not default and sys.stdin.isatty():
             _show_request(record.meta.id, request)
@@ -95,7 +87,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
             except CheckpointError as exc:
                 won = provider.read_claim(store, request["request_id"])
                 if won is not None and won.get("token") != token:  # someone else answered first
-                    raise RunRefused(answered_by(won)) from exc
+                    raise RunRefused(already_answered(won, record.meta.id, store)) from exc
                 raise
 
         return kickoff
