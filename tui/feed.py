@@ -14,7 +14,7 @@ from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.runs import read_runs
 from crewpoint.tui.messages import RunsRead, StoreListed
-from crewpoint.tui.store_index import StoreIndex
+from crewpoint.tui.store_index import StoreIndex, waiting_requests
 
 
 def read_store(location: str, query: str = "") -> StoreListed:
@@ -45,9 +45,11 @@ def read_newest(location: str) -> StoreListed | None:
 
 
 def read_runs_of(location: str, read_at: float) -> RunsRead:
-    """The store's run records; none when they cannot be read (they only add a mark to a branch)."""
+    """The store's run records, each request waiting once as ``list`` shows them (:func:`waiting_requests`); none
+    when they cannot be read (they only add a mark to a branch)."""
     try:
-        runs = read_runs(ops.find_store(location))
+        store = ops.find_store(location)
+        runs, _ = waiting_requests(store, read_runs(store))
     except Exception:
         runs = []
     return RunsRead(runs, read_at)

@@ -316,9 +316,12 @@ def pending_request(body: object) -> dict[str, Any] | None:
 
 
 def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:
-    """Settle the ``waiting`` run records of ``store``: a run whose request someone has claimed (answered, its
-    record not yet rewritten) reads ``answered``; the others' requests come back by the id of the checkpoint
-    that holds them. Reads only the bodies of waiting runs' checkpoints, and the store's claims."""
+    """Settle the ``waiting`` run records of ``store`` so that each request shows waiting once: a run whose
+    request someone has claimed (answered, its record not yet rewritten) reads ``answered``; of the runs waiting on
+    one request (a plain resume that waited again holds the request its source held), the one at the newest
+    checkpoint waits and the others read ``interrupted`` (they stopped, and resuming them goes on as well); the
+    requests come back by the id of the checkpoint that holds them. Reads only the bodies of waiting runs'
+    checkpoints, and the store's claims."""
     waiting = [run for run in runs if run.status == "waiting" and run.checkpoint_id]
     if not waiting:
         return runs, {}
@@ -327,21 +330,28 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
         claimed = provider.claims(store)
     except Exception:  # a store that cannot tell has no claims: its records stand
         claimed = {}
-    requests: dict[str, dict[str, Any]] = {}
-    answered: set[str] = set()
+    holders: dict[str, list[tuple[tuple[int, float, float], RunInfo, dict[str, Any]]]] = defaultdict(list)
     for run in waiting:
         try:
-            request = pending_request(provider.read(store, run.checkpoint_id).body)
+            record = provider.read(store, run.checkpoint_id)
         except Exception:  # a damaged or vanished checkpoint: the record stands, with no request to show
             continue
-        if request is None:
-            continue
-        if request["request_id"] in claimed:
-            answered.add(run.run_id)
+        request = pending_request(record.body)
+        if request is not None:
+            order = (record.meta.sequence, record.meta.created_at, run.started_at)
+            holders[request["request_id"]].append((order, run, request))
+    requests: dict[str, dict[str, Any]] = {}
+    settled: dict[str, str] = {}
+    for request_id, held in holders.items():
+        held.sort(key=lambda h: h[0])
+        for _, run, _ in held[:-1]:
+            settled[run.run_id] = "interrupted"  # a newer checkpoint holds its request
+        _, newest, request = held[-1]
+        if request_id in claimed:
+            settled.update((run.run_id, "answered") for _, run, _ in held)
         else:
-            requests[run.checkpoint_id or ""] = request
-    settled = [replace(run, status="answered") if run.run_id in answered else run for run in runs]
-    return settled, requests
+            requests[newest.checkpoint_id or ""] = request
+    return [replace(run, status=settled[run.run_id]) if run.run_id in settled else run for run in runs], requests
 
 
 _DAMAGED, _LINEAGE, _NAMED = attrgetter("damaged"), attrgetter("lineage"), attrgetter("entity_kind", "entity_name")
