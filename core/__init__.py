@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "router": "crewpoint.flow",
     "CheckpointConfig": "crewpoint.checkpoint.config",
     "FeedbackPending": "crewpoint.feedback",
+    "Budget": "crewpoint.budget",
+    "BudgetExceeded": "crewpoint.budget",
     "JsonProvider": "crewpoint.providers",
     "SqliteProvider": "crewpoint.providers",
     "BaseLLM": "crewpoint.llm",
@@ -39,6 +41,8 @@ __all__ = [
     "Agent",
     "BaseLLM",
     "BaseTool",
+    "Budget",
+    "BudgetExceeded",
     "CheckpointConfig",
     "CheckpointState",
     "Crew",
@@ -62,6 +66,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from crewpoint.agent import Agent
+    from crewpoint.budget import Budget, BudgetExceeded
     from crewpoint.checkpoint.config import CheckpointConfig
     from crewpoint.crew import Crew, CrewOutput
     from crewpoint.feedback import FeedbackPending

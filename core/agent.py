@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -97,6 +98,8 @@ class Agent(BaseModel, CheckpointedEntity):
     step_callback: Callable[[AgentStep], Any] | None = None
     verbose: bool = False
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
+    budget: Budget | None = None
+    """What a standalone kickoff may spend (:mod:`crewpoint.budget`); in a crew, the crew's budget counts."""
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _conversation: ShortTermMemory = PrivateAttr(default_factory=ShortTermMemory)
@@ -186,6 +189,8 @@ class Agent(BaseModel, CheckpointedEntity):
                 ],
                 task_id=task.id,
             )
+        except BudgetExceeded:
+            raise  # the run stopped before a call: no error of this agent's
         except Exception as exc:
             event_bus.emit(self, AgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc)))
             raise
@@ -289,6 +294,8 @@ class Agent(BaseModel, CheckpointedEntity):
             try:
                 system = {"role": "system", "content": self.system_prompt()}
                 answer = self._loop([system, *[m for m in convo if m["role"] != "system"]])
+            except BudgetExceeded:
+                raise
             except Exception as exc:
                 event_bus.emit(
                     self, LiteAgentExecutionErrorEvent(agent_role=self.role, agent_id=self.id, error=str(exc))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.agent import Agent, _config_from_state, _config_state
+from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -55,6 +56,8 @@ class Crew(BaseModel, CheckpointedEntity):
     checkpoint: CheckpointConfig | bool | None = None
     verbose: bool = False
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
+    budget: Budget | None = None
+    """What a run may spend (:mod:`crewpoint.budget`): it stops before the call that would go past it."""
 
     _memory: CrewMemory = PrivateAttr(default_factory=CrewMemory)
     _knowledge: Knowledge | None = PrivateAttr(default=None)
@@ -207,10 +210,14 @@ class Crew(BaseModel, CheckpointedEntity):
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
         feedback: str | None = None,
+        budget: Budget | None = None,
     ) -> CrewOutput | FeedbackPending:
         """Run the crew. With ``from_checkpoint`` the crew saved there runs instead, from where it stopped; with
         ``feedback`` too, that is the answer to the review the checkpoint waits on ("" accepts). Returns a
-        :class:`FeedbackPending` when the run waits for a person."""
+        :class:`FeedbackPending` when the run waits for a person; raises :class:`BudgetExceeded` when it stops at
+        its ``budget`` (given here, it replaces ``self.budget``)."""
+        if budget is not None:
+            self.budget = budget
         if from_checkpoint is not None and feedback is not None:
             # lazy: crewpoint.feedback's answering reads stores and the runtime
             from crewpoint.feedback import answer
@@ -257,6 +264,8 @@ class Crew(BaseModel, CheckpointedEntity):
                         self._run_task(index)
             except FeedbackWait as wait:
                 return wait.pending
+            except BudgetExceeded:
+                raise  # stopped before a call, its checkpoint written: not a failure
             except Exception as exc:
                 event_bus.emit(self, CrewKickoffFailedEvent(crew_name=self.name, crew_id=self.id, error=str(exc)))
                 raise
@@ -283,10 +292,13 @@ class Crew(BaseModel, CheckpointedEntity):
         *,
         from_checkpoint: CheckpointConfig | str | Path | None = None,
         feedback: str | None = None,
+        budget: Budget | None = None,
     ) -> CrewOutput | FeedbackPending:
         import asyncio
 
-        return await asyncio.to_thread(self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback)
+        return await asyncio.to_thread(
+            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, budget=budget
+        )
 
     def _run_task(self, index: int) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
@@ -326,7 +338,7 @@ class Crew(BaseModel, CheckpointedEntity):
             for callback in (task.callback, self.task_callback):
                 if callback is not None:
                     callback(output)
-        except FeedbackWait:
+        except (FeedbackWait, BudgetExceeded):
             raise
         except Exception as exc:
             event_bus.emit(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
+from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -120,6 +121,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
     KIND: ClassVar[str] = "flow"
     initial_state: Any = None
     name: str | None = None
+    budget: Budget | None = None
+    """What a run may spend (:mod:`crewpoint.budget`): a class attribute, or ``Flow(budget=...)``."""
 
     _starts: tuple[str, ...] = ()
     _listeners: tuple[tuple[str, Condition], ...] = ()
@@ -148,7 +151,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         cls._listeners = tuple(listeners)
         cls._routers = frozenset(routers)
 
-    def __init__(self, checkpoint: CheckpointConfig | bool | None = None, **state: Any) -> None:
+    def __init__(
+        self, checkpoint: CheckpointConfig | bool | None = None, *, budget: Budget | None = None, **state: Any
+    ) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import FlowCreatedEvent, event_bus
 
@@ -156,6 +161,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if problem is not None:
             raise ValueError(problem)
         self.checkpoint = checkpoint
+        if budget is not None:
+            self.budget = budget
         self.id = uuid.uuid4().hex[:16]
         self._state: Any = self._initial_state()
         if state:
@@ -252,9 +259,13 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         from_checkpoint: CheckpointConfig | str | Path | None = None,
         feedback: str | None = None,
         outcome: str | None = None,
+        budget: Budget | None = None,
     ) -> Any:
         """Run the flow; returns the last method's output, or a :class:`FeedbackPending` when the run waits for a
-        person. ``feedback``/``outcome`` with ``from_checkpoint`` answer the request that checkpoint waits on."""
+        person. ``feedback``/``outcome`` with ``from_checkpoint`` answer the request that checkpoint waits on.
+        Raises :class:`BudgetExceeded` when the run stops at its ``budget`` (given here, it replaces self.budget)."""
+        if budget is not None:
+            self.budget = budget
         if from_checkpoint is not None and (feedback is not None or outcome is not None):
             # lazy: crewpoint.feedback's answering reads stores and the runtime
             from crewpoint.feedback import answer
@@ -303,11 +314,12 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         from_checkpoint: CheckpointConfig | str | Path | None = None,
         feedback: str | None = None,
         outcome: str | None = None,
+        budget: Budget | None = None,
     ) -> Any:
         import asyncio
 
         return await asyncio.to_thread(
-            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, outcome=outcome
+            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, outcome=outcome, budget=budget
         )
 
     akickoff = kickoff_async
@@ -380,8 +392,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
                     output = asyncio.run(_await(output))
             finally:
                 self._asking = None
-        except FeedbackWait:
-            raise  # the method asked and the run waits: on resume it runs again and gets its answer
+        except (FeedbackWait, BudgetExceeded):
+            raise  # the method asked and the run waits, or it stopped at its budget: on resume it runs again
         except Exception as exc:
             event_bus.emit(
                 self,

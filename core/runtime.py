@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crewpoint._version import __version__
+from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import origin_of, refuse_kickoff_while_loading
 from crewpoint.checkpoint.prune_plan import prune_store
@@ -384,8 +385,8 @@ class RuntimeState:
             self._follow_units(event)
         self.events.add(event)
         config = self.root.checkpoint_config_for(event)
-        if config is not None and config.wants(event.type) and event.type != "human_feedback_requested":
-            self.submit(self.capture(event.type), config)  # a request's checkpoint is always written, once, by the run
+        if config is not None and config.wants(event.type) and event.type not in _WRITTEN_BY_THE_RUN:
+            self.submit(self.capture(event.type), config)
 
     @classmethod
     def from_checkpoint(cls, ref: str | Path) -> CheckpointRecord:
@@ -398,6 +399,9 @@ class RuntimeState:
 
         return await asyncio.to_thread(cls.from_checkpoint, ref)
 
+
+_WRITTEN_BY_THE_RUN = frozenset({"human_feedback_requested", "budget_exceeded"})
+"""Events whose checkpoint the run always writes itself, once (a request to wait on, a budget stop)."""
 
 _UNIT_EVENTS = frozenset(
     {
@@ -486,6 +490,7 @@ class Running:
         try:
             if exc is not None:
                 status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
+                status = "budget" if isinstance(exc, BudgetExceeded) else status
                 signal_name, state.pending_signal = state.pending_signal, None
                 if signal_name is not None:
                     _emit_signal(state, signal_name)
@@ -525,9 +530,24 @@ def resume_hint(state: RuntimeState) -> str | None:
     """The line telling how to resume an interrupted run from its newest checkpoint: crewpoint's command (with
     the program, when known, as ``--app``) or ``kickoff(from_checkpoint=...)`` in the program itself. None when
     the run wrote nothing."""
+    command = resume_command(state)
+    if command is None or state.last_ref is None:
+        return None
+    origin = state.origin or {}
+    attr = origin.get("attr")
+    name = attr if isinstance(attr, str) and attr.isidentifier() else state.root.entity_kind
+    if kind_of(state.root.entity_kind).named_by_class and name != state.root.entity_kind:
+        name += "()"  # the origin names the class (a flow's): the program makes one to resume
+    python = f"{name}.kickoff(from_checkpoint={shown_location(state.last_ref)!r})"
+    return f"crewpoint: interrupted; resume with: {command}, or in your program: {python}"
+
+
+def resume_command(state: RuntimeState) -> str | None:
+    """``crewpoint checkpoint resume ID --location STORE`` for the run's newest written checkpoint, with the
+    program, when known, as ``--app``; None when the run wrote nothing."""
     import shlex
 
-    if state.config is None or state.written_id is None or state.last_ref is None:
+    if state.config is None or state.written_id is None:
         return None
     location = shlex.quote(shown_location(state.config.location))
     command = f"crewpoint checkpoint resume {state.written_id} --location {location}"
@@ -539,11 +559,7 @@ def resume_hint(state: RuntimeState) -> str | None:
             relative = os.path.relpath(program)
             program = program if relative.startswith(os.pardir) else relative
         command += f" --app {shlex.quote(f'{program}:{attr}')}"
-    name = attr if isinstance(attr, str) and attr.isidentifier() else state.root.entity_kind
-    if kind_of(state.root.entity_kind).named_by_class and name != state.root.entity_kind:
-        name += "()"  # the origin names the class (a flow's): the program makes one to resume
-    python = f"{name}.kickoff(from_checkpoint={shown_location(state.last_ref)!r})"
-    return f"crewpoint: interrupted; resume with: {command}, or in your program: {python}"
+    return command
 
 
 class Heartbeat:
@@ -614,13 +630,18 @@ def _check_lineage(branch: object, lineage: object, parent_id: object, sequence:
         raise DamagedCheckpoint(f"damaged checkpoint lineage: {problem}")
 
 
-def _emit_signal(state: RuntimeState, name: str) -> None:
-
+def emit_in(state: RuntimeState, event: BaseEvent) -> BaseEvent:
+    """Emit ``event`` as ``state``'s run's (recorded in its history), even from a run it holds inside it."""
     token = _current.set(state)
     try:
-        event_bus.emit(state.root, EVENT_TYPES[name](signal_number=getattr(signal, name, None)))
+        return event_bus.emit(state.root, event)
     finally:
         _current.reset(token)
+
+
+def _emit_signal(state: RuntimeState, name: str) -> None:
+
+    emit_in(state, EVENT_TYPES[name](signal_number=getattr(signal, name, None)))
     writer.flush()
 
 

@@ -26,10 +26,11 @@ BEAT_INTERVAL = 2.0
 STALE_AFTER = 3 * BEAT_INTERVAL + 4.0
 """A ``running`` run whose last beat is older than this has crashed."""
 
-STATUSES = ("running", "finished", "failed", "interrupted", "crashed", "waiting", "answered")
+STATUSES = ("running", "finished", "failed", "interrupted", "crashed", "waiting", "answered", "budget")
 """What a run record can hold: ``waiting`` is a run that stopped to wait for a person's feedback (its newest
 checkpoint holds the request), ``answered`` a waiting run whose request someone has answered since (the answer
-goes on in a new run)."""
+goes on in a new run), ``budget`` a run that stopped at its budget (its newest checkpoint, trigger
+``budget_exceeded``, is where a resume with a larger budget goes on)."""
 
 STATES = (*STATUSES, "lost")
 """What :func:`classify` can say: ``lost`` is a stale beat from another host."""

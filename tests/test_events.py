@@ -82,7 +82,8 @@ def test_every_seed_catalogue_name_has_an_event_class() -> None:
     seeded = [name for names in families.values() for name in names]
     missing = [name for name in seeded if name not in EVENT_TYPES]
     assert not missing
-    assert set(CATALOGUE_NAMES) == set(seeded)
+    crewpoints_own = {"budget_exceeded"}  # a run stopped at its budget (crewpoint.budget): no CrewAI feature
+    assert set(CATALOGUE_NAMES) == set(seeded) | crewpoints_own
 
 
 def test_the_kept_catalogue_copy_matches_the_seed_pages() -> None:

@@ -16,6 +16,7 @@ STATE_MARKS = {
     "running": ("● live", "live"),
     "waiting": ("⧗ waiting", "marked"),
     "answered": ("✓ answered", "muted"),
+    "budget": ("■ stopped: budget", "stopped"),
     "finished": ("✓ done", "muted"),
     "interrupted": ("■ interrupted", "stopped"),
     "crashed": ("✗ crashed", "damaged"),

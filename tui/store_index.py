@@ -30,13 +30,14 @@ whose newest checkpoint is one of them is not live, however new it is."""
 LIVE_WINDOW = 10.0
 """Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
 
-RUN_STATES = ("running", "waiting", "answered", "finished", "failed", "interrupted", "crashed", "lost")
+RUN_STATES = ("running", "waiting", "answered", "budget", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
 
 STATUS_WORDS = {
     "running": "live",
     "waiting": "waiting",
     "answered": "answered",
+    "budget": "stopped: budget",
     "finished": "done",
     "failed": "failed",
     "interrupted": "interrupted",

@@ -48,6 +48,7 @@ CheckpointEventType = Literal[
     "llm_call_failed",
     "llm_stream_chunk",
     "llm_thinking_chunk",
+    "budget_exceeded",
     "llm_guardrail_started",
     "llm_guardrail_completed",
     "llm_guardrail_failed",
@@ -196,6 +197,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "LLMCallFailedEvent",
         "LLMStreamChunkEvent",
         "LLMThinkingChunkEvent",
+        "BudgetExceededEvent",
     ),
     "guardrail": (
         "LLMGuardrailEvent",

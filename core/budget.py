@@ -1,0 +1,314 @@
+"""Budgets: a run stops before the LLM call that would go past its budget, with a checkpoint to resume from.
+
+``Crew(..., budget=Budget(usd=2.0))``, ``Flow(budget=...)`` (or a class attribute) and ``Agent(..., budget=...)``
+(a standalone agent's kickoff) set one. Before each LLM call (:meth:`crewpoint.llm.BaseLLM.invoke`, sync or async,
+streamed or not) :func:`check_before_call` compares what the run has spent since its kickoff (the rows of its
+:class:`~crewpoint.usage.UsageLedger`; never its source chain's ``before``) with its budget. Once the spending has
+reached the budget, the run emits ``budget_exceeded``, writes a checkpoint with that trigger (whatever
+``on_events`` says, when the run has a store), its record reads ``budget`` (``stopped: budget``) and ``kickoff()``
+raises :class:`BudgetExceeded`. Resuming from that checkpoint with a larger budget (``kickoff(from_checkpoint=...,
+budget=...)``, ``crewpoint checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are
+reused and no call is made twice.
+
+Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens too). Dollars come from the
+recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers
+counts in tokens only, and the run says once, in one line, that its dollars cannot be checked.
+
+Headless and cheap: the standard library only at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crewpoint.cost import Prices
+    from crewpoint.runtime import RuntimeState
+
+__all__ = ["TRIGGER", "Budget", "BudgetExceeded", "Spending", "check_before_call", "spending_of"]
+
+log = logging.getLogger("crewpoint")
+
+TRIGGER = "budget_exceeded"
+"""The event a budget stop emits and the trigger of the checkpoint it writes."""
+
+STATUS = "budget"
+"""What the run record of a run stopped by its budget reads (``stopped: budget``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What a run may spend: ``usd`` dollars and/or ``tokens`` tokens (input + output + reasoning tokens, cached
+    input included). ``None`` sets no limit of that kind. It counts what this run spends from its kickoff (or
+    resume), never what its source chain spent before."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        usd, tokens = self.usd, self.tokens
+        if usd is not None and (
+            isinstance(usd, bool) or not isinstance(usd, int | float) or not math.isfinite(usd) or usd <= 0
+        ):
+            raise ValueError(f"Budget(usd=...) takes a number of dollars above 0, not {usd!r}")
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0):
+            raise ValueError(f"Budget(tokens=...) takes a whole number of tokens above 0, not {tokens!r}")
+
+    @classmethod
+    def of(cls, usd: float | None = None, tokens: int | None = None) -> Budget | None:
+        """A budget of the given limits, or None when neither is given (the command line's ``--budget``)."""
+        return None if usd is None and tokens is None else cls(usd, tokens)
+
+    def larger(self, factor: float = 2.0) -> Budget:
+        """This budget ``factor`` times over: what the resume command suggests."""
+        return Budget(
+            None if self.usd is None else float(f"{self.usd * factor:.6g}"),
+            None if self.tokens is None else math.ceil(self.tokens * factor),
+        )
+
+    def options(self) -> list[str]:
+        """The command line's options for this budget: ``["--budget", "4", "--budget-tokens", "2000"]``."""
+        out: list[str] = []
+        if self.usd is not None:
+            out += ["--budget", f"{self.usd:g}"]
+        if self.tokens is not None:
+            out += ["--budget-tokens", str(self.tokens)]
+        return out
+
+    def __str__(self) -> str:
+        # lazy: the price formatting is needed only when a budget is shown
+        from crewpoint.cost import format_usd
+
+        parts = [format_usd(self.usd)] if self.usd is not None else []
+        if self.tokens is not None:
+            parts.append(f"{self.tokens:,} tokens")
+        return " or ".join(parts) or "no limit"
+
+
+def parse_usd(text: str) -> float | None:
+    """Dollars typed by a person (``"5"``, ``"$2.50"``); ``None`` for empty text; ``ValueError`` (one line) for
+    anything that is not a number of dollars above 0."""
+    cleaned = text.strip().removeprefix("$").strip()
+    if not cleaned:
+        return None
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise ValueError(f"budget {text.strip()!r} is not a number of dollars (like 5 or 2.50)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"budget {text.strip()!r}: give a number of dollars above 0, or leave it empty")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Spending:
+    """What a run has spent since its kickoff: dollars of the priced rows, tokens of all, and the models whose
+    price is unknown (their dollars are not counted)."""
+
+    usd: float
+    tokens: int
+    unpriced: tuple[str, ...] = ()
+
+
+class BudgetExceeded(Exception):
+    """Raised by ``kickoff()`` when the run stopped at its budget, before an LLM call. ``ref`` and
+    ``checkpoint_id`` name the ``budget_exceeded`` checkpoint (None when the run has no store); ``command`` resumes
+    it with a larger budget (``""`` without a store). A command-line run stopped so exits with ``ExitCode.BUDGET``."""
+
+    def __init__(
+        self,
+        *,
+        ref: str | None,
+        checkpoint_id: str | None,
+        spent_usd: float,
+        spent_tokens: int,
+        budget: Budget,
+        command: str = "",
+        problem: str | None = None,
+    ) -> None:
+        self.ref = ref
+        self.checkpoint_id = checkpoint_id
+        self.spent_usd = spent_usd
+        self.spent_tokens = spent_tokens
+        self.budget = budget
+        self.command = command
+        self.problem = problem
+        super().__init__(self._line())
+
+    def spent(self) -> str:
+        """``$2.0100 and 1,234 tokens`` (the dollars only when the budget counts dollars)."""
+        # lazy: the price formatting is needed only when a stop is told
+        from crewpoint.cost import format_usd
+
+        tokens = f"{self.spent_tokens:,} tokens"
+        return f"{format_usd(self.spent_usd)} and {tokens}" if self.budget.usd is not None else tokens
+
+    def _line(self) -> str:
+        said = f"the run stopped at its budget: spent {self.spent()} of {self.budget}"
+        if self.checkpoint_id is None:
+            why = self.problem or "the run has no checkpoint store (pass checkpoint=True to resume after a stop)"
+            return f"{said}; no checkpoint was written: {why}"
+        return f"{said}; checkpoint {self.checkpoint_id[:12]} holds it; go on with: {self.command}"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keyword-only arguments: pickled through a plain rebuild
+        return (_rebuild, (self.__dict__,))
+
+
+_FIELDS = ("ref", "checkpoint_id", "spent_usd", "spent_tokens", "budget", "command", "problem")
+
+
+def _rebuild(fields: Mapping[str, Any]) -> BudgetExceeded:
+    return BudgetExceeded(**{key: fields[key] for key in _FIELDS if key in fields})
+
+
+# -- metering -------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Meter:
+    """One kickoff's count: where the ledger stood when it began, each row's dollars (rows that have not changed
+    are the same objects, so each is priced once), and the models already warned about."""
+
+    started: float
+    base_usd: float = 0.0
+    base_tokens: int = 0
+    prices: Prices | None = None
+    priced: dict[int, tuple[Mapping[str, Any], float | None]] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+
+_meters: weakref.WeakKeyDictionary[RuntimeState, _Meter] = weakref.WeakKeyDictionary()
+
+
+def _tokens(row: Mapping[str, Any]) -> int:
+    return sum(v for k in ("input_tokens", "output_tokens", "reasoning_tokens") if type(v := row.get(k, 0)) is int)
+
+
+def _row_usd(meter: _Meter, row: Mapping[str, Any]) -> float | None:
+    key = id(row)
+    kept = meter.priced.get(key)
+    if kept is not None and kept[0] is row:
+        return kept[1]
+    # lazy: genai-prices (pydantic and its table) loads with the first dollar budget checked
+    from crewpoint.cost import load_prices, price_row
+
+    if meter.prices is None:
+        meter.prices = load_prices()
+    cost = price_row(row, meter.prices)
+    usd = None if cost.usd is None else float(cost.usd)
+    meter.priced[key] = (row, usd)
+    return usd
+
+
+def spending_of(rows: list[dict[str, Any]], meter: _Meter | None = None, *, dollars: bool = True) -> Spending:
+    """The dollars and tokens of usage ``rows`` (a ledger's), and the models whose price is unknown."""
+    meter = meter if meter is not None else _Meter(0.0)
+    usd, tokens, unpriced = 0.0, 0, []
+    for row in rows:
+        tokens += _tokens(row)
+        if not dollars:
+            continue
+        cost = _row_usd(meter, row)
+        if cost is None:
+            model = str(row.get("model", ""))
+            if model not in unpriced:
+                unpriced.append(model)
+        else:
+            usd += cost
+    return Spending(round(usd, 6), tokens, tuple(unpriced))
+
+
+def _meter_of(state: RuntimeState, budget: Budget) -> _Meter:
+    meter = _meters.get(state)
+    if meter is None or meter.started != state.run_started:  # a new kickoff counts from here
+        meter = _Meter(state.run_started)
+        base = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
+        meter.base_usd, meter.base_tokens = base.usd, base.tokens
+        meter.warned.update(base.unpriced)
+        _meters[state] = meter
+    return meter
+
+
+def budget_of(state: RuntimeState) -> Budget | None:
+    """The budget of the run ``state`` runs: its entity's ``budget``."""
+    budget = getattr(state.root, "budget", None)
+    return budget if isinstance(budget, Budget) else None
+
+
+def over_budget(state: RuntimeState | None) -> tuple[RuntimeState, Budget, Spending] | None:
+    """The run (this one or one it runs inside) whose spending has reached its budget, or None."""
+    while state is not None:
+        budget = budget_of(state)
+        if budget is not None:
+            meter = _meter_of(state, budget)
+            now = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
+            spent = Spending(round(now.usd - meter.base_usd, 6), now.tokens - meter.base_tokens, now.unpriced)
+            for model in spent.unpriced:
+                if model not in meter.warned:
+                    meter.warned.add(model)
+                    log.warning(
+                        "budget: the price of model %r is unknown, so its dollars cannot be checked against the "
+                        "budget; its tokens are counted",
+                        model,
+                    )
+            if (budget.usd is not None and spent.usd >= budget.usd) or (
+                budget.tokens is not None and spent.tokens >= budget.tokens
+            ):
+                return state, budget, spent
+        state = state.outer
+    return None
+
+
+def stop(state: RuntimeState, budget: Budget, spent: Spending, call: Mapping[str, Any]) -> BudgetExceeded:
+    """Stop ``state``'s run at its budget: emit ``budget_exceeded``, write its checkpoint (when the run has a store)
+    and answer the :class:`BudgetExceeded` to raise. ``call`` names the call that was not made (model, agent, task)."""
+    # lazy: the event class and the runtime load only when a run stops at its budget
+    from crewpoint.events import BudgetExceededEvent
+
+    # lazy: the runtime imports this module (a run's status reads ``budget`` from its exception)
+    from crewpoint.runtime import emit_in, resume_command
+
+    event = BudgetExceededEvent(
+        spent_usd=spent.usd if budget.usd is not None else None,
+        spent_tokens=spent.tokens,
+        budget_usd=budget.usd,
+        budget_tokens=budget.tokens,
+        source_type="llm",
+        **call,
+    )
+    emit_in(state, event)
+    ref: str | None = None
+    checkpoint_id: str | None = None
+    problem: str | None = None
+    if state.config is not None:
+        try:
+            ref = state.checkpoint(trigger=TRIGGER)
+            checkpoint_id = state.written_id
+        except Exception as exc:  # the run stops all the same: say why nothing holds it
+            problem = f"the checkpoint could not be written ({' '.join(str(exc).split())})"
+    command = ""
+    if checkpoint_id is not None:
+        base = resume_command(state) or f"crewpoint checkpoint resume {checkpoint_id}"
+        command = " ".join([base, *budget.larger().options()])
+    return BudgetExceeded(
+        ref=ref,
+        checkpoint_id=checkpoint_id,
+        spent_usd=spent.usd,
+        spent_tokens=spent.tokens,
+        budget=budget,
+        command=command,
+        problem=problem,
+    )
+
+
+def check_before_call() -> tuple[RuntimeState, Budget, Spending] | None:
+    """Before an LLM call: the run to stop (see :func:`over_budget`), or None to go on. Cheap without a budget; a
+    call outside any run (the runtime not even loaded) has none."""
+    runtime = sys.modules.get("crewpoint.runtime")
+    return None if runtime is None else over_budget(runtime.current_state())
