@@ -1,0 +1,145 @@
+"""An answer killed after its claim leaves no request stuck: the answering process is killed with SIGKILL while
+its first new checkpoint is on its way to the store; a second answer is refused in one line naming who answered
+and the command that goes on, and a plain resume (the CLI's, or ``kickoff(from_checkpoint=...)``) goes on with
+the claimed answer, recorded as given by its who. Real flows, real processes, JSON and SQLite stores."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from support.waiting import wait_for
+from test_answer_cli import CLI, listed, one_line_refusal, paused, ran, run
+
+from crewpoint.providers import provider_for
+
+STOP_AT_WRITE = textwrap.dedent(
+    """
+    # Test-only: the command line, as `crewpoint` runs it, with the stores' writes held once an answer is claimed,
+    # so the test can kill the process while its first new checkpoint is on its way (nothing here ships).
+    import os
+    import sys
+    import threading
+    from pathlib import Path
+
+    from crewpoint.providers.json_provider import JsonProvider
+    from crewpoint.providers.sqlite_provider import SqliteProvider
+
+    claimed = []
+
+
+    def hold(cls):
+        claim, write = cls.claim, cls.write
+
+        def claiming(self, *args, **kwargs):
+            won = claim(self, *args, **kwargs)
+            claimed.append(won)
+            return won
+
+        def writing(self, *args, **kwargs):
+            if claimed:
+                Path(os.environ["STOP_MARK"]).write_text(str(os.getpid()))
+                threading.Event().wait()  # the test kills the process here
+            return write(self, *args, **kwargs)
+
+        cls.claim, cls.write = claiming, writing
+
+
+    hold(JsonProvider)
+    hold(SqliteProvider)
+
+    from crewpoint.tui.cli import main
+
+    sys.argv[0] = "crewpoint"
+    main()
+    """
+)
+
+RESUME_API = textwrap.dedent(
+    """
+    import sys
+    from review import flow
+
+    print("result:", flow.kickoff(from_checkpoint=sys.argv[1]))
+    """
+)
+
+
+def _killed_after_claim(project: Path, store: str, waiting: str) -> None:
+    """``crewpoint checkpoint answer`` killed (SIGKILL) once it has claimed the answer, as its first new
+    checkpoint is being written."""
+    (project / "stop_at_write.py").write_text(STOP_AT_WRITE)
+    mark = project / "writing.pid"
+    args = ["answer", waiting, "--location", store, "--feedback", "ship it: approved", "--app", "review.py:flow"]
+    child = subprocess.Popen(
+        [sys.executable, "stop_at_write.py", "checkpoint", *args],
+        cwd=project,
+        env={**os.environ, "STOP_MARK": str(mark), "CREWPOINT_FEEDBACK": "wait"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(lambda: mark.exists() or child.poll() is not None, "the answer's first new checkpoint")
+        assert mark.exists(), child.communicate()
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize(("store", "resume"), [("store", "cli"), ("store.db", "api")])
+def test_an_answer_killed_after_its_claim_goes_on_with_a_plain_resume(tmp_path: Path, store: str, resume: str) -> None:
+    project, row = paused(tmp_path, store)
+    waiting = str(row["id"])
+    _killed_after_claim(project, store, waiting)
+
+    assert ran(project) == ["draft"]  # killed before anything ran on
+    location = str(project / store)
+    claim = provider_for(location).read_claim(location, row["request"]["request_id"])
+    assert claim is not None and claim["outcome"] == "approved" and "@" in claim["who"]
+    assert not any(r["trigger"] == "human_feedback_received" for r in listed(project, store))
+
+    again = run("answer", waiting, "--location", store, "--outcome", "rejected", "--app", "review.py:flow", cwd=project)
+    said = f"already answered by {claim['who']} at "
+    one_line_refusal(again, said, ": approved; `crewpoint checkpoint resume ", "` goes on with that answer")
+    command = re.search(r"`(crewpoint checkpoint resume [^`]+)`", again.stderr)
+    assert command is not None
+    assert command.group(1) == f"crewpoint checkpoint resume --location {shlex.quote(store)} {waiting[:12]}"
+    assert ran(project) == ["draft"]
+
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
+    if resume == "cli":  # the command the refusal names, with the program as the answer had it
+        words = [*shlex.split(command.group(1))[2:], "--app", "review.py:flow"]
+        done = subprocess.run([*CLI, *words], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    else:
+        (project / "resume_api.py").write_text(RESUME_API)
+        ref = f"{project / store}#{waiting}" if store.endswith(".db") else str(_file_of(project / store, waiting))
+        done = subprocess.run(
+            [sys.executable, "resume_api.py", ref], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert "result: published" in done.stdout, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert ran(project) == ["draft", "published"]  # the claimed answer's route; the reviewed method ran once
+
+    rows = listed(project, store)
+    assert "waiting" not in {r["status"] for r in rows}
+    assert all(r["request"] is None for r in rows)
+    received = [r for r in rows if r["trigger"] == "human_feedback_received"]
+    assert len(received) == 1
+    body = provider_for(location).read(location, received[0]["id"]).body
+    (given,) = body["entity"]["human_feedback"]
+    who = claim["who"]
+    assert (given["outcome"], given["feedback"], given["answered_by"]) == ("approved", "ship it: approved", who)
+
+
+def _file_of(store: Path, checkpoint_id: str) -> Path:
+    (found,) = [path for path in store.rglob("*.json") if checkpoint_id in path.name]
+    return found
