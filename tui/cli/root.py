@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -22,6 +23,7 @@ from crewpoint.tui.cli.errors import (
 )
 from crewpoint.tui.cli.locations import LOCATION_HELP
 from crewpoint.tui.diagnostics import no_checkpoints
+from crewpoint.tui.visible import visible
 
 
 class _Main(click.Group):
@@ -38,6 +40,7 @@ class _Main(click.Group):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        warnings.showwarning = show_warning
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.UsageError as exc:
@@ -64,6 +67,22 @@ class _Main(click.Group):
         except Exception as exc:
             hint = "" if wants_traceback(ctx) else " (run with --debug for the traceback)"
             fail_from(ctx, f"{one_line(exc)}{hint}", EXIT_FAILED)
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as the command line writes it: one line, ``crewpoint: warning: ...``, without the file, line and
+    source Python's ``warnings`` would show (the filters still choose which warnings are shown)."""
+    try:
+        (file or sys.stderr).write(f"crewpoint: warning: {visible(str(message), one_line=True)}\n")
+    except (OSError, ValueError):  # no stderr to write to: a warning never stops a command
+        pass
 
 
 def _message(exc: click.ClickException) -> str:
