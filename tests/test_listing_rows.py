@@ -155,3 +155,33 @@ def test_ids_checked_at_once_answer_as_the_pattern(odd: str) -> None:
     for where in (0, 7, 19):
         mixed = [*ids[:where], odd, *ids[where:]]
         assert _all_ids(mixed) == bool(ID_RE.fullmatch(odd)), (odd, where)
+
+
+def test_a_listing_printed_by_columns_is_the_table_printed_by_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The table a listing prints column by column has the bytes of the rows printed as rows: with its header
+    or after an earlier chunk's widths, odd cells (cut, folded, shown, another format's id) and damaged rows."""
+    from crewpoint.tui.cli.tables import CELL_WIDTH, print_listing, print_table
+
+    provider = SqliteProvider()
+    store = str(tmp_path / "store.db")
+    fill_store(provider, store, 12)
+    base = provider.list(store)
+    provider.close()
+    odd = [
+        dataclasses.replace(base[0], branch="b" * (CELL_WIDTH + 5)),
+        dataclasses.replace(base[1], trigger="two  spaces", entity_name=" padded "),
+        dataclasses.replace(base[2], trigger="tab\there", entity_name="bidi\u202ename"),
+        dataclasses.replace(base[3], id="20261130T150000_abcdef12", parent_id="A" * 40),
+    ]
+    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+    statuses = {base[5].id: "done", odd[0].id: "live"}
+    cases = [base, [*base, *odd], [*odd, dataclasses.replace(base[6], damaged="its body is missing")]]
+    for metas in cases:
+        for widths in (None, [3] * 9, [30] * 9):
+            got = print_listing(None if widths else header, metas, statuses, widths)
+            shown = capsys.readouterr().out
+            made = print_table(None if widths else header, table_rows(metas, statuses), widths)
+            assert (got, shown) == (made, capsys.readouterr().out)
+            assert shown.count("\n") == len(metas) + (0 if widths else 1)

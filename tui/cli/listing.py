@@ -28,8 +28,7 @@ from crewpoint.tui.cli.tables import (
     cli_id,
     entity_label,
     format_time,
-    print_table,
-    table_rows,
+    print_listing,
     written_by,
 )
 from crewpoint.tui.diagnostics import no_checkpoints
@@ -107,8 +106,7 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
     status_of = _Statuses(runs)
     with bad_input(ctx):
         for chunk in chunks:
-            rows = table_rows(chunk, status_of.of(chunk))
-            widths = print_table(header if widths is None else None, rows, widths)
+            widths = print_listing(header if widths is None else None, chunk, status_of.of(chunk), widths)
 
 
 LIST_CHUNK = 2000

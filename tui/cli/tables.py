@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -109,6 +109,15 @@ def table_rows(metas: Iterable[CheckpointMeta], statuses: Mapping[str, str] | No
     sound = [meta for meta in metas if not meta.damaged] if damaged else metas
     if not sound:
         return [_with_status(table_row(meta), meta, statuses) for meta in metas]
+    rows = list(map(list, zip(*_columns(sound, statuses), strict=True)))
+    if not damaged:
+        return rows
+    made = iter(rows)
+    return [_with_status(table_row(meta), meta, statuses) if meta.damaged else next(made) for meta in metas]
+
+
+def _columns(sound: list[CheckpointMeta], statuses: Mapping[str, str] | None) -> list[list[str]]:
+    """The cells of :func:`table_rows`, column by column, for metas none of which is damaged."""
     ids, times, branches, parents, triggers, kinds, names, done, total = zip(*map(_FIELDS, sound), strict=True)
     columns = [
         _id_cells(ids, None),
@@ -122,11 +131,7 @@ def table_rows(metas: Iterable[CheckpointMeta], statuses: Mapping[str, str] | No
     ]
     if statuses is not None:
         columns.append(list(map(statuses.get, ids, itertools.repeat("-"))))
-    rows = list(map(list, zip(*columns, strict=True)))
-    if not damaged:
-        return rows
-    made = iter(rows)
-    return [_with_status(table_row(meta), meta, statuses) if meta.damaged else next(made) for meta in metas]
+    return columns
 
 
 def _with_status(row: list[str], meta: CheckpointMeta, statuses: Mapping[str, str] | None) -> list[str]:
@@ -241,6 +246,34 @@ def print_table(header: list[str] | None, rows: list[list[str]], widths: list[in
         widths = column_widths(shown)
     click.echo("\n".join(aligned(shown, widths)))  # one write per chunk: listing 10,000 rows stays fast
     return widths
+
+
+def print_listing(
+    header: list[str] | None,
+    metas: list[CheckpointMeta],
+    statuses: Mapping[str, str],
+    widths: list[int] | None = None,
+) -> list[int]:
+    """:func:`print_table` of ``header`` and ``table_rows(metas, statuses)``, the same text, made column by column
+    (each line formatted by one call, no row list made) unless a row is damaged. Returns the widths used."""
+    if not metas or any(map(_DAMAGED, metas)):
+        return print_table(header, table_rows(metas, statuses), widths)
+    columns = _columns(metas, statuses)
+    if widths is None:
+        widths = [max(map(len, column)) for column in columns]
+        if header is not None:
+            widths = [max(width, len(name)) for width, name in zip(widths, header, strict=True)]
+    if len(widths) != len(columns) or (header is not None and len(header) != len(widths)):
+        raise ValueError(f"rows of other than {len(widths)} cells")
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format
+    lines: Iterator[str] = map(str.rstrip, map(line, *columns))
+    if header is not None:
+        lines = itertools.chain([line(*header).rstrip()], lines)
+    click.echo("\n".join(lines))  # one write per chunk
+    return widths
+
+
+_DAMAGED = attrgetter("damaged")
 
 
 def column_widths(rows: list[list[str]]) -> list[int]:
