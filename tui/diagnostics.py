@@ -17,6 +17,10 @@ class ExitCode(IntEnum):
     WAITING = 75
     """The run waits for a person's feedback (EX_TEMPFAIL: come back later): its checkpoint holds the request,
     and ``crewpoint checkpoint answer REF`` (or ``kickoff(from_checkpoint=REF, feedback=...)``) goes on."""
+    BUDGET = 76
+    """The run stopped at its budget, before an LLM call: its ``budget_exceeded`` checkpoint holds it, and
+    ``crewpoint checkpoint resume ID --budget USD`` (a larger budget) goes on from there without repeating paid
+    work."""
     INTERRUPTED = 130
 
 

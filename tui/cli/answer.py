@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.budget import Budget
 from crewpoint.feedback import already_answered
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.runs import APP_HELP, PROGRESS_HELP, Kickoff, RunRefused, Starter, _run
+from crewpoint.tui.cli.runs import APP_HELP, PROGRESS_HELP, Kickoff, RunRefused, Starter, _run, budget_options
 from crewpoint.tui.cli.tables import cli_id
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -103,6 +104,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
 @click.option("--accept", is_flag=True, help="Accept the output as it is (the default outcome, if any).")
 @click.option("--default", "use_default", is_flag=True, help="Answer with the request's default outcome.")
 @click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)
+@budget_options
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
 @click.pass_context
 def answer(
@@ -114,6 +116,8 @@ def answer(
     accept: bool,
     use_default: bool,
     app: str | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
     progress: str,
 ) -> None:
     """Answer the run waiting for a person at checkpoint ID, then run on from there as resume does.
@@ -121,10 +125,20 @@ def answer(
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID. Without
     --feedback, --accept or --default, and with a terminal, the request is shown and asked (Enter accepts).
     One answer wins per request: a second is refused, naming who answered. Exit 2 for a checkpoint that waits
-    for nothing, an answered request or an outcome not offered; 1 if the run fails; 75 if it waits again.
+    for nothing, an answered request or an outcome not offered; 1 if the run fails; 75 if it waits again; 76 if it
+    stops at its budget (--budget, --budget-tokens).
     """
     chosen = (("--feedback", feedback is not None), ("--accept", accept), ("--default", use_default))
     given = [name for name, on in chosen if on]
     if len(given) > 1:
         fail(f"give one of {' or '.join(given)}, not both")
-    _run(ctx, ref, location, progress, fork=False, app=app, start=_starter(outcome, feedback, accept, use_default))
+    _run(
+        ctx,
+        ref,
+        location,
+        progress,
+        fork=False,
+        app=app,
+        start=_starter(outcome, feedback, accept, use_default),
+        budget=Budget.of(budget_usd, budget_tokens),
+    )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.entities import kind_of
 from crewpoint.providers import split_ref
 from crewpoint.providers.base import CheckpointError
@@ -64,6 +65,26 @@ def _app_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
 
 
+def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--budget USD`` and ``--budget-tokens N`` (resume, fork, answer): the run stops at them, exit 76."""
+    fn = click.option(
+        "--budget-tokens",
+        "budget_tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Stop the run before an LLM call once it has spent N tokens (input + output + reasoning); exit 76.",
+    )(fn)
+    return click.option(
+        "--budget",
+        "budget_usd",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="USD",
+        help="Stop the run before an LLM call once it has spent USD dollars (what this run spends); exit 76.",
+    )(fn)
+
+
 def _run(
     ctx: click.Context,
     ref: str,
@@ -77,9 +98,10 @@ def _run(
     app: str | None = None,
     dry_run: bool = False,
     start: Starter | None = None,
+    budget: Budget | None = None,
 ) -> None:
     """Resume or fork (``fork``) the checkpoint ``ref`` with progress; ``start`` (``answer``) checks the
-    checkpoint first and runs it its own way."""
+    checkpoint first and runs it its own way. ``budget`` stops the run at it (exit 76, :data:`ExitCode.BUDGET`)."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
@@ -97,11 +119,14 @@ def _run(
             fail(f"only crewpoint's own runs wait for an answer; {foreign_store} is a {adapter.title} store")
         if dry_run:
             fail(f"--dry-run is for crewpoint's own checkpoints; {foreign_store} is a {adapter.title} store")
+        if budget is not None:
+            fail(f"--budget is for crewpoint's own runs; {foreign_store} is a {adapter.title} store")
         _foreign_run(
             ctx, adapter, foreign_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs
         )
         return
     prepared: PreparedRun | None = None
+    stopped: BudgetExceeded | None = None
     given_app = app
     try:
         with bad_input(ctx):
@@ -130,6 +155,8 @@ def _run(
                 from crewpoint.checkpoint.plan import check_fork
 
                 check_fork(record, prepared.plan, new_inputs)
+            if budget is not None:
+                prepared.entity.budget = budget  # the program's own budget gives way to the one asked for here
         if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
             _print_plan(prepared, app)
             return
@@ -151,20 +178,21 @@ def _run(
             except RunRefused as exc:
                 reporter.failed(exc)
                 fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
+            except BudgetExceeded as exc:
+                reporter.interrupted()
+                stopped = exc
             except Exception as exc:
                 reporter.failed(exc)
                 fail_from(ctx, f"the run failed: {one_line(exc)}", EXIT_FAILED)
-            reporter.finished(result)
+            else:
+                reporter.finished(result)
     except KeyboardInterrupt:
         latest = prepared.latest_id if prepared is not None else ref
-        hint = f"crewpoint checkpoint resume {latest}"
-        store = where if where is not None else prepared.store if prepared is not None else None
-        if store is not None and (where is not None or not _found_by_default(store)):
-            hint += f" --location {shlex.quote(store)}"
-        if given_app is not None:  # the program this run ran, which the resume must run too
-            hint += f" --app {shlex.quote(given_app)}"
+        hint = _resume_hint(latest, where, prepared, given_app)
         click.echo(f"interrupted; resume with: {hint}", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    if stopped is not None:  # one line: what it spent, its budget, and the command that goes on
+        _stopped_at_budget(stopped, where, prepared, given_app)
     if progress != "json":
         text = result_text(result)  # it can hold outputs read from the checkpoint: escapes are shown, not sent
         click.echo(visible(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)))
@@ -178,6 +206,30 @@ def _run(
     if isinstance(result, FeedbackPending):  # the run waits for a person again: come back later
         click.echo(f"waiting for an answer: {result.command}", err=True)
         sys.exit(ExitCode.WAITING)
+
+
+def _resume_hint(latest: str, where: str | None, prepared: PreparedRun | None, given_app: str | None) -> str:
+    """``crewpoint checkpoint resume ID`` with the store (unless found by default) and the program this run ran."""
+    hint = f"crewpoint checkpoint resume {latest}"
+    store = where if where is not None else prepared.store if prepared is not None else None
+    if store is not None and (where is not None or not _found_by_default(store)):
+        hint += f" --location {shlex.quote(store)}"
+    if given_app is not None:  # the program this run ran, which the resume must run too
+        hint += f" --app {shlex.quote(given_app)}"
+    return hint
+
+
+def _stopped_at_budget(
+    stopped: BudgetExceeded, where: str | None, prepared: PreparedRun | None, given_app: str | None
+) -> None:
+    """The run stopped at its budget: one line on stderr and exit 76 (:data:`ExitCode.BUDGET`)."""
+    said = f"stopped at its budget: spent {stopped.spent()} of {stopped.budget}"
+    if stopped.checkpoint_id is None:
+        fail(f"{said}; no checkpoint holds it: {stopped.problem or 'nothing was written'}", ExitCode.BUDGET)
+    hint = _resume_hint(stopped.checkpoint_id, where, prepared, given_app)
+    fail(
+        f"{said}; go on with: {' '.join([hint, *map(shlex.quote, stopped.budget.larger().options())])}", ExitCode.BUDGET
+    )
 
 
 def _kickoff(prepared: PreparedRun) -> Any:
@@ -295,16 +347,28 @@ def _found_by_default(store: str) -> bool:
 @click.argument("ref", metavar="ID")
 @location_option
 @_app_option
+@budget_options
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
-def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, progress: str, dry_run: bool) -> None:
+def resume(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    app: str | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    progress: str,
+    dry_run: bool,
+) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
-    The run's result is printed on stdout. Exit 1 if the run fails, 130 if interrupted.
+    The run's result is printed on stdout. Exit 1 if the run fails, 76 if it stops at its budget, 130 if
+    interrupted.
     """
-    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run)
+    budget = Budget.of(budget_usd, budget_tokens)
+    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run, budget=budget)
 
 
 @checkpoint.command()
@@ -320,6 +384,7 @@ def resume(ctx: click.Context, ref: str, location: str | None, app: str | None, 
     help="Replace finished task N's output; N is a number from 1 or a task name (repeatable).",
 )
 @_app_option
+@budget_options
 @click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
@@ -331,6 +396,8 @@ def fork(
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
     app: str | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
     progress: str,
     dry_run: bool,
 ) -> None:
@@ -340,5 +407,15 @@ def fork(
     that depend on them are the only ones run again. The original branch is left untouched.
     """
     _run(
-        ctx, ref, location, progress, fork=True, branch=branch, inputs=inputs, outputs=outputs, app=app, dry_run=dry_run
+        ctx,
+        ref,
+        location,
+        progress,
+        fork=True,
+        branch=branch,
+        inputs=inputs,
+        outputs=outputs,
+        app=app,
+        dry_run=dry_run,
+        budget=Budget.of(budget_usd, budget_tokens),
     )
