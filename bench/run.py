@@ -71,6 +71,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
+    from feedback_bench import feedback_benches
     from pg_bench import pg_benches
     from side_by_side import side_by_side_benches
     from store_bench import store_benches
@@ -81,6 +82,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
         bench_kickoff,
         *checkpoint_benches(),
         *usage_benches(),
+        *feedback_benches(),
         *store_benches(),
         *side_by_side_benches(),
         *app_benches(),

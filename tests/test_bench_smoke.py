@@ -113,3 +113,14 @@ def test_side_by_side_rows_come_out_for_both_store_kinds(tmp_path: Path, bench_m
         ours, theirs = today.listing[kind].splitlines(), baseline.listing[kind].splitlines()
         assert len(ours) == len(theirs) == 51
         assert ours[1].split()[0] != theirs[1].split()[0]
+
+
+def test_the_answer_bench_times_both_sides_from_copies_of_one_store(tmp_path: Path, bench_modules: None) -> None:
+    from feedback_bench import GOAL, measure
+
+    (row,) = measure(tmp_path, pairs=1)
+    assert row.name == "answer → first new checkpoint / resume → first new checkpoint"
+    assert row.target == GOAL == 1.5
+    assert math.isfinite(row.value) and row.value > 0, row.note
+    # each run had its own copy: the store the bench prepared still waits, with no answer claimed
+    assert not (tmp_path / "project" / "store" / ".claims").exists()
