@@ -130,9 +130,7 @@ def test_a_token_budget_counts_input_output_and_reasoning_tokens(server: LLMServ
 def test_the_budget_checkpoint_is_written_once_whatever_on_events_says(server: LLMServer) -> None:
     server.usage = PER_CALL
     for location, events in (("none", ["task_started"]), ("all", ["*"])):
-        crew = crew_of(
-            server, budget=Budget(usd=0.5), checkpoint=CheckpointConfig(location=location, on_events=events)
-        )
+        crew = crew_of(server, budget=Budget(usd=0.5), checkpoint=CheckpointConfig(location=location, on_events=events))
         with pytest.raises(BudgetExceeded):
             crew.kickoff()
         written = triggers(location)
@@ -293,6 +291,11 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
     assert set(statuses(project, env).values()) == {"stopped: budget"}
     table = cli("list", "store", cwd=project, env=env)
     assert "stopped: budget" in table.stdout
+    info = cli("info", stopped_at.id, "--location", "store", cwd=project, env=env).stdout
+    assert (
+        "stopped: budget: the run stopped here, before an LLM call: spent $0.7500 and 150,000 tokens of $0.5000" in info
+    )
+    assert f"go on with a larger budget: crewpoint checkpoint resume {stopped_at.id[:12]} --budget 1" in info
 
     # the program's budget again, through the command line: one more task, then exit 76 with one line
     resumed = cli("resume", stopped_at.id, "--location", "store", "--app", "prog.py:crew", cwd=project, env=env)

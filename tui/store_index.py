@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from crewpoint.cost import format_usd
 from crewpoint.entities import kind_of
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta
@@ -314,6 +315,35 @@ def pending_request(body: object) -> dict[str, Any] | None:
     else:
         request["method"] = str(pending.get("method") or "")
     return request
+
+
+def budget_lines(trigger: str, events: list[Any], checkpoint_id: str) -> list[str]:
+    """What ``info`` says of a checkpoint a budget stopped (trigger ``budget_exceeded``): ``stopped: budget``, what
+    the run spent of which budget (from its ``budget_exceeded`` event), and how to go on with a larger one."""
+    if trigger != "budget_exceeded":
+        return []
+    found = [e for e in events if isinstance(e, dict) and e.get("type") == "budget_exceeded"]
+    line = f"{STATUS_WORDS['budget']}: the run stopped here, before an LLM call"
+    options = "--budget USD or --budget-tokens N"
+    if found:
+        event = found[-1]
+
+        def number(key: str) -> float | None:
+            value = event.get(key)
+            return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        spent_usd, spent_tokens = number("spent_usd"), number("spent_tokens")
+        budget_usd, budget_tokens = number("budget_usd"), number("budget_tokens")
+        spent = [format_usd(spent_usd)] if spent_usd is not None else []
+        spent += [f"{int(spent_tokens):,} tokens"] if spent_tokens is not None else []
+        limits = [format_usd(budget_usd)] if budget_usd is not None else []
+        limits += [f"{int(budget_tokens):,} tokens"] if budget_tokens is not None else []
+        if spent and limits:
+            line += f": spent {' and '.join(spent)} of {' or '.join(limits)}"
+        suggested = [f"--budget {budget_usd * 2:g}"] if budget_usd is not None and budget_usd > 0 else []
+        suggested += [f"--budget-tokens {int(budget_tokens) * 2}"] if budget_tokens is not None else []
+        options = " ".join(suggested) or options
+    return ["", line, f"  go on with a larger budget: crewpoint checkpoint resume {checkpoint_id[:12]} {options}"]
 
 
 def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:

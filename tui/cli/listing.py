@@ -32,7 +32,7 @@ from crewpoint.tui.cli.tables import (
     written_by,
 )
 from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex, waiting_requests
+from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex, budget_lines, waiting_requests
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -253,6 +253,8 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str |
             _say(f"  {i + 1}. {name}: {clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
         if not info.method_outputs:
             _say("  (none yet)")
+    for line in budget_lines(meta.trigger, info.events, meta.id):  # a run stopped at its budget
+        _say(line)
     _say(f"\nevents recorded: {len(info.events)}")
 
 
