@@ -171,14 +171,9 @@ def _entity_cells(kinds: tuple[str, ...], names: tuple[str, ...]) -> list[str]:
 
 
 def _size_cells(sizes: Iterable[int]) -> list[str]:
-    cells: dict[int, str] = {}
-    out: list[str] = []
-    for size in sizes:
-        cell = cells.get(size)
-        if cell is None:
-            cell = cells[size] = format_size(size)
-        out.append(cell)
-    return out
+    column = list(sizes)
+    cells = {size: format_size(size) for size in set(column)}  # a listing's sizes repeat: each formatted once
+    return list(map(cells.__getitem__, column))
 
 
 def _time_cells(times: tuple[float, ...]) -> list[str]:
