@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.waiting import wait_for
+from support.reading import browser, text_of
+from support.waiting import settle, wait_for, wait_until
+from textual.widgets import Button, Input
+
+from crewpoint.screens.answer_dialog import AnswerScreen
+from crewpoint.tui.app import make_app
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BIN = Path(sys.executable).parent
@@ -64,6 +69,10 @@ RUN = {
     "command line": "crewpoint checkpoint list ./.checkpoints --branch main --limit 5 --json",
     "cost": "crewpoint checkpoint cost --by task",
     "prices": '"offline" = { input_mtok = 3.0, output_mtok = 15.0 }',
+    "review.py": '@human_feedback(message="Publish this draft?"',
+    "answer in a terminal": "CREWPOINT_FEEDBACK=ask python review.py",
+    "answer on the command line": "crewpoint checkpoint answer <id> --outcome approved --app review.py:flow",
+    "answer.py": 'print(flow.kickoff(from_checkpoint=where, feedback="approved: ship it"))',
 }
 NOT_RUN = {
     "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
@@ -76,6 +85,9 @@ NOT_RUN = {
     "these options with a real browser",
     "crewpoint checkpoint info -l ./.checkpoints 20260115T093012_1a2b3c4d": "needs a CrewAI store holding those ids; "
     "tests/test_crewai_cli.py runs these commands on stores CrewAI wrote",
+    "crewpoint checkpoint --location ./.checkpoints   # then a": "the app and a web server run until closed; "
+    "test_a_run_that_waits_is_answered_each_way_the_readme_shows opens the app on the waiting run and presses a, "
+    "tests/test_answer_app.py answers through the dialog and tests/test_serve.py drives serve in a real browser",
 }
 LINES_NOT_RUN = {
     "crewpoint checkpoint  ": "opens the terminal app (tests/test_app.py drives it)",
@@ -314,3 +326,72 @@ def test_the_cost_examples_run_as_written_and_an_override_prices_the_offline_mod
     assert priced.returncode == 0, priced.stderr
     expected = (tokens["input_tokens"] * 3.0 + tokens["output_tokens"] * 15.0) / 1_000_000
     assert json.loads(priced.stdout)["cost_usd"] == round(expected, 6) > 0
+
+
+def _line(command: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """A console line as a reader's shell runs it: ``NAME=value`` words before the command are its environment."""
+    words = shlex.split(command, comments=True)
+    env = _env()
+    while re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    argv = [sys.executable, *words[1:]] if words[0] == "python" else [str(BIN / words[0]), *words[1:]]
+    return subprocess.run(argv, cwd=cwd, env=env, input=stdin or "", capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def _answer_command(waited: subprocess.CompletedProcess[str]) -> list[str]:
+    """The answer command a waiting run printed (exit 75)."""
+    assert waited.returncode == 75, waited.stderr
+    said = re.search(r"answer with: (crewpoint checkpoint answer [0-9a-f]{12})$", waited.stdout.strip())
+    assert said is not None, waited.stdout
+    return shlex.split(said.group(1))
+
+
+async def test_a_run_that_waits_is_answered_each_way_the_readme_shows(tmp_path: Path) -> None:
+    write(tmp_path, "review.py", block("review.py").code)
+    write(tmp_path, "answer.py", block("answer.py").code)
+
+    (asked,) = block("answer in a terminal").commands
+    done = _line(asked, tmp_path, stdin="approved\n")
+    assert done.returncode == 0, done.stderr
+    assert "Publish this draft?" in done.stdout and "published, approved by " in done.stdout
+
+    wait, list_them, answer = block("answer on the command line").commands
+    words = _answer_command(_line(wait, tmp_path))
+    listed = _line(list_them, tmp_path)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[-1] == "waiting", listed.stderr
+    done = _line(answer.replace("<id>", words[-1]), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "published, approved by " in done.stdout
+    again = _line(answer.replace("<id>", words[-1]), tmp_path)
+    assert again.returncode == 2 and again.stderr.startswith("crewpoint: already answered by "), again.stderr
+
+    waiting = _answer_command(_line(wait, tmp_path))[-1]
+    done = python("answer.py", tmp_path, waiting[:8])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("published, approved by ")
+
+    # the app: a on the waiting run opens the Answer dialog; its outcome button runs the program on
+    waiting = _answer_command(_line(wait, tmp_path))[-1]
+    (row,) = [row for row in listing(tmp_path) if row["request"] is not None]
+    assert str(row["id"]).startswith(waiting)
+    app = make_app(str(tmp_path / ".checkpoints"), watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: screen.waiting_runs() == 1)
+        await wait_until(pilot, lambda: screen.ckpt_tree.reveal(str(row["id"])))
+        await settle(pilot)
+        await wait_until(pilot, lambda: screen.detail.ready and screen.selected is not None)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+        dialog = app.screen
+        assert text_of(dialog.query_one("#answer-message")) == "Publish this draft?"
+        dialog.query_one("#answer-app Input", Input).value = f"{tmp_path / 'review.py'}:flow"
+        await settle(pilot)
+        approved = dialog.query_one("#answer-outcome-0", Button)
+        assert str(approved.label) == "approved"
+        approved.press()
+        await wait_until(pilot, lambda: app.screen is screen)
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
+        await wait_until(pilot, lambda: screen.waiting_runs() == 0)
+    assert all(row["request"] is None for row in listing(tmp_path))
