@@ -49,23 +49,47 @@ def _crew(location: str) -> Any:
 @contextmanager
 def _usage_off() -> Iterator[None]:
     """Run without usage: the pieces that record it replaced by what ran before it existed."""
-    from crewpoint.llm import BaseLLM
+    from crewpoint.llm import BaseLLM, OfflineLLM, _counter_lock
     from crewpoint.runtime import RuntimeState
 
-    saved = (BaseLLM._emit_completed, RuntimeState.on_event, RuntimeState.usage_section)
+    saved = (
+        BaseLLM._emit_started,
+        BaseLLM._emit_completed,
+        OfflineLLM._reply,
+        RuntimeState.on_event,
+        RuntimeState.usage_section,
+    )
+
+    def emit_started(self: Any, ctx: Any, messages: list[dict[str, str]]) -> None:
+        from crewpoint.events import LLMCallStartedEvent, event_bus
+
+        event_bus.emit(
+            self,
+            LLMCallStartedEvent(
+                model=self.model,
+                call_id=ctx.call_id,
+                message_count=len(messages),
+                agent_id=ctx.agent_id,
+                task_id=ctx.task_id,
+                agent_role=ctx.agent_role,
+                source_type="llm",
+            ),
+        )
+
+    def reply(self: Any, messages: list[dict[str, str]]) -> str:
+        with _counter_lock:
+            self._calls += 1
+        return str(self.respond(messages))  # the same text, nothing counted
 
     def emit_completed(self: Any, ctx: Any, text: str) -> None:
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
-        reported = ctx.reported or {}
         event_bus.emit(
             self,
             LLMCallCompletedEvent(
                 model=self.model,
                 call_id=ctx.call_id,
                 response=text,
-                prompt_tokens=reported.get("input_tokens"),
-                completion_tokens=reported.get("output_tokens"),
                 agent_id=ctx.agent_id,
                 task_id=ctx.task_id,
                 agent_role=ctx.agent_role,
@@ -81,13 +105,21 @@ def _usage_off() -> Iterator[None]:
         if config is not None and config.wants(event.type):
             self.submit(self.capture(event.type), config)
 
+    BaseLLM._emit_started = emit_started  # type: ignore[method-assign]
     BaseLLM._emit_completed = emit_completed  # type: ignore[method-assign]
+    OfflineLLM._reply = reply  # type: ignore[method-assign]
     RuntimeState.on_event = on_event  # type: ignore[method-assign]
     RuntimeState.usage_section = lambda self, entity: None  # type: ignore[method-assign,assignment,return-value]
     try:
         yield
     finally:
-        BaseLLM._emit_completed, RuntimeState.on_event, RuntimeState.usage_section = saved  # type: ignore[method-assign]
+        (
+            BaseLLM._emit_started,
+            BaseLLM._emit_completed,
+            OfflineLLM._reply,
+            RuntimeState.on_event,
+            RuntimeState.usage_section,
+        ) = saved  # type: ignore[method-assign]
 
 
 def _kickoff(location: str) -> tuple[float, float]:

@@ -60,7 +60,7 @@ class _CallContext:
     agent_role: str | None = None
     reported: dict[str, int | None] | None = None
     started: float = 0.0
-    sent_chars: int = 0
+    messages: list[dict[str, str]] | None = None  # what was sent: its characters are counted only to estimate
 
 
 _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call", default=None)
@@ -68,6 +68,11 @@ _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call"
 
 def _new_call_id() -> str:
     return uuid.uuid4().hex
+
+
+def _characters(messages: list[dict[str, str]] | None) -> int:
+    """The characters of the messages' contents (what the estimate counts)."""
+    return sum(len(str(m.get("content", ""))) for m in messages) if messages else 0
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -225,7 +230,7 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallStartedEvent, event_bus
 
-        ctx.sent_chars = sum(len(str(m.get("content", ""))) for m in messages)
+        ctx.messages = messages
         event_bus.emit(
             self,
             LLMCallStartedEvent(
@@ -243,12 +248,14 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
+        reported = ctx.reported
+        estimating = reported is None or reported.get("input_tokens") is None
         usage = call_usage(
-            ctx.reported,
+            reported,
             model=self.model,
             provider=self.provider_name(),
             duration_s=time.perf_counter() - ctx.started if ctx.started else 0.0,
-            sent_chars=ctx.sent_chars,
+            sent_chars=_characters(ctx.messages) if estimating else 0,
             received_chars=len(text),
         )
         event_bus.emit(
@@ -493,10 +500,12 @@ class OfflineLLM(BaseLLM):
         with _counter_lock:
             self._calls += 1
         text = self.respond(messages)
-        # deterministic usage, reported (not estimated): the estimate's rule applied to what was sent and said
-        self.record_usage(
-            estimate_tokens(sum(len(str(m.get("content", ""))) for m in messages)), estimate_tokens(len(text))
-        )
+        ctx = _current_call.get()
+        if ctx is not None:  # deterministic usage, reported (not estimated): the estimate rule on what went each way
+            ctx.reported = {
+                "input_tokens": estimate_tokens(_characters(messages)),
+                "output_tokens": estimate_tokens(len(text)),
+            }
         return text
 
     def respond(self, messages: list[dict[str, str]]) -> str:

@@ -10,6 +10,9 @@ A call's usage (on ``llm_call_completed``, built by :func:`call_usage`) is a pla
 (unit, agent, model, provider, estimated): ``rows`` for what the run spent, ``before`` for what its chain spent
 before it, ``reused`` for the rows of ``before`` whose task or method the run took over instead of running again.
 
+An event history keeps a call's usage compact (:func:`stored_call_usage`: only what the event does not already say);
+reading the event back expands it to the whole dict (:func:`expand_call_usage`).
+
 Estimates follow one fixed rule, :func:`estimate_tokens`: ``ceil(characters / 4)``, the same every time.
 """
 
@@ -21,14 +24,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "CALL_KEYS",
+    "CALL_KEY_SET",
     "TOKEN_KEYS",
     "UsageLedger",
     "UsageMetrics",
     "call_usage",
     "estimate_tokens",
+    "expand_call_usage",
     "finished_units",
     "group_rows",
     "reused_rows",
+    "stored_call_usage",
     "sum_rows",
     "usage_from_report",
 ]
@@ -105,6 +112,61 @@ def call_usage(
         "duration_s": round(float(duration_s), 6),
         "estimated": estimated,
     }
+
+
+CALL_KEYS = (*TOKEN_KEYS, "model", "provider", "duration_s", "estimated")
+"""The keys of a call's usage, in this order."""
+
+CALL_KEY_SET = frozenset(CALL_KEYS)
+_ZERO_COUNTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+def stored_call_usage(
+    usage: Mapping[str, Any], *, model: object, prompt_tokens: object, completion_tokens: object
+) -> dict[str, Any]:
+    """``usage`` as an event history keeps it: without what the event already says or what goes without saying.
+    Left out: ``input_tokens``/``output_tokens`` equal to the event's ``prompt_tokens``/``completion_tokens``,
+    the event's own ``model``, counts of 0 and ``estimated`` false. :func:`expand_call_usage` puts them back."""
+    out = dict(usage)
+    if type(prompt_tokens) is int and type(out.get("input_tokens")) is int and out["input_tokens"] == prompt_tokens:
+        del out["input_tokens"]
+    if (
+        type(completion_tokens) is int
+        and type(out.get("output_tokens")) is int
+        and out["output_tokens"] == completion_tokens
+    ):
+        del out["output_tokens"]
+    for name in _ZERO_COUNTS:
+        if type(out.get(name)) is int and out[name] == 0:
+            del out[name]
+    if isinstance(model, str) and out.get("model") == model:
+        del out["model"]
+    if out.get("estimated") is False:
+        del out["estimated"]
+    return out
+
+
+def expand_call_usage(
+    stored: Mapping[str, Any], *, model: object, prompt_tokens: object, completion_tokens: object
+) -> dict[str, Any]:
+    """The whole usage of a call from its :func:`stored_call_usage` form and the event's fields (a whole usage
+    comes back as it is): every key of :data:`CALL_KEYS`, in that order, then any other the call had."""
+    if CALL_KEY_SET.issubset(stored):
+        return dict(stored)
+    out: dict[str, Any] = {
+        "input_tokens": stored.get("input_tokens", prompt_tokens if type(prompt_tokens) is int else 0),
+        "output_tokens": stored.get("output_tokens", completion_tokens if type(completion_tokens) is int else 0),
+    }
+    for name in _ZERO_COUNTS:
+        out[name] = stored.get(name, 0)
+    out["model"] = stored.get("model", model if isinstance(model, str) else "")
+    out["provider"] = stored.get("provider", "")
+    out["duration_s"] = stored.get("duration_s", 0.0)
+    out["estimated"] = stored.get("estimated", False)
+    for key, value in stored.items():
+        if key not in CALL_KEY_SET:
+            out[key] = value
+    return out
 
 
 class UsageLedger:

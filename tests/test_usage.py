@@ -19,8 +19,9 @@ from crewpoint import LLM, Agent, CheckpointConfig, Crew, Flow, OfflineLLM, Task
 from crewpoint.checkpoint.schema import DamagedBody, load_body
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.events import LLMCallCompletedEvent, event_bus
+from crewpoint.events.record import EventRecord
 from crewpoint.providers import JsonProvider
-from crewpoint.usage import TOKEN_KEYS, UsageMetrics, group_rows, sum_rows, usage_from_report
+from crewpoint.usage import CALL_KEYS, TOKEN_KEYS, UsageMetrics, group_rows, sum_rows, usage_from_report
 
 KNOWN = {
     "prompt_tokens": 1200,
@@ -156,6 +157,38 @@ def test_no_usage_from_the_server_is_estimated_and_marked(
             math.ceil(len(llm_server.reply) / 4),
         )
         assert (row["provider"], row["model"]) == ("ollama", "local-model")
+
+
+@pytest.mark.parametrize("report", [True, False])
+def test_a_checkpoints_history_keeps_usage_compact_and_reads_back_whole(
+    llm_server: LLMServer,  # noqa: F811
+    completed: list[LLMCallCompletedEvent],
+    report: bool,
+) -> None:
+    llm_server.usage = KNOWN
+    llm_server.report_usage = report
+    llm = LLM(model="gpt-4o-mini", base_url=llm_server.base_url)
+    two_task_crew(llm).kickoff()
+    stored = [e for e in latest_body()["events"] if e["type"] == "llm_call_completed"]
+    assert len(stored) == len(completed) == 2
+    for item, event in zip(stored, completed, strict=True):
+        assert event.usage is not None
+        # the event's own model and token fields are not said twice, nor a zero count nor "not estimated"
+        assert (item["model"], item["prompt_tokens"], item["completion_tokens"]) == (
+            "gpt-4o-mini",
+            event.usage["input_tokens"],
+            event.usage["output_tokens"],
+        )
+        kept = {"provider", "duration_s", "cache_read_tokens", "reasoning_tokens"} if report else set()
+        assert set(item["usage"]) == kept | {"provider", "duration_s"} | (set() if report else {"estimated"})
+    # a resume reads the history back: each call's usage whole again, and stored the same way again
+    restored = EventRecord.from_list(latest_body()["events"]).by_type("llm_call_completed")
+    assert [node.event.usage for node in restored] == [event.usage for event in completed]
+    assert [list(node.event.usage or ()) for node in restored] == [list(CALL_KEYS)] * 2
+    assert [node.compact for node in restored] == stored
+    whole = restored[0].event.usage
+    assert whole is not None and whole["estimated"] is (not report) and whole["model"] == "gpt-4o-mini"
+    assert tokens(whole) == ((1200, 340, 1000, 0, 64) if report else tokens(completed[0].usage or {}))
 
 
 # -- the offline model ---------------------------------------------------------------------------------------

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from pydantic import model_validator
+
 from crewpoint.events.base import BaseEvent
+from crewpoint.usage import CALL_KEY_SET, expand_call_usage, stored_call_usage
 
 
 class LLMEvent(BaseEvent):
@@ -27,7 +30,31 @@ class LLMCallCompletedEvent(LLMEvent):
     completion_tokens: int | None = None
     usage: dict[str, Any] | None = None
     """The call's usage: the five token counts, ``model``, ``provider``, ``duration_s``, ``estimated``
-    (:func:`crewpoint.usage.call_usage`)."""
+    (:func:`crewpoint.usage.call_usage`). An event history keeps it compact (:meth:`compact`); an event read back
+    from one has it whole again."""
+
+    @model_validator(mode="after")
+    def _whole_usage(self) -> LLMCallCompletedEvent:
+        usage = self.usage
+        if usage is not None and not CALL_KEY_SET.issubset(usage):  # read back from a history: made whole
+            self.usage = expand_call_usage(
+                usage, model=self.model, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens
+            )
+        return self
+
+    def compact(self) -> dict[str, Any]:
+        """The history's dict, its ``usage`` without what the event already says
+        (:func:`crewpoint.usage.stored_call_usage`)."""
+        data = super().compact()
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            data["usage"] = stored_call_usage(
+                usage,
+                model=data.get("model"),
+                prompt_tokens=data.get("prompt_tokens"),
+                completion_tokens=data.get("completion_tokens"),
+            )
+        return data
 
 
 class LLMCallFailedEvent(LLMEvent):
