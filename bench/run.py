@@ -6,6 +6,7 @@ Each row names its target; ``ok`` tells whether the figure meets it.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,6 +68,59 @@ def bench_kickoff() -> list[Row]:
     return [Row("4-task offline crew kickoff (no checkpoints)", _median_subprocess(code, 7) * 1000, "ms", None)]
 
 
+LIST_FLOOR_GOAL = 2.0
+"""``crewpoint checkpoint list`` of 10,000 checkpoints over its floor (``list_floor.py``), at most."""
+
+
+def _timed(args: list[str]) -> tuple[float, float, bytes]:
+    """Wall and CPU seconds of one whole process, and what it printed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True, env=bench_env())
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stdout
+
+
+def list_over_floor(store: str, runs: int = 7) -> tuple[float, float, float, float]:
+    """``crewpoint checkpoint list STORE`` as a user runs it (this venv's command, bytecode cached) and the
+    floor on the same store, in turn ``runs`` times after a first run of each: the medians of crewpoint's wall
+    and CPU seconds over the floor's, then crewpoint's and the floor's median wall seconds. Raises
+    ``AssertionError`` when the two print other bytes (no ratio means anything then)."""
+    command = [str(Path(sys.executable).with_name("crewpoint")), "checkpoint", "list", store]
+    floor = [sys.executable, str(Path(__file__).with_name("list_floor.py")), store]
+    ours, theirs = _timed(command)[2], _timed(floor)[2]
+    assert ours == theirs, f"list and its floor printed other bytes for {store}"
+    got: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for _ in range(runs):
+        for i, args in enumerate((command, floor)):
+            wall, cpu, _ = _timed(args)
+            got[i].append((wall, cpu))
+    wall = [statistics.median(w for w, _ in got[i]) for i in (0, 1)]
+    cpu = [statistics.median(c for _, c in got[i]) for i in (0, 1)]
+    return wall[0] / wall[1], cpu[0] / cpu[1], wall[0], wall[1]
+
+
+def bench_list_floor() -> list[Row]:
+    """``list`` of 10,000 checkpoints over its floor, per store kind, with this venv's crewpoint (the side-by-side
+    bench measures the same with a wheel installed on its own)."""
+    from support.stores import fill_store
+
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    rows = []
+    for kind, store, provider in (
+        ("JSON", "floor-store", JsonProvider(fsync=False)),
+        ("SQLite", "floor-store.db", SqliteProvider()),
+    ):
+        fill_store(provider, store, 10_000)
+        provider.close()
+        ratio, cpu, ours, floor = list_over_floor(store)
+        note = f"{ours:.3f} s / {floor:.3f} s, CPU {cpu:.2f}x; median of 7, side by side"
+        rows.append(Row(f"list 10,000 ({kind}) / its floor", ratio, "x", LIST_FLOOR_GOAL, note))
+    return rows
+
+
 def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
     from checkpoint_bench import checkpoint_benches
@@ -80,6 +134,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     return [
         bench_import,
         bench_kickoff,
+        bench_list_floor,
         *checkpoint_benches(),
         *usage_benches(),
         *feedback_benches(),

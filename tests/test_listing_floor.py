@@ -1,4 +1,5 @@
-"""A listing's cells made once per value (times by their minute, sizes by their value) read as made one by one."""
+"""A listing's cells made once per value (times by their minute, sizes by their value) read as made one by one;
+and `list` of 10,000 checkpoints stays near its floor (bench/list_floor.py), as a ratio of whole processes."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.tui.cli.tables import format_time, table_rows
 
+BENCH = Path(__file__).resolve().parent.parent / "bench"
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Africa/Monrovia", "Europe/Amsterdam", "Australia/Lord_Howe"]
 
 _CHECK = """
@@ -71,3 +74,30 @@ def test_metadata_made_for_a_listing_is_the_metadata_the_class_makes() -> None:
             CheckpointMeta(*wrong)
         with pytest.raises(TypeError):
             new_meta(*wrong)
+
+
+GUARDS = {"JSON": 3.0, "SQLite": 2.4}
+"""The most ``list`` of 10,000 may take over its floor here (CPU, median of interleaved whole processes): the goal
+is 2.0 for both (``bench/run.py``'s ``LIST_FLOOR_GOAL``); these hold what is reached (2.6x and 2.0x on a shared
+2-core machine) with room for a busy one, and come down as the listing does."""
+
+
+@pytest.mark.parametrize("kind", ["JSON", "SQLite"])
+def test_list_of_ten_thousand_stays_near_its_floor(tmp_path: Path, kind: str) -> None:
+    """``crewpoint checkpoint list STORE`` of 10,000 checkpoints, as a user runs it, prints the floor's bytes
+    (checked by ``list_over_floor``) in at most :data:`GUARDS` times the floor's CPU time."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from run import list_over_floor
+    finally:
+        sys.path.remove(str(BENCH))
+    from support.stores import fill_store
+
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    provider = JsonProvider(fsync=False) if kind == "JSON" else SqliteProvider()
+    store = str(tmp_path / ("store" if kind == "JSON" else "store.db"))
+    fill_store(provider, store, 10_000)
+    provider.close()
+    _, cpu, ours, floor = list_over_floor(store, runs=5)
+    assert cpu <= GUARDS[kind], f"list takes {cpu:.2f}x its floor's CPU ({ours:.3f} s / {floor:.3f} s wall)"
