@@ -1,0 +1,127 @@
+"""The app and a waiting run: the tree's ⧗ waiting mark, the status:waiting filter, the title's count, the Answer
+dialog (its widgets, and an outcome button that runs the answer), read-only mode, and a run that starts waiting
+while the app is open. Real flows paused in real processes (:mod:`test_answer_cli`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from support.reading import browser, text_of
+from support.waiting import settle, wait_until
+from test_answer_cli import REVIEW, paused, ran
+from textual.pilot import Pilot
+from textual.widgets import Button, Input, TextArea
+
+from crewpoint.screens.answer_dialog import AnswerScreen
+from crewpoint.screens.browser import BrowserScreen
+from crewpoint.tui.app import make_app
+from crewpoint.tui.read_only import allows
+from crewpoint.tui.store_index import SegmentRef
+from crewpoint.tui.widgets.palette import CheckpointCommands
+
+SIZE = (140, 40)
+
+
+def mark(screen: BrowserScreen, checkpoint_id: str) -> str:
+    """The tree's line for the branch segment holding ``checkpoint_id``."""
+    index = screen.feed.index
+    return screen.ckpt_tree._label_for(SegmentRef(index.segment_of[checkpoint_id])).plain
+
+
+async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
+    screen = browser(pilot)
+    await wait_until(pilot, lambda: screen.ckpt_tree.reveal(checkpoint_id))
+
+    def shown() -> bool:  # no settle: a watching app's watcher never completes
+        chosen = screen.selected
+        return chosen is not None and chosen.ready and chosen.meta.id == checkpoint_id
+
+    await wait_until(pilot, shown)
+    return screen
+
+
+async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    waiting, first = row["id"], row["parent_id"]
+    app = make_app(str(project / "store"), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: screen.waiting_runs() == 1)
+        assert "⧗ waiting" in mark(screen, waiting)
+        assert screen.title == "crewpoint · ⧗ 1 waiting"
+
+        search = screen.query_one("#filter", Input)
+        search.value = "status:waiting"
+        await wait_until(pilot, lambda: screen.feed.index.query == "status:waiting")
+        assert set(screen.feed.index.metas) == {waiting, first}
+        search.value = "status:done"
+        await wait_until(pilot, lambda: screen.feed.index.query == "status:done")
+        assert not screen.feed.index.metas
+        search.value = ""
+        await wait_until(pilot, lambda: not screen.feed.index.query and waiting in screen.feed.index.metas)
+
+        await choose(pilot, first)  # a checkpoint its run went on from holds no request: no Answer offered
+        assert not [c for c in screen.palette_commands() if c[2] == "answer"]
+        await choose(pilot, waiting)
+        titles = [title for title, *_ in CheckpointCommands(screen)._commands()]
+        assert f"Answer {waiting[:8]}" in titles
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+        dialog = app.screen
+        assert isinstance(dialog, AnswerScreen)
+        assert text_of(dialog.query_one("#answer-message")) == "Publish the [draft]?"
+        assert text_of(dialog.query_one("#answer-output")) == "Draft [bold]text[/bold] of the post"  # literally
+        labels = [str(button.label) for button in dialog.query("#answer-buttons Button").results(Button)]
+        assert labels == ["approved", "rejected", "Cancel (esc)"]
+        assert dialog.query_one("#answer-outcome-0", Button).variant == "primary"  # the default outcome
+        dialog.query_one("#answer-feedback", TextArea).text = "Say why it [matters]"
+        dialog.query_one("#answer-app Input", Input).value = f"{project / 'review.py'}:flow"
+        before = len(screen.metas)
+        dialog.query_one("#answer-outcome-1", Button).press()
+        await wait_until(pilot, lambda: app.screen is screen)
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
+        assert ran(project) == ["draft", "redone"]  # the rejected route ran; the reviewed method did not again
+        await wait_until(pilot, lambda: any(m.trigger == "human_feedback_received" for m in screen.metas))
+        assert len(screen.metas) > before
+        await wait_until(pilot, lambda: screen.waiting_runs() == 0)
+        assert screen.title is None
+        assert "⧗ waiting" not in mark(screen, waiting)
+
+
+async def test_read_only_refuses_answering(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    app = make_app(str(project / "store"), watch=False, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: screen.waiting_runs() == 1)
+        await choose(pilot, row["id"])
+        assert not allows(screen, "answer")
+        assert not [t for t, *_ in CheckpointCommands(screen)._commands() if t.startswith("Answer")]
+        await pilot.press("a")
+        await settle(pilot)  # the app does not watch here: every worker completes
+        assert app.screen is screen and not screen.run_panel.running
+        assert ran(project) == ["draft"]
+
+
+async def test_a_run_that_starts_waiting_shows_in_an_open_app(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "review.py").write_text(REVIEW)
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "accept"}
+    done = await asyncio.create_subprocess_exec(sys.executable, "review.py", cwd=project, env=env)
+    assert await done.wait() == 0  # a first run, answered at once: a store with a finished run
+    app = make_app(str(project / "store"), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: bool(screen.metas))
+        assert screen.waiting_runs() == 0 and screen.title is None
+        env["CREWPOINT_FEEDBACK"] = "wait"
+        waiting = await asyncio.create_subprocess_exec(sys.executable, "review.py", cwd=project, env=env)
+        assert await waiting.wait() == 75
+        await wait_until(pilot, lambda: screen.waiting_runs() == 1)
+        held = [m for m in screen.metas if m.trigger == "human_feedback_requested"]
+        assert any("⧗ waiting" in mark(screen, m.id) for m in held)
+        assert screen.title == "crewpoint · ⧗ 1 waiting"
