@@ -17,7 +17,7 @@ from crewpoint.providers.base import CheckpointError
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
-from crewpoint.screens.resume_confirm import ResumeScreen
+from crewpoint.screens.resume_confirm import ResumeAnswer, ResumeScreen
 from crewpoint.tui.run_controller import Answer, RunRequest
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -59,7 +59,9 @@ class BrowserDialogs:
             return
         r = request
         self._start(
-            self.browser.controller.fork_request(r.source_id, r.branch, r.inputs, r.outputs, r.app, len(r.rerun))
+            self.browser.controller.fork_request(
+                r.source_id, r.branch, r.inputs, r.outputs, r.app, len(r.rerun), r.budget
+            )
         )
         self.browser.edits_changed(r.source_id, redraw=True)  # the edits live on in the new branch
 
@@ -81,9 +83,9 @@ class BrowserDialogs:
             browser.app.push_screen(ConfirmScreen("This run is live", question, yes="Fork instead"), fork_instead)
             return
 
-        def answered(app: str | None) -> None:
-            if app is not None:
-                self._start(browser.controller.resume_request(meta, info, app))
+        def answered(answer: ResumeAnswer | None) -> None:
+            if answer is not None:
+                self._start(browser.controller.resume_request(meta, info, answer.app, answer.budget))
 
         question = browser.controller.resume_question(meta, info)
         browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record)), answered)

@@ -18,6 +18,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import branch_problem
+from crewpoint.screens.resume_confirm import BudgetField
 from crewpoint.text import clip
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
@@ -36,6 +37,8 @@ class ForkRequest:
     rerun: list[int] = field(default_factory=list)
     app: str = ""
     """The program to run it with (``--app``); empty: rebuilt from the checkpoint alone."""
+    budget: float | None = None
+    """The dollars the run may spend (``--budget``); None: no limit."""
 
 
 def default_branch_name(now: float | None = None) -> str:
@@ -86,6 +89,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")
                 yield Static(self._changes(), markup=False, id="fork-changes")
                 yield AppField(self.app_spec, id="fork-app")
+                yield BudgetField(id="fork-budget")
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
                 yield Button("Cancel (n)", id="fork-cancel", compact=True)
@@ -168,6 +172,9 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             app_field.query_one(Input).focus()
             self.notify(visible(problem), severity="error", markup=False)
             return None
+        ok, budget = self.query_one(BudgetField).verify()
+        if not ok:
+            return None
         error.update("")
         error.add_class("-empty")
         plan = self.plan
@@ -178,6 +185,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             outputs=dict(plan.edited_outputs),
             rerun=list(plan.rerun),
             app=app_field.spec,
+            budget=budget,
         )
 
     def action_confirm(self) -> None:

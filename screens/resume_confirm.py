@@ -1,6 +1,8 @@
-"""The resume confirmation: what continues, from where, and which program runs it."""
+"""The resume confirmation: what continues, from where, which program runs it, and what it may spend."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
@@ -10,13 +12,53 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from crewpoint.budget import parse_usd
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 
 
-class ResumeScreen(ModalScreen[str | None]):
-    """Answers the app spec to resume with ("" for none), or None when cancelled. ``y`` resumes, ``n``/escape
-    cancels; a bad spec is refused with its reason."""
+class BudgetField(Vertical):
+    """The dollars a run started from a dialog may spend (``--budget``); empty: no limit. A bad number is refused
+    in one line below the field (:meth:`verify`)."""
+
+    DEFAULT_CSS = """
+    BudgetField { height: auto; }
+    BudgetField > Label { text-style: bold; }
+    BudgetField > .budget-error { color: $error; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Label("Budget (dollars this run may spend; empty: no limit)")
+        yield Input(placeholder="USD, like 5 or 2.50", compact=True, select_on_focus=False, classes="budget-input")
+        yield Static("", markup=False, classes="budget-error")
+
+    def verify(self) -> tuple[bool, float | None]:
+        """``(True, dollars or None)`` for a number above 0 or nothing; ``(False, None)`` with the reason shown below
+        the field and the field focused."""
+        field = self.query_one(".budget-input", Input)
+        error = self.query_one(".budget-error", Static)
+        try:
+            budget = parse_usd(field.value)
+        except ValueError as exc:
+            error.update(Text(visible(str(exc), one_line=True)))
+            field.focus()
+            return False, None
+        error.update("")
+        return True, budget
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeAnswer:
+    """What the user confirmed: the program to run (``""``: rebuilt from the checkpoint) and its budget in dollars
+    (None: no limit)."""
+
+    app: str
+    budget: float | None = None
+
+
+class ResumeScreen(ModalScreen[ResumeAnswer | None]):
+    """Answers the app spec to resume with ("" for none) and a budget, or None when cancelled. ``y`` resumes,
+    ``n``/escape cancels; a bad spec or budget is refused with its reason."""
 
     CSS_PATH = "confirm.tcss"
 
@@ -35,6 +77,7 @@ class ResumeScreen(ModalScreen[str | None]):
             yield Label("Resume the run", id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
             yield AppField(self.app_spec, id="resume-app")
+            yield BudgetField(id="resume-budget")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)
                 yield Button("Cancel (n)", id="confirm-no", compact=True)
@@ -50,7 +93,9 @@ class ResumeScreen(ModalScreen[str | None]):
             field.query_one(Input).focus()
             self.notify(visible(problem), severity="error", markup=False)
             return
-        self.dismiss(field.spec)
+        ok, budget = self.query_one(BudgetField).verify()
+        if ok:
+            self.dismiss(ResumeAnswer(field.spec, budget))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -122,9 +122,11 @@ class RunController:
         outputs: Mapping[int, str],
         app: str,
         rerun: int,
+        budget: float | None = None,
     ) -> RunRequest:
-        """The run of a confirmed fork; its edits now live on in the new branch, so they are no longer kept."""
-        argv = fork_command(source_id, self.location, branch, inputs, outputs, app)
+        """The run of a confirmed fork; its edits now live on in the new branch, so they are no longer kept.
+        ``budget``: the dollars the run may spend (``--budget``), None for no limit."""
+        argv = fork_command(source_id, self.location, branch, inputs, outputs, app, budget)
         self.edits.discard(source_id)
         return RunRequest(argv, f"fork {source_id[:8]} → {branch}", branch, rerun, source_id)
 
@@ -141,9 +143,13 @@ class RunController:
         )
         return question
 
-    def resume_request(self, meta: CheckpointMeta, info: CheckpointInfo, app: str) -> RunRequest:
+    def resume_request(
+        self, meta: CheckpointMeta, info: CheckpointInfo, app: str, budget: float | None = None
+    ) -> RunRequest:
+        """The run of a confirmed Resume dialog; ``budget``: the dollars it may spend (``--budget``), None for no
+        limit."""
         request = RunRequest(
-            resume_command(meta.id, self.location, app), f"resume {meta.id[:8]} on {meta.branch}", meta.branch
+            resume_command(meta.id, self.location, app, budget), f"resume {meta.id[:8]} on {meta.branch}", meta.branch
         )
         request.total, request.source_id = len([t for t in info.tasks if not t.done]), meta.id
         return request
@@ -211,6 +217,9 @@ class RunController:
             return visible(f"{request.title}: finished"), "information"
         if returncode == ExitCode.WAITING:
             return visible(f"{request.title}: waits for a person's answer (a answers it)"), "information"
+        if returncode == ExitCode.BUDGET:
+            said = f"{request.title}: stopped at its budget (resume with e and a larger budget)"
+            return visible(said), "warning"
         if cancelled or returncode == ExitCode.INTERRUPTED:
             return visible(f"{request.title}: cancelled"), "warning"
         return visible(f"{request.title}: {error or 'failed'}"), "error"
