@@ -73,6 +73,8 @@ RUN = {
     "answer in a terminal": "CREWPOINT_FEEDBACK=ask python review.py",
     "answer on the command line": "crewpoint checkpoint answer <id> --outcome approved --app review.py:flow",
     "answer.py": 'print(flow.kickoff(from_checkpoint=where, feedback="approved: ship it"))',
+    "budget.py": "budget=Budget(usd=2.0, tokens=150),",
+    "budget resume": "crewpoint checkpoint resume <id> --app budget.py:crew --budget-tokens 1000",
 }
 NOT_RUN = {
     "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
@@ -326,6 +328,24 @@ def test_the_cost_examples_run_as_written_and_an_override_prices_the_offline_mod
     assert priced.returncode == 0, priced.stderr
     expected = (tokens["input_tokens"] * 3.0 + tokens["output_tokens"] * 15.0) / 1_000_000
     assert json.loads(priced.stdout)["cost_usd"] == round(expected, 6) > 0
+
+
+def test_the_budget_example_stops_at_its_budget_and_the_resume_repeats_no_call(tmp_path: Path) -> None:
+    write(tmp_path, "budget.py", block("budget.py").code)
+    first, resume = block("budget resume").commands
+    stopped = _line(first, tmp_path)
+    assert stopped.returncode == 76, stopped.stderr
+    (said,) = stopped.stderr.strip().splitlines()
+    assert "spent $0.0000 and 171 tokens of $2.00 or 150 tokens" in said and "go on with: crewpoint checkpoint" in said
+    newest = listing(tmp_path)[0]
+    assert (newest["trigger"], newest["status"], newest["tasks_done"]) == ("budget_exceeded", "stopped: budget", 2)
+    done = _line(resume.replace("<id>", str(newest["id"])[:12]), tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(checkpoints(tmp_path)[-1].read_text())["body"]
+    ids = [task["id"] for task in body["entity"]["tasks"]]
+    assert all(task["output"] is not None for task in body["entity"]["tasks"])
+    assert [row["unit"] for row in body["usage"]["rows"]] == ids[2:]  # only note 3 was asked for again
+    assert [row["unit"] for row in body["usage"]["reused"]] == ids[:2]
 
 
 def _line(command: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
