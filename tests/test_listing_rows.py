@@ -185,3 +185,46 @@ def test_a_listing_printed_by_columns_is_the_table_printed_by_rows(
             made = print_table(None if widths else header, table_rows(metas, statuses), widths)
             assert (got, shown) == (made, capsys.readouterr().out)
             assert shown.count("\n") == len(metas) + (0 if widths else 1)
+
+
+def test_list_loads_no_other_command_and_every_command_is_still_there() -> None:
+    """``crewpoint checkpoint list`` imports its own command's module only; help, an unknown command's
+    suggestion and every other command still find all of them (each module of ``COMMAND_MODULES`` registers)."""
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    code = (
+        "import sys\n"
+        "from crewpoint.tui.cli import COMMAND_MODULES, main\n"
+        "try:\n"
+        "    main(['checkpoint', 'list', sys.argv[1]])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in COMMAND_MODULES if f'crewpoint.tui.cli.{m}' in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, "no-such-store"], capture_output=True, text=True)
+    assert done.stderr.splitlines()[-1] == "['listing']", done.stderr
+    from crewpoint.tui.cli import COMMAND_MODULES, main
+
+    shown = CliRunner().invoke(main, ["checkpoint", "--help"])
+    assert shown.exit_code == 0
+    for name in ("list", "info", "resume", "fork", "prune", "diff", "copy", "serve", "answer", "cost"):
+        assert f"  {name} " in shown.stdout, name
+    assert "demo" in CliRunner().invoke(main, ["--help"]).stdout
+    wrong = CliRunner().invoke(main, ["checkpoint", "lst"])
+    assert wrong.exit_code == 2 and "lst" in wrong.stderr
+    assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
+
+
+def test_every_module_that_registers_a_command_is_named() -> None:
+    import re
+
+    import crewpoint.tui.cli as cli
+
+    folder = Path(cli.__file__).parent
+    registering = {
+        p.stem for p in folder.glob("*.py") if re.search(r"^@(checkpoint|main)\.(command|group)\(", p.read_text(), re.M)
+    }
+    assert registering - {"root"} == set(cli.COMMAND_MODULES)

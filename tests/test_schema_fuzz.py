@@ -29,7 +29,7 @@ from llm_server import LLMServer
 
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
-from crewpoint.tui.cli import main
+from crewpoint.tui.cli import load_commands, main
 
 CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
@@ -231,6 +231,7 @@ def commands(base: Base, store: str, checkpoint_id: str) -> dict[str, list[str]]
 
 
 def _resume_has_dry_run() -> bool:
+    load_commands()  # the commands are registered when first looked for
     resume = main.commands["checkpoint"].commands["resume"]  # type: ignore[attr-defined]
     return any("--dry-run" in p.opts for p in resume.params)
 

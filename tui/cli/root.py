@@ -26,7 +26,28 @@ from crewpoint.tui.diagnostics import no_checkpoints
 from crewpoint.tui.visible import visible
 
 
-class _Main(click.Group):
+class _Commands(click.Group):
+    """A group whose commands the modules of ``crewpoint.tui.cli`` register, imported when a command is first
+    looked for (:func:`crewpoint.tui.cli.load_commands`): ``list`` runs with only its own module imported."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            _load_commands(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _load_commands(None)
+        return super().list_commands(ctx)
+
+
+def _load_commands(name: str | None) -> None:
+    # lazy: the package imports this module first (its commands are registered on this module's groups)
+    from crewpoint.tui.cli import load_commands
+
+    load_commands(name)
+
+
+class _Main(_Commands):
     """The root group: an unexpected error is one line (its traceback with ``--debug``); Ctrl-C exits 130; a
     usage error is one line and exit 2; a reader that goes away (``list | head``) ends the command quietly."""
 
@@ -117,7 +138,7 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-@main.group(invoke_without_command=True)
+@main.group(cls=_Commands, invoke_without_command=True)
 @click.option(
     "--location", "-l", metavar="PATH", default=None, envvar="CREWPOINT_CHECKPOINT_LOCATION", help=LOCATION_HELP
 )
