@@ -41,6 +41,9 @@ class AnswerScreen(ModalScreen[Answer | None]):
         self.checkpoint = checkpoint
         self.request = request
         self.app_spec = app
+        outcomes, default = self.outcomes, request.get("default_outcome")
+        first = f"answer-outcome-{outcomes.index(default) if default in outcomes else 0}" if outcomes else ACCEPT_ID
+        self.AUTO_FOCUS = f"#{first}"  # Enter gives the default answer, as in a terminal
 
     @property
     def outcomes(self) -> list[str]:
@@ -76,7 +79,6 @@ class AnswerScreen(ModalScreen[Answer | None]):
     def on_mount(self) -> None:
         self.query_one("#answer-feedback", TextArea).border_title = "feedback (optional with an outcome)"
         self.query_one("#answer-output-box").border_title = "output under review"
-        self.query_one("#answer-buttons Button", Button).focus()
 
     @property
     def feedback(self) -> str:

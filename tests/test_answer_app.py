@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 
+from chromium import Chromium, stop_group
 from support.reading import browser, text_of
 from support.waiting import settle, wait_until
 from test_answer_cli import REVIEW, paused, ran
@@ -125,3 +127,42 @@ async def test_a_run_that_starts_waiting_shows_in_an_open_app(tmp_path: Path) ->
         held = [m for m in screen.metas if m.trigger == "human_feedback_requested"]
         assert any("⧗ waiting" in mark(screen, m.id) for m in held)
         assert screen.title == "crewpoint · ⧗ 1 waiting"
+
+
+# -- in a browser, through serve ------------------------------------------------------------------------------
+
+
+async def test_a_waiting_run_is_answered_in_a_browser(tmp_path: Path) -> None:
+    project, _ = paused(tmp_path)
+    (project / "pyproject.toml").write_text('[tool.crewpoint]\napp = "review.py:flow"\n')  # the program runs on
+    token = "-".join(["answer", "token", str(2**40)])  # a test value, assembled here only
+    command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "serve", "--location", "store"]
+    server = subprocess.Popen(
+        [*command, "--port", "0", "--token", token],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = (await asyncio.wait_for(asyncio.to_thread(server.stdout.readline), 20)).decode().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        async with Chromium(width=1400, height=900) as page:
+            await page.open(url)
+            await page.wait_for_text("⧗ 1 waiting")  # the title's count
+            await page.wait_for_text("⧗ waiting")  # the branch's mark; the cursor is on its newest checkpoint
+            await page.wait_for_text("human_feedback_requested")
+            await page.press("a")
+            shown = await page.wait_for_text("Answer the run")
+            assert "Publish the [draft]?" in shown and "Draft [bold]text[/bold] of the post" in shown
+            await page.wait_for_text("rejected")
+            await page.press("Enter", "\r")  # the focused button: the default outcome, approved
+            await page.wait_for_text("(approved) on main: finished")  # the app's word when the run ends
+            await page.wait_for_text("human_feedback_received")
+        assert ran(project) == ["draft", "published"]
+    finally:
+        stop_group(server)
+        for pipe in (server.stdout, server.stderr):
+            if pipe is not None:
+                pipe.close()
