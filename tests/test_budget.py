@@ -335,3 +335,52 @@ def test_a_fork_takes_a_token_budget(tmp_path: Path, server: LLMServer) -> None:
     assert forked.stderr.strip().splitlines()[-1].endswith("--budget-tokens 200000")
     assert calls_per_task(server) == [1, 1, 0]
     assert newest(str(project / "store")).meta.branch == "lean"
+
+
+REVIEWED = textwrap.dedent(
+    """
+    import os
+    from pathlib import Path
+
+    from crewpoint import LLM, CheckpointConfig, Flow, listen, start
+    from crewpoint.feedback import human_feedback
+
+    llm = LLM(model="gpt-4o", base_url=os.environ["BUDGET_TEST_LLM"], provider="openai")
+
+
+    class Post(Flow):
+        @start()
+        @human_feedback(message="Publish the draft?")
+        def draft(self):
+            return "a draft"
+
+        @listen(draft)
+        def publish(self, result):
+            first = llm.invoke([{"role": "user", "content": "polish it"}])
+            return llm.invoke([{"role": "user", "content": "and again: " + first}])
+
+
+    flow = Post(checkpoint=CheckpointConfig(location=str(Path(__file__).parent / "store")))
+
+    if __name__ == "__main__":
+        flow.kickoff()
+    """
+)
+
+
+def test_an_answer_takes_a_budget_and_stops_at_it(tmp_path: Path, server: LLMServer) -> None:
+    server.usage = PER_CALL
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "post.py").write_text(REVIEWED)
+    env = {**os.environ, "BUDGET_TEST_LLM": server.base_url, "CREWPOINT_FEEDBACK": "wait"}
+    waited = subprocess.run([sys.executable, "post.py"], cwd=project, env=env, capture_output=True, timeout=120)
+    assert waited.returncode == 0 and not server.requests
+    waiting = newest(str(project / "store")).meta
+    answered = cli(
+        "answer", waiting.id, "--location", "store", "--accept", "--app", "post.py:flow", "--budget-tokens", "1000",
+        cwd=project, env=env,
+    )  # fmt: skip
+    assert answered.returncode == 76, answered.stderr
+    assert [r.body["messages"][0]["content"] for r in server.requests] == ["polish it"]  # the second call: stopped
+    assert newest(str(project / "store")).meta.trigger == "budget_exceeded"
