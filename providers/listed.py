@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from crewpoint.providers.prune import newest_first
@@ -46,6 +47,8 @@ class ListedRow(NamedTuple):
 
 
 _make = tuple.__new__
+_BY_TIME = itemgetter(*(ListedRow._fields.index(name) for name in ("created_at", "sequence", "id")))
+_RUN_BRANCH = itemgetter(*(ListedRow._fields.index(name) for name in ("lineage", "branch", "sequence")))
 
 listed_row: Callable[[Sequence[Any]], ListedRow] = partial(_make, ListedRow)
 """The row of ``values``, every field's value in order (no check of their count or types): a call without a
@@ -69,8 +72,16 @@ def as_rows(metas: list[CheckpointMeta]) -> list[ListedRow]:
 
 
 def newest_rows(rows: list[ListedRow]) -> list[ListedRow]:
-    """``rows`` newest first, in the order :func:`~crewpoint.providers.prune.newest_first` gives metadata."""
-    return as_rows(newest_first(as_metas(rows)))
+    """``rows`` newest first, in the order :func:`~crewpoint.providers.prune.newest_first` gives metadata: by
+    time (sorted by the rows' own items, not by attribute), then, should a clock step have put a run's branch out
+    of sequence order, by ``newest_first`` itself."""
+    ordered = sorted(rows, key=_BY_TIME, reverse=True)
+    last: dict[tuple[str, str], int] = {}
+    for lineage, branch, sequence in map(_RUN_BRANCH, ordered):
+        if last.get((lineage, branch), sequence) < sequence:
+            return as_rows(newest_first(as_metas(rows)))
+        last[lineage, branch] = sequence
+    return ordered
 
 
 def as_meta(row: ListedRow) -> CheckpointMeta:

@@ -228,3 +228,19 @@ def test_every_module_that_registers_a_command_is_named() -> None:
         p.stem for p in folder.glob("*.py") if re.search(r"^@(checkpoint|main)\.(command|group)\(", p.read_text(), re.M)
     }
     assert registering - {"root"} == set(cli.COMMAND_MODULES)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_come_newest_first_as_metadata_does(seed: int) -> None:
+    """Clocks that step back (a later checkpoint of a run's branch with an earlier time) included."""
+    from crewpoint.providers.listed import newest_rows
+    from crewpoint.providers.prune import newest_first
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(60):
+        sequence = rng.randrange(1, 6)
+        when = rng.choice([1.0, 2.0, 3.0]) if seed % 2 else 1000.0 + sequence  # odd seeds: clocks that step
+        rows.append(ListedRow(f"{i:032x}", None, rng.choice("ab"), rng.choice("xyz"), sequence, when, "t"))
+    expected = newest_first([CheckpointMeta(*r) for r in rows])
+    assert [r.id for r in newest_rows(rows)] == [m.id for m in expected]
