@@ -31,7 +31,19 @@ if TYPE_CHECKING:
     from crewpoint.cost import Prices
     from crewpoint.runtime import RuntimeState
 
-__all__ = ["TRIGGER", "Budget", "BudgetExceeded", "Spending", "check_before_call", "spending_of"]
+__all__ = [
+    "STATUS",
+    "TRIGGER",
+    "Budget",
+    "BudgetExceeded",
+    "Spending",
+    "budget_of",
+    "check_before_call",
+    "over_budget",
+    "parse_usd",
+    "spending_of",
+    "stop",
+]
 
 log = logging.getLogger("crewpoint")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crewpoint._version import __version__
+from crewpoint.budget import STATUS as BUDGET_STATUS
 from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import origin_of, refuse_kickoff_while_loading
@@ -490,7 +491,7 @@ class Running:
         try:
             if exc is not None:
                 status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
-                status = "budget" if isinstance(exc, BudgetExceeded) else status
+                status = BUDGET_STATUS if isinstance(exc, BudgetExceeded) else status
                 signal_name, state.pending_signal = state.pending_signal, None
                 if signal_name is not None:
                     _emit_signal(state, signal_name)
