@@ -220,7 +220,7 @@ class BrowserScreen(Screen[None]):
     def _count_waiting(self) -> None:
         """The title counts the runs waiting for an answer (none: the app's own title)."""
         waiting = self.waiting_runs()
-        self.title = f"{self.app.title} · ⧗ {waiting} waiting" if waiting else None
+        self.title = f"{self.app.title} · ◷ {waiting} waiting" if waiting else None
 
     def waiting_refusal(self, checkpoint_id: str, holds_request: bool) -> str | None:
         """Why the checkpoint cannot be answered here (None: it can): it holds no request, its run went on past

@@ -14,6 +14,7 @@ from crewpoint.tui.render import STATE_MARKS
 
 STATE_MEANINGS = {
     "running": "a run is writing this branch now (its process beats)",
+    "waiting": "the run waits for a person's answer: a on its newest checkpoint answers it",
     "finished": "the run on this branch finished",
     "interrupted": "the run was stopped (Ctrl+C or a signal): resume it with e",
     "crashed": "the run's process died without a word, or stopped beating",

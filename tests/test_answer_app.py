@@ -1,4 +1,4 @@
-"""The app and a waiting run: the tree's ⧗ waiting mark, the status:waiting filter, the title's count, the Answer
+"""The app and a waiting run: the tree's ◷ waiting mark, the status:waiting filter, the title's count, the Answer
 dialog (its widgets, and an outcome button that runs the answer), read-only mode, and a run that starts waiting
 while the app is open. Real flows paused in real processes (:mod:`test_answer_cli`)."""
 
@@ -52,8 +52,8 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         screen = browser(pilot)
         await wait_until(pilot, lambda: screen.waiting_runs() == 1)
-        assert "⧗ waiting" in mark(screen, waiting)
-        assert screen.title == "crewpoint · ⧗ 1 waiting"
+        assert "◷ waiting" in mark(screen, waiting)
+        assert screen.title == "crewpoint · ◷ 1 waiting"
 
         search = screen.query_one("#filter", Input)
         search.value = "status:waiting"
@@ -90,7 +90,7 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
         assert len(screen.metas) > before
         await wait_until(pilot, lambda: screen.waiting_runs() == 0)
         assert screen.title is None
-        assert "⧗ waiting" not in mark(screen, waiting)
+        assert "◷ waiting" not in mark(screen, waiting)
 
 
 async def test_read_only_refuses_answering(tmp_path: Path) -> None:
@@ -125,8 +125,8 @@ async def test_a_run_that_starts_waiting_shows_in_an_open_app(tmp_path: Path) ->
         assert await waiting.wait() == 75
         await wait_until(pilot, lambda: screen.waiting_runs() == 1)
         held = [m for m in screen.metas if m.trigger == "human_feedback_requested"]
-        assert any("⧗ waiting" in mark(screen, m.id) for m in held)
-        assert screen.title == "crewpoint · ⧗ 1 waiting"
+        assert any("◷ waiting" in mark(screen, m.id) for m in held)
+        assert screen.title == "crewpoint · ◷ 1 waiting"
 
 
 # -- in a browser, through serve ------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ async def test_a_waiting_run_is_answered_in_a_browser(tmp_path: Path) -> None:
         assert url.startswith("http://127.0.0.1:"), url
         async with Chromium(width=1400, height=900) as page:
             await page.open(url)
-            await page.wait_for_text("⧗ 1 waiting")  # the title's count
-            await page.wait_for_text("⧗ waiting")  # the branch's mark; the cursor is on its newest checkpoint
+            await page.wait_for_text("◷ 1 waiting")  # the title's count
+            await page.wait_for_text("◷ waiting")  # the branch's mark; the cursor is on its newest checkpoint
             await page.wait_for_text("human_feedback_requested")
             await page.press("a")
             shown = await page.wait_for_text("Answer the run")

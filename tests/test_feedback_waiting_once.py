@@ -62,7 +62,7 @@ async def test_the_tree_and_the_title_count_the_request_once(tmp_path: Path) -> 
     async with app.run_test(size=(140, 40)) as pilot:
         screen = browser(pilot)
         await wait_until(pilot, lambda: screen.feed.index.runs and screen.waiting_runs() == 1)
-        assert screen.title == "crewpoint · ⧗ 1 waiting"
+        assert screen.title == "crewpoint · ◷ 1 waiting"
         index = screen.feed.index
         assert index.segment_of[first] == index.segment_of[second] != index.segment_of[third]
         waiting = [key for key, segment in index.segments.items() if index.state_of(segment) == "waiting"]

@@ -14,7 +14,7 @@ from crewpoint.providers.base import CheckpointMeta
 
 STATE_MARKS = {
     "running": ("● live", "live"),
-    "waiting": ("⧗ waiting", "marked"),
+    "waiting": ("◷ waiting", "marked"),
     "answered": ("✓ answered", "muted"),
     "budget": ("■ stopped: budget", "stopped"),
     "finished": ("✓ done", "muted"),
