@@ -1,30 +1,36 @@
 """What recording usage costs a run: a 30-task offline crew, checkpointed at every task, with and without it.
 
-"Without" is this bench's own switch: the LLM's completion event as it was before usage (only the counts the model
-reported), and a runtime that neither follows units nor sums calls nor writes a ``usage`` section. Runs alternate
-(each side first in every other pair) so that the machine's drift lands on both; each figure is the median of the
-pairs' ratios. The target row is the run's wall time, what a user waits (checkpoints fsync'd); the CPU-time row
-(this process, all its threads: the writer's too) is the stricter view, since an offline call costs nothing next to
-writing a checkpoint, and other processes on a shared machine disturb it less than the clock.
+"Without" is this bench's own switch, the pieces that record usage replaced by what they would be without it: the
+offline model counts nothing and reports nothing, the LLM's completion event carries no counts, and the runtime
+neither follows units nor sums calls nor writes a ``usage`` section. Counting what a call sent and said is part of
+recording, so it lands on the recorded side. Both sides do the same work (each run's output is compared), in fresh
+stores; runs alternate (each side first in every other round) so that the machine's drift lands on both, and each
+figure is the median of the rounds' ratios. The target row is the run's wall time, what a user waits (checkpoints
+fsync'd); the CPU-time row (this process, all its threads: the writer's too) is the stricter view, since an offline
+call costs nothing next to writing a checkpoint. A third side records usage but writes no ``usage`` section, to
+show what the section's rows cost on their own (every checkpoint holds every row so far).
+
+``USAGE_BENCH_ROUNDS`` and ``USAGE_BENCH_TASKS`` make it smaller (the smoke test runs it so).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from run import Row
 
 logging.disable(logging.WARNING)
 
-TASKS = 30
-PAIRS = 21
+TASKS = int(os.environ.get("USAGE_BENCH_TASKS", "30"))
+ROUNDS = int(os.environ.get("USAGE_BENCH_ROUNDS", "41"))
 
 
 def _crew(location: str) -> Any:
@@ -122,47 +128,75 @@ def _usage_off() -> Iterator[None]:
         ) = saved  # type: ignore[method-assign]
 
 
-def _kickoff(location: str) -> tuple[float, float]:
-    """The run's wall time and CPU time, its checkpoints written."""
+@contextmanager
+def _no_section() -> Iterator[None]:
+    """Record usage but write no ``usage`` section: what the rest of recording costs without the rows."""
+    from crewpoint.runtime import RuntimeState
+
+    saved = RuntimeState.usage_section
+    RuntimeState.usage_section = lambda self, entity: None  # type: ignore[method-assign,assignment,return-value]
+    try:
+        yield
+    finally:
+        RuntimeState.usage_section = saved  # type: ignore[method-assign]
+
+
+def _kickoff(location: str) -> tuple[float, float, str]:
+    """The run's wall time and CPU time, its checkpoints written, and its output."""
     from crewpoint.checkpoint.writer import writer
 
     crew = _crew(location)
     wall, cpu = time.perf_counter(), time.process_time()
-    crew.kickoff()
+    output = crew.kickoff()
     writer.flush()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return time.perf_counter() - wall, time.process_time() - cpu, str(output)
+
+
+SIDES: dict[str, Callable[[], Any]] = {"recorded": nullcontext, "off": _usage_off, "no section": _no_section}
+
+
+def _ratio(runs: dict[str, list[tuple[float, float, str]]], side: str, index: int) -> float:
+    return statistics.median(a[index] / b[index] for a, b in zip(runs[side], runs["off"], strict=True))
 
 
 def bench_usage_recording() -> list[Row]:
-    on: list[tuple[float, float]] = []
-    off: list[tuple[float, float]] = []
+    runs: dict[str, list[tuple[float, float, str]]] = {side: [] for side in SIDES}
+    names = list(SIDES)
     with tempfile.TemporaryDirectory() as tmp:
-        _kickoff(f"{tmp}/warm")  # imports and first-use costs land on neither side
-        for i in range(PAIRS):
-            for recorded in (True, False) if i % 2 == 0 else (False, True):  # neither side always goes first
+        for side, switch in SIDES.items():  # imports and first-use costs land on no side
+            with switch():
+                _kickoff(f"{tmp}/warm-{side}")
+        for i in range(ROUNDS):
+            order = names[i % 3 :] + names[: i % 3]  # each side goes first, second and last in turn
+            for side in order if i % 2 == 0 else order[::-1]:
                 gc.collect()
-                if recorded:
-                    on.append(_kickoff(f"{tmp}/on{i}"))
-                    continue
-                with _usage_off():
-                    off.append(_kickoff(f"{tmp}/off{i}"))
-    wall = statistics.median(a[0] / b[0] for a, b in zip(on, off, strict=True))
-    cpu = statistics.median(a[1] / b[1] for a, b in zip(on, off, strict=True))
+                with SIDES[side]():
+                    runs[side].append(_kickoff(f"{tmp}/{side}-{i}"))
+    outputs = {run[2] for side_runs in runs.values() for run in side_runs}
+    assert len(outputs) == 1, "the sides did not do the same work"
+    rounds = f"median of {ROUNDS} rounds"
     return [
         Row(
             f"{TASKS}-task offline crew, checkpointed, usage recorded",
-            statistics.median(a[0] for a in on) * 1000,
+            statistics.median(a[0] for a in runs["recorded"]) * 1000,
             "ms",
             None,
         ),
         Row(
             f"{TASKS}-task offline crew, checkpointed, no usage",
-            statistics.median(b[0] for b in off) * 1000,
+            statistics.median(b[0] for b in runs["off"]) * 1000,
             "ms",
             None,
         ),
-        Row("recording usage / not recording it (wall time)", wall, "x", 1.02, f"median of {PAIRS} pairs"),
-        Row("recording usage / not recording it (CPU time)", cpu, "x", None, "offline calls cost nothing: worst case"),
+        Row("recording usage / not recording it (wall time)", _ratio(runs, "recorded", 0), "x", 1.02, rounds),
+        Row("recording usage / not recording it (CPU time)", _ratio(runs, "recorded", 1), "x", None, rounds),
+        Row(
+            "recording usage without its rows / not recording it (CPU time)",
+            _ratio(runs, "no section", 1),
+            "x",
+            None,
+            "the rest is the usage rows every checkpoint repeats",
+        ),
     ]
 
 

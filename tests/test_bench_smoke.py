@@ -7,6 +7,7 @@ that the side-by-side rows come out, each with a ratio.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import subprocess
 import sys
@@ -124,3 +125,26 @@ def test_the_answer_bench_times_both_sides_from_copies_of_one_store(tmp_path: Pa
     assert math.isfinite(row.value) and row.value > 0, row.note
     # each run had its own copy: the store the bench prepared still waits, with no answer claimed
     assert not (tmp_path / "project" / "store" / ".claims").exists()
+
+
+def test_the_usage_bench_prints_what_recording_costs(tmp_path: Path) -> None:
+    env = {**os.environ, "USAGE_BENCH_ROUNDS": "2", "USAGE_BENCH_TASKS": "3"}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "bench_usage_recording"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    cells = {
+        parts[1].strip(): parts[2:]
+        for line in done.stdout.splitlines()
+        if len(parts := [cell.strip() for cell in line.split("│")]) > 4
+    }
+    assert "failed" not in done.stdout
+    for name in ("(wall time)", "(CPU time)"):
+        value, unit = cells[f"recording usage / not recording it {name}"][:2]
+        assert unit == "x" and 0 < float(value) < 10, done.stdout
+    assert cells["recording usage / not recording it (wall time)"][2] == "≤ 1.02"
+    assert float(cells["3-task offline crew, checkpointed, usage recorded"][0]) > 0
