@@ -14,8 +14,6 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from crewpoint.cost import format_usd
-from crewpoint.entities import kind_of
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_not_run
@@ -55,6 +53,9 @@ def progress_text(meta: CheckpointMeta) -> str:
     """A checkpoint's progress as people read it (:meth:`crewpoint.entities.EntityKind.progress`): ``2/4`` tasks
     of a crew; a flow's steps run so far, ``step 3``, since its routers decide how many of its methods run
     ("" when nothing is counted)."""
+    # lazy: the entity registry loads pathlib and more, which list (statuses only) never needs
+    from crewpoint.entities import kind_of
+
     return kind_of(meta.entity_kind).progress(meta.tasks_done, meta.tasks_total)
 
 
@@ -322,6 +323,9 @@ def budget_lines(trigger: str, events: list[Any], checkpoint_id: str) -> list[st
     the run spent of which budget (from its ``budget_exceeded`` event), and how to go on with a larger one."""
     if trigger != "budget_exceeded":
         return []
+    # lazy: crewpoint.cost loads decimal, which list (statuses only) never needs
+    from crewpoint.cost import format_usd
+
     found = [e for e in events if isinstance(e, dict) and e.get("type") == "budget_exceeded"]
     line = f"{STATUS_WORDS['budget']}: the run stopped here, before an LLM call"
     options = "--budget USD or --budget-tokens N"

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from crewpoint.checkpoint import stores as ops
-from crewpoint.entities import kind_of
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointNotFound, DamagedCheckpoint
 from crewpoint.providers.files import allow_processes, looking_once
@@ -200,6 +199,9 @@ def _say(text: str = "") -> None:
 def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str | None = None) -> None:
     meta = info.meta
     done, total = info.progress
+    # lazy: the entity registry loads pathlib and more, which the headless list never needs
+    from crewpoint.entities import kind_of
+
     kind = kind_of(info.kind)
     unit = kind.noun(total)
     rows = [
