@@ -104,6 +104,63 @@ async def shoot(out: Path) -> list[Path]:
     return saved
 
 
+REVIEW = """\
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.feedback import human_feedback
+from crewpoint.flow import Flow, listen, start
+
+
+class PostReview(Flow):
+    @start()
+    @human_feedback(
+        message="Publish this post? Pick an outcome, or write what to change.",
+        emit=["approved", "needs_changes", "rejected"],
+        default_outcome="approved",
+    )
+    def draft(self):
+        return (
+            "# Checkpoints for agent crews\\n\\n"
+            "Long pipelines crash mid-way; a checkpoint after each task keeps what was done.\\n"
+            "Resume runs only what is left, and a fork tries a change on a branch of its own.\\n\\n"
+            "[draft] Closing paragraph still to write."
+        )
+
+    @listen("approved")
+    def publish(self, result):
+        return "published"
+
+
+flow = PostReview(checkpoint=CheckpointConfig(location=".checkpoints"))
+
+if __name__ == "__main__":
+    flow.kickoff()
+"""
+"""A flow whose draft waits for a person's review: the Answer dialog's picture."""
+
+
+async def shoot_answer(out: Path, folder: Path) -> Path:
+    """The Answer dialog on a run that waits for a person (a flow run in its own process, told to wait)."""
+    folder.mkdir()
+    (folder / "review.py").write_text(REVIEW, encoding="utf-8")
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
+    subprocess.run([sys.executable, "review.py"], cwd=folder, env=env, check=False, capture_output=True)
+    back = os.getcwd()
+    os.chdir(folder)  # the app's paths read as a user in the project sees them
+    app = make_app(STORE, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen) and screen.waiting_runs() == 1
+        await pilot.press("a")
+        await wait_until(pilot, lambda: app.screen is not screen)
+        app.screen.query_one("#answer-feedback", TextArea).text = "Write the closing paragraph, then publish."
+        app.screen.query_one("#answer-app Input", Input).value = "review.py:flow"
+        await settle(pilot)
+        app.save_screenshot("answer-dialog.svg", path=str(out))
+    os.chdir(back)
+    return out / "answer-dialog.svg"
+
+
 async def shoot_browser(out: Path) -> Path:
     """The app served to a real headless Chromium (``crewpoint checkpoint serve``), as a PNG of the page."""
     from chromium import Chromium, stop_group
@@ -142,6 +199,7 @@ def main() -> None:
         make_store(Path(tmp))
         for path in asyncio.run(shoot(out)):
             print(path)
+        print(asyncio.run(shoot_answer(out, Path(tmp) / "review")))
         print(asyncio.run(shoot_browser(out)))
 
 
