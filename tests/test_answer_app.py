@@ -166,3 +166,59 @@ async def test_a_waiting_run_is_answered_in_a_browser(tmp_path: Path) -> None:
         for pipe in (server.stdout, server.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+CREW = """
+import sys
+
+from crewpoint import Agent, CheckpointConfig, Crew, Task
+
+writer = Agent(role="Writer", goal="write well", llm="offline")
+post = Task(description="Write about tides", expected_output="a post", agent=writer, name="post", human_input=True)
+crew = Crew(agents=[writer], tasks=[post], checkpoint=CheckpointConfig(location="store"))
+
+if __name__ == "__main__":
+    crew.kickoff(inputs={})
+"""
+
+
+async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Path) -> None:
+    (tmp_path / "crew.py").write_text(CREW)
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
+    waited = await asyncio.create_subprocess_exec(sys.executable, "crew.py", cwd=tmp_path, env=env)
+    assert await waited.wait() == 0
+    app = make_app(str(tmp_path / "store"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await settle(pilot)
+        assert screen.waiting_runs() == 1
+
+        async def answer_dialog() -> AnswerScreen:
+            await pilot.press("a")
+            await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+            assert isinstance(app.screen, AnswerScreen)
+            return app.screen
+
+        dialog = await answer_dialog()
+        labels = [str(button.label) for button in dialog.query("#answer-buttons Button").results(Button)]
+        assert labels == ["Accept", "Send feedback", "Cancel (esc)"]  # a task's review has no outcomes
+        assert app.focused is dialog.query_one("#answer-accept", Button)
+        dialog.query_one("#answer-send", Button).press()  # no feedback written: refused, the dialog stays
+        await pilot.pause()
+        assert app.screen is dialog and any("feedback first" in n.message for n in app._notifications)
+        dialog.query_one("#answer-feedback", TextArea).text = "Mention the moon."
+        dialog.query_one("#answer-send", Button).press()
+        await wait_until(pilot, lambda: app.screen is screen)
+        await wait_until(pilot, lambda: not screen.run_panel.running and screen.run_panel.has_class("-shown"), 60)
+        await settle(pilot)  # revised, the run waits for the person again: a new request on a newer checkpoint
+        assert any("waits for a person's answer" in n.message for n in app._notifications)
+        assert screen.waiting_runs() == 1
+        requested = [m for m in screen.metas if m.trigger == "human_feedback_requested"]
+        assert len(requested) == 2 and screen.ckpt_tree.chosen_id == max(requested, key=lambda m: m.sequence).id
+
+        dialog = await answer_dialog()
+        await pilot.press("enter")  # Accept, focused
+        await wait_until(pilot, lambda: app.screen is screen)
+        await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
+        await settle(pilot)
+        assert screen.waiting_runs() == 0 and screen.title is None
