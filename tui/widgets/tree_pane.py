@@ -23,7 +23,7 @@ class TreePane(Vertical):
         """Where the app last put the cursor itself; while it is there, the cursor follows live runs."""
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: words, branch:NAME, trigger:NAME", id="filter")
+        yield Input(placeholder="filter: words, branch:NAME, trigger:NAME, status:waiting", id="filter")
         yield self._tree
 
     @property
