@@ -200,7 +200,7 @@ class RuntimeState:
     def usage_section(self, entity: dict[str, Any]) -> dict[str, Any]:
         """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over."""
         before = self.usage_before
-        reused = reused_rows(before, finished_units(entity), set(self._usage_units)) if before else []
+        reused = reused_rows(before, finished_units(entity), self._usage_units) if before else []
         return {"rows": self.usage.rows(), "before": before, "reused": reused}
 
     def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:

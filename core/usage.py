@@ -19,7 +19,7 @@ Estimates follow one fixed rule, :func:`estimate_tokens`: ``ceil(characters / 4)
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -269,9 +269,12 @@ def finished_units(entity: Mapping[str, Any]) -> set[str]:
     return done
 
 
-def reused_rows(before: Iterable[Mapping[str, Any]], finished: set[str], ran: set[str]) -> list[dict[str, Any]]:
-    """The rows of ``before`` whose unit is finished now but was not run by this run: work taken over, not repeated."""
-    return [dict(row) for row in before if row.get("unit") in finished and row.get("unit") not in ran]
+def reused_rows(
+    before: Iterable[dict[str, Any]], finished: Container[str], ran: Container[str]
+) -> list[dict[str, Any]]:
+    """The rows of ``before`` whose unit is finished now but was not run by this run: work taken over, not repeated
+    (the rows themselves, not copies: like ``before``, read and never changed)."""
+    return [row for row in before if row.get("unit") in finished and row.get("unit") not in ran]
 
 
 @dataclass(frozen=True, slots=True)
