@@ -33,6 +33,7 @@ from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.estimate import Estimate
     from crewpoint.providers.base import CheckpointRecord
     from crewpoint.providers.formats import Format
 
@@ -157,8 +158,11 @@ def _run(
                 check_fork(record, prepared.plan, new_inputs)
             if budget is not None:
                 prepared.entity.budget = budget  # the program's own budget gives way to the one asked for here
+            estimate = _estimate(record.body, prepared.plan.rerun) if dry_run else None
         if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
             _print_plan(prepared, app)
+            if estimate is not None:
+                _print_estimate(estimate)
             return
         if not fork:
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
@@ -254,6 +258,27 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
         lines.append(f"{unit} to run: {listed or 'none'}")
     else:
         lines.append(f"{unit} to run: what is not done at the checkpoint")
+    for line in lines:
+        click.echo(visible(line, one_line=True))
+
+
+def _estimate(body: Any, rerun: list[int]) -> Estimate:
+    """What the tasks the plan runs cost when they last ran on the checkpoint's chain (a bad price file: exit 2)."""
+    # lazy: estimating prices usage with genai-prices, which only a dry run needs
+    from crewpoint.estimate import estimate_rerun, units_to_run
+
+    units, open_ended = units_to_run(body, rerun)
+    return estimate_rerun(body, units, open_ended=open_ended)
+
+
+def _print_estimate(estimate: Estimate) -> None:
+    """Under the tasks to run: each one's last recorded run on this chain (or no history), then the total."""
+    # lazy: the price table's version, read only when a cost is shown
+    from crewpoint.cost import table_version
+
+    lines = [f"estimate, from each one's last run on this chain (prices: {table_version()}):"]
+    lines += [f"  {line}" for line in estimate.unit_lines()]
+    lines.append(estimate.total_line().replace("estimate: ", "  total: ", 1))
     for line in lines:
         click.echo(visible(line, one_line=True))
 
