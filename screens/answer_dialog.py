@@ -35,6 +35,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
     CSS_PATH = "answer_dialog.tcss"
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = None  # the default answer's button is focused when mounted
 
     def __init__(self, checkpoint: str, request: dict[str, Any], app: str | None) -> None:
         super().__init__()
@@ -42,8 +43,9 @@ class AnswerScreen(ModalScreen[Answer | None]):
         self.request = request
         self.app_spec = app
         outcomes, default = self.outcomes, request.get("default_outcome")
-        first = f"answer-outcome-{outcomes.index(default) if default in outcomes else 0}" if outcomes else ACCEPT_ID
-        self.AUTO_FOCUS = f"#{first}"  # Enter gives the default answer, as in a terminal
+        chosen = outcomes.index(default) if default in outcomes else 0
+        self.first = f"answer-outcome-{chosen}" if outcomes else ACCEPT_ID
+        """The button focused at first: Enter gives the default answer, as in a terminal."""
 
     @property
     def outcomes(self) -> list[str]:
@@ -79,6 +81,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
     def on_mount(self) -> None:
         self.query_one("#answer-feedback", TextArea).border_title = "feedback (optional with an outcome)"
         self.query_one("#answer-output-box").border_title = "output under review"
+        self.query_one(f"#{self.first}", Button).focus()
 
     @property
     def feedback(self) -> str:
