@@ -76,10 +76,10 @@ def test_metadata_made_for_a_listing_is_the_metadata_the_class_makes() -> None:
             new_meta(*wrong)
 
 
-GUARDS = {"JSON": 3.0, "SQLite": 2.4}
-"""The most ``list`` of 10,000 may take over its floor here (CPU, median of interleaved whole processes): the goal
-is 2.0 for both (``bench/run.py``'s ``LIST_FLOOR_GOAL``); these hold what is reached (2.6x and 2.0x on a shared
-2-core machine) with room for a busy one, and come down as the listing does."""
+GUARDS = {"JSON": 2.6, "SQLite": 2.0}
+"""The most ``list`` of 10,000 may take over its floor (CPU, medians of interleaved whole processes). The goal is
+2.0 for both (``bench/run.py``'s ``LIST_FLOOR_GOAL``): SQLite holds it (1.8x here); JSON, at 2.4x (2.8x before
+its listing read rows), is held below where it was, to come down to the goal."""
 
 
 @pytest.mark.parametrize("kind", ["JSON", "SQLite"])
@@ -99,5 +99,5 @@ def test_list_of_ten_thousand_stays_near_its_floor(tmp_path: Path, kind: str) ->
     store = str(tmp_path / ("store" if kind == "JSON" else "store.db"))
     fill_store(provider, store, 10_000)
     provider.close()
-    _, cpu, ours, floor = list_over_floor(store, runs=5)
+    _, cpu, ours, floor = list_over_floor(store, runs=7)
     assert cpu <= GUARDS[kind], f"list takes {cpu:.2f}x its floor's CPU ({ours:.3f} s / {floor:.3f} s wall)"
