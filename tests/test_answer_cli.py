@@ -51,7 +51,8 @@ REVIEW = textwrap.dedent(
             return "redone"
 
 
-    flow = Review(checkpoint=CheckpointConfig(location=str(HERE / sys.argv[1]) if len(sys.argv) > 1 else "store"))
+    WHERE = sys.argv[1] if len(sys.argv) > 1 else "store"
+    flow = Review(checkpoint=CheckpointConfig(location=WHERE if "://" in WHERE else str(HERE / WHERE)))
 
     if __name__ == "__main__":
         result = flow.kickoff()
@@ -99,8 +100,11 @@ def one_line_refusal(done: subprocess.CompletedProcess[str], *fragments: str) ->
         assert fragment in lines[0]
 
 
-@pytest.mark.parametrize("store", ["store", "store.db"])
-def test_a_waiting_run_is_answered_from_another_process_once(tmp_path: Path, store: str) -> None:
+@pytest.mark.parametrize("kind", ["json", "sqlite", "postgres"])
+def test_a_waiting_run_is_answered_from_another_process_once(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    store = {"json": "store", "sqlite": "store.db"}.get(kind) or request.getfixturevalue("pg_location")
     project, row = paused(tmp_path, store)
     assert row["status"] == "waiting" and row["trigger"] == "human_feedback_requested"
     request = row["request"]
@@ -125,6 +129,13 @@ def test_a_waiting_run_is_answered_from_another_process_once(tmp_path: Path, sto
     assert "waiting" not in {r["status"] for r in after}
     assert all(r["request"] is None for r in after)
     assert any(r["trigger"] == "human_feedback_received" for r in after)
+
+
+def test_answer_default_takes_the_default_outcome(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    done = run("answer", row["id"], "--location", "store", "--default", "--app", "review.py:flow", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert ran(project) == ["draft", "published"]
 
 
 def test_answers_a_command_refuses_in_one_line(tmp_path: Path) -> None:
