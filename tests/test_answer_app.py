@@ -21,7 +21,7 @@ from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.browser import BrowserScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.read_only import allows
-from crewpoint.tui.store_index import SegmentRef
+from crewpoint.tui.store_index import CheckpointRef, SegmentRef
 from crewpoint.tui.widgets.palette import CheckpointCommands
 
 SIZE = (140, 40)
@@ -31,6 +31,11 @@ def mark(screen: BrowserScreen, checkpoint_id: str) -> str:
     """The tree's line for the branch segment holding ``checkpoint_id``."""
     index = screen.feed.index
     return screen.ckpt_tree._label_for(SegmentRef(index.segment_of[checkpoint_id])).plain
+
+
+def line(screen: BrowserScreen, checkpoint_id: str) -> str:
+    """The tree's line for the checkpoint ``checkpoint_id``."""
+    return screen.ckpt_tree._label_for(CheckpointRef(checkpoint_id)).plain
 
 
 async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
@@ -54,6 +59,7 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
         await wait_until(pilot, lambda: screen.waiting_runs() == 1)
         assert "◷ waiting" in mark(screen, waiting)
         assert screen.title == "crewpoint · ◷ 1 waiting"
+        assert line(screen, waiting).startswith("◷ ") and not line(screen, first).startswith("◷")
 
         search = screen.query_one("#filter", Input)
         search.value = "status:waiting"
@@ -91,6 +97,7 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
         await wait_until(pilot, lambda: screen.waiting_runs() == 0)
         assert screen.title is None
         assert "◷ waiting" not in mark(screen, waiting)
+        assert not line(screen, waiting).startswith("◷")
 
 
 async def test_read_only_refuses_answering(tmp_path: Path) -> None:

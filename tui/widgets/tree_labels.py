@@ -30,6 +30,9 @@ from crewpoint.tui.store_index import (
 )
 from crewpoint.tui.visible import visible
 
+WAITING_TRIGGER = "human_feedback_requested"
+"""The trigger of the checkpoint a run writes when it stops to wait for a person."""
+
 VISIBLE_RUNS = 100
 """Top-level runs shown per entity; older ones fold into one node that fills in when expanded, so a store of
 thousands of runs paints at once."""
@@ -129,12 +132,23 @@ class TreeLabels:
         text.append(f" {len(segment.metas)} ckpt", self._style("muted"))
         return text
 
+    def _waits_at(self, meta: CheckpointMeta) -> bool:
+        """Is ``meta`` the checkpoint its run waits at for a person's answer (its segment's newest, its run
+        waiting)?"""
+        index = self._tree.index
+        segment = index.segments.get(index.segment_of.get(meta.id, ""))
+        return (
+            segment is not None and segment.head.id == meta.id and index.state_of(segment, self._tree.now) == "waiting"
+        )
+
     def _checkpoint_label(self, meta: CheckpointMeta) -> Text:
         text = Text()
         if meta.id == self._tree.marked:
             text.append("◆ ", self._style("marked"))
         if meta.id in self._tree.edited:
             text.append("✎ ", self._style("marked"))
+        if meta.trigger == WAITING_TRIGGER and self._waits_at(meta):
+            text.append(f"{STATE_MARKS['waiting'][0].split()[0]} ", self._style("marked"))  # a answers it here
         problem = problem_of(meta)
         if problem is not None:
             text.append("✗ ", self._style("damaged"))
