@@ -23,11 +23,15 @@ from crewpoint.usage import finished_units
 
 __all__ = [
     "NO_HISTORY",
+    "ChainCost",
     "Estimate",
+    "UnitCost",
     "UnitEstimate",
+    "chain_cost",
     "cost_text",
     "estimate_rerun",
     "last_run",
+    "pending_tasks",
     "time_text",
     "tokens_text",
     "units_to_run",
@@ -213,3 +217,59 @@ def estimate_rerun(
         label = labels.get(unit or "") or (rows[-1]["label"] if rows and rows[-1]["label"] else str(unit or "?"))
         units.append(UnitEstimate(unit, label, tuple(rows), price_rows(rows, prices)))
     return Estimate(tuple(units), price_rows(history, prices), open_ended)
+
+
+def pending_tasks(body: Mapping[str, Any]) -> list[int]:
+    """The tasks a plain resume (or an answer, which runs on as a resume does) runs: those without an output at the
+    checkpoint, 0-based, as a crew's ``rerun()`` lists them."""
+    entity = body.get("entity")
+    tasks = entity.get("tasks") if isinstance(entity, Mapping) else None
+    return [i for i, task in enumerate(tasks if isinstance(tasks, list) else ()) if not _has_output(task)]
+
+
+def _has_output(task: object) -> bool:
+    return isinstance(task, Mapping) and task.get("output") is not None
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    """What one task (or method) cost on the chain, every run of it summed."""
+
+    unit: str | None
+    label: str
+    summary: CostSummary
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """What a checkpoint's chain cost: ``spent`` (earlier runs and this one), ``this_run``, ``saved`` (what a
+    resume or fork reused instead of paying again) and ``units``, spent per task or method in the order first run."""
+
+    spent: CostSummary
+    this_run: CostSummary
+    saved: CostSummary
+    units: tuple[UnitCost, ...]
+
+    @property
+    def recorded(self) -> bool:
+        """Did the chain record any usage?"""
+        return bool(self.spent.rows or self.saved.rows)
+
+
+def chain_cost(body: Mapping[str, Any], prices: Prices | None = None) -> ChainCost:
+    """The figures of a checkpoint's chain, priced now, from its body's ``usage`` (malformed rows left out)."""
+    if prices is None:
+        prices = load_prices()
+    rows, before = usage_rows(body, "rows"), usage_rows(body, "before")
+    labels = _task_labels(body)
+    chain = [*before, *rows]
+    by_unit: dict[str | None, list[dict[str, Any]]] = {}
+    for row in chain:
+        by_unit.setdefault(row["unit"], []).append(row)
+    units = tuple(
+        UnitCost(unit, labels.get(unit or "") or members[-1]["label"] or str(unit or "?"), price_rows(members, prices))
+        for unit, members in by_unit.items()
+    )
+    return ChainCost(
+        price_rows(chain, prices), price_rows(rows, prices), price_rows(usage_rows(body, "reused"), prices), units
+    )

@@ -51,7 +51,8 @@ class BrowserDialogs:
             return
         app = suggested_app(shown.record)
         browser.app.push_screen(
-            ForkScreen(shown.meta, shown.info, plan, taken=browser.feed.branches, app=app), self._forked
+            ForkScreen(shown.meta, shown.info, plan, taken=browser.feed.branches, app=app, body=shown.record.body),
+            self._forked,
         )
 
     def _forked(self, request: ForkRequest | None) -> None:
@@ -88,7 +89,7 @@ class BrowserDialogs:
                 self._start(browser.controller.resume_request(meta, info, answer.app, answer.budget))
 
         question = browser.controller.resume_question(meta, info)
-        browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record)), answered)
+        browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record), shown.record.body), answered)
 
     def answer(self) -> None:
         """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from crewpoint.text import clip
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
+from crewpoint.tui.widgets.cost_view import EstimateView
 from crewpoint.tui.widgets.overview_view import plain, shown
 
 
@@ -69,8 +71,11 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         branch: str | None = None,
         taken: set[str] | None = None,
         app: str | None = None,
+        body: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        self.body = body
+        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.meta = meta
         self.info = info
         self.plan = plan
@@ -84,6 +89,8 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             with VerticalScroll(id="fork-body"):  # what it runs first: a short terminal shows the top
                 yield Static(self._source(), markup=False, id="fork-source")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
+                if self.body is not None and self.plan.rerun:
+                    yield EstimateView(self.body, self.plan.rerun, id="fork-estimate")
                 yield Label("Branch name", id="fork-branch-label")
                 yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -13,8 +15,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from crewpoint.budget import parse_usd
+from crewpoint.estimate import pending_tasks
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
+from crewpoint.tui.widgets.cost_view import EstimateView
 
 
 class BudgetField(Vertical):
@@ -67,8 +71,10 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
         Binding("n,escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, question: Text, app: str | None) -> None:
+    def __init__(self, question: Text, app: str | None, body: Mapping[str, Any] | None = None) -> None:
         super().__init__()
+        self.body = body
+        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.question = question
         self.app_spec = app
 
@@ -76,6 +82,8 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
         with Vertical(id="confirm-dialog"):
             yield Label("Resume the run", id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
+            if self.body is not None:
+                yield EstimateView(self.body, pending_tasks(self.body), id="resume-estimate")
             yield AppField(self.app_spec, id="resume-app")
             yield BudgetField(id="resume-budget")
             with Horizontal(id="confirm-buttons"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -16,10 +17,12 @@ from textual.widgets import Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.entities import kind_of
+from crewpoint.estimate import ChainCost
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.formats import written_by
 from crewpoint.text import format_size
 from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.cost_view import chain_parts
 from crewpoint.tui.widgets.detail_state import Detail
 
 
@@ -70,15 +73,25 @@ class OverviewView(VerticalScroll):
 
     detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
 
+    chain: ChainCost | None = None
+    """The cost figures drawn (None: none shown)."""
+
     def compose(self) -> ComposeResult:
         yield Static("", id="overview-problem", classes="-empty", markup=False)
         yield Static("", id="overview-body", markup=False)
 
     def watch_detail(self, detail: Detail | None) -> None:
         if detail is not None:
-            self.show(detail.meta, detail.info, detail.problem)
+            body = detail.record.body if detail.ready and detail.record is not None else None
+            self.show(detail.meta, detail.info, detail.problem, body)
 
-    def show(self, meta: CheckpointMeta, info: CheckpointInfo | None, problem: str | None = None) -> None:
+    def show(
+        self,
+        meta: CheckpointMeta,
+        info: CheckpointInfo | None,
+        problem: str | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
         problem_widget = self.query_one("#overview-problem", Static)
         problem_widget.update(Text(visible(f"✗ {problem}")) if problem else Text(""))
         problem_widget.set_class(not problem, "-empty")
@@ -97,6 +110,10 @@ class OverviewView(VerticalScroll):
             ("location", meta.location or "?"),
         ]
         parts: list[RenderableType] = [facts_table(rows)]
+        self.chain = None
+        if body is not None:  # spent, this run, saved and a per-task table, priced now
+            self.chain, cost = chain_parts(body)
+            parts.extend(cost)
         if info is not None:
             parts.extend(self._entity_parts(info))
         self.query_one("#overview-body", Static).update(Group(*parts))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from textual.widget import Widget
 
 from crewpoint.tui.widgets.branch_graph import BranchGraph
+from crewpoint.tui.widgets.cost_view import CostView
 from crewpoint.tui.widgets.diff_view import DiffView
 from crewpoint.tui.widgets.events_view import EventsView
 from crewpoint.tui.widgets.inputs_view import InputsView
@@ -44,6 +45,7 @@ TABS: tuple[Tab, ...] = (
     Tab("diff", "Diff", lambda: DiffView(id="diff")),
     Tab("raw", "Raw", lambda: RawView(id="raw")),
     Tab("graph", "Graph", lambda: BranchGraph(id="graph")),
+    Tab("cost", "Cost", lambda: CostView(id="cost")),
 )
 """The tabs in their order; the number keys 1… open them in this order."""
 

@@ -1,0 +1,183 @@
+"""What runs cost, in the app: the Overview's spent, this run and saved with a per-task table, the Cost tab's chart,
+and the estimate the Fork and Resume dialogs show for what will run; the figures are ``crewpoint.cost.price_rows``'
+of the checkpoint's own usage rows. A real 3-task crew on gpt-4o against the local OpenAI-compatible server, then a
+fork that re-runs task 3 (tests/support/cost_runs.py)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from support.cost_runs import build, usage_server
+from support.reading import browser
+from support.waiting import settle, wait_until
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from crewpoint.checkpoint import ops
+from crewpoint.cost import Prices, price_rows, usage_rows
+from crewpoint.estimate import NO_HISTORY, cost_text
+from crewpoint.providers.base import CheckpointRecord
+from crewpoint.screens.browser import BrowserScreen
+from crewpoint.screens.fork_confirm import ForkScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
+from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.cost_view import CostView, EstimateView
+from crewpoint.tui.widgets.detail_state import Detail
+from crewpoint.tui.widgets.overview_view import OverviewView
+
+SIZE = (150, 45)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Any]]]:
+    location = str(tmp_path_factory.mktemp("cost-app") / "store")
+    with usage_server() as server:
+        yield location, build(location, server.base_url)
+
+
+def shown_text(widget: Static) -> str:
+    """What a Static was given to show (a rich renderable), as plain text at a wide width."""
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(widget.content)
+    return console.export_text()
+
+
+def body_of(meta: Any) -> dict[str, Any]:
+    body: dict[str, Any] = ops.load(meta.location).body
+    return body
+
+
+def priced(rows: list[dict[str, Any]]) -> Any:
+    return price_rows(rows, Prices())
+
+
+async def chosen(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
+    await settle(pilot)
+    screen = browser(pilot)
+    assert screen.ckpt_tree.reveal(checkpoint_id)
+    await settle(pilot)
+    return screen
+
+
+async def test_the_overview_shows_spent_this_run_saved_and_each_task(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    fork_head = [m for m in metas if m.branch == "rewrite"][-1]
+    body = body_of(fork_head)
+    rows, before, reused = (usage_rows(body, part) for part in ("rows", "before", "reused"))
+    async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
+        await chosen(pilot, fork_head.id)
+        overview = pilot.app.screen.query_one(OverviewView)
+        await wait_until(pilot, lambda: overview.chain is not None)
+        chain = overview.chain
+        assert chain is not None
+        assert chain.spent.usd == priced([*before, *rows]).usd and chain.spent.tokens == priced([*before, *rows]).tokens
+        assert chain.this_run.usd == priced(rows).usd and chain.this_run.tokens["input_tokens"] == 2000
+        assert chain.saved.usd == priced(reused).usd and [r["label"] for r in reused] == ["t1", "t2"]
+        assert [u.label for u in chain.units] == ["1. t1", "2. t2", "3. t3"]
+        task_3 = [r for r in [*before, *rows] if r["label"] == "t3"]
+        assert len(task_3) == 2 and chain.units[2].summary.usd == priced(task_3).usd  # both runs of it
+        shown = shown_text(overview.query_one("#overview-body", Static))
+        assert cost_text(chain.spent) in shown and cost_text(chain.saved) in shown
+
+
+async def test_the_cost_tab_charts_each_task_of_the_chain(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    last = [m for m in metas if m.branch == "main"][-1]
+    body = body_of(last)
+    async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
+        screen = await chosen(pilot, last.id)
+        screen.detail.activate("tab-cost")
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query(CostView)))
+        view = pilot.app.screen.query_one(CostView)
+        await wait_until(pilot, lambda: view.chain is not None)
+        assert view.chain is not None
+        by_label = {u.label: u.summary for u in view.chain.units}
+        for n, row in enumerate(usage_rows(body), 1):
+            assert by_label[f"{n}. {row['label']}"].usd == priced([row]).usd
+        shown = shown_text(view.query_one("#cost-body", Static))
+        assert "█" in shown and "$0.0140" in shown and "open the newest checkpoint of a branch" in shown
+
+
+async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    main = [m for m in metas if m.branch == "main"]
+    task_3 = [r for r in usage_rows(body_of(main[-1])) if r["label"] == "t3"]
+    async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
+        screen = await chosen(pilot, main[-1].id)
+        screen.edits.keep(main[-1].id, outputs={1: "A shorter outline."})  # task 2's output: task 3 runs again
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
+        view = pilot.app.screen.query_one(EstimateView)
+        await wait_until(pilot, lambda: view.estimate is not None)
+        assert view.estimate is not None
+        assert [u.label for u in view.estimate.units] == ["3. t3"]
+        assert view.estimate.total.usd == priced(task_3).usd
+        assert view.estimate.total.tokens == priced(task_3).tokens
+        assert "$0.0140" in shown_text(view)
+        await pilot.press("n")
+
+        await chosen(pilot, main[1].id)  # after task 2: task 3 never ran on this chain
+        screen.edits.keep(main[1].id, outputs={1: "A shorter outline."})
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
+        view = pilot.app.screen.query_one(EstimateView)
+        await wait_until(pilot, lambda: view.estimate is not None)
+        assert view.estimate is not None and view.estimate.missing == ["3. t3"]
+        assert NO_HISTORY in shown_text(view)
+
+
+async def test_the_resume_dialog_estimates_the_tasks_left(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    first = next(m for m in metas if m.branch == "main")
+    async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
+        await chosen(pilot, first.id)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
+        view = pilot.app.screen.query_one(EstimateView)
+        await wait_until(pilot, lambda: view.estimate is not None)
+        assert view.estimate is not None and view.estimate.missing == ["2. t2", "3. t3"]
+        await pilot.press("n")
+
+
+class _Views(App[None]):
+    def compose(self) -> ComposeResult:
+        yield OverviewView(id="overview")
+        yield CostView(id="cost")
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        "not a section",
+        {"rows": [None, 5, {"unit": "[red]x", "label": "[bold]y", "model": 3}], "before": {"a": 1}, "reused": 9},
+        {"rows": [{"unit": "t1", "label": "[b]t1", "model": "gpt-4o", "input_tokens": 10**40}]},
+        {"rows": [{"unit": "t1", "label": "\x1b[2Jt1", "model": "no-such-model", "input_tokens": 5}]},
+    ],
+)
+async def test_a_hostile_usage_section_is_drawn_as_data(usage: Any, store: tuple[str, list[Any]]) -> None:
+    _location, metas = store
+    record = ops.load(metas[0].location)
+    hostile = CheckpointRecord(meta=record.meta, body={**record.body, "usage": usage})
+    detail = Detail(record.meta, hostile, ops.describe(record))
+    async with _Views().run_test(size=SIZE) as pilot:
+        overview, cost = pilot.app.query_one(OverviewView), pilot.app.query_one(CostView)
+        overview.detail = detail
+        cost.detail = detail
+        await pilot.pause()
+        assert overview.chain is not None and cost.chain is not None
+        shown = shown_text(cost.query_one("#cost-body", Static))
+        if cost.chain.recorded:
+            assert "price unknown" in shown and "\x1b" not in shown
+        else:
+            assert "no usage recorded" in shown
+
+
+def test_the_store_is_a_real_run(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    assert [m.branch for m in metas].count("main") == 3 and Path(location, "rewrite").is_dir()
