@@ -8,6 +8,7 @@ with ids, times and call durations that are the same on every run (snapshots and
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -127,5 +128,6 @@ def fix(raw: str, out: str) -> list[str]:
                 usage["duration_s"] = 1.0
         labels = {t["id"]: t["description"] for t in body["entity"].get("tasks", [])}
         body["usage"] = {key: _fix_rows(rows, labels) for key, rows in body.get("usage", {}).items()}
+        body = json.loads(json.dumps(body).replace(raw, "/raw"))  # the temporary folder's name differs run to run
         provider.write(out, CheckpointRecord(meta=new_meta, body=body))
     return [ids[m.id] for m in metas]
