@@ -60,7 +60,7 @@ class BrowserScreen(Screen[None]):
     BINDINGS = [
         Binding("e", "resume", "Resume"),
         Binding("f", "fork", "Fork"),
-        Binding("a", "answer", "Answer a waiting run", show=False),
+        Binding("a", "answer", "Answer"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "back", "Back to the tree; clear the filter", show=False),
         Binding("m", "mark", "Mark for diff", show=False),
@@ -102,7 +102,9 @@ class BrowserScreen(Screen[None]):
         yield KeyFooter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return allows(self, action)  # read-only hides resume, fork and cancel from the footer
+        if action == "answer" and not self.chosen_waits():
+            return False  # offered on the checkpoint a run waits at, only
+        return allows(self, action)  # read-only hides resume, fork, answer and cancel from the footer
 
     @property
     def ckpt_tree(self) -> CheckpointTree:
@@ -218,9 +220,11 @@ class BrowserScreen(Screen[None]):
         return sum(1 for segment in index.segments.values() if index.state_of(segment) == "waiting")
 
     def _count_waiting(self) -> None:
-        """The title counts the runs waiting for an answer (none: the app's own title)."""
+        """The title counts the runs waiting for an answer (none: the app's own title); the footer offers
+        Answer while the chosen checkpoint's run waits."""
         waiting = self.waiting_runs()
         self.title = f"{self.app.title} · ◷ {waiting} waiting" if waiting else None
+        self.refresh_bindings()
 
     def waiting_refusal(self, checkpoint_id: str, holds_request: bool) -> str | None:
         """Why the checkpoint cannot be answered here (None: it can): it holds no request, its run went on past
@@ -288,6 +292,7 @@ class BrowserScreen(Screen[None]):
             request=message.request,
         )
         self._replan()
+        self.refresh_bindings()  # Answer shows on a checkpoint a run waits at
 
     @on(DetailFailed)
     def _detail_failed(self, message: DetailFailed) -> None:

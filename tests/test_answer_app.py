@@ -38,6 +38,11 @@ def line(screen: BrowserScreen, checkpoint_id: str) -> str:
     return screen.ckpt_tree._label_for(CheckpointRef(checkpoint_id)).plain
 
 
+def offered(screen: BrowserScreen) -> bool:
+    """Does the screen offer Answer (its key enabled, so the footer shows it)?"""
+    return any(b.action == "answer" and enabled for _, b, enabled, _ in screen.active_bindings.values())
+
+
 async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
     screen = browser(pilot)
     await wait_until(pilot, lambda: screen.ckpt_tree.reveal(checkpoint_id))
@@ -73,7 +78,9 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
 
         await choose(pilot, first)  # a checkpoint its run went on from holds no request: no Answer offered
         assert not [c for c in screen.palette_commands() if c[2] == "answer"]
+        assert not offered(screen)
         await choose(pilot, waiting)
+        await wait_until(pilot, lambda: offered(screen))  # the footer offers a on the checkpoint it waits at
         titles = [title for title, *_ in CheckpointCommands(screen)._commands()]
         assert f"Answer {waiting[:8]}" in titles
         await pilot.press("a")
@@ -107,7 +114,7 @@ async def test_read_only_refuses_answering(tmp_path: Path) -> None:
         screen = browser(pilot)
         await wait_until(pilot, lambda: screen.waiting_runs() == 1)
         await choose(pilot, row["id"])
-        assert not allows(screen, "answer")
+        assert not allows(screen, "answer") and not offered(screen)
         assert not [t for t, *_ in CheckpointCommands(screen)._commands() if t.startswith("Answer")]
         await pilot.press("a")
         await settle(pilot)  # the app does not watch here: every worker completes
