@@ -386,6 +386,29 @@ def test_a_crafted_row_with_unknown_keys_and_missing_figures_reads_as_zeros() ->
 # -- the pure helpers ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": 37, "output_tokens": 39, "model": "offline", "provider": "offline", "estimated": False},
+        {"input_tokens": 900, "output_tokens": 50, "cache_read_tokens": 600, "cache_write_tokens": 200},
+        {"input_tokens": 5, "output_tokens": 7, "reasoning_tokens": 3, "estimated": True, "model": "gpt-4o"},
+        {"input_tokens": 5, "output_tokens": 7, "region": "eu", "duration_s": 1.5},
+    ],
+)
+def test_a_call_usage_stored_compact_reads_back_the_same(usage: dict[str, Any]) -> None:
+    whole = {**dict.fromkeys(TOKEN_KEYS, 0), "model": "m", "provider": "p", "duration_s": 0.25, "estimated": False}
+    whole.update(usage)
+    event = LLMCallCompletedEvent(model="m", prompt_tokens=5, completion_tokens=7, usage=whole)
+    stored = event.compact()["usage"]
+    assert all(stored[key] == value for key, value in whole.items() if key in stored)
+    assert "model" not in stored or whole["model"] != "m"
+    assert not any(key in stored and whole[key] == 0 for key in TOKEN_KEYS[2:])
+    back = EventRecord.from_list([event.compact()]).by_type("llm_call_completed")[0].event.usage
+    assert back == whole and list(back or ())[: len(CALL_KEYS)] == list(CALL_KEYS)
+    # a history written before usage was kept compact reads the same
+    assert LLMCallCompletedEvent.model_validate({**event.compact(), "usage": whole}).usage == whole
+
+
 def test_reading_usage_objects() -> None:
     assert usage_from_report(KNOWN) == {
         "input_tokens": 1200,
