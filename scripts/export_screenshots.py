@@ -161,6 +161,47 @@ async def shoot_answer(out: Path, folder: Path) -> Path:
     return out / "answer-dialog.svg"
 
 
+async def shoot_cost(out: Path, folder: Path) -> list[Path]:
+    """The Cost tab and the fork confirmation's estimate, on a real priced run (a 3-task crew on gpt-4o against the
+    local test server, with known usage) and its fork, rewritten with fixed ids, times and durations."""
+    from support.cost_runs import build, fix, fixed_id, usage_server
+
+    folder.mkdir()
+    with usage_server() as server:
+        build(str(folder / "raw"), server.base_url)
+    back = os.getcwd()
+    os.chdir(folder)  # the app's paths read as a user in the project sees them
+    fix(str(folder / "raw"), STORE)
+    app = make_app(STORE, watch=False)
+    saved: list[Path] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowserScreen)
+        screen.ckpt_tree.reveal(fixed_id(4))  # the fork's newest checkpoint: task 3 ran twice on its chain
+        await settle(pilot)
+        await pilot.press("8")
+        await settle(pilot)
+        app.save_screenshot("cost-tab.svg", path=str(out))
+        saved.append(out / "cost-tab.svg")
+
+        await pilot.press("1")
+        screen.ckpt_tree.reveal(fixed_id(3))  # main's last checkpoint, task 2's output replaced: task 3 runs again
+        screen.edits.keep(fixed_id(3), outputs={1: "A shorter outline."})
+        screen.edits_changed(fixed_id(3), redraw=True)
+        await settle(pilot)
+        screen.ckpt_tree.focus()
+        await pilot.press("f")
+        await settle(pilot)
+        app.screen.query_one("#fork-branch", Input).value = "shorter-outline"
+        app.screen.query_one("#fork-app Input", Input).value = ""
+        await settle(pilot)
+        app.save_screenshot("fork-estimate.svg", path=str(out))
+        saved.append(out / "fork-estimate.svg")
+    os.chdir(back)
+    return saved
+
+
 async def shoot_browser(out: Path) -> Path:
     """The app served to a real headless Chromium (``crewpoint checkpoint serve``), as a PNG of the page."""
     from chromium import Chromium, stop_group
@@ -200,6 +241,8 @@ def main() -> None:
         for path in asyncio.run(shoot(out)):
             print(path)
         print(asyncio.run(shoot_answer(out, Path(tmp) / "review")))
+        for path in asyncio.run(shoot_cost(out, Path(tmp) / "cost")):
+            print(path)
         print(asyncio.run(shoot_browser(out)))
 
 

@@ -27,6 +27,8 @@ from support.reading import browser, text_of
 from support.waiting import settle, wait_for, wait_until
 from textual.widgets import Button, Input
 
+from crewpoint.cost import load_prices, price_rows, usage_rows
+from crewpoint.estimate import cost_text
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.tui.app import make_app
 
@@ -75,8 +77,11 @@ RUN = {
     "answer.py": 'print(flow.kickoff(from_checkpoint=where, feedback="approved: ship it"))',
     "budget.py": "budget=Budget(usd=2.0, tokens=150),",
     "budget resume": "crewpoint checkpoint resume <id> --app budget.py:crew --budget-tokens 1000",
+    "fork estimate": '--set-output 1="Three bullets on agents." --app crew1.py:crew --dry-run',
 }
 NOT_RUN = {
+    "dry run: would fork": "the output of the fork estimate example: "
+    "test_the_fork_estimate_example_prints_the_summary_tasks_last_run compares its lines with it",
     "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
     "finishes it)",
     "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
@@ -346,6 +351,26 @@ def test_the_budget_example_stops_at_its_budget_and_the_resume_repeats_no_call(t
     assert all(task["output"] is not None for task in body["entity"]["tasks"])
     assert [row["unit"] for row in body["usage"]["rows"]] == ids[2:]  # only note 3 was asked for again
     assert [row["unit"] for row in body["usage"]["reused"]] == ids[:2]
+
+
+def test_the_fork_estimate_example_prints_the_summary_tasks_last_run(project: Path) -> None:
+    write(project, "pyproject.toml", block("prices").code)
+    newest = str(listing(project)[0]["id"])
+    (command,) = block("fork estimate").commands
+    done = _line(command.replace("<id-prefix>", newest[:8]), project)
+    assert done.returncode == 0, done.stderr
+    shown = next(b for b in readme_blocks() if "dry run: would fork" in b.code).code.splitlines()
+
+    def shape(line: str) -> str:  # ids, counts, dollars and seconds differ from the README's; the words do not
+        return re.sub(r"[0-9a-f]{12}|[0-9][0-9,.]*", "N", line)
+
+    lines = done.stdout.splitlines()
+    assert [shape(line) for line in lines[-4:]] == [shape(line) for line in shown[-4:]]
+    assert lines[0].startswith("dry run: would fork ") and lines[2] == "program: crew1.py:crew"
+    body = json.loads(checkpoints(project)[-1].read_text())["body"]
+    summary = [row for row in usage_rows(body) if row["label"] == "summary"]
+    priced = price_rows(summary, load_prices(project))
+    assert priced.usd > 0 and lines[-2].startswith(f"  2. summary: {cost_text(priced)}, ")
 
 
 def _line(command: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
