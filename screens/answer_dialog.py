@@ -7,6 +7,7 @@ answers an :class:`~crewpoint.tui.run_controller.Answer`, or None when cancelled
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -17,9 +18,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
+from crewpoint.estimate import pending_tasks
 from crewpoint.tui.run_controller import Answer
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
+from crewpoint.tui.widgets.cost_view import EstimateView
 
 ACCEPT_ID = "answer-accept"
 FEEDBACK_ID = "answer-send"
@@ -37,8 +40,12 @@ class AnswerScreen(ModalScreen[Answer | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     AUTO_FOCUS = None  # the default answer's button is focused when mounted
 
-    def __init__(self, checkpoint: str, request: dict[str, Any], app: str | None) -> None:
+    def __init__(
+        self, checkpoint: str, request: dict[str, Any], app: str | None, body: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__()
+        self.body = body
+        """The checkpoint's body: the estimate of what runs on after the answer is priced from its chain's usage."""
         self.checkpoint = checkpoint
         self.request = request
         self.app_spec = app
@@ -62,6 +69,8 @@ class AnswerScreen(ModalScreen[Answer | None]):
             with VerticalScroll(id="answer-output-box"):
                 yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
             yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
+            if self.body is not None:
+                yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
             yield AppField(self.app_spec, id="answer-app")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")

@@ -109,7 +109,9 @@ class BrowserDialogs:
             if answer is not None:
                 self._start(browser.controller.answer_request(meta, answer))
 
-        browser.app.push_screen(AnswerScreen(meta.id, request, suggested_app(shown.record)), answered)
+        browser.app.push_screen(
+            AnswerScreen(meta.id, request, suggested_app(shown.record), shown.record.body), answered
+        )
 
     def _start(self, request: RunRequest) -> None:
         self.browser.controller.started(request)

@@ -6,6 +6,9 @@ fork that re-runs task 3 (tests/support/cost_runs.py)."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,9 @@ from textual.widgets import Static
 
 from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, price_rows, usage_rows
-from crewpoint.estimate import NO_HISTORY, cost_text
+from crewpoint.estimate import NO_HISTORY, cost_text, pending_tasks
 from crewpoint.providers.base import CheckpointRecord
+from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
@@ -181,3 +185,46 @@ async def test_a_hostile_usage_section_is_drawn_as_data(usage: Any, store: tuple
 def test_the_store_is_a_real_run(store: tuple[str, list[Any]]) -> None:
     location, metas = store
     assert [m.branch for m in metas].count("main") == 3 and Path(location, "rewrite").is_dir()
+
+
+WAITING = """
+import os
+
+from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
+
+llm = LLM(model="gpt-4o", base_url=os.environ["CREWPOINT_TEST_COST_URL"], provider="openai")
+writer = Agent(role="Writer", goal="Write well", backstory="A writer", llm=llm)
+tasks = [
+    Task(name="t1", description="Research owls.", expected_output="text", agent=writer),
+    Task(name="t2", description="Outline the post.", expected_output="text", agent=writer, human_input=True),
+    Task(name="t3", description="Write the post.", expected_output="text", agent=writer),
+]
+crew = Crew(agents=[writer], tasks=tasks, checkpoint=CheckpointConfig(location="store"))
+
+if __name__ == "__main__":
+    crew.kickoff()
+"""
+
+
+async def test_the_answer_dialog_estimates_what_runs_on(tmp_path: Path) -> None:
+    (tmp_path / "crew.py").write_text(WAITING)
+    with usage_server() as server:
+        env = {**os.environ, "CREWPOINT_FEEDBACK": "wait", "CREWPOINT_TEST_COST_URL": server.base_url}
+        waited = subprocess.run([sys.executable, "crew.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert waited.returncode == 0, waited.stderr  # kickoff answers FeedbackPending: the run waits
+    newest = ops.list_checkpoints(str(tmp_path / "store"))[0]
+    body = body_of(newest)
+    async with make_app(str(tmp_path / "store"), watch=False).run_test(size=SIZE) as pilot:
+        await chosen(pilot, newest.id)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, AnswerScreen))
+        view = pilot.app.screen.query_one(EstimateView)
+        await wait_until(pilot, lambda: view.estimate is not None)
+        assert view.estimate is not None
+        pending = [f"{i + 1}. {body['entity']['tasks'][i]['name']}" for i in pending_tasks(body)]
+        assert [u.label for u in view.estimate.units] == pending and "3. t3" in pending
+        for unit in view.estimate.units:
+            rows = [r for r in usage_rows(body) if r["unit"] == unit.unit]
+            assert unit.summary.usd == priced(rows).usd
+        assert view.estimate.missing == ["3. t3"]
+        await pilot.press("escape")
