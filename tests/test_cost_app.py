@@ -6,6 +6,7 @@ fork that re-runs task 3 (tests/support/cost_runs.py)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -88,6 +89,11 @@ async def test_the_overview_shows_spent_this_run_saved_and_each_task(store: tupl
         assert len(task_3) == 2 and chain.units[2].summary.usd == priced(task_3).usd  # both runs of it
         shown = shown_text(overview.query_one("#overview-body", Static))
         assert cost_text(chain.spent) in shown and cost_text(chain.saved) in shown
+    cli = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "cost", fork_head.location, "--json"]
+    said = json.loads(subprocess.run(cli, capture_output=True, text=True, check=True).stdout)
+    for figures, summary in ((said, chain.spent), (said["this_run"], chain.this_run), (said["saved"], chain.saved)):
+        assert figures["cost_usd"] == summary.to_json()["cost_usd"]
+        assert figures["usage"] == summary.to_json()["usage"]
 
 
 async def test_the_cost_tab_charts_each_task_of_the_chain(store: tuple[str, list[Any]]) -> None:
