@@ -255,6 +255,8 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str |
             _say(f"  {i + 1}. {name}: {clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
         if not info.method_outputs:
             _say("  (none yet)")
+    for line in info.feedback_lines():  # the request the run waits on, and each answer given
+        _say(line)
     for line in budget_lines(meta.trigger, info.events, meta.id):  # a run stopped at its budget
         _say(line)
     _say(f"\nevents recorded: {len(info.events)}")
@@ -289,8 +291,6 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 
 
 def _lone_problem(record: Any) -> str | None:
-    for line in info.feedback_lines():  # the request the run waits on, and each answer given
-        _say(line)
     """Why ``record`` (a checkpoint file) lies in no store, or None when it does: such a file is shown without
     ancestry, and resume and fork refuse it (they write only into the store a checkpoint lies in)."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
