@@ -12,7 +12,6 @@ store: a ``runs`` table); :func:`read_runs` and :func:`write_run` go through the
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -59,6 +58,8 @@ class RunInfo:
 
 
 def this_host() -> str:
+    import socket  # here: a listing with no run records never asks, and socket costs a listing's import time
+
     return socket.gethostname()
 
 
