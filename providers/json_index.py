@@ -15,7 +15,6 @@ from stat import S_ISREG
 from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta, new_meta
-from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.files import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, NotRegular, atomic_write, read_regular
 from crewpoint.providers.listed import ListedRow, listed_row, row_of
 
@@ -31,7 +30,7 @@ INDEX_FIELDS = tuple(f for f in STORED_FIELDS if f not in _DIGEST_FIELDS)
 INDEX_VERSION = 2
 """Version 2 indexes only files whose size matched their header's body length when indexed; an index of an
 earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
-_INDEX_HEADER = encode_json({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS})
+_INDEX_HEADER = json.dumps({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS}, separators=(",", ":"))
 _ID = 2 + INDEX_FIELDS.index("id")
 _KEY, _SIZE, _MTIME = itemgetter(_ID), itemgetter(0), itemgetter(1)
 _LISTS, _INTS = {list}, {int}
@@ -67,6 +66,9 @@ def row_from(line: list[Any], size: int, location: str) -> ListedRow:
 
 
 def index_line(size: int, mtime_ns: int, values: list[Any]) -> str:
+    # lazy: providers.chunks loads hashlib and zlib; only a write makes an index line
+    from crewpoint.providers.chunks import encode_json
+
     return encode_json([size, mtime_ns, *values])
 
 

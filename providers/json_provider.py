@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import builtins
 import errno
-import hashlib
 import json
 import os
 import re
@@ -56,7 +55,6 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
     new_meta,
 )
-from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.claims import check_claim_key, claim_file, claim_files, read_claim_file
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
 from crewpoint.providers.files import O_NOFOLLOW as _O_NOFOLLOW
@@ -136,8 +134,11 @@ def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
 
 def encode_record(meta: CheckpointMeta, body: dict[str, Any]) -> tuple[CheckpointMeta, bytes]:
     """``meta`` with the body's length and digest filled in, and the file's bytes."""
-    rest = _text_bytes(_body_text(body, encode_json), body)
-    meta = meta.with_(body_length=len(rest), digest=hashlib.sha256(rest).hexdigest())
+    # lazy: providers.chunks loads hashlib and zlib, which a listing never needs; a write takes its encoder once
+    from crewpoint.providers.chunks import encode_json as encode
+
+    rest = _text_bytes(_body_text(body, encode), body)
+    meta = meta.with_(body_length=len(rest), digest=_sha256(rest))
     return meta, _head_bytes(meta) + rest
 
 
@@ -269,7 +270,7 @@ class JsonProvider(BaseProvider):
         ``location`` is taken as written: a ``#`` in it is part of the folder's name, never a reference.
         """
         rest = data[data.index(b"\n") + 1 :]
-        meta = meta.with_(body_length=len(rest), digest=hashlib.sha256(rest).hexdigest())
+        meta = meta.with_(body_length=len(rest), digest=_sha256(rest))
         return self._write_file(location, meta, data)
 
     def _write_file(self, location: str, meta: CheckpointMeta, data: bytes) -> str:
@@ -835,7 +836,7 @@ def _read_file(path: str, follow: bool = True, branch: str | None = None) -> Che
         if meta.digest:
             rest = data[data.find(b"\n") + 1 :]
             problem = _length_problem(len(rest), meta.body_length)
-            if problem is None and hashlib.sha256(rest).hexdigest() != meta.digest:
+            if problem is None and _sha256(rest) != meta.digest:
                 problem = "its body does not match the digest its metadata records (altered or damaged)"
             if problem is not None:
                 raise ValueError(problem)
@@ -921,6 +922,21 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
 
 
 _FOUND_NAME, _FOUND_ID = itemgetter(0), itemgetter(3)
+
+
+def encode_json(value: Any) -> str:
+    """:func:`crewpoint.providers.chunks.encode_json`, whose module (it loads hashlib and zlib) a listing of an
+    indexed store never imports."""
+    # lazy: a listing whose files the index vouches for encodes nothing
+    from crewpoint.providers.chunks import encode_json as encode
+
+    return encode(value)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # here: a listing never hashes, and hashlib would add to its import time
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _lstats(paths: builtins.list[str]) -> builtins.list[os.stat_result | None]:
