@@ -126,3 +126,30 @@ def test_a_hostile_usage_section_estimates_no_history(usage: Any) -> None:
     estimate = estimate_rerun(body, units, Prices())
     assert units == ["t1"] and estimate.missing == ["1. [bold]x"]
     assert estimate.total_line() == f"estimate: {NO_HISTORY} (none of them ran before on this chain)"
+
+
+def test_an_unknown_price_shows_tokens_and_an_estimated_count_is_marked() -> None:
+    def row(unit: str, model: str, estimated: bool) -> dict[str, Any]:
+        return {
+            "unit": unit,
+            "label": unit,
+            "agent": "a",
+            "model": model,
+            "provider": "openai",
+            "input_tokens": 1000,
+            "output_tokens": 100,
+            "requests": 1,
+            "duration_s": 2.0,
+            "estimated": estimated,
+        }
+
+    body = {
+        "entity": {"kind": "crew", "tasks": [{"id": "t1", "name": "local"}, {"id": "t2", "name": "mini"}]},
+        "usage": {"rows": [row("t1", "my-local-model", False), row("t2", "gpt-4o-mini", True)]},
+    }
+    estimate = estimate_rerun(body, ["t1", "t2"], Prices())
+    local, mini = estimate.unit_lines()
+    assert local == "1. local: price unknown, 1,000 in / 100 out, 2.0s"
+    assert mini.startswith("2. mini: ~$0.") and "~1,000 in / 100 out" in mini
+    assert estimate.total_line().startswith("estimate: ~$0.") and estimate.total_line().count("price unknown") == 1
+    assert estimate.to_json()["total"]["price_unknown"] == ["my-local-model"]
