@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.waiting import wait_for
@@ -143,3 +144,45 @@ def test_an_answer_killed_after_its_claim_goes_on_with_a_plain_resume(tmp_path: 
 def _file_of(store: Path, checkpoint_id: str) -> Path:
     (found,) = [path for path in store.rglob("*.json") if checkpoint_id in path.name]
     return found
+
+
+def _crew(location: str | None = None) -> Any:
+    from crewpoint import Agent, CheckpointConfig, Crew, Task
+
+    writer = Agent(role="Writer", goal="write well", llm="offline")
+    outline = Task(description="Outline a post about tides", expected_output="an outline", agent=writer, name="outline")
+    post = Task(description="Write the post", expected_output="a post", agent=writer, name="post", human_input=True)
+    checkpoint = CheckpointConfig(location=location) if location else None
+    return Crew(agents=[writer], tasks=[outline, post], checkpoint=checkpoint)
+
+
+class _Died(BaseException):
+    """The answering process ends here (as a kill would), after its claim."""
+
+
+def test_a_crew_task_review_whose_answer_died_after_its_claim_goes_on_with_a_plain_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crewpoint.crew import Crew
+    from crewpoint.feedback import FeedbackPending, answer
+
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    store = str(tmp_path / "store.db")
+    pending = _crew(store).kickoff(inputs={})
+    assert isinstance(pending, FeedbackPending) and pending.task == "post"
+
+    def die(self: Any) -> Any:
+        raise _Died
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Crew, "resume", die)
+        with pytest.raises(_Died):
+            answer(pending.ref, feedback=None, outcome=None, who="carol@host3", app=_crew())
+    assert provider_for(store).read_claim(store, pending.request_id) is not None
+
+    done = _crew().kickoff(from_checkpoint=pending.ref)  # no feedback given: the claimed answer (accept) goes on
+    assert not isinstance(done, FeedbackPending)
+    assert done.raw == pending.output  # accepted as it was, not revised
+    newest = provider_for(store).list(store)[0]
+    given = provider_for(store).read(store, newest.id).body["entity"]["human_feedback"]
+    assert [(g["task"], g["who"], g["feedback"]) for g in given] == [("post", "carol@host3", "")]
