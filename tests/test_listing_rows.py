@@ -244,3 +244,55 @@ def test_rows_come_newest_first_as_metadata_does(seed: int) -> None:
         rows.append(ListedRow(f"{i:032x}", None, rng.choice("ab"), rng.choice("xyz"), sequence, when, "t"))
     expected = newest_first([CheckpointMeta(*r) for r in rows])
     assert [r.id for r in newest_rows(rows)] == [m.id for m in expected]
+
+
+def _segments_one_by_one(metas: list[CheckpointMeta]) -> list[tuple[str, list[str], str | None]]:
+    """The segments of a store as the rule says, made one checkpoint at a time: each group (lineage, branch,
+    entity) in order; a checkpoint continues the segment whose newest is its parent, else starts one."""
+    from crewpoint.tui.store_index import ORDER, _placements
+
+    groups: dict[tuple[Any, ...], list[CheckpointMeta]] = {}
+    for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True):
+        groups.setdefault((lineage, meta.branch, entity), []).append(meta)
+    ids = {m.id for m in metas}
+    out: list[tuple[str, list[str], str | None]] = []
+    for (lineage, branch, entity), members in groups.items():
+        own: dict[str, list[Any]] = {}
+        for meta in sorted(members, key=ORDER):
+            segment = own.get(meta.parent_id) if meta.parent_id else None
+            if segment is None or segment[1][-1] != meta.parent_id:
+                source = meta.parent_id if meta.parent_id in ids else None
+                segment = [f"{entity[0]}/{entity[1]}/{lineage}/{branch}/{meta.id}", [], source]
+                out.append(segment)  # type: ignore[arg-type]
+            segment[1].append(meta.id)
+            own[meta.id] = segment
+    return sorted(tuple(s) for s in out)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_segments_are_the_rule_s_however_a_run_branches(seed: int) -> None:
+    """Runs that go straight (most), resumes from an earlier checkpoint (two children on one branch), forks to
+    other branches, parents out of view and damaged records: the index's segments are the rule's."""
+    from crewpoint.tui.store_index import StoreIndex
+
+    rng = random.Random(seed)
+    metas: list[CheckpointMeta] = []
+    for run in range(12):
+        lineage, branch = f"l{run % 5}", rng.choice(["main", "main", "b"])
+        parent = rng.choice([None, None, *(m.id for m in metas[-6:])])
+        for sequence in range(1, rng.randrange(2, 7)):
+            cid = f"{len(metas):032x}"
+            if rng.random() < 0.15 and metas:
+                parent = rng.choice(metas).id  # a resume from somewhere earlier
+            damaged = "cut" if rng.random() < 0.05 else None
+            metas.append(
+                CheckpointMeta(
+                    cid, parent, branch, lineage, sequence, 100.0 + len(metas), "t", "crew", "c", damaged=damaged
+                )
+            )
+            parent = cid
+    rng.shuffle(metas)
+    index = StoreIndex.build(metas)
+    made = sorted((s.key, [m.id for m in s.metas], s.source_id) for s in index.segments.values())
+    assert made == _segments_one_by_one(metas)
+    assert {m.id for m in metas} == set(index.segment_of) == set(index.metas)

@@ -192,8 +192,13 @@ class StoreIndex:
         chains: list[Segment] = []
         for (lineage, branch, entity), members in groups.items():
             members.sort(key=ORDER)
-            own: dict[str, Segment] = {}
             prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
+            if list(map(_PARENT, members[1:])) == list(map(_ID, members[:-1])):  # the usual run: one chain
+                parent_id = members[0].parent_id
+                source = parent_id if parent_id in all_ids else None
+                chains.append(Segment(prefix + members[0].id, entity, branch, lineage, members, source))
+                continue
+            own: dict[str, Segment] = {}
             for meta in members:
                 parent_id = meta.parent_id
                 segment = own.get(parent_id) if parent_id else None
@@ -390,6 +395,7 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
 
 
 _DAMAGED, _LINEAGE, _NAMED = attrgetter("damaged"), attrgetter("lineage"), attrgetter("entity_kind", "entity_name")
+_ID, _PARENT = attrgetter("id"), attrgetter("parent_id")
 
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
