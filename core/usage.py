@@ -127,22 +127,18 @@ def stored_call_usage(
     """``usage`` as an event history keeps it: without what the event already says or what goes without saying.
     Left out: ``input_tokens``/``output_tokens`` equal to the event's ``prompt_tokens``/``completion_tokens``,
     the event's own ``model``, counts of 0 and ``estimated`` false. :func:`expand_call_usage` puts them back."""
-    out = dict(usage)
-    if type(prompt_tokens) is int and type(out.get("input_tokens")) is int and out["input_tokens"] == prompt_tokens:
-        del out["input_tokens"]
-    if (
-        type(completion_tokens) is int
-        and type(out.get("output_tokens")) is int
-        and out["output_tokens"] == completion_tokens
-    ):
-        del out["output_tokens"]
-    for name in _ZERO_COUNTS:
-        if type(out.get(name)) is int and out[name] == 0:
-            del out[name]
-    if isinstance(model, str) and out.get("model") == model:
-        del out["model"]
-    if out.get("estimated") is False:
-        del out["estimated"]
+    said = {
+        "input_tokens": prompt_tokens if type(prompt_tokens) is int else None,
+        "output_tokens": completion_tokens if type(completion_tokens) is int else None,
+        "model": model if isinstance(model, str) else None,
+        "estimated": False,
+        **dict.fromkeys(_ZERO_COUNTS, 0),
+    }
+    out: dict[str, Any] = {}
+    for key, value in usage.items():
+        known = said.get(key)
+        if known is None or type(value) is not type(known) or value != known:  # 0 is not False: kept
+            out[key] = value
     return out
 
 
@@ -174,7 +170,10 @@ class UsageLedger:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-        self._shown: dict[tuple[Any, ...], dict[str, Any]] = {}  # each row as rows() last gave it, until it changes
+        self._live: list[dict[str, Any]] = []  # the rows in the order their first call came
+        self._shown: list[dict[str, Any]] = []  # each row as rows() last gave it (same positions)
+        self._stale: set[int] = set()  # the positions changed since rows() last gave them
+        self._position: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
@@ -186,7 +185,6 @@ class UsageLedger:
         )
         key = (unit, agent, model, provider, estimated)
         with self._lock:
-            self._shown.pop(key, None)
             row = self._rows.get(key)
             if row is None:
                 row = self._rows[key] = {
@@ -200,6 +198,10 @@ class UsageLedger:
                     "duration_s": 0.0,
                     "estimated": estimated,
                 }
+                self._position[key] = len(self._live)
+                self._live.append(row)
+                self._shown.append(row)  # replaced by its copy at the next rows()
+            self._stale.add(self._position[key])
             for name in TOKEN_KEYS:
                 value = usage.get(name)
                 if type(value) is int:
@@ -213,14 +215,12 @@ class UsageLedger:
         """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row
         that has not changed since the last call is the same copy, so a checkpoint per task copies one row)."""
         with self._lock:
-            shown = self._shown
-            out = []
-            for key, row in self._rows.items():
-                copy = shown.get(key)
-                if copy is None:
-                    copy = shown[key] = {**row, "duration_s": round(row["duration_s"], 6)}
-                out.append(copy)
-            return out
+            shown, live = self._shown, self._live
+            for position in self._stale:
+                row = live[position]
+                shown[position] = {**row, "duration_s": round(row["duration_s"], 6)}
+            self._stale.clear()
+            return list(shown)
 
     def __bool__(self) -> bool:
         return bool(self._rows)
