@@ -107,6 +107,8 @@ NAME_RE = re.compile(
 )
 _NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
 _NAME_GROUPS = re.compile("^(" + NAME_RE.pattern + ")$", re.MULTILINE)
+_MAYBE_FOLDER = re.compile(r"^(?!\.)(?![^\n]*\.json$)[^\n]+$", re.MULTILINE)
+"""A name, one a line, that may be a branch's folder: not hidden, not a ``.json`` file."""
 """A checkpoint file's name and its parts (:data:`NAME_RE`'s groups), one name a line: a listing finds them all
 in one pass per folder, as strings (no match object per file)."""
 _TIME = "%Y%m%dT%H%M%S.%f"
@@ -339,7 +341,7 @@ class JsonProvider(BaseProvider):
         lookup, files = index.get, 0
         make, tail, at = tuple.__new__, ROW_TAIL, BRANCH_AT
         for here, prefix, names in self._walk(root, branch):
-            found = _NAME_GROUPS.findall("\n".join(names))  # (name, sequence, time, id, parent) of each file
+            found = _NAME_GROUPS.findall(names)  # (name, sequence, time, id, parent) of each file
             files += len(found)
             paths = [prefix + name for name in map(_FOUND_NAME, found)]
             cached = list(map(lookup, map(_FOUND_ID, found)))
@@ -640,12 +642,12 @@ class JsonProvider(BaseProvider):
         make = tuple.__new__  # a NamedTuple's own constructor is a Python function: this makes one per file faster
         for rel, prefix, names in self._walk(root, branch):
             # One regex pass over all names; hidden temp files never match (they start with ".").
-            entries.extend([make(_Entry, (rel, prefix + m[0], m)) for m in _NAME_LINE.finditer("\n".join(names))])
+            entries.extend([make(_Entry, (rel, prefix + m[0], m)) for m in _NAME_LINE.finditer(names)])
         return entries
 
-    def _walk(self, root: str, branch: str | None) -> Iterator[tuple[str, str, builtins.list[str]]]:
+    def _walk(self, root: str, branch: str | None) -> Iterator[tuple[str, str, str]]:
         """Each branch folder under ``root`` (or only ``branch``'s): its branch, its path and a separator, and the
-        names in it. Links are skipped."""
+        names in it, one a line (for one regex pass over them). Links are skipped."""
         if branch is not None:
             folder = self._branch_folder(root, branch, create=False)
             if folder is None:
@@ -664,10 +666,15 @@ class JsonProvider(BaseProvider):
             except OSError as exc:
                 raise CheckpointError(f"cannot list {folder}: {exc.strerror}") from exc
             prefix = folder + os.sep
+            joined = "\n".join(names)
             if rel:
-                yield rel, prefix, names
+                yield rel, prefix, joined
             if recurse:
-                for name in [n for n in names if n[:1] != "." and not n.endswith(".json")]:
+                if joined.count("\n") == len(names) - 1:  # no name holds a newline: the lines are the names
+                    maybe = _MAYBE_FOLDER.findall(joined)
+                else:
+                    maybe = [n for n in names if n[:1] != "." and not n.endswith(".json")]
+                for name in maybe:
                     try:
                         mode = os.lstat(prefix + name).st_mode
                     except OSError:

@@ -296,3 +296,14 @@ def test_segments_are_the_rule_s_however_a_run_branches(seed: int) -> None:
     made = sorted((s.key, [m.id for m in s.metas], s.source_id) for s in index.segments.values())
     assert made == _segments_one_by_one(metas)
     assert {m.id for m in metas} == set(index.segment_of) == set(index.metas)
+
+
+def test_the_names_that_may_be_folders_are_read_in_one_pass_as_one_by_one() -> None:
+    from crewpoint.providers.json_provider import _MAYBE_FOLDER
+
+    rng = random.Random(5)
+    parts = ["main", ".", "json", ".json", "x", "-", " ", "\r", "é", "JSON", "1_2", "tmp"]
+    for _ in range(300):
+        names = ["".join(rng.choice(parts) for _ in range(rng.randrange(1, 4))) for _ in range(rng.randrange(1, 9))]
+        expected = [n for n in names if n[:1] != "." and not n.endswith(".json")]
+        assert _MAYBE_FOLDER.findall("\n".join(names)) == expected, names
