@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import itertools
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
+from crewpoint.providers.usage_meta import usage_summary
 from crewpoint.text import clip
 from crewpoint.usage import UsageLedger, finished_units, reused_rows
 
@@ -154,6 +156,7 @@ class RuntimeState:
         now = time.time()
         done, total = self.root.progress()
         entity = self.root.to_state()
+        usage = self.usage_section(entity)
         meta = CheckpointMeta(
             id=checkpoint_id,
             parent_id=parent,
@@ -168,6 +171,8 @@ class RuntimeState:
             tasks_total=total,
             schema_version=SCHEMA_VERSION,
             version=__version__,
+            run_id=self.run_id,
+            usage=usage_summary(itertools.chain(usage["before"], usage["rows"]), usage["rows"]),
         )
         body = {
             "schema_version": SCHEMA_VERSION,
@@ -186,7 +191,7 @@ class RuntimeState:
             "trigger": trigger,
             "created_at": now,
             "origin": self.origin,
-            "usage": self.usage_section(entity),
+            "usage": usage,
         }
         return CheckpointRecord(meta=meta, body=body)
 

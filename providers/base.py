@@ -60,6 +60,10 @@ class CheckpointMeta:
     tasks_total: int = 0
     schema_version: int = 1
     version: str = ""
+    run_id: str = ""
+    """The run that wrote it (``RuntimeState.run_id``; "" in records older than this)."""
+    usage: str = ""
+    """What its chain and its run spent, by model (:mod:`crewpoint.providers.usage_meta`; "": none recorded)."""
     size: int = 0
     location: str = ""
     damaged: str | None = None

@@ -43,6 +43,7 @@ from crewpoint.providers.base import (
 from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import check_branch
 from crewpoint.providers.runs import RunInfo, classify, this_host
+from crewpoint.providers.usage_meta import read_usage_summary, usage_summary
 
 __all__ = ["CHECKS", "Capabilities", "Check", "ConformanceError", "Inject", "Make", "Store", "check_provider"]
 
@@ -239,6 +240,25 @@ def write_then_read_gives_back_the_record(store: Store) -> None:
     assert store.provider.read(record.meta.location).meta.id == "cp0003"  # a record's location reads it back
     assert store.provider.meta(store.location, "cp0002") == store.provider.list(store.location)[1]
     assert store.provider.meta(store.location, "nope") is None
+
+
+@check()
+def run_id_and_usage_summary_round_trip(store: Store) -> None:
+    """The run that wrote a checkpoint and its usage summary (what listing prices it from) come back from every
+    read and listing as written; a record without them reads ''."""
+    rows = [{"model": "gpt-4o", "provider": "openai", "input_tokens": 120, "output_tokens": 30, "requests": 2}]
+    summary = usage_summary(rows * 2, rows)
+    assert summary and read_usage_summary(summary) is not None
+    written = meta(1).with_(run_id="0123456789abcdef", usage=summary)
+    store.provider.write(store.location, CheckpointRecord(written, body(1)))
+    store.provider.write(store.location, CheckpointRecord(meta(2, 1), body(2)))
+    listed = {m.id: m for m in store.provider.list(store.location)}
+    for got in (listed["cp0001"], store.provider.read(store.location, "cp0001").meta):
+        assert (got.run_id, got.usage) == (written.run_id, summary), (got.run_id, got.usage)
+    assert store.provider.meta(store.location, "cp0001") == listed["cp0001"]
+    assert (listed["cp0002"].run_id, listed["cp0002"].usage) == ("", "")
+    newest = store.provider.list_newest(store.location, 2)
+    assert [(m.run_id, m.usage) for m in newest] == [("", ""), (written.run_id, summary)]
 
 
 @check()

@@ -27,9 +27,13 @@ _DIGEST_FIELDS = ("body_length", "digest")
 INDEX_FIELDS = tuple(f for f in STORED_FIELDS if f not in _DIGEST_FIELDS)
 """What the index keeps of each file: its metadata but the body's length and digest, which only a read uses
 (a listing checks a file's size against its header when it reads the header, and indexes only files that pass)."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """Version 2 indexes only files whose size matched their header's body length when indexed; an index of an
-earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again)."""
+earlier version may hold a cut file as whole, so it is not used (the next listing reads the headers again).
+Version 3 adds each checkpoint's run id and usage summary; a version 2 index is migrated when read (its lines
+get "" for both, what a file written before them holds) and written back as version 3."""
+_NEW_IN_3 = ("run_id", "usage")
+_FIELDS_2 = tuple(f for f in INDEX_FIELDS if f not in _NEW_IN_3)
 _INDEX_HEADER = json.dumps({"crewpoint_index": INDEX_VERSION, "fields": INDEX_FIELDS}, separators=(",", ":"))
 _ID = 2 + INDEX_FIELDS.index("id")
 _KEY, _SIZE, _MTIME = itemgetter(_ID), itemgetter(0), itemgetter(1)
@@ -85,6 +89,8 @@ def load_index(root: str) -> tuple[dict[str, list[Any]], int]:
         items = json.loads(b"[" + data.replace(b"\n", b",") + b"]")
     except (ValueError, RecursionError):
         items = list(_each_line(data.split(b"\n")))
+    if items and isinstance(items[0], dict) and items[0].get("crewpoint_index") == 2:
+        items = _from_version_2(root, items)
     width = 2 + len(INDEX_FIELDS)
     lines = items[1:]
     if (  # the usual index, as this module writes it: its header, then lines of its width, checked at once
@@ -108,6 +114,18 @@ def load_index(root: str) -> tuple[dict[str, list[Any]], int]:
         ):
             return {}, len(items)
     return out, len(items)
+
+
+def _from_version_2(root: str, items: list[Any]) -> list[Any]:
+    """The lines of a version 2 index as version 3 lines (written back), or ``items`` as they are when the header
+    is not the one version 2 wrote."""
+    if items[0].get("fields") != list(_FIELDS_2):
+        return items
+    at = 2 + INDEX_FIELDS.index(_NEW_IN_3[0])
+    width = 2 + len(_FIELDS_2)
+    lines = [[*item[:at], "", "", *item[at:]] for item in items[1:] if isinstance(item, list) and len(item) == width]
+    rewrite_index(root, [index_line(line[0], line[1], line[2:]) for line in lines])
+    return [_HEADER_VALUE, *lines]
 
 
 def _each_line(lines: list[bytes]) -> Iterator[Any]:

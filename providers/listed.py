@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import _YEAR_10000, DIGEST_LENGTH, ID_RE, MAX_SEQUENCE, stored_branch_problem
+from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT
 
 if TYPE_CHECKING:
     from crewpoint.providers.base import CheckpointMeta
@@ -39,6 +40,8 @@ class ListedRow(NamedTuple):
     tasks_total: int = 0
     schema_version: int = 1
     version: str = ""
+    run_id: str = ""
+    usage: str = ""
     size: int = 0
     location: str = ""
     damaged: str | None = None
@@ -95,6 +98,7 @@ _TIME = {int, float}
 _DIGESTS = {0, DIGEST_LENGTH}
 _AT = {name: i for i, name in enumerate(ListedRow._fields)}
 _TEXTS = [_AT[n] for n in ("id", "branch", "lineage", "trigger", "entity_kind", "entity_name", "version", "digest")]
+_TEXTS += [_AT["run_id"], _AT["usage"]]
 _COUNTS = [_AT[n] for n in ("sequence", "tasks_done", "tasks_total", "schema_version", "body_length")]
 
 
@@ -111,6 +115,8 @@ def all_sound(rows: list[ListedRow]) -> bool:
         return False
     ids, parents, branches, times = columns[0], columns[1], columns[2], columns[_AT["created_at"]]
     if max(columns[_AT["sequence"]]) > MAX_SEQUENCE or not set(map(len, columns[_AT["digest"]])) <= _DIGESTS:
+        return False
+    if max(map(len, columns[_AT["run_id"]])) > MAX_RUN_ID or max(map(len, columns[_AT["usage"]])) > MAX_USAGE_TEXT:
         return False
     if not set(map(type, times)) <= _TIME:
         return False

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     import psycopg
 
 RUN_COLUMNS = tuple(RunInfo.__dataclass_fields__)
-SELECT = ", ".join(f'"{c}"' for c in LISTED_COLUMNS)
 # The order list views give, as SQL over the index by time: a time or sequence a list view cannot trust counts as
 # 0 there (see refs.damaged_meta), so damaged rows sit where a full listing puts them.
 BY_TIME = (
@@ -48,11 +47,24 @@ BY_TIME_C = (
 BODY_ROW = {1: "its body is missing", 2: "its body is empty"}
 
 
-def listing(s: str) -> str:
-    """The listing's query in store schema ``s``: each row's listed columns and its body row's state."""
+USAGE_SINCE = 4
+"""The schema version whose rows record their run id and usage summary; an older store reads '' for both."""
+_NEW_IN_4 = ("run_id", "usage")
+
+
+def columns(store: PgStore, prefix: str = "") -> str:
+    """The listed columns as a select list (``prefix``: the table's alias and a dot); '' for those a store older
+    than :data:`USAGE_SINCE` lacks (reading never migrates)."""
+    old = store.version < USAGE_SINCE
+    return ", ".join("''" if old and c in _NEW_IN_4 else f'{prefix}"{c}"' for c in LISTED_COLUMNS)
+
+
+def listing(store: PgStore) -> str:
+    """The listing's query in the store: each row's listed columns and its body row's state."""
+    s = store.s
     return (
         "SELECT "
-        + ", ".join(f'c."{c}"' for c in LISTED_COLUMNS)
+        + columns(store, "c.")
         + ", CASE WHEN b.id IS NULL THEN 1 WHEN octet_length(b.manifest) = 0 THEN 2 ELSE 0 END"
         + f" FROM {s}.checkpoints c LEFT JOIN {s}.bodies b ON b.id = c.id"
     )
@@ -104,8 +116,20 @@ def schema_v3(s: str) -> list[str]:
     ]
 
 
+def schema_v4(s: str) -> list[str]:
+    """Each checkpoint records the run that wrote it and what its chain and its run spent (the providers'
+    ``usage_meta`` summary), so listing prices it without its body; ``cost --by run --since`` reads each run's
+    newest row through the index by run and time, in one query. Rows written before have '' for both."""
+    return [
+        f"ALTER TABLE {s}.checkpoints ADD COLUMN run_id text NOT NULL DEFAULT '',"
+        " ADD COLUMN usage text NOT NULL DEFAULT ''",
+        f"CREATE INDEX checkpoints_by_run ON {s}.checkpoints (run_id, created_at DESC)",
+        f"CREATE INDEX checkpoints_by_created ON {s}.checkpoints (created_at)",
+    ]
+
+
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: no store yet).
-MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2, schema_v3)
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (schema_v1, schema_v2, schema_v3, schema_v4)
 CLAIMS_SINCE = 3
 """The schema version that has the claims table: an older store has no claim yet (its first claim migrates it)."""
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -214,9 +238,9 @@ def listed_meta(row: Sequence[Any], name: str) -> CheckpointMeta:
 
 def list_metas(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) -> builtins.list[CheckpointMeta]:
     if branch is None:
-        rows = conn.execute(listing(store.s)).fetchall()
+        rows = conn.execute(listing(store)).fetchall()
     else:
-        rows = conn.execute(listing(store.s) + " WHERE c.branch = %s", [branch]).fetchall()
+        rows = conn.execute(listing(store) + " WHERE c.branch = %s", [branch]).fetchall()
     name = store.where.name
     return newest_first(listed_meta(row, name) for row in rows)
 
@@ -244,7 +268,7 @@ def sound_bodies(
 
 
 def meta_of(conn: psycopg.Connection[Any], store: PgStore, checkpoint_id: str) -> CheckpointMeta | None:
-    row = conn.execute(f"SELECT {SELECT} FROM {store.s}.checkpoints WHERE id = %s", [checkpoint_id]).fetchone()
+    row = conn.execute(f"SELECT {columns(store)} FROM {store.s}.checkpoints WHERE id = %s", [checkpoint_id]).fetchone()
     return None if row is None else row_meta(row, store.where.name)
 
 
@@ -260,7 +284,8 @@ def latest(conn: psycopg.Connection[Any], store: PgStore, branch: str | None) ->
     if newest is None:
         return None
     head = conn.execute(
-        f"SELECT {SELECT} FROM {s}.checkpoints WHERE lineage = %s AND branch = %s ORDER BY sequence DESC LIMIT 1",
+        f"SELECT {columns(store)} FROM {s}.checkpoints WHERE lineage = %s AND branch = %s"
+        " ORDER BY sequence DESC LIMIT 1",
         list(newest),
     ).fetchone()
     meta = None if head is None else row_meta(head, store.where.name)
@@ -289,7 +314,7 @@ def find_prefix(conn: psycopg.Connection[Any], store: PgStore, prefix: str, wher
     """The checkpoint whose id is ``prefix`` or the only one starting with it, marked damaged as a listing
     marks it (its body row), from indexed look-ups instead of a listing (``prefix`` matches :data:`ID_RE`)."""
     full = match_prefix(ids_from(conn, store, prefix), prefix, where)
-    row = conn.execute(listing(store.s) + " WHERE c.id = %s", [full]).fetchone()
+    row = conn.execute(listing(store) + " WHERE c.id = %s", [full]).fetchone()
     if row is None:  # deleted since its id was read
         raise CheckpointNotFound(f"no checkpoint {prefix!r} in {where}")
     return listed_meta(row, store.where.name)
@@ -363,7 +388,7 @@ def newest_rows(
     if order is None or order[0] != "by-time":
         return None
     filter_, args = (" WHERE c.branch = %s", [branch]) if branch is not None else ("", [])
-    rows = conn.execute(f"{listing(s)}{filter_} ORDER BY {BY_TIME_C} LIMIT %s", [*args, max(0, limit)]).fetchall()
+    rows = conn.execute(f"{listing(store)}{filter_} ORDER BY {BY_TIME_C} LIMIT %s", [*args, max(0, limit)]).fetchall()
     return [listed_meta(row, store.where.name) for row in rows]
 
 

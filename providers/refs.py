@@ -11,6 +11,7 @@ import re
 
 from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, CheckpointMeta, CheckpointNotFound
 from crewpoint.providers.formats import foreign_formats, format_of_id
+from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT, usage_problem
 
 # No underscore: the JSON provider separates file-name fields with "_".
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}")
@@ -126,6 +127,10 @@ def meta_problem(meta: CheckpointMeta) -> str | None:
         and m.body_length >= 0
         and type(m.digest) is str
         and len(m.digest) in (0, DIGEST_LENGTH)
+        and type(m.run_id) is str
+        and type(m.usage) is str
+        and len(m.run_id) <= MAX_RUN_ID
+        and len(m.usage) <= MAX_USAGE_TEXT
         and m.branch in _STORABLE_BRANCHES
         and ID_RE.fullmatch(m.id)
         and (m.parent_id is None or (type(m.parent_id) is str and ID_RE.fullmatch(m.parent_id)))
@@ -160,7 +165,7 @@ def _meta_problem(meta: CheckpointMeta) -> str | None:
     digest = meta.digest
     if not isinstance(digest, str) or len(digest) not in (0, DIGEST_LENGTH):
         return f"digest must be a sha256 in hex, not {_short(digest)}"
-    return None
+    return usage_problem(meta.run_id, meta.usage)
 
 
 def _short(value: object) -> str:

@@ -62,6 +62,7 @@ from crewpoint.providers.sqlite_schema import (
     Db,
     immediate,
     migrate,
+    old_columns,
     settle_version,
     snapshot,
 )
@@ -200,6 +201,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0 and not create:
                 # An empty database another process may have set up since: look again.
                 store.version = self._guard(path, lambda: settle_version(store.db, path))
+                self._guard(path, lambda: old_columns(store.db, store.version) or 0)
             if create and store.read_only is not None:
                 raise CheckpointError(f"cannot write to {path}: {store.read_only}")
             if create and store.version < SCHEMA_VERSION:
@@ -244,6 +246,7 @@ class SqliteProvider(BaseProvider):
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             # Is it a crewpoint store? Asked before anything is written: a foreign database is never changed.
             version = settle_version(db, path)
+            old_columns(db, version)
             if read_only is None:
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode = wal")

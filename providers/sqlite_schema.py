@@ -56,7 +56,7 @@ def database(db: Db) -> Database:
     return db if not isinstance(db, Conn) else Database(db.conn, execute_plugins=False)  # type: ignore[return-value]
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _schema_v1(db: Database) -> None:
@@ -127,9 +127,34 @@ def _schema_v4(db: Database) -> None:
     )
 
 
+def _schema_v5(db: Database) -> None:
+    """Each checkpoint records the run that wrote it and a summary of what its chain and its run spent (the
+    providers' ``usage_meta``), so a listing prices it without its body; an index by run and time serves
+    ``cost --by run``. Rows written before have '' for both (nothing recorded) and still read."""
+    db.execute("DROP VIEW IF EXISTS temp.checkpoints")  # what a read of the older store showed (old_columns)
+    db.execute("ALTER TABLE checkpoints ADD COLUMN run_id TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE checkpoints ADD COLUMN usage TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_run ON checkpoints (run_id, created_at)")
+
+
+NEW_IN_V5 = ("run_id", "usage")
+
+
+def old_columns(db: Db, version: int) -> None:
+    """Let a store older than version 5 be read as it is (reading never migrates): a view of this connection
+    only (in its temporary schema, so a read-only store stays untouched) shows its checkpoints with '' for the
+    columns it lacks. The migration to version 5 drops it."""
+    if 0 < version < 5:
+        db.execute(
+            "CREATE TEMP VIEW IF NOT EXISTS checkpoints AS SELECT *, "
+            + ", ".join(f"'' AS {name}" for name in NEW_IN_V5)
+            + " FROM main.checkpoints"
+        )
+
+
 Migration = Callable[["Database"], None]
 # MIGRATIONS[n] takes a store from schema version n to n + 1 (version 0: an empty database).
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3, _schema_v4)
+MIGRATIONS: tuple[Migration, ...] = (_schema_v1, _schema_v2, _schema_v3, _schema_v4, _schema_v5)
 
 
 def read_schema_version(db: Db) -> int | None:

@@ -61,7 +61,8 @@ def test_metadata_made_for_a_listing_is_the_metadata_the_class_makes() -> None:
 
     from crewpoint.providers.base import new_meta
 
-    values = ("c" * 32, "d" * 32, "main", "l", 3, 1.5, "task_completed", "crew", "r", 3, 4, 1, "0.1.0", 26053, "/x")
+    values = ("c" * 32, "d" * 32, "main", "l", 3, 1.5, "task_completed", "crew", "r", 3, 4, 1, "0.1.0", "r1", "")
+    values += (26053, "/x")
     values += ("cut", 10, "e" * 64)
     for count in range(7, len(values) + 1):
         made = new_meta(*values[:count])

@@ -85,6 +85,8 @@ def test_rows_checked_at_once_fail_as_one_row_fails(name: str, value: Any) -> No
             4,
             1,
             "0.1.0",
+            "",
+            "",
             100,
             "/x",
             None,

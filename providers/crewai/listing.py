@@ -83,9 +83,9 @@ class Entry:
             total,
             1,
             version,
-            self.size,
-            self.location,
-            damaged if isinstance(damaged, str) else None,
+            size=self.size,
+            location=self.location,
+            damaged=damaged if isinstance(damaged, str) else None,
         )
 
 
