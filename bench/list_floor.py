@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 COLUMNS = ("id", "parent_id", "branch", "lineage", "sequence", "created_at", "trigger")
-COLUMNS += ("entity_kind", "entity_name", "tasks_done", "tasks_total", "size")
-HEADER = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+COLUMNS += ("entity_kind", "entity_name", "tasks_done", "tasks_total", "size", "usage")
+HEADER = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
 CHUNK = 2000  # crewpoint's columns are as wide as its first 2,000 rows need
 LIVE_WINDOW = 10.0  # an unfinished run whose newest checkpoint is this recent reads "live"
 TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
@@ -97,9 +97,27 @@ def size_text(n: int) -> str:
     return f"{n} B"
 
 
+def cost_text(usage: str) -> str:
+    """The COST cell of a usage summary: what its chain's rows cost. The floor prices only the offline model
+    (nothing), the one the bench's stores record; any other model reads ``?`` here (crewpoint prices it, so the
+    bench's byte comparison would tell)."""
+    if not usage:
+        return "-"
+    try:
+        chain = json.loads(usage)["chain"]
+    except (ValueError, KeyError, TypeError):
+        return "?"
+    if not chain:
+        return "-"
+    if any(entry[1] != "offline" for entry in chain):
+        return "?"
+    return ("~" if any(entry[-1] for entry in chain) else "") + "$0.0000"
+
+
 def table(rows: list[tuple[Any, ...]]) -> str:
     rows.sort(key=lambda r: (r[5], r[4], r[0]), reverse=True)
     status = statuses(rows, time.time())
+    costs = {usage: cost_text(usage) for usage in {r[12] for r in rows}}
     strftime, localtime = time.strftime, time.localtime
     cells = [
         [
@@ -111,6 +129,7 @@ def table(rows: list[tuple[Any, ...]]) -> str:
             f"{r[7]} {r[8]}" if r[8] and r[8] != r[7] else f"{r[7]} (unnamed)",
             f"{r[9]}/{r[10]}",
             size_text(r[11]),
+            costs[r[12]],
             status.get((r[3], r[2], r[7], r[8]), "-"),
         ]
         for r in rows

@@ -22,6 +22,7 @@ from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
 from crewpoint.tui.cli.tables import (
+    ListingCosts,
     aligned,
     cell_text,
     cli_id,
@@ -51,9 +52,12 @@ def list_command(
     """List checkpoints, newest first (reads no checkpoint bodies).
 
     \b
-    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, and the status of
-    the run that wrote it (live, waiting, answered, done, interrupted, crashed, failed; - when unknown). With
-    --json, the checkpoint a waiting run waits at has a "request" (message, method or task, outcomes, id).
+    Columns: id, time, branch, parent, trigger, entity, progress (tasks done/total), size, cost (what the chain
+    had cost up to the checkpoint: ~ when some tokens were estimated, ? when a model's price is unknown, - when
+    no usage was recorded), and the status of the run that wrote it (live, waiting, answered, done, interrupted,
+    crashed, failed; - when unknown). With --json, each has "usage" (tokens by kind), "cost_usd" and
+    "cost_estimated", and the checkpoint a waiting run waits at has a "request" (message, method or task,
+    outcomes, id).
     """
     allow_processes()  # a CrewAI store listed the first time is read by two processes
     with _collecting_no_cycles():
@@ -90,9 +94,21 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
             metas = next(chunks, [])
             chunks = itertools.chain([metas], chunks)
     runs, requests = waiting_requests(store, _runs(store))
+    costs = ListingCosts()
     if as_json:
         statuses = _Statuses(runs).of(metas)
-        emit_json([{**m.to_dict(), "status": statuses.get(m.id), "request": _asked(requests.get(m.id))} for m in metas])
+        with bad_input(ctx):
+            emit_json(
+                [
+                    {
+                        **m.to_dict(),
+                        **costs.figures(m.usage),
+                        "status": statuses.get(m.id),
+                        "request": _asked(requests.get(m.id)),
+                    }
+                    for m in metas
+                ]
+            )
         return
     if not metas:
         if branch:
@@ -100,12 +116,12 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
         else:
             click.echo(f"no checkpoints: {no_checkpoints(store)}", err=True)
         return
-    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
     widths: list[int] | None = None
     status_of = _Statuses(runs)
     with bad_input(ctx):
         for chunk in chunks:
-            widths = print_listing(header if widths is None else None, chunk, status_of.of(chunk), widths)
+            widths = print_listing(header if widths is None else None, chunk, status_of.of(chunk), widths, costs)
 
 
 LIST_CHUNK = 2000

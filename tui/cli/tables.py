@@ -5,19 +5,21 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from crewpoint.providers.formats import NATIVE_FORMAT, format_of_id
 from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
+from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary
 from crewpoint.text import clip, format_size
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
+    from crewpoint.cost import CostSummary, Prices
     from crewpoint.providers.base import CheckpointMeta
 
 
@@ -97,26 +99,36 @@ _FIELDS = attrgetter(
     "id", "created_at", "branch", "parent_id", "trigger", "entity_kind", "entity_name", "tasks_done", "tasks_total"
 )
 _FIELDS_SIZE = attrgetter("size")
+_FIELDS_USAGE = attrgetter("usage")
 
 
-def table_rows(metas: Iterable[CheckpointMeta], statuses: Mapping[str, str] | None = None) -> list[list[str]]:
+CostCells = Callable[[Sequence[str]], list[str]]
+"""A column of usage summaries (``CheckpointMeta.usage``) → their COST cells (:class:`crewpoint.tui.cli.costs`)."""
+
+
+def table_rows(
+    metas: Iterable[CheckpointMeta], statuses: Mapping[str, str] | None = None, costs: CostCells | None = None
+) -> list[list[str]]:
     """:func:`table_row` of each of ``metas``, made column by column: each cell a column repeats (branch,
     trigger, entity, progress, size, a time's minute) made once per value, crewpoint's own ids cut without a
-    check of each (the same cells, in a fraction of the time on a big listing). With ``statuses`` (checkpoint
-    id → its run's status), each row ends with its status, ``-`` when it has none."""
+    check of each (the same cells, in a fraction of the time on a big listing). With ``costs``, a COST cell
+    follows the size (``-`` for a damaged row). With ``statuses`` (checkpoint id → its run's status), each row
+    ends with its status, ``-`` when it has none."""
     metas = list(metas)
     damaged = [i for i, meta in enumerate(metas) if meta.damaged]
     sound = [meta for meta in metas if not meta.damaged] if damaged else metas
     if not sound:
-        return [_with_status(table_row(meta), meta, statuses) for meta in metas]
-    rows = list(map(list, zip(*_columns(sound, statuses), strict=True)))
+        return [_with_status(table_row(meta), meta, statuses, costs) for meta in metas]
+    rows = list(map(list, zip(*_columns(sound, statuses, costs), strict=True)))
     if not damaged:
         return rows
     made = iter(rows)
-    return [_with_status(table_row(meta), meta, statuses) if meta.damaged else next(made) for meta in metas]
+    return [_with_status(table_row(meta), meta, statuses, costs) if meta.damaged else next(made) for meta in metas]
 
 
-def _columns(sound: list[CheckpointMeta], statuses: Mapping[str, str] | None) -> list[list[str]]:
+def _columns(
+    sound: list[CheckpointMeta], statuses: Mapping[str, str] | None, costs: CostCells | None = None
+) -> list[list[str]]:
     """The cells of :func:`table_rows`, column by column, for metas none of which is damaged."""
     ids, times, branches, parents, triggers, kinds, names, done, total = zip(*map(_FIELDS, sound), strict=True)
     columns = [
@@ -129,12 +141,18 @@ def _columns(sound: list[CheckpointMeta], statuses: Mapping[str, str] | None) ->
         [f"{d}/{t}" for d, t in zip(done, total, strict=True)],  # plain by their making (counts, checked)
         _size_cells(map(_FIELDS_SIZE, sound)),
     ]
+    if costs is not None:
+        columns.append(costs(list(map(_FIELDS_USAGE, sound))))
     if statuses is not None:
         columns.append(list(map(statuses.get, ids, itertools.repeat("-"))))
     return columns
 
 
-def _with_status(row: list[str], meta: CheckpointMeta, statuses: Mapping[str, str] | None) -> list[str]:
+def _with_status(
+    row: list[str], meta: CheckpointMeta, statuses: Mapping[str, str] | None, costs: CostCells | None = None
+) -> list[str]:
+    if costs is not None:
+        row.append("-")  # a damaged row's usage is not trusted
     if statuses is not None:
         row.append(statuses.get(meta.id, "-"))
     return row
@@ -248,12 +266,13 @@ def print_listing(
     metas: list[CheckpointMeta],
     statuses: Mapping[str, str],
     widths: list[int] | None = None,
+    costs: CostCells | None = None,
 ) -> list[int]:
-    """:func:`print_table` of ``header`` and ``table_rows(metas, statuses)``, the same text, made column by column
-    (each line formatted by one call, no row list made) unless a row is damaged. Returns the widths used."""
+    """:func:`print_table` of ``header`` and ``table_rows(metas, statuses, costs)``, the same text, made column by
+    column (each line formatted by one call, no row list made) unless a row is damaged. Returns the widths used."""
     if not metas or any(map(_DAMAGED, metas)):
-        return print_table(header, table_rows(metas, statuses), widths)
-    columns = _columns(metas, statuses)
+        return print_table(header, table_rows(metas, statuses, costs), widths)
+    columns = _columns(metas, statuses, costs)
     if widths is None:
         widths = [max(map(len, column)) for column in columns]
         if header is not None:
@@ -282,3 +301,67 @@ def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str 
         raise ValueError(f"rows of other than {len(widths)} cells")
     line = "  ".join(f"{{:<{w}}}" for w in widths).format  # one format for every row (of text cells)
     return [indent + line(*row).rstrip() for row in rows]
+
+
+class ListingCosts:
+    """What each listed checkpoint's chain cost up to it, from its usage summary (no body read): the COST cell
+    (``$0.0123``; ``~$0.0123`` when some tokens were estimated; ``?`` when a model's price is unknown, or the
+    summary was too long to keep; ``-`` when no usage was recorded) and ``list --json``'s figures. Prices are
+    loaded once, when the first summary is priced (a store without usage never loads them)."""
+
+    def __init__(self, prices: Prices | None = None) -> None:
+        self._prices = prices
+        self._cells: dict[str, str] = {"": "-"}
+        self._summaries: dict[str, CostSummary | None] = {}
+
+    def prices(self) -> Prices:
+        if self._prices is None:
+            # lazy: prices are read (pyproject.toml, CREWPOINT_PRICES) only when a listed checkpoint has usage
+            from crewpoint.cost import load_prices
+
+            self._prices = load_prices()
+        return self._prices
+
+    def summary(self, usage: str) -> CostSummary | None:
+        """The chain's usage priced, or None when none is recorded (or readable) in ``usage``."""
+        if usage in self._summaries:
+            return self._summaries[usage]
+        parts = read_usage_summary(usage)
+        found = None
+        if parts is not None and parts["chain"]:
+            # lazy: pricing loads decimal (and genai-prices for a model that is not the offline one)
+            from crewpoint.cost import price_rows
+
+            found = price_rows(parts["chain"], self.prices())
+        self._summaries[usage] = found
+        return found
+
+    def cell(self, usage: str) -> str:
+        cell = self._cells.get(usage)
+        if cell is None:
+            summary = self.summary(usage)
+            if summary is None:
+                cell = "?" if usage == TOO_LONG else "-"
+            elif not summary.complete:
+                cell = "?"
+            else:
+                # lazy: see summary()
+                from crewpoint.cost import format_usd
+
+                cell = ("~" if summary.estimated else "") + format_usd(summary.usd)
+            self._cells[usage] = cell
+        return cell
+
+    def __call__(self, usages: Sequence[str]) -> list[str]:
+        cells = self._cells
+        for usage in set(usages).difference(cells):
+            self.cell(usage)
+        return list(map(cells.__getitem__, usages))
+
+    def figures(self, usage: str) -> dict[str, Any]:
+        """``list --json``'s ``usage`` (tokens by kind), ``cost_usd``, ``cost_estimated`` and ``price_unknown``:
+        :meth:`crewpoint.cost.CostSummary.to_json`, or nulls when no usage was recorded."""
+        summary = self.summary(usage) if isinstance(usage, str) else None
+        if summary is None:
+            return {"usage": None, "cost_usd": None, "cost_estimated": False, "price_unknown": []}
+        return summary.to_json()
