@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.cost import PRICE_UNKNOWN, CostSummary, Prices, format_usd, load_prices, price_rows, usage_rows
+from crewpoint.providers.usage_meta import read_usage_summary
 from crewpoint.usage import finished_units
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "estimate_rerun",
     "last_run",
     "pending_tasks",
+    "summary_cost",
     "time_text",
     "tokens_text",
     "units_to_run",
@@ -273,3 +275,12 @@ def chain_cost(body: Mapping[str, Any], prices: Prices | None = None) -> ChainCo
     return ChainCost(
         price_rows(chain, prices), price_rows(rows, prices), price_rows(usage_rows(body, "reused"), prices), units
     )
+
+
+def summary_cost(usage: object, part: str = "chain", prices: Prices | None = None) -> CostSummary | None:
+    """What a checkpoint's metadata usage summary (``CheckpointMeta.usage``) says its ``chain`` or its ``run``
+    spent, priced now; None when the metadata has no summary (an older record, or nothing recorded)."""
+    summary = read_usage_summary(usage)
+    if summary is None or not summary.get(part):
+        return None
+    return price_rows(summary[part], prices if prices is not None else load_prices())

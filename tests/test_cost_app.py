@@ -32,6 +32,7 @@ from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
+from crewpoint.tui.store_index import CheckpointRef
 from crewpoint.tui.widgets.cost_view import CostView, EstimateView
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.overview_view import OverviewView
@@ -111,7 +112,34 @@ async def test_the_cost_tab_charts_each_task_of_the_chain(store: tuple[str, list
         for n, row in enumerate(usage_rows(body), 1):
             assert by_label[f"{n}. {row['label']}"].usd == priced([row]).usd
         shown = shown_text(view.query_one("#cost-body", Static))
-        assert "█" in shown and "$0.0140" in shown and "open the newest checkpoint of a branch" in shown
+        assert "█" in shown and "$0.0140" in shown
+        await wait_until(pilot, lambda: bool(view.branches))
+        fork_head = [m for m in metas if m.branch == "rewrite"][-1]
+        chains = {branch: body_of(head) for branch, head in (("main", last), ("rewrite", fork_head))}
+        expected = {
+            f"crew crew ⎇ {branch}": priced([*usage_rows(b, "before"), *usage_rows(b, "rows")]).usd
+            for branch, b in chains.items()
+        }
+        assert {label: summary.usd for label, summary in view.branches} == expected
+        assert [label for label, _ in view.branches] == ["crew crew ⎇ rewrite", "crew crew ⎇ main"]  # dearest first
+        assert "$0.0380" in shown_text(view.query_one("#cost-branches", Static))
+
+
+async def test_the_tree_shows_each_runs_cost_beside_its_newest_checkpoint(store: tuple[str, list[Any]]) -> None:
+    location, metas = store
+    main = [m for m in metas if m.branch == "main"]
+    fork_head = [m for m in metas if m.branch == "rewrite"][-1]
+    async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
+        screen = await chosen(pilot, fork_head.id)
+
+        def line(meta: Any) -> str:
+            return screen.ckpt_tree._label_for(CheckpointRef(meta.id)).plain
+
+        run_main, run_fork = (cost_text(priced(usage_rows(body_of(m)))) for m in (main[-1], fork_head))
+        assert (run_main, run_fork) == ("$0.0240", "$0.0140")  # each run's own spend, not its chain's
+        assert line(main[-1]).endswith(f"task_completed  {run_main}")
+        assert line(fork_head).endswith(f"task_completed  {run_fork}")
+        assert all(line(m).endswith("task_completed") for m in main[:2])  # only beside a run's newest
 
 
 async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tuple[str, list[Any]]) -> None:

@@ -29,18 +29,18 @@ from crewpoint.estimate import (
     chain_cost,
     cost_text,
     estimate_rerun,
+    summary_cost,
     time_text,
     tokens_text,
     units_to_run,
 )
+from crewpoint.providers.base import CheckpointMeta
 from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.branch_graph import Graph
 from crewpoint.tui.widgets.detail_state import Detail
 
 BAR_WIDTH = 30
-BRANCH_NOTE = (
-    "Per branch: the store's listing carries no usage yet; open the newest checkpoint of a branch to see what its"
-    " chain cost."
-)
+BRANCH_NOTE = "No branch's newest checkpoint carries a usage summary: open a checkpoint to see what its chain cost."
 
 _prices: Prices | None = None
 
@@ -196,22 +196,47 @@ def chain_parts(body: Mapping[str, Any]) -> tuple[ChainCost | None, list[Rendera
     return chain, parts
 
 
+def branch_bars(metas: Sequence[CheckpointMeta], prices: Prices) -> list[tuple[str, CostSummary]]:
+    """Each branch's chain cost at its newest checkpoint (from the listing's usage summaries), most expensive first;
+    branches whose newest checkpoint carries no summary are left out."""
+    heads: dict[tuple[str, str, str], CheckpointMeta] = {}
+    for meta in metas:
+        key = (meta.entity_kind, meta.entity_name, meta.branch)
+        known = heads.get(key)
+        if meta.damaged is None and (
+            known is None or (meta.created_at, meta.sequence) > (known.created_at, known.sequence)
+        ):
+            heads[key] = meta
+    bars: list[tuple[str, CostSummary]] = []
+    for (kind, name, branch), head in heads.items():
+        summary = summary_cost(head.usage, "chain", prices)
+        if summary is not None:
+            bars.append((f"{kind} {name} ⎇ {branch}", summary))
+    bars.sort(key=lambda bar: (-bar[1].usd, bar[0]))
+    return bars
+
+
 class CostView(VerticalScroll):
-    """The Cost tab: what the chosen checkpoint's chain cost per task, as bars, and per branch. Redraws when
-    ``detail`` changes; :attr:`chain` holds the figures drawn."""
+    """The Cost tab: what the chosen checkpoint's chain cost per task, as bars, and what each branch of the store
+    cost (its chain at its newest checkpoint). Redraws when ``detail`` or ``graph`` (the store's checkpoints)
+    changes; :attr:`chain` and :attr:`branches` hold the figures drawn."""
 
     DEFAULT_CSS = """
     CostView { padding: 0 1; }
+    CostView > #cost-branches { margin-top: 1; }
     """
 
     detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
+    graph: reactive[Graph | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.chain: ChainCost | None = None
+        self.branches: list[tuple[str, CostSummary]] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="cost-body", markup=False)
+        yield Static(Text(BRANCH_NOTE, style="dim"), id="cost-branches", markup=False)
 
     def watch_detail(self, detail: Detail | None) -> None:
         if detail is None:
@@ -231,14 +256,29 @@ class CostView(VerticalScroll):
         parts: list[RenderableType] = [Text("Cost per task (this chain)", style="bold underline")]
         if chain.recorded:
             parts.append(bar_chart([(u.label, u.summary) for u in chain.units]))
-            parts.append(
-                _cell(
-                    f"spent {cost_text(chain.spent)}, this run {cost_text(chain.this_run)}, "
-                    f"saved {cost_text(chain.saved)}"
-                )
+            said = (
+                f"spent {cost_text(chain.spent)}, this run {cost_text(chain.this_run)}, saved {cost_text(chain.saved)}"
             )
+            parts.append(_cell(said))
         else:
             parts.append(Text("no usage recorded", style="dim"))
-        parts += [Text("\nCost per branch", style="bold underline"), Text(BRANCH_NOTE, style="dim")]
-        parts.append(Text(f"\nprices: {table_version()}", style="dim"))
+        parts.append(Text(f"prices: {table_version()}", style="dim"))
+        target.update(Group(*parts))
+
+    def watch_graph(self, graph: Graph | None) -> None:
+        if graph is None:
+            return
+        target = self.query_one("#cost-branches", Static)
+        try:
+            self.branches = branch_bars(graph.metas, prices_now())
+        except PricesError as exc:
+            target.update(_cell(f"prices cannot be read: {exc}"))
+            return
+        parts: list[RenderableType] = [
+            Text("Cost per branch (its chain, at its newest checkpoint)", style="bold underline")
+        ]
+        if self.branches:
+            parts.append(bar_chart(self.branches))
+        else:
+            parts.append(Text(BRANCH_NOTE, style="dim"))
         target.update(Group(*parts))

@@ -30,6 +30,8 @@ GraphSource = Callable[[], tuple[list[CheckpointMeta], str | None]]
 """The store's checkpoints and the chosen one, as the graph draws them."""
 
 GRAPH = "tab-graph"
+STORE_TABS = (GRAPH, "tab-cost")
+"""The tabs that read the store's checkpoints (``graph``): drawn only while one of them shows."""
 
 SOURCES = ("detail", "edited", "rerun", "graph")
 """The panel's reactives a tab view may read: a view declaring a reactive of one of these names is bound to it."""
@@ -92,7 +94,7 @@ class DetailPanel(Vertical):
         if message.pane.id is not None:
             self._active = message.pane.id
             self._build(message.pane.id)
-        if message.pane.id == GRAPH:
+        if message.pane.id in STORE_TABS:
             self._draw_graph()
 
     # -- what the rest of the screen reads ----------------------------------------------------------------
@@ -218,7 +220,7 @@ class DetailPanel(Vertical):
         """The store was read anew: the graph is drawn from ``source`` when it next shows (now, if it shows).
         Drawing a big store's graph is costly, so it is not drawn while its tab is closed."""
         self._graph_source, self._graph_stale = source, True
-        if self._active == GRAPH:
+        if self._active in STORE_TABS:
             self._draw_graph()
 
     def toggle_graph(self) -> bool:

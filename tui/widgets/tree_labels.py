@@ -11,7 +11,9 @@ from typing import Protocol
 from rich.style import Style
 from rich.text import Text
 
+from crewpoint.cost import PricesError
 from crewpoint.entities import kind_of
+from crewpoint.estimate import cost_text, summary_cost
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.diagnostics import plural
@@ -29,6 +31,7 @@ from crewpoint.tui.store_index import (
     run_label,
 )
 from crewpoint.tui.visible import visible
+from crewpoint.tui.widgets.cost_view import prices_now
 
 WAITING_TRIGGER = "human_feedback_requested"
 """The trigger of the checkpoint a run writes when it stops to wait for a person."""
@@ -63,6 +66,7 @@ class TreeLabels:
         self._tree = tree
         self._branch_runs: Counter[tuple[EntityKey, str]] = Counter()
         self._branch_runs_of: StoreIndex | None = None
+        self._run_costs: dict[str, str] = {}  # a run's usage summary -> its cost as shown
 
     def label(self, data: NodeRef | None) -> Text:
         return attach_gaps(self._make_label(data))
@@ -160,4 +164,26 @@ class TreeLabels:
         text.append(format_time(meta.created_at, self._tree.now), self._style("muted"))
         text.append(f"  {short_id(meta.id)}  ", self._style("muted"))
         text.append(visible(meta.trigger or "?", one_line=True))
+        cost = self._run_cost(meta)
+        if cost:
+            text.append(f"  {cost}", self._style("muted"))
         return text
+
+    def _run_cost(self, meta: CheckpointMeta) -> str:
+        """What the run cost, beside its newest checkpoint only (from the metadata's usage summary, priced now);
+        "" elsewhere, for a run that recorded nothing or cost nothing, or when the prices cannot be read."""
+        if not meta.usage:
+            return ""
+        index = self._tree.index
+        segment = index.segments.get(index.segment_of.get(meta.id, ""))
+        if segment is None or segment.head.id != meta.id:
+            return ""
+        shown = self._run_costs.get(meta.usage)
+        if shown is None:
+            try:
+                summary = summary_cost(meta.usage, "run", prices_now())
+            except PricesError:
+                summary = None
+            free = summary is not None and summary.complete and not summary.usd
+            shown = self._run_costs[meta.usage] = "" if summary is None or free else cost_text(summary)
+        return shown
