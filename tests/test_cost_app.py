@@ -33,6 +33,7 @@ from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.store_index import CheckpointRef
+from crewpoint.tui.widgets.branch_graph import Graph
 from crewpoint.tui.widgets.cost_view import CostView, EstimateView
 from crewpoint.tui.widgets.detail_state import Detail
 from crewpoint.tui.widgets.overview_view import OverviewView
@@ -262,3 +263,18 @@ async def test_the_answer_dialog_estimates_what_runs_on(tmp_path: Path) -> None:
             assert unit.summary.usd == priced(rows).usd
         assert view.estimate.missing == ["3. t3"]
         await pilot.press("escape")
+
+
+FORGED_SUMMARIES = ["", "not json", '{"chain": [[1, 2, 3]]}', '{"chain": [["m", "p", -1, 0, 0, 0, 0, 1, false]]}']
+
+
+@pytest.mark.parametrize("usage", FORGED_SUMMARIES)
+async def test_a_forged_usage_summary_draws_no_branch(usage: str, store: tuple[str, list[Any]]) -> None:
+    _location, metas = store
+    forged = [m.with_(usage=usage) for m in metas]
+    async with _Views().run_test(size=SIZE) as pilot:
+        cost = pilot.app.query_one(CostView)
+        cost.graph = Graph(tuple(forged))
+        await pilot.pause()
+        assert cost.branches == []
+        assert "open a checkpoint" in shown_text(cost.query_one("#cost-branches", Static))
