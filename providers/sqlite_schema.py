@@ -131,7 +131,6 @@ def _schema_v5(db: Database) -> None:
     """Each checkpoint records the run that wrote it and a summary of what its chain and its run spent (the
     providers' ``usage_meta``), so a listing prices it without its body; an index by run and time serves
     ``cost --by run``. Rows written before have '' for both (nothing recorded) and still read."""
-    db.execute("DROP VIEW IF EXISTS temp.checkpoints")  # what a read of the older store showed (old_columns)
     db.execute("ALTER TABLE checkpoints ADD COLUMN run_id TEXT NOT NULL DEFAULT ''")
     db.execute("ALTER TABLE checkpoints ADD COLUMN usage TEXT NOT NULL DEFAULT ''")
     db.execute("CREATE INDEX IF NOT EXISTS checkpoints_by_run ON checkpoints (run_id, created_at)")
@@ -143,7 +142,7 @@ NEW_IN_V5 = ("run_id", "usage")
 def old_columns(db: Db, version: int) -> None:
     """Let a store older than version 5 be read as it is (reading never migrates): a view of this connection
     only (in its temporary schema, so a read-only store stays untouched) shows its checkpoints with '' for the
-    columns it lacks. The migration to version 5 drops it."""
+    columns it lacks. :func:`migrate` drops it before it changes the table."""
     if 0 < version < 5:
         db.execute(
             "CREATE TEMP VIEW IF NOT EXISTS checkpoints AS SELECT *, "
@@ -183,6 +182,8 @@ def migrate(db: Db, path: str, migrations: Sequence[Migration] = MIGRATIONS) -> 
             raise CheckpointError(f"{path} is not a crewpoint SQLite store: it is left untouched")
         refuse_newer(path, version, target)
         full = database(db) if version < target else db
+        if version < target:
+            db.execute("DROP VIEW IF EXISTS temp.checkpoints")  # how this connection read the older store
         for step in migrations[version:]:
             step(full)  # type: ignore[arg-type]
         if version < target:

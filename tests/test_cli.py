@@ -59,7 +59,18 @@ def test_list_prints_a_table_newest_first_and_json_metadata() -> None:
     result = cli("checkpoint", "list", store)
     assert result.exit_code == 0
     header, *rows = result.stdout.splitlines()
-    assert header.split() == ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "STATUS"]
+    assert header.split() == [
+        "ID",
+        "TIME",
+        "BRANCH",
+        "PARENT",
+        "TRIGGER",
+        "ENTITY",
+        "PROGRESS",
+        "SIZE",
+        "COST",
+        "STATUS",
+    ]
     assert [row.split()[0] for row in rows] == [m.id[:12] for m in metas]
     assert "crew research-crew" in rows[0] and "4/4" in rows[0] and "1/4" in rows[-1]
     assert rows[0].split()[4] == metas[1].id[:12]

@@ -23,6 +23,7 @@ from support.stores import make_store
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import CheckpointError, DamagedCheckpoint, JsonProvider, SqliteProvider
+from crewpoint.providers.json_index import INDEX_VERSION
 
 CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 
@@ -250,7 +251,7 @@ def test_an_index_written_before_length_checks_never_vouches_for_a_cut_file() ->
 
     listed_again = {m.id: m for m in provider.list(store)}
     assert "cut short" in (listed_again[newest.id].damaged or "")
-    assert json.loads(index.read_text().splitlines()[0])["crewpoint_index"] == 2
+    assert json.loads(index.read_text().splitlines()[0])["crewpoint_index"] == INDEX_VERSION
 
 
 def test_a_read_only_postgresql_session_is_refused_before_a_run(pg_location: str) -> None:
