@@ -392,6 +392,46 @@ def newest_rows(
     return [listed_meta(row, store.where.name) for row in rows]
 
 
+RunHead = tuple[CheckpointMeta, "str | None", "str | None"]
+"""A run's newest checkpoint, the usage summary of its newest checkpoint before a cutoff (None: none before), and
+the checkpoint the run resumed or forked from (the parent of its first checkpoint)."""
+
+
+def run_heads(
+    conn: psycopg.Connection[Any], store: PgStore, cutoff: float | None
+) -> tuple[builtins.list[RunHead], builtins.list[CheckpointMeta]]:
+    """Each run's newest checkpoint (written at or after ``cutoff``, when given) in one query over the indexes by
+    run and by time, and the checkpoints that record no run (written before runs were recorded; their bodies
+    say what they spent). A damaged newest row goes with the latter, where reading it tells why."""
+    if store.version < USAGE_SINCE:
+        return [], list_metas(conn, store, None)
+    s, name = store.s, store.where.name
+    same = "{t}.run_id = h.run_id AND {t}.lineage = h.lineage AND {t}.branch = h.branch"
+    before = (
+        f"(SELECT b.usage FROM {s}.checkpoints b WHERE {same.format(t='b')} AND b.created_at < %(cut)s"
+        " ORDER BY b.created_at DESC LIMIT 1)"
+        if cutoff is not None
+        else "NULL"
+    )
+    query = (
+        f"SELECT {columns(store, 'h.')}, {before},"
+        f" (SELECT f.parent_id FROM {s}.checkpoints f WHERE {same.format(t='f')} ORDER BY f.created_at LIMIT 1)"
+        f" FROM (SELECT DISTINCT ON (run_id, lineage, branch) * FROM {s}.checkpoints WHERE run_id <> ''"
+        + (" AND created_at >= %(cut)s" if cutoff is not None else "")
+        + " ORDER BY run_id, lineage, branch, sequence DESC) h"
+    )
+    heads: builtins.list[RunHead] = []
+    legacy: builtins.list[CheckpointMeta] = []
+    for row in conn.execute(query, {"cut": cutoff}).fetchall():
+        meta = row_meta(row[:-2], name)
+        if meta.damaged is None:
+            heads.append((meta, row[-2] if isinstance(row[-2], str) else None, row[-1]))
+        else:
+            legacy.append(meta)
+    legacy += [listed_meta(row, name) for row in conn.execute(listing(store) + " WHERE c.run_id = ''").fetchall()]
+    return heads, legacy
+
+
 def put_chunks(conn: psycopg.Connection[Any], s: str, parts: chunks.Split) -> None:
     """Store the chunks of a body that are not in the store yet and count the references to them.
 

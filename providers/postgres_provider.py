@@ -57,6 +57,7 @@ from crewpoint.providers.pg_sql import (
     RUN_COLUMNS,
     SCHEMA_VERSION,
     PgStore,
+    RunHead,
     body_check,
     connect_error,
     delete_checkpoints,
@@ -73,6 +74,7 @@ from crewpoint.providers.pg_sql import (
     read_version,
     report_crashed,
     resolve,
+    run_heads,
     runs_of,
     sound_bodies,
     steps_back_sql,
@@ -350,6 +352,19 @@ class PostgresProvider(BaseProvider):
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
             return list_metas(conn, store, branch)
+
+    def run_heads(
+        self, location: str, cutoff: float | None = None
+    ) -> tuple[builtins.list[RunHead], builtins.list[CheckpointMeta]]:
+        """Each run's newest checkpoint (since ``cutoff``) with what it needs to sum the run's spending from
+        metadata alone, in one indexed query (:func:`crewpoint.providers.pg_sql.run_heads`); and the checkpoints
+        that record no run."""
+        where, _ = self._where(location)
+        with self._conn(where) as conn:
+            store = self._store(where, conn, create=False)
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return run_heads(conn, store, cutoff)
 
     def list_newest(self, location: str, limit: int, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         """The first ``limit`` of :meth:`list`, from the index by time while no clock ever stepped back in the

@@ -48,7 +48,7 @@ def _entries(rows: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
         if type(duration) in (int, float) and duration > 0:
             seconds[key] = seconds.get(key, 0.0) + duration
     return [
-        [model, provider, *counts, round(seconds.get((model, provider, estimated), 0.0), 3), estimated]
+        [model, provider, *counts, round(seconds.get((model, provider, estimated), 0.0), 6), estimated]
         for (model, provider, estimated), counts in groups.items()
     ]
 

@@ -22,6 +22,7 @@ from crewpoint.cost import TOKEN_KINDS, CostSummary, Prices, load_prices, price_
 from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound
 from crewpoint.providers.files import looking_once
+from crewpoint.providers.usage_meta import read_usage_summary
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -92,7 +93,7 @@ def cost(ctx: click.Context, ref: str | None, location: str | None, by: str, sin
             record = provider_for(reference).read(reference)
             _chain(record.meta, record.body, by, prices, as_json)
             return
-        runs, unread = _runs(store, cutoff)
+        runs, unread = _runs(store, cutoff, by)
     _store(store, runs, unread, by, since, prices, as_json)
 
 
@@ -113,15 +114,76 @@ def _store_named(ref: str) -> str | None:
 # -- a store -------------------------------------------------------------------------------------------------------
 
 
-def _runs(store: str, cutoff: float | None) -> tuple[list[_Run], int]:
+META_GROUPS = ("model", "branch", "run")
+"""Groupings a checkpoint's metadata answers (its usage summary is by model); by task or agent reads bodies."""
+
+RunHead = tuple[CheckpointMeta, str | None, str | None]
+"""A run's newest checkpoint, the usage summary of its newest checkpoint before the cutoff (None: none before),
+and the checkpoint the run resumed or forked from."""
+
+
+def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run], int]:
     """Each run of ``store`` with what it spent (since ``cutoff``), and how many checkpoints could not be read.
 
-    A run is the checkpoints one process wrote on one branch from one start: (lineage, branch, the checkpoint it
-    resumed or forked from); its newest checkpoint is the one no later checkpoint of the same run continues."""
+    Grouped by model, branch or run, a checkpoint that records its run and usage summary is summed from its
+    metadata (no body is read; on PostgreSQL one indexed query finds each run's newest checkpoint); the others,
+    and every checkpoint grouped by task or agent, from their bodies (:func:`_body_runs`)."""
     provider = provider_for(store)
+    if by not in META_GROUPS:
+        return _body_runs(provider, store, provider.list(store), cutoff)
+    heads_of = getattr(provider, "run_heads", None)
+    if heads_of is not None:
+        heads, legacy = heads_of(store, cutoff)
+    else:
+        heads, legacy = run_heads_of(provider.list(store), cutoff)
+    runs: list[_Run] = []
+    unread = 0
+    for head, before, resumed_from in heads:
+        spent = read_usage_summary(head.usage)
+        if spent is None and head.usage:  # too varied to summarise: the body has the rows
+            if cutoff is not None and before is not None:
+                unread += 1
+                continue
+            legacy.append(head)
+            continue
+        rows = spent["run"] if spent is not None else []
+        if cutoff is not None and before:
+            older = read_usage_summary(before)
+            rows = _minus(rows, older["run"] if older is not None else [])
+        runs.append(_Run(head, resumed_from, rows))
+    body_runs, unread_bodies = _body_runs(provider, store, legacy, cutoff)
+    return sorted(runs + body_runs, key=lambda r: ORDER(r.head)), unread + unread_bodies
+
+
+def run_heads_of(metas: list[CheckpointMeta], cutoff: float | None) -> tuple[list[RunHead], list[CheckpointMeta]]:
+    """What ``PostgresProvider.run_heads`` answers, from a listing: each run's newest checkpoint (written at or
+    after ``cutoff``), the usage summary of its newest one before ``cutoff`` and the parent of its first; and the
+    checkpoints that record no run (or are damaged)."""
+    runs: dict[tuple[str, str, str], list[CheckpointMeta]] = {}
+    legacy: list[CheckpointMeta] = []
+    for meta in metas:
+        if meta.damaged or not meta.run_id:
+            legacy.append(meta)
+        else:
+            runs.setdefault((meta.run_id, meta.lineage, meta.branch), []).append(meta)
+    heads: list[RunHead] = []
+    for written in runs.values():
+        written.sort(key=ORDER)
+        head = written[-1]
+        if cutoff is not None and head.created_at < cutoff:
+            continue
+        older = [m for m in written if cutoff is not None and m.created_at < cutoff]
+        heads.append((head, older[-1].usage if older else None, written[0].parent_id))
+    return heads, legacy
+
+
+def _body_runs(provider: Any, store: str, metas: list[CheckpointMeta], cutoff: float | None) -> tuple[list[_Run], int]:
+    """Each run of ``metas`` with what it spent (since ``cutoff``) from their bodies, and how many could not be
+    read. A run is the checkpoints one process wrote on one branch from one start: (lineage, branch, the
+    checkpoint it resumed or forked from); its newest checkpoint is the one no later checkpoint of the same run
+    continues."""
     seen: dict[str, _Seen] = {}
     unread = 0
-    metas = provider.list(store)  # the whole listing first: a SQLite store reads no body mid-listing
     if cutoff is not None:  # the bodies written since, and the last one before each (what its run had spent then)
         recent = [m for m in metas if m.created_at >= cutoff]
         wanted = {m.id for m in recent} | {m.parent_id for m in recent if m.parent_id}
