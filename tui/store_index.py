@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Container
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
@@ -185,37 +186,7 @@ class StoreIndex:
     def build(cls, metas: list[CheckpointMeta], query: str = "", runs: list[RunInfo] | None = None) -> StoreIndex:
         index = cls(query=query.strip(), total=len(metas))
         index.set_runs(runs or [])
-        groups: dict[tuple[str, str, EntityKey], list[CheckpointMeta]] = defaultdict(list)
-        for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True):
-            groups[(lineage, meta.branch, entity)].append(meta)
-        all_ids = {meta.id for meta in metas}
-        chains: list[Segment] = []
-        for (lineage, branch, entity), members in groups.items():
-            members.sort(key=ORDER)
-            prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
-            if list(map(_PARENT, members[1:])) == list(map(_ID, members[:-1])):  # the usual run: one chain
-                parent_id = members[0].parent_id
-                source = parent_id if parent_id in all_ids else None
-                chains.append(Segment(prefix + members[0].id, entity, branch, lineage, members, source))
-                continue
-            own: dict[str, Segment] = {}
-            for meta in members:
-                parent_id = meta.parent_id
-                segment = own.get(parent_id) if parent_id else None
-                if segment is not None and segment.metas[-1].id != parent_id:
-                    segment = None  # a second child on the same branch (a resume from an earlier checkpoint)
-                if segment is None:
-                    segment = Segment(
-                        key=prefix + meta.id,
-                        entity=entity,
-                        branch=branch,
-                        lineage=lineage,
-                        source_id=parent_id if parent_id in all_ids else None,
-                    )
-                    chains.append(segment)
-                segment.metas.append(meta)
-                own[meta.id] = segment
-        chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
+        chains = _segments(metas, {meta.id for meta in metas})
         if index.query:
             statuses: dict[str, str] = {}
             if any(status_word(word) is not None for word in index.query.lower().split()):
@@ -287,6 +258,51 @@ class StoreIndex:
     def live_branches(self, now: float | None = None) -> set[str]:
         """Keys of the segments whose run is going."""
         return {s.key for s in self.segments.values() if self.state_of(s, now) == "running"}
+
+
+class ListingStatuses:
+    """Checkpoint id → its run's status (``list``'s STATUS), for the chunks of one listing in turn, newest first:
+    :meth:`StoreIndex.statuses` of each chunk (its segments made alone: no tree, no lookup but of the checkpoints
+    run records name), save that a segment cut by a chunk boundary reads as one, its older part as its head."""
+
+    def __init__(self, runs: list[RunInfo]) -> None:
+        self.index = StoreIndex()
+        self.index.set_runs(runs)
+        self.named = {run.checkpoint_id for run in runs if run.checkpoint_id}  # all StoreIndex.run_of looks up
+        self.claims: dict[str, tuple[tuple[str, str, EntityKey], tuple[Any, ...], str | None]] = {}
+        """Parent id → (lineage, branch, entity), order and status of the oldest checkpoint of a segment shown in
+        an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
+
+    def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
+        index, claims, now = self.index, self.claims, time.time()
+        ids = list(map(_ID, chunk))
+        if len(set(ids)) == len(ids):
+            segments = _segments(chunk, ())  # the status of a segment does not ask where it was forked from
+            named = self.named.intersection(ids)
+            index.metas = {meta.id: meta for meta in chunk if meta.id in named} if named else {}
+            index.segment_of = {m.id: s.key for s in segments for m in s.metas if m.id in named} if named else {}
+        else:  # an id listed twice: the index decides which of the two it keeps
+            index = StoreIndex.build(chunk, "")
+            index.runs = self.index.runs
+            segments = list(index.segments.values())
+        out: dict[str, str] = {}
+        for segment in segments:
+            head, oldest = segment.metas[-1], segment.metas[0]
+            placed = (segment.lineage, segment.branch, segment.entity)
+            claim = claims.get(head.id)
+            if claim is not None and claim[0] == placed and claim[1] > ORDER(head):
+                word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
+            else:
+                state = index.state_of(segment, now)
+                word = STATUS_WORDS.get(state, state) if state is not None else None
+            if word is not None:
+                out.update(dict.fromkeys(map(_ID, segment.metas), word))
+            if oldest.parent_id:
+                order = ORDER(oldest)
+                known = claims.get(oldest.parent_id)
+                if known is None or known[1] > order:
+                    claims[oldest.parent_id] = (placed, order, word)
+        return out
 
 
 REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
@@ -395,24 +411,58 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
 
 
 _DAMAGED, _LINEAGE, _NAMED = attrgetter("damaged"), attrgetter("lineage"), attrgetter("entity_kind", "entity_name")
-_ID, _PARENT = attrgetter("id"), attrgetter("parent_id")
+_ID, _PARENT, _BRANCH = attrgetter("id"), attrgetter("parent_id"), attrgetter("branch")
+
+
+def _segments(metas: list[CheckpointMeta], known: Container[str | None]) -> list[Segment]:
+    """The branch segments of ``metas``, oldest first: each group (lineage, branch, entity) cut into unbroken
+    parent chains (a resume from an earlier checkpoint, a second child on the branch, starts a segment). A
+    segment's source is its first checkpoint's parent when ``known`` holds that id."""
+    groups: dict[tuple[str, str, EntityKey], list[CheckpointMeta]] = {}
+    group = groups.get
+    for key, meta in zip(_group_keys(metas), metas, strict=True):
+        members = group(key)
+        if members is None:
+            groups[key] = [meta]
+        else:
+            members.append(meta)
+    chains: list[Segment] = []
+    for (lineage, branch, entity), members in groups.items():
+        prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
+        if len(members) > 1:
+            members.sort(key=ORDER)
+        if len(members) == 1 or list(map(_PARENT, members[1:])) == list(map(_ID, members[:-1])):  # one chain
+            parent_id = members[0].parent_id
+            source = parent_id if parent_id in known else None
+            chains.append(Segment(prefix + members[0].id, entity, branch, lineage, members, source))
+            continue
+        own: dict[str, Segment] = {}
+        for meta in members:
+            parent_id = meta.parent_id
+            segment = own.get(parent_id) if parent_id else None
+            if segment is not None and segment.metas[-1].id != parent_id:
+                segment = None  # a second child on the same branch (a resume from an earlier checkpoint)
+            if segment is None:
+                source = parent_id if parent_id in known else None
+                segment = Segment(prefix + meta.id, entity, branch, lineage, source_id=source)
+                chains.append(segment)
+            segment.metas.append(meta)
+            own[meta.id] = segment
+    chains.sort(key=lambda s: (s.metas[0].created_at, s.metas[0].sequence, s.key))
+    return chains
+
+
+def _group_keys(metas: list[CheckpointMeta]) -> list[tuple[str, str, EntityKey]]:
+    """(lineage, branch, entity) of each meta (:func:`_placements`), the column at once when none is damaged."""
+    if not any(map(_DAMAGED, metas)):  # each (kind, name)'s entity made once, the columns at once
+        named = list(map(_NAMED, metas))
+        made = {pair: _entity_of(meta) for pair, meta in dict(zip(named, metas, strict=True)).items()}
+        return list(zip(map(_LINEAGE, metas), map(_BRANCH, metas), map(made.__getitem__, named), strict=True))
+    return [(lineage, meta.branch, entity) for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True)]
 
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
     """Lineage and entity of each meta; a damaged one (which knows only its name) borrows its neighbour's."""
-    entities: dict[tuple[str, str], EntityKey] = {}
-
-    def entity_of(meta: CheckpointMeta) -> EntityKey:
-        named = (meta.entity_kind, meta.entity_name)
-        found = entities.get(named)
-        if found is None:
-            found = entities[named] = _entity_of(meta)
-        return found
-
-    if not any(map(_DAMAGED, metas)):  # each (kind, name)'s entity made once, the column at once
-        named = list(map(_NAMED, metas))
-        made = {pair: _entity_of(meta) for pair, meta in dict(zip(named, metas, strict=True)).items()}
-        return list(zip(map(_LINEAGE, metas), map(made.__getitem__, named), strict=True))
     by_id = {meta.id: meta for meta in metas}
     child_of: dict[str, CheckpointMeta] = {}
     for meta in metas:

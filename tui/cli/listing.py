@@ -32,7 +32,7 @@ from crewpoint.tui.cli.tables import (
     written_by,
 )
 from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.store_index import ORDER, STATUS_WORDS, StoreIndex, budget_lines, waiting_requests
+from crewpoint.tui.store_index import ListingStatuses, budget_lines, waiting_requests
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
     runs, requests = waiting_requests(store, _runs(store))
     costs = ListingCosts()
     if as_json:
-        statuses = _Statuses(runs).of(metas)
+        statuses = ListingStatuses(runs).of(metas)
         with bad_input(ctx):
             emit_json(
                 [
@@ -118,7 +118,7 @@ def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int 
         return
     header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
     widths: list[int] | None = None
-    status_of = _Statuses(runs)
+    status_of = ListingStatuses(runs)
     with bad_input(ctx):
         for chunk in chunks:
             widths = print_listing(header if widths is None else None, chunk, status_of.of(chunk), widths, costs)
@@ -157,41 +157,6 @@ def _runs(store: str) -> list[Any]:
         return read_runs(store)
     except Exception:  # run records only add a column
         return []
-
-
-class _Statuses:
-    """Checkpoint id → the status of the run that wrote it (from the store's run records), for the chunks of one
-    listing in turn, newest first: a run's branch segment cut by a chunk boundary reads as one segment, its
-    older checkpoints with the status its head gave the newer ones."""
-
-    def __init__(self, runs: list[Any]) -> None:
-        self.runs = runs
-        self.claims: dict[str, tuple[tuple[str, str, tuple[str, str]], tuple[Any, ...], str | None]] = {}
-        """Parent id → (lineage, branch, entity), order and status of the oldest checkpoint of a segment shown in
-        an earlier chunk: the first of the parent's children on its branch continues the parent's segment."""
-
-    def of(self, chunk: list[CheckpointMeta]) -> dict[str, str]:
-        index = StoreIndex.build(chunk, "", self.runs)
-        out: dict[str, str] = {}
-        claims = self.claims
-        for segment in index.segments.values():
-            head, oldest = segment.metas[-1], segment.metas[0]
-            placed = (segment.lineage, segment.branch, segment.entity)
-            claim = claims.get(head.id)
-            if claim is not None and claim[0] == placed and claim[1] > ORDER(head):
-                word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
-            else:
-                state = index.state_of(segment)
-                word = STATUS_WORDS.get(state, state) if state is not None else None
-            if word is not None:
-                for meta in segment.metas:
-                    out[meta.id] = word
-            if oldest.parent_id:
-                order = ORDER(oldest)
-                known = claims.get(oldest.parent_id)
-                if known is None or known[1] > order:
-                    claims[oldest.parent_id] = (placed, order, word)
-        return out
 
 
 # -- info ------------------------------------------------------------------------------------------------------
