@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody, TaskState
+from crewpoint.cost import usage_rows
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.text import clip
@@ -15,6 +16,7 @@ from crewpoint.text import placeholders as find_placeholders
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.schema import AgentState, CrewState, FlowState
+    from crewpoint.cost import CostSummary, Prices
 
 
 @dataclass
@@ -45,6 +47,28 @@ class CheckpointInfo:
     """The request the run waits on (a person's review), or None."""
     human_feedback: list[dict[str, Any]] = field(default_factory=list)
     """Every answered review of the run so far, oldest first."""
+    usage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The body's well-formed usage rows by part: ``rows`` (this run), ``before`` (the chain before it) and
+    ``reused`` (what a resume or fork took over instead of paying again)."""
+
+    def costs(self, prices: Prices | None = None) -> CostView:
+        """What the chain spent up to this checkpoint, this run, what it saved, and per task, priced now."""
+        # lazy: prices (and genai-prices, for a model that is not the offline one) only when a cost is shown
+        from crewpoint.cost import load_prices, price_rows, table_version
+
+        prices = load_prices() if prices is None else prices
+        this_run, before, reused = (self.usage.get(part, []) for part in ("rows", "before", "reused"))
+        spent = [*before, *this_run]
+        tasks: dict[str, list[dict[str, Any]]] = {}
+        for row in spent:
+            tasks.setdefault(row["label"] or row["unit"] or "(outside any task)", []).append(row)
+        return CostView(
+            spent=price_rows(spent, prices),
+            this_run=price_rows(this_run, prices),
+            saved=price_rows(reused, prices),
+            tasks=[(label, price_rows(rows, prices)) for label, rows in tasks.items()],
+            prices=table_version(),
+        )
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -95,6 +119,28 @@ class CheckpointInfo:
             by = given.get("answered_by") or given.get("who") or "?"
             lines.append(f"  {i + 1}. {label}{outcome}: {said} (by {by} at {_clock(given.get('answered_at'))})")
         return lines
+
+
+@dataclass
+class CostView:
+    """A checkpoint's costs (:meth:`CheckpointInfo.costs`): ``spent`` is the chain's (before + this run),
+    ``saved`` what reused work would have cost again (its ``duration_s``: the time it took)."""
+
+    spent: CostSummary
+    this_run: CostSummary
+    saved: CostSummary
+    tasks: list[tuple[str, CostSummary]]
+    prices: str
+    """The price table's version."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spent": self.spent.to_json(),
+            "this_run": self.this_run.to_json(),
+            "saved": self.saved.to_json(),
+            "tasks": [{"task": label, **summary.to_json()} for label, summary in self.tasks],
+            "prices": self.prices,
+        }
 
 
 def _answer_command(meta: CheckpointMeta) -> str:
@@ -199,6 +245,7 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
         events=list(body["events"]),
         pending_feedback=dict(pending) if isinstance(pending, dict) else None,
         human_feedback=answered,
+        usage={part: usage_rows(body, part) for part in ("rows", "before", "reused")},
     )
 
 

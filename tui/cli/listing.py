@@ -36,6 +36,7 @@ from crewpoint.tui.store_index import ListingStatuses, budget_lines, waiting_req
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
+    from crewpoint.checkpoint.describe import CostView
     from crewpoint.checkpoint.ops import CheckpointInfo
     from crewpoint.providers.base import CheckpointMeta
 
@@ -177,7 +178,9 @@ def _say(text: str = "") -> None:
     click.echo(visible(text))
 
 
-def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str | None = None) -> None:
+def _print_info(
+    info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str | None = None, costs: CostView | None = None
+) -> None:
     meta = info.meta
     done, total = info.progress
     # lazy: the entity registry loads pathlib and more, which the headless list never needs
@@ -236,11 +239,53 @@ def _print_info(info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str |
             _say(f"  {i + 1}. {name}: {clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
         if not info.method_outputs:
             _say("  (none yet)")
+    for line in _cost_lines(costs):
+        _say(line)
     for line in info.feedback_lines():  # the request the run waits on, and each answer given
         _say(line)
     for line in budget_lines(meta.trigger, info.events, meta.id):  # a run stopped at its budget
         _say(line)
     _say(f"\nevents recorded: {len(info.events)}")
+
+
+def _tokens(summary: Any) -> str:
+    tokens = summary.tokens
+    text = f"{tokens['input_tokens']:,} in, {tokens['output_tokens']:,} out"
+    cached = tokens["cache_read_tokens"] + tokens["cache_write_tokens"]
+    return text + (f" ({cached:,} cached)" if cached else "")
+
+
+def _cost_cell(summary: Any) -> str:
+    return ("~" if summary.estimated else "") + summary.shown()
+
+
+def _cost_lines(view: CostView | None) -> list[str]:
+    """A checkpoint's cost: spent (the chain up to the checkpoint), this run, saved (what a resume or fork
+    reused: tokens, cost, time), a table per task, and the price table's version (None: no usage recorded)."""
+    if view is None:
+        return ["", "cost: no usage recorded"]
+    lines = ["", "cost"]
+    for label, summary in (("spent", view.spent), ("this run", view.this_run)):
+        lines.append(f"  {label:<9} {_tokens(summary)}  {_cost_cell(summary)}")
+    saved = view.saved
+    if saved.rows:
+        took = f"{saved.duration_s:.1f} s"
+        lines.append(f"  {'saved':<9} {_tokens(saved)}  {_cost_cell(saved)}  {took} (reused, not run again)")
+    else:
+        lines.append(f"  {'saved':<9} nothing reused")
+    table = [["TASK", "REQUESTS", "INPUT", "OUTPUT", "COST"]]
+    for label, summary in view.tasks:
+        tokens = summary.tokens
+        counts = [f"{tokens[k]:,}" for k in ("requests", "input_tokens", "output_tokens")]
+        table.append([cell_text(label), *counts, _cost_cell(summary)])
+    lines += aligned(table, indent="  ")
+    unknown = sorted({m for _, s in view.tasks for m in s.unknown_models})
+    if unknown:
+        lines.append(f"  price unknown: {', '.join(cell_text(m) for m in unknown)}")
+    if view.spent.estimated:
+        lines.append("  ~ some tokens are estimated (the server reported none)")
+    lines.append(f"  prices: {view.prices}")
+    return lines
 
 
 @checkpoint.command()
@@ -262,13 +307,15 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
         described = ops.describe(record)
         lone = _lone_problem(record)
         lineage = ops.ancestors(ops.store_of(record), record.meta.id) if lone is None else [record.meta]
+        costs = described.costs() if any(described.usage.values()) else None
     if as_json:
         data = described.to_dict()
+        data["cost"] = costs.to_dict() if costs is not None else None
         data["ancestry"] = [m.id for m in lineage]
         data["lone"] = lone
         emit_json(data)
         return
-    _print_info(described, lineage, lone)
+    _print_info(described, lineage, lone, costs)
 
 
 def _lone_problem(record: Any) -> str | None:
