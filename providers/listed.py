@@ -9,7 +9,6 @@ Everything that keeps or changes metadata (``--json``, reads, writes, the app) s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from operator import itemgetter
@@ -136,20 +135,22 @@ def _all_ids(ids: list[str]) -> bool:
     """Does every one of ``ids`` (text) match :data:`~crewpoint.providers.refs.ID_RE` (a letter or digit, then
     up to 127 letters, digits, dots and dashes, all ASCII)? Asked of the column at once; the pattern itself is
     the judge when the answer is no (an id the column check cannot vouch for is looked at on its own)."""
-    if (
-        _ID_SHAPE
-        and ids
-        and min(map(len, ids)) >= 1
-        and max(map(len, ids)) <= _ID_LENGTH
-        and _ID_FIRSTS.fullmatch("".join([i[0] for i in ids]))
-        and _ID_CHARS.fullmatch("".join(ids))
-    ):
-        return True
+    lengths = set(map(len, ids))
+    if _ID_SHAPE and lengths and min(lengths) >= 1 and max(lengths) <= _ID_LENGTH:
+        chars = "".join(ids)
+        firsts = "".join(map(_FIRST, ids))
+        if (  # ASCII, and nothing left once the letters, digits, dots and dashes are taken out
+            chars.isascii()
+            and not chars.encode("ascii").translate(None, _ID_BYTES)
+            and not firsts.encode("ascii").translate(None, _ID_FIRST_BYTES)
+        ):
+            return True
     return all(map(ID_RE.fullmatch, ids))
 
 
 _ID_LENGTH = 128
 _ID_SHAPE = ID_RE.pattern == r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}"
 """Whether ids are still of the shape :func:`_all_ids` checks by columns (else it asks the pattern of each)."""
-_ID_FIRSTS = re.compile(r"[A-Za-z0-9]*")
-_ID_CHARS = re.compile(r"[A-Za-z0-9.\-]*")
+_ID_FIRST_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_ID_BYTES = _ID_FIRST_BYTES + b".-"
+_FIRST = itemgetter(0)

@@ -146,7 +146,10 @@ def test_rows_are_the_listing_damaged_ones_included(tmp_path: Path, kind: str) -
 
 @pytest.mark.parametrize(
     "odd",
-    ["", "-x", ".x", "a" * 129, "a b", "a\nb", "é", "a_b", "a/b", "ａ", "a\u0660", "x" * 128, "A.b-9", "0"],
+    [
+        *("", "-x", ".x", "a" * 129, "a b", "a\nb", "é", "a_b", "a/b", "ａ", "a\u0660", "x" * 128, "A.b-9", "0"),
+        *("a\n", "\x7f", "a\x00", "a.", "9-", "-", "Z\u0301", "a:b", "[", "`"),
+    ],
 )
 def test_ids_checked_at_once_answer_as_the_pattern(odd: str) -> None:
     from crewpoint.providers.listed import _all_ids
