@@ -69,18 +69,7 @@ def _usage_off() -> Iterator[None]:
     def emit_started(self: Any, ctx: Any, messages: list[dict[str, str]]) -> None:
         from crewpoint.events import LLMCallStartedEvent, event_bus
 
-        event_bus.emit(
-            self,
-            LLMCallStartedEvent(
-                model=self.model,
-                call_id=ctx.call_id,
-                message_count=len(messages),
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
-            ),
-        )
+        event_bus.emit(self, LLMCallStartedEvent(message_count=len(messages), **self._event_ids(ctx)))
 
     def reply(self: Any, messages: list[dict[str, str]]) -> str:
         with _counter_lock:
@@ -90,18 +79,7 @@ def _usage_off() -> Iterator[None]:
     def emit_completed(self: Any, ctx: Any, text: str) -> None:
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
-        event_bus.emit(
-            self,
-            LLMCallCompletedEvent(
-                model=self.model,
-                call_id=ctx.call_id,
-                response=text,
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
-            ),
-        )
+        event_bus.emit(self, LLMCallCompletedEvent(response=text, **self._event_ids(ctx)))
 
     def on_event(self: Any, source: Any, event: Any) -> None:
         if event.type.startswith("checkpoint_"):

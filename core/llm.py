@@ -171,6 +171,14 @@ class BaseLLM(BaseModel):
     def _call_fields(self, agent_id: str | None, task_id: str | None, agent_role: str | None) -> dict[str, Any]:
         return {"model": self.model, "agent_id": agent_id, "task_id": task_id, "agent_role": agent_role}
 
+    def _event_ids(self, ctx: _CallContext) -> dict[str, Any]:
+        """What every event of one call names: the model, the call, and its agent and task."""
+        return {
+            **self._call_fields(ctx.agent_id, ctx.task_id, ctx.agent_role),
+            "call_id": ctx.call_id,
+            "source_type": "llm",
+        }
+
     usage_provider: ClassVar[str] = "custom"
     """The provider a call's usage names (``usage.provider`` on ``llm_call_completed``); a subclass sets its own."""
 
@@ -213,36 +221,14 @@ class BaseLLM(BaseModel):
         from crewpoint.events import LLMStreamChunkEvent, event_bus
 
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
-        event_bus.emit(
-            self,
-            LLMStreamChunkEvent(
-                model=self.model,
-                call_id=ctx.call_id,
-                chunk=chunk,
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
-            ),
-        )
+        event_bus.emit(self, LLMStreamChunkEvent(chunk=chunk, **self._event_ids(ctx)))
 
     def _emit_started(self, ctx: _CallContext, messages: list[dict[str, str]]) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallStartedEvent, event_bus
 
         ctx.messages = messages
-        event_bus.emit(
-            self,
-            LLMCallStartedEvent(
-                model=self.model,
-                call_id=ctx.call_id,
-                message_count=len(messages),
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
-            ),
-        )
+        event_bus.emit(self, LLMCallStartedEvent(message_count=len(messages), **self._event_ids(ctx)))
 
     def _emit_completed(self, ctx: _CallContext, text: str) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
@@ -261,16 +247,11 @@ class BaseLLM(BaseModel):
         event_bus.emit(
             self,
             LLMCallCompletedEvent(
-                model=self.model,
-                call_id=ctx.call_id,
                 response=text,
                 prompt_tokens=usage["input_tokens"],
                 completion_tokens=usage["output_tokens"],
                 usage=usage,
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
+                **self._event_ids(ctx),
             ),
         )
 
@@ -278,18 +259,8 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallFailedEvent, event_bus
 
-        event_bus.emit(
-            self,
-            LLMCallFailedEvent(
-                model=self.model,
-                call_id=ctx.call_id,
-                error=_one_line(str(exc)) or type(exc).__name__,
-                agent_id=ctx.agent_id,
-                task_id=ctx.task_id,
-                agent_role=ctx.agent_role,
-                source_type="llm",
-            ),
-        )
+        error = _one_line(str(exc)) or type(exc).__name__
+        event_bus.emit(self, LLMCallFailedEvent(error=error, **self._event_ids(ctx)))
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
