@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static, TextArea
+from textual.widgets import Button, Footer, Label, Static, TextArea
 
 from crewpoint.estimate import pending_tasks
 from crewpoint.tui.run_controller import Answer
@@ -99,10 +99,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
     def answer(self, outcome: str | None = None, *, accept: bool = False) -> None:
         """Give the answer: an outcome (with the feedback written), or accept, or the feedback alone."""
         field = self.query_one(AppField)
-        problem = field.verify()
-        if problem is not None:
-            field.query_one(Input).focus()
-            self.notify(visible(problem), severity="error", markup=False)
+        if not field.confirmed():
             return
         feedback = None if accept else self.feedback or None
         if outcome is None and not accept and feedback is None:

@@ -174,10 +174,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             self.query_one("#fork-branch", Input).focus()
             return None
         app_field = self.query_one(AppField)
-        problem = app_field.verify()
-        if problem is not None:
-            app_field.query_one(Input).focus()
-            self.notify(visible(problem), severity="error", markup=False)
+        if not app_field.confirmed():
             return None
         ok, budget = self.query_one(BudgetField).verify()
         if not ok:

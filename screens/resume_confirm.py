@@ -96,10 +96,7 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
 
     def action_confirm(self) -> None:
         field = self.query_one(AppField)
-        problem = field.verify()
-        if problem is not None:
-            field.query_one(Input).focus()
-            self.notify(visible(problem), severity="error", markup=False)
+        if not field.confirmed():
             return
         ok, budget = self.query_one(BudgetField).verify()
         if ok:

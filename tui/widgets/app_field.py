@@ -80,6 +80,14 @@ class AppField(Vertical):
             return None
         return self.error
 
+    def confirmed(self) -> bool:
+        """Can the dialog run with the field? If not, the reason is notified as an error and the field focused."""
+        problem = self.verify()
+        if problem is not None:
+            self.query_one(Input).focus()
+            self.notify(visible(problem), severity="error", markup=False)
+        return problem is None
+
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
