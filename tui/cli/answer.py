@@ -20,7 +20,7 @@ from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.runs import APP_HELP, PROGRESS_HELP, Kickoff, RunRefused, Starter, _run, budget_options
+from crewpoint.tui.cli.runs import Kickoff, RunRefused, Starter, _run, run_options
 from crewpoint.tui.cli.tables import cli_id
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -103,9 +103,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
 @click.option("--feedback", "-m", default=None, metavar="TEXT", help="Feedback for the reviewed output.")
 @click.option("--accept", is_flag=True, help="Accept the output as it is (the default outcome, if any).")
 @click.option("--default", "use_default", is_flag=True, help="Answer with the request's default outcome.")
-@click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)
-@budget_options
-@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@run_options
 @click.pass_context
 def answer(
     ctx: click.Context,

@@ -62,7 +62,13 @@ DRY_RUN_HELP = (
 )
 
 
-def _app_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--app``, ``--budget``, ``--budget-tokens`` and ``--progress``: how a command that runs a checkpoint (resume,
+    fork, answer) runs it."""
+    fn = click.option(
+        "--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP
+    )(fn)
+    fn = budget_options(fn)
     return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
 
 
@@ -371,9 +377,7 @@ def _found_by_default(store: str) -> bool:
 @checkpoint.command()
 @click.argument("ref", metavar="ID")
 @location_option
-@_app_option
-@budget_options
-@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@run_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
 def resume(
@@ -408,9 +412,7 @@ def resume(
     metavar="N=TEXT",
     help="Replace finished task N's output; N is a number from 1 or a task name (repeatable).",
 )
-@_app_option
-@budget_options
-@click.option("--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP)
+@run_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.pass_context
 def fork(
