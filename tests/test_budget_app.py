@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.reading import browser, text_of
+from support.reading import choose, text_of
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
@@ -16,7 +16,6 @@ from textual.widgets import Input, Static
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import BudgetField, ResumeScreen
 from crewpoint.tui.app import make_app
@@ -52,20 +51,12 @@ def budget_error(pilot: Pilot[None]) -> str:
     return text_of(pilot.app.screen.query_one(BudgetField).query_one(".budget-error", Static))
 
 
-async def chosen(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
-    await settle(pilot)
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(checkpoint_id)
-    await settle(pilot)
-    return screen
-
-
 async def test_the_resume_dialog_passes_its_budget_to_the_run_and_refuses_a_bad_one(
     stopped: CheckpointMeta,
 ) -> None:
     app = make_app("store", watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await chosen(pilot, stopped.id)
+        screen = await choose(pilot, stopped.id)
         index = screen.ckpt_tree.index
         segment = index.segments[index.segment_of[stopped.id]]
         assert index.state_of(segment) == "budget" and STATE_MARKS["budget"][0] == "■ stopped: budget"
@@ -91,7 +82,7 @@ async def test_the_resume_dialog_passes_its_budget_to_the_run_and_refuses_a_bad_
 async def test_the_fork_dialog_passes_its_budget_and_an_empty_field_sets_none(stopped: CheckpointMeta) -> None:
     app = make_app("store", watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await chosen(pilot, stopped.id)
+        screen = await choose(pilot, stopped.id)
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
         await settle(pilot)

@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 from support.cost_runs import build, usage_server
-from support.reading import browser
-from support.waiting import settle, wait_until
+from support.reading import choose
+from support.waiting import wait_until
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 from textual.widgets import Static
 
 from crewpoint.checkpoint import ops
@@ -28,7 +27,6 @@ from crewpoint.cost import Prices, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, pending_tasks
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.screens.answer_dialog import AnswerScreen
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
@@ -64,21 +62,13 @@ def priced(rows: list[dict[str, Any]]) -> Any:
     return price_rows(rows, Prices())
 
 
-async def chosen(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
-    await settle(pilot)
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(checkpoint_id)
-    await settle(pilot)
-    return screen
-
-
 async def test_the_overview_shows_spent_this_run_saved_and_each_task(store: tuple[str, list[Any]]) -> None:
     location, metas = store
     fork_head = [m for m in metas if m.branch == "rewrite"][-1]
     body = body_of(fork_head)
     rows, before, reused = (usage_rows(body, part) for part in ("rows", "before", "reused"))
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
-        await chosen(pilot, fork_head.id)
+        await choose(pilot, fork_head.id)
         overview = pilot.app.screen.query_one(OverviewView)
         await wait_until(pilot, lambda: overview.chain is not None)
         chain = overview.chain
@@ -103,7 +93,7 @@ async def test_the_cost_tab_charts_each_task_of_the_chain(store: tuple[str, list
     last = [m for m in metas if m.branch == "main"][-1]
     body = body_of(last)
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
-        screen = await chosen(pilot, last.id)
+        screen = await choose(pilot, last.id)
         screen.detail.activate("tab-cost")
         await wait_until(pilot, lambda: bool(pilot.app.screen.query(CostView)))
         view = pilot.app.screen.query_one(CostView)
@@ -131,7 +121,7 @@ async def test_the_tree_shows_each_runs_cost_beside_its_newest_checkpoint(store:
     main = [m for m in metas if m.branch == "main"]
     fork_head = [m for m in metas if m.branch == "rewrite"][-1]
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
-        screen = await chosen(pilot, fork_head.id)
+        screen = await choose(pilot, fork_head.id)
 
         def line(meta: Any) -> str:
             return screen.ckpt_tree._label_for(CheckpointRef(meta.id)).plain
@@ -148,7 +138,7 @@ async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tu
     main = [m for m in metas if m.branch == "main"]
     task_3 = [r for r in usage_rows(body_of(main[-1])) if r["label"] == "t3"]
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
-        screen = await chosen(pilot, main[-1].id)
+        screen = await choose(pilot, main[-1].id)
         screen.edits.keep(main[-1].id, outputs={1: "A shorter outline."})  # task 2's output: task 3 runs again
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
@@ -161,7 +151,7 @@ async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tu
         assert "$0.0140" in shown_text(view)
         await pilot.press("n")
 
-        await chosen(pilot, main[1].id)  # after task 2: task 3 never ran on this chain
+        await choose(pilot, main[1].id)  # after task 2: task 3 never ran on this chain
         screen.edits.keep(main[1].id, outputs={1: "A shorter outline."})
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
@@ -175,7 +165,7 @@ async def test_the_resume_dialog_estimates_the_tasks_left(store: tuple[str, list
     location, metas = store
     first = next(m for m in metas if m.branch == "main")
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
-        await chosen(pilot, first.id)
+        await choose(pilot, first.id)
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
         view = pilot.app.screen.query_one(EstimateView)
@@ -250,7 +240,7 @@ async def test_the_answer_dialog_estimates_what_runs_on(tmp_path: Path) -> None:
     newest = ops.list_checkpoints(str(tmp_path / "store"))[0]
     body = body_of(newest)
     async with make_app(str(tmp_path / "store"), watch=False).run_test(size=SIZE) as pilot:
-        await chosen(pilot, newest.id)
+        await choose(pilot, newest.id)
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, AnswerScreen))
         view = pilot.app.screen.query_one(EstimateView)

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from support.cost_runs import fix, fixed_id, usage_server
-from support.reading import browser
+from support.reading import choose
 from support.waiting import settle
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.tui.app import make_app
 
 SIZE = (150, 40)
@@ -44,17 +43,9 @@ def cost_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "store"
 
 
-async def open_checkpoint(pilot: Pilot[None], n: int) -> BrowserScreen:
-    await settle(pilot)
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(fixed_id(n))
-    await settle(pilot)
-    return screen
-
-
 def test_cost_tab(snap_compare: object, cost_store: str) -> None:
     async def run_before(pilot: Pilot[None]) -> None:
-        await open_checkpoint(pilot, 4)  # the fork's newest checkpoint: task 3 ran twice on its chain
+        await choose(pilot, fixed_id(4))  # the fork's newest checkpoint: task 3 ran twice on its chain
         await pilot.press("8")
         await settle(pilot)
 
@@ -63,14 +54,14 @@ def test_cost_tab(snap_compare: object, cost_store: str) -> None:
 
 def test_overview_spent_and_saved(snap_compare: object, cost_store: str) -> None:
     async def run_before(pilot: Pilot[None]) -> None:
-        await open_checkpoint(pilot, 4)
+        await choose(pilot, fixed_id(4))
 
     assert snap_compare(make_app(cost_store, watch=False), terminal_size=SIZE, run_before=run_before)  # type: ignore[operator]
 
 
 def test_fork_confirmation_with_its_estimate(snap_compare: object, cost_store: str) -> None:
     async def run_before(pilot: Pilot[None]) -> None:
-        screen = await open_checkpoint(pilot, 3)  # main, 3/3
+        screen = await choose(pilot, fixed_id(3))  # main, 3/3
         screen.edits.keep(fixed_id(3), outputs={1: "A shorter outline."})  # task 2's output: task 3 runs again
         screen.edits_changed(fixed_id(3), redraw=True)
         await settle(pilot)

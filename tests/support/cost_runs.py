@@ -8,7 +8,6 @@ with ids, times and call durations that are the same on every run (snapshots and
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ USAGE = {
 }
 """What the server reports for each task's call, by the task's description."""
 DURATIONS = {"Research owls.": 2.5, "Outline the post.": 1.5, "Write the post.": 6.0}
-"""The call durations :func:`fix` writes (real ones differ run to run)."""
+"""The call durations :func:`fix` writes, by task description (real ones differ run to run)."""
 BASE_URL_ENV = "CREWPOINT_TEST_COST_URL"
 APP = f"{Path(__file__).resolve()}:make_crew"
 """The ``--app`` spec of the program the runs use."""
@@ -78,56 +77,13 @@ def build(location: str, base_url: str, *, fork: bool = True) -> list[Any]:
     return sorted(ops.list_checkpoints(location), key=lambda m: (m.created_at, m.sequence))
 
 
-BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
-
-
 def fixed_id(n: int) -> str:
     return f"{n:02x}" + "c057" * 7 + "aa"
 
 
-def _fix_rows(rows: Any, labels: dict[str, str]) -> Any:
-    if not isinstance(rows, list):
-        return rows
-    return [{**row, "duration_s": DURATIONS.get(labels.get(row.get("unit"), ""), 1.0)} for row in rows]
-
-
 def fix(raw: str, out: str) -> list[str]:
-    """Copy the JSON store ``raw`` to ``out`` with fixed ids, lineage, times and call durations; the new ids,
-    oldest first."""
-    from crewpoint.checkpoint import ops
-    from crewpoint.providers import JsonProvider
-    from crewpoint.providers.base import CheckpointRecord
+    """Copy the JSON store ``raw`` to ``out`` with fixed ids, lineage, times and call durations
+    (:func:`support.stores.fix_store`); the new ids, oldest first."""
+    from support.stores import fix_store
 
-    metas = sorted(ops.list_checkpoints(raw), key=lambda m: (m.created_at, m.sequence))
-    ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
-    provider = JsonProvider(fsync=False)
-    for n, meta in enumerate(metas, 1):
-        record = provider.read(meta.location)
-        stamp = BASE_TIME + 60 * n
-        new_meta = meta.with_(
-            id=ids[meta.id],
-            parent_id=ids.get(meta.parent_id or ""),
-            lineage="5eed" * 8,
-            created_at=stamp,
-            location="",
-            size=0,
-        )
-        body = dict(record.body)
-        lineage = dict(body["lineage"])
-        lineage.update(id=new_meta.id, parent_id=new_meta.parent_id, lineage=new_meta.lineage)
-        if lineage.get("resumed_from"):
-            lineage["resumed_from"] = ids.get(lineage["resumed_from"], lineage["resumed_from"])
-        body["lineage"] = lineage
-        body["created_at"] = stamp
-        body.pop("origin", None)
-        for i, event in enumerate(body.get("events", [])):
-            event["timestamp"] = stamp + i / 8
-            event["sequence"] = i + 1
-            usage = event.get("usage")
-            if isinstance(usage, dict) and "duration_s" in usage:
-                usage["duration_s"] = 1.0
-        labels = {t["id"]: t["description"] for t in body["entity"].get("tasks", [])}
-        body["usage"] = {key: _fix_rows(rows, labels) for key, rows in body.get("usage", {}).items()}
-        body = json.loads(json.dumps(body).replace(raw, "/raw"))  # the temporary folder's name differs run to run
-        provider.write(out, CheckpointRecord(meta=new_meta, body=body))
-    return [ids[m.id] for m in metas]
+    return fix_store(raw, out, fixed_id, DURATIONS)

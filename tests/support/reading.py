@@ -11,6 +11,7 @@ from textual.widget import Widget
 from textual.widgets import RichLog
 
 from crewpoint.screens.browser import BrowserScreen
+from support.waiting import settle
 
 
 def browser(pilot: Pilot[Any]) -> BrowserScreen:
@@ -42,3 +43,14 @@ def screen_text(pilot: Pilot[Any]) -> str:
     varying length may wrap or be cut, so read it from its widget with :func:`text_of`."""
     strips = pilot.app.screen._compositor.render_strips()
     return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+async def choose(pilot: Pilot[Any], checkpoint_id: str) -> BrowserScreen:
+    """Put the tree's cursor on ``checkpoint_id`` once the app has settled, and let its detail load: the browser,
+    showing that checkpoint (the test fails when the tree has no such checkpoint)."""
+    await settle(pilot)
+    screen = browser(pilot)
+    assert screen.ckpt_tree.reveal(checkpoint_id)
+    await settle(pilot)
+    assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
+    return screen

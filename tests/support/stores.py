@@ -9,7 +9,7 @@ older crewpoint, so whatever else a builder needs is imported inside it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -158,3 +158,63 @@ def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
             now += 1.0
         run += 1
     return ids
+
+
+BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
+"""When the first checkpoint of a store :func:`fix_store` rewrote was written (each next one a minute later)."""
+
+
+def fix_store(
+    raw: str, out: str, fixed_id: Callable[[int], str], durations: Mapping[str, float] | None = None
+) -> list[str]:
+    """Copy the JSON store ``raw`` to ``out`` with what differs run to run made the same (for snapshots and
+    screenshots): ids (``fixed_id(n)`` for the n-th oldest), lineage, times, the program's origin, the memory's
+    times and ``raw``'s own path in the bodies. With ``durations`` (seconds by task description, 1.0 for the rest)
+    each call's duration is fixed too. The new ids, oldest first."""
+    import json
+
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers import JsonProvider
+
+    metas = sorted(ops.list_checkpoints(raw), key=lambda m: (m.created_at, m.sequence))
+    ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
+    provider = JsonProvider(fsync=False)
+    for n, meta in enumerate(metas, 1):
+        record = provider.read(meta.location)
+        stamp = BASE_TIME + 60 * n
+        new_meta = meta.with_(
+            id=ids[meta.id],
+            parent_id=ids.get(meta.parent_id or ""),
+            lineage="5eed" * 8,
+            created_at=stamp,
+            location="",
+            size=0,
+        )
+        body = dict(record.body)
+        lineage = {**body["lineage"], "id": new_meta.id, "parent_id": new_meta.parent_id, "lineage": new_meta.lineage}
+        if lineage.get("resumed_from"):
+            lineage["resumed_from"] = ids.get(lineage["resumed_from"], lineage["resumed_from"])
+        body["lineage"] = lineage
+        body["created_at"] = stamp
+        body.pop("origin", None)  # where the program came from differs between machines and test orders
+        for i, event in enumerate(body.get("events", [])):
+            event["timestamp"] = stamp + i / 8
+            event["sequence"] = i + 1  # the runtime numbers events per process
+            usage = event.get("usage")
+            if durations is not None and isinstance(usage, dict) and "duration_s" in usage:
+                usage["duration_s"] = 1.0
+        for i, item in enumerate(body["entity"].get("crew_memory", {}).get("items", [])):
+            item["created_at"] = stamp + i / 8
+        if durations is not None:
+            labels = {t["id"]: t["description"] for t in body["entity"].get("tasks", [])}
+            body["usage"] = {key: _fixed_rows(rows, labels, durations) for key, rows in body.get("usage", {}).items()}
+        # the temporary folder's name (and so the body's size) differs from run to run
+        body = json.loads(json.dumps(body).replace(raw, "/raw"))
+        provider.write(out, CheckpointRecord(meta=new_meta, body=body))
+    return [ids[m.id] for m in metas]
+
+
+def _fixed_rows(rows: Any, labels: Mapping[str, str], durations: Mapping[str, float]) -> Any:
+    if not isinstance(rows, list):
+        return rows
+    return [{**row, "duration_s": durations.get(labels.get(row.get("unit"), ""), 1.0)} for row in rows]
