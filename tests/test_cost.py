@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from genai_prices import Usage, calc_price
+from support.prices import genai_usd
 
 from crewpoint.cost import (
     PRICE_UNKNOWN,
@@ -41,17 +41,6 @@ def row(model: str, provider: str = "openai", **counts: Any) -> dict[str, Any]:
     return {**base, **counts}
 
 
-def genai_figure(r: dict[str, Any]) -> Decimal:
-    usage = Usage(
-        input_tokens=r["input_tokens"],
-        output_tokens=r["output_tokens"],
-        cache_read_tokens=r["cache_read_tokens"] or None,
-        cache_write_tokens=r["cache_write_tokens"] or None,
-        output_reasoning_tokens=r["reasoning_tokens"] or None,
-    )
-    return calc_price(usage, model_ref=r["model"], provider_id=r["provider"]).total_price
-
-
 @pytest.mark.parametrize(
     ("model", "provider", "counts"),
     [
@@ -63,14 +52,14 @@ def genai_figure(r: dict[str, Any]) -> Decimal:
 def test_a_rows_cost_is_genai_prices_own_figure(model: str, provider: str, counts: dict[str, int]) -> None:
     r = row(model, provider, **counts)
     cost = price_row(r, load_prices())
-    assert cost.usd == genai_figure(r) and cost.usd > 0
+    assert cost.usd == genai_usd(r) and cost.usd > 0
     assert cost.source == "genai-prices"
 
 
 def test_rows_sum_tokens_by_kind_and_cost() -> None:
     rows = [row("gpt-4o"), row("gpt-4o-mini", unit="t2", estimated=True, requests=2)]
     summary = price_rows(rows, load_prices())
-    assert summary.usd == genai_figure(rows[0]) + genai_figure(rows[1])
+    assert summary.usd == genai_usd(rows[0]) + genai_usd(rows[1])
     assert summary.tokens == {
         "input_tokens": 2400,
         "output_tokens": 600,
@@ -93,7 +82,7 @@ def test_an_unknown_model_says_price_unknown_and_keeps_its_tokens() -> None:
     assert alone.cost_usd is None and alone.shown() == PRICE_UNKNOWN
     assert alone.tokens["input_tokens"] == 1200 and alone.unknown_models == ["my-local-model"]
     mixed = price_rows([unknown, row("gpt-4o")], load_prices())
-    assert mixed.usd == genai_figure(row("gpt-4o")) and not mixed.complete
+    assert mixed.usd == genai_usd(row("gpt-4o")) and not mixed.complete
     assert mixed.shown().endswith(f"+ {PRICE_UNKNOWN}") and mixed.to_json()["price_unknown"] == ["my-local-model"]
 
 
@@ -114,7 +103,7 @@ def test_a_pyproject_override_wins_over_the_table(tmp_path: Path) -> None:
     cost = price_row(row("gpt-4o"), prices)
     # 1000 uncached input at $1, 200 cached at $0.5, 300 output at $2 (per million tokens)
     assert cost.usd == Decimal("0.001") + Decimal("0.0001") + Decimal("0.0006")
-    assert cost.usd != genai_figure(row("gpt-4o"))
+    assert cost.usd != genai_usd(row("gpt-4o"))
     assert cost.source == f"override: {tmp_path / 'pyproject.toml'}"
     local = price_row(row("my-local-model", cache_read_tokens=0), prices)
     assert local.usd == Decimal("0.00012") + Decimal("0.00006")

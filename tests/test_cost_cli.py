@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from genai_prices import Usage, calc_price
+from support.prices import genai_usd
 from support.stores import demo_records
 
 from crewpoint.providers import JsonProvider, SqliteProvider
@@ -69,19 +69,7 @@ RUN_B = [[OUTLINE_AGAIN], [OUTLINE_AGAIN, LOCAL_DRAFT]]
 
 def usd(rows: list[dict[str, Any]]) -> Decimal:
     """genai-prices' own figure for ``rows`` (the models it knows)."""
-    total = Decimal(0)
-    for r in rows:
-        if r["model"] == "my-local-model":
-            continue
-        usage = Usage(
-            input_tokens=r["input_tokens"],
-            output_tokens=r["output_tokens"],
-            cache_read_tokens=r["cache_read_tokens"] or None,
-            cache_write_tokens=r["cache_write_tokens"] or None,
-            output_reasoning_tokens=r["reasoning_tokens"] or None,
-        )
-        total += calc_price(usage, model_ref=r["model"], provider_id=r["provider"]).total_price
-    return total
+    return sum((genai_usd(r) for r in rows if r["model"] != "my-local-model"), Decimal(0))
 
 
 def tokens(rows: list[dict[str, Any]]) -> dict[str, int]:

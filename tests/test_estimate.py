@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from genai_prices import Usage, calc_price
 from support.cost_runs import APP, USAGE, build, usage_server
+from support.prices import genai_usd
 
 from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, price_rows, usage_rows
@@ -34,8 +34,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[
 def usd(description: str) -> Decimal:
     """genai-prices' own price of one call of the task with this description."""
     report = USAGE[description]
-    usage = Usage(input_tokens=report["prompt_tokens"], output_tokens=report["completion_tokens"])
-    return calc_price(usage, model_ref="gpt-4o", provider_id="openai").total_price
+    counts = {"input_tokens": report["prompt_tokens"], "output_tokens": report["completion_tokens"]}
+    return genai_usd({**counts, "model": "gpt-4o", "provider": "openai"})
 
 
 def main_checkpoints(metas: list[Any]) -> list[Any]:
