@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.waiting import wait_for
+from support.processes import done_counts, kill_when, user_env, words
 
 from crewpoint import Crew
 from crewpoint.checkpoint import ops
@@ -312,24 +311,6 @@ if __name__ == "__main__":
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CREWPOINT_DESERIALIZE_CALLBACKS"}
-    return {**env, "NO_COLOR": "1", **extra}
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").split() if path.exists() else []
-
-
-def _done_checkpoints(store: Path) -> list[int]:
-    if not store.exists():
-        return []
-    try:
-        return [m.tasks_done for m in ops.list_checkpoints(str(store)) if not m.damaged]
-    except Exception:
-        return []
-
-
 @pytest.fixture
 def killed_project(tmp_path: Path) -> Path:
     """A ``@CrewBase`` project killed with SIGKILL once its first task's checkpoint was written."""
@@ -357,24 +338,15 @@ def killed_project(tmp_path: Path) -> Path:
         ),
         encoding="utf-8",
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proj.main"], cwd=project, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    kill_when(
+        [sys.executable, "-m", "proj.main"],
+        project,
+        lambda: 1 in done_counts(project / "store"),
+        "the project's first checkpoint",
+        user_env(),
     )
-    try:
-
-        def first_checkpoint() -> bool:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            return 1 in _done_checkpoints(project / "store")
-
-        wait_for(first_checkpoint, "the project's first checkpoint")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
-    assert _lines(project / "hooks.log") == ["before"]
-    assert _lines(project / "calls.log") == ["Outline", "Draft"]
+    assert words(project / "hooks.log") == ["before"]
+    assert words(project / "calls.log") == ["Outline", "Draft"]
     (project / "release").write_text("", encoding="utf-8")
     return project
 
@@ -391,17 +363,17 @@ def test_a_killed_project_resumes_through_the_cli_with_its_hooks(killed_project:
     proc = subprocess.run(
         [CREWPOINT, "checkpoint", "resume", first, "--location", "store", "--app", "proj.crew:MyCrew"],
         cwd=killed_project,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "done Draft" in proc.stdout
-    assert _lines(killed_project / "hooks.log") == ["before", "before", "after"]
-    assert _lines(killed_project / "calls.log") == ["Outline", "Draft", "Draft"]  # the outline never ran again
+    assert words(killed_project / "hooks.log") == ["before", "before", "after"]
+    assert words(killed_project / "calls.log") == ["Outline", "Draft", "Draft"]  # the outline never ran again
     assert "not run" not in proc.stderr
-    assert sorted(_done_checkpoints(killed_project / "store")) == [1, 2]
+    assert sorted(done_counts(killed_project / "store")) == [1, 2]
 
 
 def test_a_killed_project_resumed_without_its_program_names_the_hooks_it_does_not_run(
@@ -413,7 +385,7 @@ def test_a_killed_project_resumed_without_its_program_names_the_hooks_it_does_no
         [CREWPOINT, "checkpoint", "resume", _first_id(killed_project), "--location", str(killed_project / "store")],
         cwd=elsewhere,
         # the checkpoint is trusted to name its model's class (proj.crew.GatedLLM); its hooks are not in it
-        env=_env(CREWPOINT_DESERIALIZE_CALLBACKS="1", PYTHONPATH=str(killed_project)),
+        env=user_env(CREWPOINT_DESERIALIZE_CALLBACKS="1", PYTHONPATH=str(killed_project)),
         capture_output=True,
         text=True,
         timeout=120,
@@ -425,8 +397,8 @@ def test_a_killed_project_resumed_without_its_program_names_the_hooks_it_does_no
         "not run: before_kickoff hook prepare(); after_kickoff hook report() of MyCrew live in the program, "
         "not the checkpoint; pass --app to run them"
     )
-    assert _lines(killed_project / "hooks.log") == ["before"]
-    assert _lines(killed_project / "calls.log") == ["Outline", "Draft", "Draft"]
+    assert words(killed_project / "hooks.log") == ["before"]
+    assert words(killed_project / "calls.log") == ["Outline", "Draft", "Draft"]
 
 
 def test_a_broken_config_stops_a_resume_through_the_cli_in_one_line(killed_project: Path) -> None:
@@ -444,7 +416,7 @@ def test_a_broken_config_stops_a_resume_through_the_cli_in_one_line(killed_proje
             "proj.crew:MyCrew",
         ],
         cwd=killed_project,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -454,7 +426,7 @@ def test_a_broken_config_stops_a_resume_through_the_cli_in_one_line(killed_proje
         "crewpoint: --app 'proj.crew:MyCrew': making the crew of MyCrew failed: "
         f"{os.path.join('proj', 'config', 'tasks.yaml')}: no task named 'draft' (it has 'outline', 'drafting')\n"
     )
-    assert _lines(killed_project / "hooks.log") == ["before"]  # nothing ran
+    assert words(killed_project / "hooks.log") == ["before"]  # nothing ran
 
 
 TOOLS = '''

@@ -11,14 +11,12 @@ model call is repeated, the tool and the callback work, and ``CREWPOINT_DESERIAL
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support.waiting import wait_for
+from support.processes import done_counts, kill_when, user_env, words
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta
@@ -92,55 +90,23 @@ if __name__ == "__main__":
 '''
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CREWPOINT_DESERIALIZE_CALLBACKS"}
-    env["NO_COLOR"] = "1"
-    return env
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").split() if path.exists() else []
-
-
 @pytest.fixture
 def killed_run(tmp_path: Path) -> Path:
     """A project folder whose crew was killed with SIGKILL after task 1's checkpoint was written."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "my_crew.py").write_text(SCRIPT, encoding="utf-8")
-    proc = subprocess.Popen(
+    kill_when(
         [sys.executable, "my_crew.py"],
-        cwd=project,
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        project,
+        lambda: any(done >= 1 for done in done_counts(project / "store")),
+        "the first run's checkpoint",
+        user_env(),
     )
-    try:
-
-        def first_checkpoint() -> bool:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            return ops_has_checkpoint(project / "store")
-
-        wait_for(first_checkpoint, "the first run's checkpoint")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
-    assert _lines(project / "calls.log")[:2] == ["A", "A"]
-    assert _lines(project / "callbacks.log") == ["answer", "A"]
+    assert words(project / "calls.log")[:2] == ["A", "A"]
+    assert words(project / "callbacks.log") == ["answer", "A"]
     (project / "release").write_text("", encoding="utf-8")
     return project
-
-
-def ops_has_checkpoint(store: Path) -> bool:
-    if not store.exists():
-        return False
-    try:
-        return any(m.tasks_done >= 1 and not m.damaged for m in ops.list_checkpoints(str(store)))
-    except Exception:
-        return False
 
 
 def _first_checkpoint(project: Path) -> CheckpointMeta:
@@ -150,12 +116,12 @@ def _first_checkpoint(project: Path) -> CheckpointMeta:
 
 
 def _check_finished(project: Path, out: str) -> None:
-    calls = _lines(project / "calls.log")
+    calls = words(project / "calls.log")
     assert calls.count("A") == 2, calls  # task 1's two model calls (tool, answer) were never repeated
     assert calls.count("B") >= 2 and calls.count("C") == 2, calls
-    assert _lines(project / "tools.log").count("A") == 1
-    assert "B" in _lines(project / "tools.log") and "C" in _lines(project / "tools.log")
-    assert _lines(project / "callbacks.log") == ["answer", "A", "answer", "B", "answer", "C"]
+    assert words(project / "tools.log").count("A") == 1
+    assert "B" in words(project / "tools.log") and "C" in words(project / "tools.log")
+    assert words(project / "callbacks.log") == ["answer", "A", "answer", "B", "answer", "C"]
     assert "answer C (Observation: notes on C)" in out
     metas = [m for m in ops.list_checkpoints(str(project / "store")) if not m.damaged]
     assert [m.tasks_done for m in metas] == [3, 2, 1]
@@ -172,7 +138,7 @@ def test_the_script_resumes_its_own_crew_with_from_checkpoint(killed_run: Path) 
     proc = subprocess.run(
         [sys.executable, "my_crew.py", first.location],
         cwd=killed_run,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -191,7 +157,7 @@ def test_the_cli_resumes_the_users_crew_named_by_app(killed_run: Path) -> None:
     refused = subprocess.run(
         [CREWPOINT, "checkpoint", "resume", first.id, "--location", str(killed_run / "store")],
         cwd=elsewhere,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -202,7 +168,7 @@ def test_the_cli_resumes_the_users_crew_named_by_app(killed_run: Path) -> None:
     trusting = subprocess.run(
         [CREWPOINT, "checkpoint", "resume", first.id, "--location", str(killed_run / "store")],
         cwd=elsewhere,
-        env={**_env(), "CREWPOINT_DESERIALIZE_CALLBACKS": "1"},
+        env={**user_env(), "CREWPOINT_DESERIALIZE_CALLBACKS": "1"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -221,7 +187,7 @@ def test_the_cli_resumes_the_users_crew_named_by_app(killed_run: Path) -> None:
             str(killed_run / "my_crew.py") + ":crew",
         ],
         cwd=elsewhere,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -236,7 +202,7 @@ def test_the_projects_pyproject_names_the_app(killed_run: Path) -> None:
     proc = subprocess.run(
         [CREWPOINT, "checkpoint", "resume", first.id, "--location", "store", "--progress", "json"],
         cwd=killed_run,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -258,7 +224,7 @@ def test_a_crew_of_another_shape_is_refused_with_one_line(killed_run: Path) -> N
     proc = subprocess.run(
         [CREWPOINT, "checkpoint", "fork", first.id, "--location", "store", "--app", "other.py:crew"],
         cwd=killed_run,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -268,7 +234,7 @@ def test_a_crew_of_another_shape_is_refused_with_one_line(killed_run: Path) -> N
         "crewpoint: cannot resume this crew from the checkpoint: task 3 is 'c' in the checkpoint and 'z' in this crew\n"
     )
     assert sorted(p.name for p in (killed_run / "store").rglob("*.json")) == before
-    assert _lines(killed_run / "calls.log").count("B") == 1  # only the killed run's waiting call
+    assert words(killed_run / "calls.log").count("B") == 1  # only the killed run's waiting call
 
 
 def test_bad_app_specs_say_what_to_fix(killed_run: Path) -> None:
@@ -283,7 +249,7 @@ def test_bad_app_specs_say_what_to_fix(killed_run: Path) -> None:
         proc = subprocess.run(
             [CREWPOINT, "checkpoint", "resume", first.id, "--location", "store", "--app", spec],
             cwd=killed_run,
-            env=_env(),
+            env=user_env(),
             capture_output=True,
             text=True,
             timeout=120,
