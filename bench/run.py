@@ -127,6 +127,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from crewai_bench import crewai_benches
     from feedback_bench import feedback_benches
     from pg_bench import pg_benches
+    from pg_cost_bench import pg_cost_benches
     from side_by_side import side_by_side_benches
     from store_bench import store_benches
     from usage_bench import usage_benches
@@ -143,6 +144,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
         *app_benches(),
         *crewai_benches(),
         *pg_benches(),
+        *pg_cost_benches(),
     ]
 
 

@@ -123,8 +123,8 @@ def schema_v4(s: str) -> list[str]:
     return [
         f"ALTER TABLE {s}.checkpoints ADD COLUMN run_id text NOT NULL DEFAULT '',"
         " ADD COLUMN usage text NOT NULL DEFAULT ''",
-        f"CREATE INDEX checkpoints_by_run ON {s}.checkpoints (run_id, created_at DESC)",
-        f"CREATE INDEX checkpoints_by_created ON {s}.checkpoints (created_at)",
+        f"CREATE INDEX checkpoints_by_run ON {s}.checkpoints (run_id, created_at)",
+        f"CREATE INDEX checkpoints_by_created ON {s}.checkpoints (created_at, run_id)",
     ]
 
 
@@ -406,19 +406,19 @@ def run_heads(
     if store.version < USAGE_SINCE:
         return [], list_metas(conn, store, None)
     s, name = store.s, store.where.name
-    same = "{t}.run_id = h.run_id AND {t}.lineage = h.lineage AND {t}.branch = h.branch"
+    since = " AND created_at >= %(cut)s" if cutoff is not None else ""
     before = (
-        f"(SELECT b.usage FROM {s}.checkpoints b WHERE {same.format(t='b')} AND b.created_at < %(cut)s"
+        f"(SELECT b.usage FROM {s}.checkpoints b WHERE b.run_id = r.run_id AND b.created_at < %(cut)s"
         " ORDER BY b.created_at DESC LIMIT 1)"
         if cutoff is not None
         else "NULL"
     )
-    query = (
+    query = (  # the runs written since (an index-only scan by time), then each one's rows by the index by run
         f"SELECT {columns(store, 'h.')}, {before},"
-        f" (SELECT f.parent_id FROM {s}.checkpoints f WHERE {same.format(t='f')} ORDER BY f.created_at LIMIT 1)"
-        f" FROM (SELECT DISTINCT ON (run_id, lineage, branch) * FROM {s}.checkpoints WHERE run_id <> ''"
-        + (" AND created_at >= %(cut)s" if cutoff is not None else "")
-        + " ORDER BY run_id, lineage, branch, sequence DESC) h"
+        f" (SELECT f.parent_id FROM {s}.checkpoints f WHERE f.run_id = r.run_id ORDER BY f.created_at LIMIT 1)"
+        f" FROM (SELECT DISTINCT run_id FROM {s}.checkpoints WHERE run_id <> ''{since}) r"
+        f" CROSS JOIN LATERAL (SELECT * FROM {s}.checkpoints c WHERE c.run_id = r.run_id"
+        " ORDER BY c.created_at DESC, c.sequence DESC LIMIT 1) h"
     )
     heads: builtins.list[RunHead] = []
     legacy: builtins.list[CheckpointMeta] = []

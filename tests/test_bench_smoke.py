@@ -148,3 +148,27 @@ def test_the_usage_bench_prints_what_recording_costs(tmp_path: Path) -> None:
         assert unit == "x" and 0 < float(value) < 10, done.stdout
     assert cells["recording usage / not recording it (wall time)"][2] == "≤ 1.02"
     assert float(cells["3-task offline crew, checkpointed, usage recorded"][0]) > 0
+
+
+def test_the_pg_cost_bench_loads_runs_with_usage_and_times_both_commands(pg_location: str, bench_modules: None) -> None:
+    """The PostgreSQL cost bench, small: its rows carry run ids and usage summaries that ``cost --by run --since
+    7d`` sums (without reading a body), and its row is the ratio of the two commands' times."""
+    import json
+
+    from click.testing import CliRunner
+    from pg_cost_bench import GOAL, RUN_LENGTH, measure
+
+    from crewpoint.tui.cli import main
+
+    row = measure(pg_location, count=2000, runs=1)
+    assert row.target == GOAL == 2.0 and row.unit == "x"
+    assert math.isfinite(row.value) and row.value > 0, row.note
+    done = CliRunner().invoke(main, ["checkpoint", "cost", pg_location, "--by", "run", "--since", "7d", "--json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["unreadable_checkpoints"] == 0
+    step = 60 / 2000  # days between rows, the newest written now
+    recent = {n // RUN_LENGTH for n in range(1, 2001) if (2000 - n) * step <= 7}
+    # and the demo checkpoint that made the store; a row at the cutoff's edge may fall either side
+    assert len(recent) <= data["runs"] <= len(recent) + 1
+    assert data["cost_usd"] > 0 and data["usage"]["cache_read_tokens"] > 0

@@ -18,7 +18,17 @@ import click
 
 from crewpoint.checkpoint.parsing import parse_age
 from crewpoint.checkpoint.stores import find_store, resolve_id
-from crewpoint.cost import TOKEN_KINDS, CostSummary, Prices, load_prices, price_rows, table_version, usage_rows
+from crewpoint.cost import (
+    TOKEN_KINDS,
+    Cost,
+    CostSummary,
+    Prices,
+    load_prices,
+    price_row,
+    price_rows,
+    table_version,
+    usage_rows,
+)
 from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound
 from crewpoint.providers.files import looking_once
@@ -159,13 +169,13 @@ def run_heads_of(metas: list[CheckpointMeta], cutoff: float | None) -> tuple[lis
     """What ``PostgresProvider.run_heads`` answers, from a listing: each run's newest checkpoint (written at or
     after ``cutoff``), the usage summary of its newest one before ``cutoff`` and the parent of its first; and the
     checkpoints that record no run (or are damaged)."""
-    runs: dict[tuple[str, str, str], list[CheckpointMeta]] = {}
+    runs: dict[str, list[CheckpointMeta]] = {}
     legacy: list[CheckpointMeta] = []
     for meta in metas:
         if meta.damaged or not meta.run_id:
             legacy.append(meta)
         else:
-            runs.setdefault((meta.run_id, meta.lineage, meta.branch), []).append(meta)
+            runs.setdefault(meta.run_id, []).append(meta)
     heads: list[RunHead] = []
     for written in runs.values():
         written.sort(key=ORDER)
@@ -297,8 +307,9 @@ def _store(
     store: str, runs: list[_Run], unread: int, by: str, since: str | None, prices: Prices, as_json: bool
 ) -> None:
     groups = _store_groups(runs, by)
-    total = price_rows((row for run in runs for row in run.rows), prices)
-    priced = [(group, price_rows(group.rows, prices)) for group in groups]
+    pricer = _Pricer(prices)
+    priced = [(group, pricer(group.rows)) for group in groups]
+    total = _merged(summary for _, summary in priced)  # the groups share out the runs' rows
     if as_json:
         emit_json(
             {
@@ -323,6 +334,45 @@ def _store(
     if runs and not total.rows:
         click.echo(NO_USAGE)
     _footer([total], prices)
+
+
+_PRICE_KEY = ("model", "provider", *TOKEN_KINDS, "requests")
+"""What a row's price depends on."""
+
+
+class _Pricer:
+    """:func:`crewpoint.cost.price_rows` for a store's many groups, each distinct row (by what its price depends
+    on) priced once: a store's runs repeat the same rows (the same crew, the same calls)."""
+
+    def __init__(self, prices: Prices) -> None:
+        self.prices = prices
+        self.costs: dict[tuple[Any, ...], Cost] = {}
+
+    def __call__(self, rows: Iterable[Mapping[str, Any]]) -> CostSummary:
+        summary = CostSummary()
+        for row in rows:
+            key = tuple(row[k] for k in _PRICE_KEY)
+            cost = self.costs.get(key)
+            if cost is None:
+                cost = self.costs[key] = price_row(row, self.prices)
+            summary.add(row, cost)
+        return summary
+
+
+def _merged(summaries: Iterable[CostSummary]) -> CostSummary:
+    """One summary of the rows of ``summaries`` (each row in one of them), as pricing them together gives."""
+    total = CostSummary()
+    for summary in summaries:
+        total.usd += summary.usd
+        for kind, count in summary.tokens.items():
+            total.tokens[kind] += count
+        total.duration_s += summary.duration_s
+        total.estimated = total.estimated or summary.estimated
+        total.rows += summary.rows
+        total.priced += summary.priced
+        total.unknown_models += [m for m in summary.unknown_models if m not in total.unknown_models]
+        total.notes += [n for n in summary.notes if n not in total.notes]
+    return total
 
 
 # -- one checkpoint's chain ----------------------------------------------------------------------------------------
