@@ -115,14 +115,20 @@ class Segment:
 
     @property
     def finished(self) -> bool:
-        head = self.head
-        return head.trigger in TERMINAL_TRIGGERS or (head.tasks_total > 0 and head.tasks_done >= head.tasks_total)
+        return _finished(self.metas[-1])
 
     def is_live(self, now: float | None = None) -> bool:
-        head = self.head
-        if head.damaged or self.finished or head.trigger in WRITTEN_NOT_RUN:
-            return False
-        return (now if now is not None else time.time()) - head.created_at < LIVE_WINDOW
+        return _live(self.metas[-1], time.time() if now is None else now)
+
+
+def _finished(head: CheckpointMeta) -> bool:
+    return head.trigger in TERMINAL_TRIGGERS or (head.tasks_total > 0 and head.tasks_done >= head.tasks_total)
+
+
+def _live(head: CheckpointMeta, now: float) -> bool:
+    if head.damaged or _finished(head) or head.trigger in WRITTEN_NOT_RUN:
+        return False
+    return now - head.created_at < LIVE_WINDOW
 
 
 ORDER = attrgetter("sequence", "created_at", "id")
@@ -261,9 +267,8 @@ class StoreIndex:
 
 
 class ListingStatuses:
-    """Checkpoint id → its run's status (``list``'s STATUS), for the chunks of one listing in turn, newest first:
-    :meth:`StoreIndex.statuses` of each chunk (its segments made alone: no tree, no lookup but of the checkpoints
-    run records name), save that a segment cut by a chunk boundary reads as one, its older part as its head."""
+    """Checkpoint id → its run's status (``list``'s STATUS) for a listing's chunks, newest first: each chunk's
+    :meth:`StoreIndex.statuses` (its segments alone), a segment cut by a chunk boundary read as its head."""
 
     def __init__(self, runs: list[RunInfo]) -> None:
         self.index = StoreIndex()
@@ -292,9 +297,11 @@ class ListingStatuses:
             claim = claims.get(head.id)
             if claim is not None and claim[0] == placed and claim[1] > ORDER(head):
                 word = claim[2]  # the rest of a segment whose newer checkpoints an earlier chunk showed
-            else:
+            elif (segment.lineage, segment.branch) in index.runs:
                 state = index.state_of(segment, now)
                 word = STATUS_WORDS.get(state, state) if state is not None else None
+            else:  # no run record: what its newest checkpoint says (as StoreIndex.state_of without a run)
+                word = STATUS_WORDS["running"] if _live(head, now) else _DONE if _finished(head) else None
             if word is not None:
                 out.update(dict.fromkeys(map(_ID, segment.metas), word))
             if oldest.parent_id:
@@ -305,6 +312,7 @@ class ListingStatuses:
         return out
 
 
+_DONE = STATUS_WORDS["finished"]
 REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
 """What a pending request shows (``list --json``'s ``request``, the Answer dialog), read from a waiting body."""
 
@@ -410,30 +418,21 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
     return [replace(run, status=settled[run.run_id]) if run.run_id in settled else run for run in runs], requests
 
 
-_DAMAGED, _LINEAGE, _NAMED = attrgetter("damaged"), attrgetter("lineage"), attrgetter("entity_kind", "entity_name")
-_ID, _PARENT, _BRANCH = attrgetter("id"), attrgetter("parent_id"), attrgetter("branch")
+_DAMAGED, _SPOT = attrgetter("damaged"), attrgetter("lineage", "branch", "entity_kind", "entity_name")
+_ID, _PARENT = attrgetter("id"), attrgetter("parent_id")
 
 
 def _segments(metas: list[CheckpointMeta], known: Container[str | None]) -> list[Segment]:
-    """The branch segments of ``metas``, oldest first: each group (lineage, branch, entity) cut into unbroken
-    parent chains (a resume from an earlier checkpoint, a second child on the branch, starts a segment). A
-    segment's source is its first checkpoint's parent when ``known`` holds that id."""
-    groups: dict[tuple[str, str, EntityKey], list[CheckpointMeta]] = {}
-    group = groups.get
-    for key, meta in zip(_group_keys(metas), metas, strict=True):
-        members = group(key)
-        if members is None:
-            groups[key] = [meta]
-        else:
-            members.append(meta)
+    """The branch segments of ``metas``, oldest first: each (lineage, branch, entity) cut into unbroken parent
+    chains (a resume from an earlier checkpoint starts one); a source is a first parent ``known`` holds."""
+    groups = _groups(metas)
     chains: list[Segment] = []
     for (lineage, branch, entity), members in groups.items():
         prefix = f"{entity[0]}/{entity[1]}/{lineage}/{branch}/"
         if len(members) > 1:
             members.sort(key=ORDER)
         if len(members) == 1 or list(map(_PARENT, members[1:])) == list(map(_ID, members[:-1])):  # one chain
-            parent_id = members[0].parent_id
-            source = parent_id if parent_id in known else None
+            source = members[0].parent_id if members[0].parent_id in known else None
             chains.append(Segment(prefix + members[0].id, entity, branch, lineage, members, source))
             continue
         own: dict[str, Segment] = {}
@@ -452,13 +451,23 @@ def _segments(metas: list[CheckpointMeta], known: Container[str | None]) -> list
     return chains
 
 
-def _group_keys(metas: list[CheckpointMeta]) -> list[tuple[str, str, EntityKey]]:
-    """(lineage, branch, entity) of each meta (:func:`_placements`), the column at once when none is damaged."""
-    if not any(map(_DAMAGED, metas)):  # each (kind, name)'s entity made once, the columns at once
-        named = list(map(_NAMED, metas))
-        made = {pair: _entity_of(meta) for pair, meta in dict(zip(named, metas, strict=True)).items()}
-        return list(zip(map(_LINEAGE, metas), map(_BRANCH, metas), map(made.__getitem__, named), strict=True))
-    return [(lineage, meta.branch, entity) for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True)]
+def _groups(metas: list[CheckpointMeta]) -> dict[tuple[str, str, EntityKey], list[CheckpointMeta]]:
+    """The metas by (lineage, branch, entity) (:func:`_placements`); when none is damaged and no two (kind, name)
+    name one entity, by their own fields, the entity made once per group."""
+    if not any(map(_DAMAGED, metas)):
+        raw = _group_by(list(map(_SPOT, metas)), metas)  # (lineage, branch, kind, name)
+        made = {spot[2:]: _entity_of(members[0]) for spot, members in raw.items()}
+        if len(set(made.values())) == len(made):
+            return {(spot[0], spot[1], made[spot[2:]]): members for spot, members in raw.items()}
+    keys = [(lineage, meta.branch, entity) for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True)]
+    return _group_by(keys, metas)
+
+
+def _group_by(keys: list[Any], metas: list[CheckpointMeta]) -> dict[Any, list[CheckpointMeta]]:
+    groups: dict[Any, list[CheckpointMeta]] = defaultdict(list)
+    for key, meta in zip(keys, metas, strict=True):
+        groups[key].append(meta)
+    return groups
 
 
 def _placements(metas: list[CheckpointMeta]) -> list[tuple[str, EntityKey]]:
