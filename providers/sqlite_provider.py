@@ -201,7 +201,7 @@ class SqliteProvider(BaseProvider):
             if store.version == 0 and not create:
                 # An empty database another process may have set up since: look again.
                 store.version = self._guard(path, lambda: settle_version(store.db, path))
-                self._guard(path, lambda: old_columns(store.db, store.version) or 0)
+                self._guard(path, lambda: old_columns(store.db, store.version))
             if create and store.read_only is not None:
                 raise CheckpointError(f"cannot write to {path}: {store.read_only}")
             if create and store.version < SCHEMA_VERSION:

@@ -139,16 +139,17 @@ def _schema_v5(db: Database) -> None:
 NEW_IN_V5 = ("run_id", "usage")
 
 
-def old_columns(db: Db, version: int) -> None:
+def old_columns(db: Db, version: int) -> int:
     """Let a store older than version 5 be read as it is (reading never migrates): a view of this connection
     only (in its temporary schema, so a read-only store stays untouched) shows its checkpoints with '' for the
-    columns it lacks. :func:`migrate` drops it before it changes the table."""
+    columns it lacks. :func:`migrate` drops it before it changes the table. Returns ``version``."""
     if 0 < version < 5:
         db.execute(
             "CREATE TEMP VIEW IF NOT EXISTS checkpoints AS SELECT *, "
             + ", ".join(f"'' AS {name}" for name in NEW_IN_V5)
             + " FROM main.checkpoints"
         )
+    return version
 
 
 Migration = Callable[["Database"], None]

@@ -38,6 +38,7 @@ from crewpoint.tui.visible import visible
 if TYPE_CHECKING:
     from crewpoint.checkpoint.describe import CostView
     from crewpoint.checkpoint.ops import CheckpointInfo
+    from crewpoint.cost import CostSummary
     from crewpoint.providers.base import CheckpointMeta
 
 
@@ -248,14 +249,14 @@ def _print_info(
     _say(f"\nevents recorded: {len(info.events)}")
 
 
-def _tokens(summary: Any) -> str:
+def _tokens(summary: CostSummary) -> str:
     tokens = summary.tokens
     text = f"{tokens['input_tokens']:,} in, {tokens['output_tokens']:,} out"
     cached = tokens["cache_read_tokens"] + tokens["cache_write_tokens"]
     return text + (f" ({cached:,} cached)" if cached else "")
 
 
-def _cost_cell(summary: Any) -> str:
+def _cost_cell(summary: CostSummary) -> str:
     return ("~" if summary.estimated else "") + summary.shown()
 
 
