@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.reading import browser, log_text, screen_text, text_of
+from support.reading import browser, choose, log_text, screen_text, text_of
 from support.stores import make_forked_store
 from support.waiting import settle, wait_until
 from textual.command import CommandList, CommandPalette
@@ -79,14 +79,6 @@ def palette_choice(pilot: Pilot[None]) -> str:
 def sorted_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:
     """The demo crew's checkpoints on ``branch`` in order (the demo's flow writes on ``main`` too)."""
     return sorted((m for m in screen.metas if m.branch == branch and m.entity_kind == "crew"), key=lambda m: m.sequence)
-
-
-async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(checkpoint_id)
-    await settle(pilot)
-    assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
-    return screen
 
 
 def visible_checkpoints(tree: CheckpointTree) -> list[str]:

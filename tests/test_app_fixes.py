@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.reading import browser, text_of
+from support.reading import browser, choose, text_of
 from support.stores import make_forked_store
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
@@ -74,14 +74,6 @@ def crew_metas(screen: BrowserScreen, branch: str) -> list[CheckpointMeta]:
         (m for m in screen.metas if m.branch == branch and m.entity_kind == "crew"),
         key=lambda m: (m.created_at, m.sequence),
     )
-
-
-async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(checkpoint_id)
-    await settle(pilot)
-    assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
-    return screen
 
 
 def notifications(pilot: Pilot[None]) -> list[tuple[str, str]]:

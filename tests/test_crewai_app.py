@@ -13,12 +13,10 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 from rich.syntax import Syntax
-from support.reading import browser, screen_text
+from support.reading import browser, choose, screen_text
 from support.waiting import settle, wait_until
-from textual.pilot import Pilot
 from textual.widgets import Input, RichLog, Static, TextArea
 
-from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
@@ -44,14 +42,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 @pytest.fixture
 def json_store(tmp_path: Path) -> Path:
     return copy_json_store(tmp_path / "crewai-json")
-
-
-async def choose(pilot: Pilot[None], checkpoint_id: str) -> BrowserScreen:
-    screen = browser(pilot)
-    assert screen.ckpt_tree.reveal(checkpoint_id)
-    await settle(pilot)
-    assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
-    return screen
 
 
 async def test_the_tree_groups_crew_flow_and_agent_with_forks_nested(store: Path) -> None:
