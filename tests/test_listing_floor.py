@@ -77,10 +77,10 @@ def test_metadata_made_for_a_listing_is_the_metadata_the_class_makes() -> None:
             new_meta(*wrong)
 
 
-GUARDS = {"JSON": 2.6, "SQLite": 2.0}
+GUARDS = {"JSON": 2.45, "SQLite": 2.0}
 """The most ``list`` of 10,000 may take over its floor (CPU, medians of interleaved whole processes). The goal is
-2.0 for both (``bench/run.py``'s ``LIST_FLOOR_GOAL``): SQLite holds it (1.75x here); JSON, at 2.3x (2.8x before
-its listing read rows), is held below where it was, to come down to the goal."""
+2.0 for both (``bench/run.py``'s ``LIST_FLOOR_GOAL``): SQLite holds it (1.8x here, COST column included); JSON,
+at 2.2x (2.8x before its listing read rows), is held below where it was, to come down to the goal."""
 
 
 @pytest.mark.parametrize("kind", ["JSON", "SQLite"])
