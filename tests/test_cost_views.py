@@ -260,3 +260,48 @@ def test_prices_are_loaded_once_per_listing(server: LLMServer, tmp_path: Path, m
     assert len(loaded) == 1
     assert cli("checkpoint", "list", location, "--json").exit_code == 0
     assert len(loaded) == 2
+
+
+METRICS = {
+    "total_tokens": 1500,
+    "prompt_tokens": 1200,
+    "cached_prompt_tokens": 200,
+    "completion_tokens": 300,
+    "successful_requests": 3,
+}
+
+
+def test_a_crewai_store_shows_the_usage_its_crew_carries(tmp_path: Path) -> None:
+    """CrewAI keeps ``usage_metrics`` on the crew without a model: list --json and info show its tokens, its price
+    unknown (COST ``?``); a crew with none lists ``-``."""
+    from crewai_fixtures import json_store
+
+    from crewpoint.providers.crewai.common import MODEL_NOT_RECORDED
+
+    store = json_store(tmp_path / "crewai")
+    big = max((store / "main").glob("*.json"), key=lambda p: p.stat().st_size)  # read from its head when listed
+    text = big.read_text(encoding="utf-8")
+    assert text.count('"usage_metrics": null') == 1
+    big.write_text(text.replace('"usage_metrics": null', f'"usage_metrics": {json.dumps(METRICS)}'), encoding="utf-8")
+    checkpoint = big.name.split("_p-")[0]
+
+    entries = {e["id"]: e for e in json.loads(cli("checkpoint", "list", str(store), "--json").stdout)}
+    shown = entries[checkpoint]
+    assert shown["usage"]["input_tokens"] == 1200 and shown["usage"]["output_tokens"] == 300
+    assert shown["usage"]["cache_read_tokens"] == 200 and shown["usage"]["requests"] == 3
+    assert shown["cost_usd"] is None and shown["price_unknown"] == [MODEL_NOT_RECORDED]
+    assert all(e["usage"] is None for i, e in entries.items() if i != checkpoint)
+
+    table = cli("checkpoint", "list", str(store))
+    assert table.exit_code == 0, table.output
+    ids = [line.split()[0] for line in table.stdout.splitlines()[1:]]
+    cells = dict(zip(ids, column(table.stdout, "COST"), strict=True))
+    assert {cell for i, cell in cells.items() if checkpoint.startswith(i)} == {"?"}
+    assert {cell for i, cell in cells.items() if not checkpoint.startswith(i)} == {"-"}
+
+    info = cli("checkpoint", "info", str(big), "--json")
+    assert info.exit_code == 0, info.output
+    spent = json.loads(info.stdout)["cost"]["spent"]
+    assert spent["usage"]["input_tokens"] == 1200 and spent["cost_usd"] is None
+    said = cli("checkpoint", "info", str(big))
+    assert "price unknown" in said.stdout and "1,200 in, 300 out" in said.stdout

@@ -315,6 +315,63 @@ def entity_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
     return str(entity.get("name") or kind or "")
 
 
+MODEL_NOT_RECORDED = "(model not recorded by CrewAI)"
+"""The model of the usage CrewAI's ``usage_metrics`` carries: its totals name none, so no price is known."""
+
+
+def usage_of(entity: Any) -> list[dict[str, Any]]:
+    """CrewAI's ``usage_metrics`` on a crew (its run's totals: prompt, cached prompt and completion tokens,
+    successful requests) as usage rows; none when it recorded none. CrewAI names no model there."""
+    metrics = entity.get("usage_metrics") if isinstance(entity, dict) else None
+    if not isinstance(metrics, dict):
+        return []
+
+    def count(name: str) -> int:
+        value = metrics.get(name)
+        return value if type(value) is int and 0 <= value <= 10**15 else 0
+
+    counts = {
+        "input_tokens": count("prompt_tokens"),
+        "output_tokens": count("completion_tokens"),
+        "cache_read_tokens": min(count("cached_prompt_tokens"), count("prompt_tokens")),
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+        "requests": count("successful_requests"),
+    }
+    if not any(counts.values()):
+        return []
+    row = {"unit": None, "label": "", "agent": None, "model": MODEL_NOT_RECORDED, "provider": ""}
+    return [{**row, **counts, "duration_s": 0.0, "estimated": False}]
+
+
+def member_after(text: str, at: int, key: str) -> Any:
+    """The value of member ``key`` among the members that follow, from ``at`` (just after a member's value), in
+    the same object; None when the object, or ``text`` (the file's head), ends first."""
+    try:
+        while True:
+            at = _skip_space(text, at)
+            if text[at] != ",":
+                return None
+            name, at = _DECODER.raw_decode(text, _skip_space(text, at + 1))
+            at = _skip_space(text, at)
+            if not isinstance(name, str) or text[at] != ":":
+                return None
+            value, at = _DECODER.raw_decode(text, _skip_space(text, at + 1))
+            if name == key:
+                return value
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _skip_space(text: str, at: int) -> int:
+    while text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
 def to_body(dump: dict[str, Any], meta: CheckpointMeta) -> dict[str, Any]:
     """A masked dump as a body in crewpoint's schema; the dump itself stays under ``crewai``."""
     entity = main_entity(dump)
@@ -346,4 +403,5 @@ def to_body(dump: dict[str, Any], meta: CheckpointMeta) -> dict[str, Any]:
             "resumed_from": None,
         },
         "crewai": {k: v for k, v in dump.items() if k != "event_record"},  # its events are under "events"
+        "usage": {"rows": usage_of(entity), "before": [], "reused": []},
     }

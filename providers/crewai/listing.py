@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound
+from crewpoint.providers.crewai import common
 from crewpoint.providers.crewai.common import entity_name, events_of, main_entity, mask_text, progress
 from crewpoint.providers.files import NotRegular, one_look, open_regular
 from crewpoint.providers.refs import match_prefix
+from crewpoint.providers.usage_meta import MAX_USAGE_TEXT, usage_summary
 
 Facts = dict[str, Any]
 CHUNK = 2000
@@ -69,6 +71,7 @@ class Entry:
         if not (type(done) is int and type(total) is int and all(type(t) is str for t in texts)):
             texts, done, total, damaged = ("", "", "", ""), 0, 0, "unreadable cached facts: list again"
         trigger, kind, name, version = texts
+        usage = get("usage", "")
         return CheckpointMeta(
             self.id,
             self.parent_id,
@@ -83,6 +86,7 @@ class Entry:
             total,
             1,
             version,
+            usage=usage if type(usage) is str and len(usage) <= MAX_USAGE_TEXT else "",
             size=self.size,
             location=self.location,
             damaged=damaged if isinstance(damaged, str) else None,
@@ -285,7 +289,8 @@ def _json_facts_quick(path: str) -> Facts | None:
     crew, at = _members_before(text, _skip(text, at + 1), "tasks")
     if crew.get("entity_type") != "crew" or "name" not in crew:
         return None  # an entity that is not a crew first: the whole file says which entity the checkpoint is of
-    crew["tasks"], _end = _decoder.raw_decode(text, at)
+    crew["tasks"], end = _decoder.raw_decode(text, at)
+    crew["usage_metrics"] = common.member_after(text, end, "usage_metrics")
     trigger = _last_trigger(tail.decode("utf-8", "replace"))
     if trigger is None:
         return None
@@ -351,7 +356,9 @@ def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str
 
 def _facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, trigger: Any) -> Facts:
     done, total = progress(entity, events)
+    rows = common.usage_of(entity)
     return {
+        "usage": usage_summary(rows, rows),
         "entity_kind": str(entity.get("entity_type") or ""),
         "entity_name": _masked(entity_name(entity, events)),
         "tasks_done": done,
@@ -381,21 +388,22 @@ def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, vers
 
 SQL_CREW_FIRST = """
 SELECT id,
-  json_extract(data, '$.crewai_version', '$.trigger', '$.entities[0].entity_type', '$.entities[0].name'),
+  json_extract(data, '$.crewai_version', '$.trigger', '$.entities[0].entity_type', '$.entities[0].name',
+    '$.entities[0].usage_metrics'),
   (SELECT json_group_array(CASE WHEN t.type <> 'object' THEN -1
                                 WHEN json_type(t.value, '$.output') NOT IN ('null') THEN 1 ELSE 0 END)
    FROM jsonb_each(data, '$.entities[0].tasks') t)
 FROM checkpoints WHERE id IN ({marks})
 """
-"""The rows ``{marks}`` names, as a crew first in its entities gives its facts: ``[version, trigger, kind,
-name]`` and a flag per task (1 finished, 0 not, -1 not a task), read inside SQLite from the JSONB with the
+"""The rows ``{marks}`` names, as a crew first in its entities gives its facts: ``[version, trigger, kind, name,
+usage_metrics]`` and a flag per task (1 finished, 0 not, -1 not a task), read inside SQLite from the JSONB with the
 row loaded once (:func:`crew_first_facts`); rows of another shape go through :data:`SQL_FACTS`."""
 
 
 def crew_first_facts(head: Any, flags: Any) -> Facts | None:
     """Facts from a :data:`SQL_CREW_FIRST` row; None when its first entity is not a crew."""
     try:
-        version, trigger, kind, name = json.loads(head)
+        version, trigger, kind, name, metrics = json.loads(head)
         marks = json.loads(flags)
     except (TypeError, ValueError, RecursionError):
         return None
@@ -403,7 +411,7 @@ def crew_first_facts(head: Any, flags: Any) -> Facts | None:
         return None
     done = sum(1 for m in marks if m == 1)
     total = sum(1 for m in marks if m in (0, 1))
-    return _facts({"entity_type": "crew", "name": name}, [], version, trigger) | {
+    return _facts({"entity_type": "crew", "name": name, "usage_metrics": metrics}, [], version, trigger) | {
         "tasks_done": done,
         "tasks_total": total,
     }
