@@ -76,3 +76,34 @@ def test_cost_by_run_since_from_indexed_columns_equals_the_bodies(server: LLMSer
         assert {g["checkpoint"]: g["cost_usd"] for g in data["groups"]} == {k: v["usd"] for k, v in since.items()}
     finally:
         provider.close()
+
+
+def test_a_schema_3_postgres_store_reads_and_migrates_on_its_first_write(server: LLMServer, pg_location: str) -> None:
+    """A store from before the run id and usage summary (schema 3) lists with '' for both, cost sums it from its
+    bodies, and its first write migrates it."""
+    provider = PostgresProvider()
+    try:
+        crew_of(server, pg_location, provider).kickoff()
+        body_rows = cost_command._body_runs(provider, pg_location, provider.list(pg_location), None)[0]
+        want = figures([row for run in body_rows for row in run.rows])
+    finally:
+        provider.close()
+    where = parse(pg_location)
+    with psycopg.connect(where.conninfo, autocommit=True) as conn:
+        s = f'"{where.schema}"'
+        conn.execute(f"DROP INDEX {s}.checkpoints_by_run")
+        conn.execute(f"DROP INDEX {s}.checkpoints_by_created")
+        conn.execute(f"ALTER TABLE {s}.checkpoints DROP COLUMN run_id, DROP COLUMN usage")
+        conn.execute(f"UPDATE {s}.schema_meta SET value = '3' WHERE key = 'schema_version'")
+    provider = PostgresProvider()
+    try:
+        listed = provider.list(pg_location)
+        assert listed and all(m.run_id == "" and m.usage == "" and m.damaged is None for m in listed)
+        assert provider.read(pg_location).meta.usage == ""
+        runs, unread = cost_command._runs(pg_location, None, "run")
+        assert unread == 0 and figures([row for run in runs for row in run.rows]) == want
+        crew_of(server, pg_location, provider).kickoff()
+        newest = provider.list(pg_location)[0]
+        assert newest.run_id and newest.usage
+    finally:
+        provider.close()
