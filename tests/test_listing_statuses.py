@@ -111,3 +111,26 @@ def test_a_store_of_many_runs_reads_every_status_word() -> None:
         metas, runs = _store(seed)
         seen.update(ListingStatuses(runs).of(metas).values())
     assert {"live", "done", "failed", "interrupted", "waiting", "answered", "stopped: budget", "lost"} <= seen
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "named",
+    [[("crew", "c"), ("flow", "f")], [("crew", "c"), ("", "c"), ("entity", "c"), ("crew", ""), ("", "")]],
+    ids=["plain", "names-one-entity-twice"],
+)
+def test_checkpoints_are_grouped_by_the_placement_rule(seed: int, named: list[tuple[str, str]]) -> None:
+    """Grouped by their own columns when each (kind, name) names its entity alone, else by the rule: the same
+    groups, in the same order, as (lineage, branch, entity) of :func:`_placements` gives them."""
+    from crewpoint.tui.store_index import _groups, _placements
+
+    rng = random.Random(seed)
+    metas = [
+        CheckpointMeta(f"{i:032x}", None, rng.choice("ab"), rng.choice("xyz"), i, 1.0 + i, "t", *rng.choice(named))
+        for i in range(80)
+    ]
+    expected: dict[tuple[Any, ...], list[CheckpointMeta]] = {}
+    for meta, (lineage, entity) in zip(metas, _placements(metas), strict=True):
+        expected.setdefault((lineage, meta.branch, entity), []).append(meta)
+    got = _groups(metas)
+    assert list(got.items()) == list(expected.items())
