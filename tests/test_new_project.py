@@ -147,3 +147,19 @@ def test_the_readme_projects_example_runs_as_written(tmp_path: Path) -> None:
     metas = ops.list_checkpoints(str(project / ".checkpoints"))
     assert metas[0].tasks_done == 2
     assert [m.trigger for m in metas].count("task_completed") == 2  # the research ran once
+
+
+def test_an_answer_whose_run_waits_again_says_waiting_not_done(tmp_path: Path) -> None:
+    assert _new("drafts", tmp_path).returncode == 0
+    project = tmp_path / "drafts"
+    run, _ = _readme_commands(project)
+    assert _run(run, project, "wait").returncode == 75
+    store = str(project / ".checkpoints")
+    waiting = ops.list_checkpoints(store)[0].id
+    answered = _run([CREWPOINT, "checkpoint", "answer", waiting, "--feedback", "shorter"], project, "wait")
+    assert answered.returncode == 75, answered.stderr  # the agent revised the draft; the person reviews it again
+    again = ops.list_checkpoints(store)[0]
+    assert again.trigger == "human_feedback_requested" and again.id != waiting
+    last = answered.stdout.strip().splitlines()[-1].split()
+    assert last[0] == "waiting" and again.id.startswith(last[-1]), answered.stdout
+    assert not any(line.startswith("done") for line in answered.stdout.splitlines())

@@ -173,12 +173,19 @@ class RunProgress:
         )
 
     def finished(self, result: Any) -> None:
+        # lazy: the engine's feedback module is loaded by the run that just ended; list and info never need it
+        from crewpoint.feedback import FeedbackPending
+
         run = self.run
-        self.post(
-            ProgressRecord(
-                protocol.FINISHED, result=result_text(result), checkpoint_id=run.latest_id, branch=run.branch
+        if isinstance(result, FeedbackPending):  # the run waits for a person: not done; the record says how to answer
+            post = ProgressRecord(protocol.WAITING, text=result.command, checkpoint_id=run.latest_id, branch=run.branch)
+            self.post(post)
+        else:
+            self.post(
+                ProgressRecord(
+                    protocol.FINISHED, result=result_text(result), checkpoint_id=run.latest_id, branch=run.branch
+                )
             )
-        )
         self.close()
 
     def failed(self, error: BaseException) -> None:
@@ -285,6 +292,11 @@ class RichProgress(RunProgress, ProgressView):
         self.progress.stop()
         where = f"  branch {record.branch}, latest checkpoint "
         self.line(("done", "green bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
+
+    def draw_waiting(self, record: ProgressRecord) -> None:
+        self.progress.stop()
+        where = f"  branch {record.branch}, at checkpoint "
+        self.line(("waiting", "yellow bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
 
     def draw_cut_short(self, record: ProgressRecord) -> None:
         self.progress.stop()

@@ -23,6 +23,7 @@ Part = Literal[
     "checkpoint",
     "write_failed",
     "finished",
+    "waiting",
     "cut_short",
     "log",
     "quiet",
@@ -38,6 +39,7 @@ PART_OF: dict[str, Part] = {
     protocol.CHECKPOINT: "checkpoint",
     protocol.WRITE_FAILED: "write_failed",
     protocol.FINISHED: "finished",
+    protocol.WAITING: "waiting",
     protocol.FAILED: "cut_short",
     protocol.INTERRUPTED: "cut_short",
     protocol.LOG: "log",
@@ -84,6 +86,9 @@ class ProgressView:
 
     def draw_finished(self, record: ProgressRecord) -> None:
         """The run finished."""
+
+    def draw_waiting(self, record: ProgressRecord) -> None:
+        """The run stopped to wait for a person (``text``: the command that answers it)."""
 
     def draw_cut_short(self, record: ProgressRecord) -> None:
         """The run failed or was interrupted."""

@@ -28,6 +28,9 @@ WRITTEN = "checkpoint_completed"
 """A checkpoint is on disk: readers of the store can see it."""
 WRITE_FAILED = "checkpoint_failed"
 FINISHED = "finished"
+WAITING = "waiting"
+"""The run stopped to wait for a person: its newest checkpoint holds the request (``text`` names the command that
+answers it)."""
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 LOG = "log"
@@ -35,7 +38,7 @@ LOG = "log"
 STEP_STARTED = ("task_started", "method_execution_started", "lite_agent_execution_started")
 STEP_DONE = ("task_completed", "method_execution_finished", "lite_agent_execution_completed")
 STEP_FAILED = ("task_failed", "method_execution_failed", "lite_agent_execution_error")
-ENDS = (FINISHED, FAILED, INTERRUPTED)
+ENDS = (FINISHED, WAITING, FAILED, INTERRUPTED)
 
 
 @dataclass(frozen=True, slots=True)

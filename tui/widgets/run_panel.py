@@ -193,6 +193,9 @@ class RunPanel(Vertical, ProgressView):
     def draw_finished(self, record: ProgressRecord) -> None:
         self._say("■ finished", style="bold")
 
+    def draw_waiting(self, record: ProgressRecord) -> None:
+        self._say("◷ waiting for a person", style="bold")
+
     def draw_log(self, record: ProgressRecord) -> None:
         self._say(visible(record.text or ""), style="dim")
 
