@@ -22,7 +22,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -196,11 +195,12 @@ def _check_pricing(fields: Mapping[str, Decimal], where: str) -> None:
         raise PricesError(f"{where}: {' '.join(str(exc).split())}") from exc
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except FileNotFoundError as exc:
         raise PricesError(f"{path}: no such price file ({PRICES_ENV})") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -211,13 +211,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise PricesError(f"{path}: not valid TOML ({exc})") from exc
 
 
-def _project_prices(start: str | os.PathLike[str] | None) -> tuple[object, Path] | None:
+def _project_prices(start: str | os.PathLike[str] | None) -> tuple[object, str] | None:
     """``[tool.crewpoint.prices]`` of the nearest pyproject.toml at or above ``start`` (as ``[tool.crewpoint] app``
-    is found), or None."""
-    folder = Path(start or os.getcwd()).resolve()
-    for candidate in (folder, *folder.parents):
-        pyproject = candidate / "pyproject.toml"
-        if not pyproject.is_file():
+    is found), or None. Paths by ``os.path``: a listing prices its rows, and ``pathlib`` would add to its start."""
+    folder = os.path.realpath(start or os.getcwd())
+    while True:
+        pyproject = os.path.join(folder, "pyproject.toml")
+        if not os.path.isfile(pyproject):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
             continue
         data = _read_toml(pyproject)
         tool = data.get("tool")
@@ -225,7 +229,6 @@ def _project_prices(start: str | os.PathLike[str] | None) -> tuple[object, Path]
         if not isinstance(settings, dict) or "prices" not in settings:
             return None
         return settings["prices"], pyproject
-    return None
 
 
 def load_prices(start: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Prices:
@@ -238,12 +241,12 @@ def load_prices(start: str | os.PathLike[str] | None = None, environ: Mapping[st
     if found is not None:
         table, pyproject = found
         for model, prices in check_overrides(table, f"{pyproject} [tool.crewpoint.prices]").items():
-            overrides[model], sources[model] = prices, str(pyproject)
+            overrides[model], sources[model] = prices, pyproject
     named = env.get(PRICES_ENV, "").strip()
     if named:
-        path = Path(named).expanduser()
-        for model, prices in check_overrides(_read_toml(path), str(path)).items():
-            overrides[model], sources[model] = prices, str(path)
+        path = os.path.expanduser(named)
+        for model, prices in check_overrides(_read_toml(path), path).items():
+            overrides[model], sources[model] = prices, path
     return Prices(overrides, sources)
 
 

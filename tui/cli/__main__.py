@@ -1,5 +1,5 @@
 """``python -m crewpoint.tui.cli``."""
 
-from crewpoint.tui.cli import main
+from crewpoint.tui.cli import run
 
-main()
+run()

@@ -1,38 +1,21 @@
-"""``crewpoint checkpoint list`` and ``info``."""
+"""``crewpoint checkpoint list`` and ``info`` (the listing itself is :mod:`crewpoint.tui.cli.listing_run`)."""
 
 from __future__ import annotations
 
-import gc
-import itertools
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from crewpoint.checkpoint import stores as ops
-from crewpoint.providers import provider_for
-from crewpoint.providers.base import CheckpointError, CheckpointNotFound, DamagedCheckpoint
-from crewpoint.providers.files import allow_processes, looking_once
-from crewpoint.providers.runs import read_runs
+from crewpoint.providers.base import CheckpointError, DamagedCheckpoint
+from crewpoint.providers.files import looking_once
 from crewpoint.text import clip
-from crewpoint.tui.cli.errors import bad_input, emit_json, fail
+from crewpoint.tui.cli.errors import bad_input, emit_json
+from crewpoint.tui.cli.listing_run import LIST_CHUNK, run_list
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.tables import (
-    ListingCosts,
-    aligned,
-    cell_text,
-    cli_id,
-    entity_label,
-    format_time,
-    print_listing,
-    written_by,
-)
-from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.store_index import ListingStatuses, budget_lines, waiting_requests
+from crewpoint.tui.cli.tables import aligned, cell_text, cli_id, entity_label, format_time, written_by
+from crewpoint.tui.store_index import budget_lines
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -61,104 +44,7 @@ def list_command(
     "cost_estimated", and the checkpoint a waiting run waits at has a "request" (message, method or task,
     outcomes, id).
     """
-    allow_processes()  # a CrewAI store listed the first time is read by two processes
-    with _collecting_no_cycles():
-        _list(ctx, location_of(ctx, location_arg), branch, limit, as_json)
-
-
-@contextmanager
-def _collecting_no_cycles() -> Iterator[None]:
-    """No cyclic garbage collection while a listing runs: its rows hold no cycles, and collecting them as they
-    pile up (10,000 rows, their cells) would cost a listing a tenth of its time. Reference counting still frees
-    each as it goes; the collector is on again afterwards (it is the process's, in a test too)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _list(ctx: click.Context, where: str | None, branch: str | None, limit: int | None, as_json: bool) -> None:
-    with bad_input(ctx):
-        try:
-            store = ops.find_store(where)
-        except CheckpointNotFound:
-            if where is not None and "://" not in where and os.path.isdir(where):
-                fail(no_checkpoints(where))
-            raise
-        if limit is not None or as_json:
-            metas = ops.list_checkpoints(store, branch=branch, limit=limit)
-            chunks: Iterator[list[CheckpointMeta]] = iter([metas])
-        else:  # a full table streams: the first rows show while a big store is still being read
-            chunks = _chunks(_listed(store, branch), LIST_CHUNK)
-            metas = next(chunks, [])
-            chunks = itertools.chain([metas], chunks)
-    runs, requests = waiting_requests(store, _runs(store))
-    costs = ListingCosts()
-    if as_json:
-        statuses = ListingStatuses(runs).of(metas)
-        with bad_input(ctx):
-            emit_json(
-                [
-                    {
-                        **m.to_dict(),
-                        **costs.figures(m.usage),
-                        "status": statuses.get(m.id),
-                        "request": _asked(requests.get(m.id)),
-                    }
-                    for m in metas
-                ]
-            )
-        return
-    if not metas:
-        if branch:
-            click.echo(f"no checkpoints on branch {branch} in {store}", err=True)
-        else:
-            click.echo(f"no checkpoints: {no_checkpoints(store)}", err=True)
-        return
-    header = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
-    widths: list[int] | None = None
-    status_of = ListingStatuses(runs)
-    with bad_input(ctx):
-        for chunk in chunks:
-            widths = print_listing(header if widths is None else None, chunk, status_of.of(chunk), widths, costs)
-
-
-LIST_CHUNK = 2000
-"""Rows a full ``list`` reads before it prints; the columns are as wide as the first chunk needs."""
-
-
-def _listed(store: str, branch: str | None) -> Iterator[CheckpointMeta]:
-    """The store's checkpoints newest first, for the table: as rows (one tuple each, no object per field) from
-    a store that lists them so (JSON, SQLite), else as its metadata. The table reads only their fields, which a
-    :class:`~crewpoint.providers.listed.ListedRow` has by the same names."""
-    provider = provider_for(store)
-    rows = getattr(provider, "iter_list_rows", None)
-    if rows is None:
-        return ops.iter_checkpoints(store, branch)
-    return cast("Iterator[CheckpointMeta]", rows(store, branch))
-
-
-def _chunks(items: Iterator[CheckpointMeta], size: int) -> Iterator[list[CheckpointMeta]]:
-    while chunk := list(itertools.islice(items, size)):
-        yield chunk
-
-
-LISTED_REQUEST = ("request_id", "message", "label", "method", "task_index", "outcomes", "default_outcome")
-"""What ``list --json`` says of a pending request (the output under review is ``info``'s to show)."""
-
-
-def _asked(request: dict[str, Any] | None) -> dict[str, Any] | None:
-    return {k: request[k] for k in LISTED_REQUEST if k in request} if request is not None else None
-
-
-def _runs(store: str) -> list[Any]:
-    try:
-        return read_runs(store)
-    except Exception:  # run records only add a column
-        return []
+    run_list(ctx, location_of(ctx, location_arg), branch, limit, as_json, LIST_CHUNK)
 
 
 # -- info ------------------------------------------------------------------------------------------------------

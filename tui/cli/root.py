@@ -6,7 +6,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
@@ -19,11 +19,12 @@ from crewpoint.tui.cli.errors import (
     fail,
     fail_from,
     one_line,
+    quiet_exit,
+    show_warning,
     wants_traceback,
 )
 from crewpoint.tui.cli.locations import LOCATION_HELP
 from crewpoint.tui.diagnostics import no_checkpoints
-from crewpoint.tui.visible import visible
 
 
 class _Commands(click.Group):
@@ -72,7 +73,7 @@ class _Main(_Commands):
         except click.exceptions.Abort:
             fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:
-            _quiet_exit()
+            quiet_exit()
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -84,26 +85,10 @@ class _Main(_Commands):
             click.echo("crewpoint: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:  # the reader went away (``crewpoint checkpoint list | head``)
-            _quiet_exit()
+            quiet_exit()
         except Exception as exc:
             hint = "" if wants_traceback(ctx) else " (run with --debug for the traceback)"
             fail_from(ctx, f"{one_line(exc)}{hint}", EXIT_FAILED)
-
-
-def show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """A warning as the command line writes it: one line, ``crewpoint: warning: ...``, without the file, line and
-    source Python's ``warnings`` would show (the filters still choose which warnings are shown)."""
-    try:
-        (file or sys.stderr).write(f"crewpoint: warning: {visible(str(message), one_line=True)}\n")
-    except (OSError, ValueError):  # no stderr to write to: a warning never stops a command
-        pass
 
 
 def _message(exc: click.ClickException) -> str:
@@ -114,15 +99,6 @@ def _message(exc: click.ClickException) -> str:
     return "; ".join(parts).removesuffix(".")
 
 
-def _quiet_exit() -> None:
-    """End after the reader of stdout went away: nothing on stderr, and nothing left to flush at exit."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    sys.exit(EXIT_FAILED)
-
-
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="crewpoint", prog_name="crewpoint")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
@@ -131,7 +107,8 @@ def main(ctx: click.Context, debug: bool) -> None:
     """crewpoint: durable multi-agent runs.
 
     \b
-    Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+    Exit codes: 0 ok, 1 the run failed, 2 bad input, 130 interrupted; 75 the run waits
+    for a person (answer it), 76 the run stopped at its budget (resume it with a larger one).
     Data goes to stdout, diagnostics to stderr; NO_COLOR turns colours off.
     """
     ctx.ensure_object(dict)

@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from crewpoint.providers.formats import NATIVE_FORMAT, format_of_id
 from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
 from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary
 from crewpoint.text import clip, format_size
+from crewpoint.tui.cli.errors import echo
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
@@ -257,7 +256,7 @@ def print_table(header: list[str] | None, rows: list[list[str]], widths: list[in
     shown = [header, *rows] if header is not None else rows
     if widths is None:
         widths = column_widths(shown)
-    click.echo("\n".join(aligned(shown, widths)))  # one write per chunk: listing 10,000 rows stays fast
+    echo("\n".join(aligned(shown, widths)))  # one write per chunk: listing 10,000 rows stays fast
     return widths
 
 
@@ -283,7 +282,7 @@ def print_listing(
     lines: Iterator[str] = map(str.rstrip, map(line, *columns))
     if header is not None:
         lines = itertools.chain([line(*header).rstrip()], lines)
-    click.echo("\n".join(lines))  # one write per chunk
+    echo("\n".join(lines))  # one write per chunk
     return widths
 
 
