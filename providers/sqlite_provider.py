@@ -589,13 +589,16 @@ class SqliteProvider(BaseProvider):
         if not os.path.isdir(folder):
             raise CheckpointError(f"cannot write checkpoints to {path}: {folder} is not a folder")
         if os.path.lexists(path):
+            # Never a descriptor of a database this process is connected to: closing it drops SQLite's locks,
+            # and another process closing the store would then delete the WAL our later writes go to.
+            if os.path.abspath(path) not in OPEN_DATABASES:
+                try:
+                    os.close(os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)))
+                except OSError as exc:
+                    raise CheckpointError(f"cannot write checkpoints to {path}: {exc.strerror}") from None
             with self._use(path, create=False) as store:
                 if store.read_only is not None:
                     raise CheckpointError(f"cannot write checkpoints to {path}: {store.read_only}")
-            try:
-                os.close(os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)))
-            except OSError as exc:
-                raise CheckpointError(f"cannot write checkpoints to {path}: {exc.strerror}") from None
         probe_file(folder, f"checkpoints to {path}")
 
     def write_run(self, location: str, run: RunInfo) -> bool:

@@ -1,0 +1,238 @@
+"""Two people answer one waiting run at the same moment: two real ``crewpoint checkpoint answer`` processes,
+released together, on a SQLite and a PostgreSQL store. One wins and its route runs once; the other is refused in
+one line naming who answered and what; the run no longer waits and ``info`` shows the one answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crewpoint.providers import CheckpointMeta, CheckpointRecord, SqliteProvider
+
+CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+ROUNDS = 3
+"""Races per store, each on a fresh waiting run: a lost race shows in one of them."""
+
+REVIEW = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    from crewpoint.checkpoint.config import CheckpointConfig
+    from crewpoint.feedback import FeedbackPending, human_feedback
+    from crewpoint.flow import Flow, listen, start
+
+    HERE = Path(__file__).parent
+
+
+    def note(word):
+        with open(HERE / "ran.txt", "a") as f:
+            f.write(word + "\\n")
+
+
+    class Review(Flow):
+        @start()
+        @human_feedback(message="Publish the draft?", emit=["approved", "rejected"], default_outcome="approved")
+        def draft(self):
+            note("draft")
+            return "Draft of the post"
+
+        @listen("approved")
+        def publish(self, result):
+            note("published")
+            return "published"
+
+        @listen("rejected")
+        def redo(self, result):
+            note("redone")
+            return "redone"
+
+
+    WHERE = sys.argv[1]
+    flow = Review(checkpoint=CheckpointConfig(location=WHERE))
+
+    if __name__ == "__main__":
+        result = flow.kickoff()
+        sys.exit(75 if isinstance(result, FeedbackPending) else 0)
+    """
+)
+
+ANSWERER = r"""
+import os, runpy, sys
+import crewpoint.tui.cli  # loaded before the start, so both answers set off from the same line
+ready, go = int(sys.argv[1]), int(sys.argv[2])
+os.write(ready, b"r")
+os.close(ready)
+os.read(go, 1)  # end of file when the test closes the pipe: both answers are released at once
+os.close(go)
+sys.argv = ["crewpoint", *sys.argv[3:]]
+runpy.run_module("crewpoint.tui.cli", run_name="__main__", alter_sys=True)
+"""
+
+ANSWERS = {"alice": "approved", "bob": "rejected"}
+"""Who answers what (``who`` is USER@host: the login name each answer process runs under)."""
+ROUTES = {"approved": "published", "rejected": "redone"}
+
+
+@dataclass
+class Answered:
+    who: str
+    outcome: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def listed(project: Path, store: str) -> list[dict[str, Any]]:
+    done = cli("list", store, "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
+
+
+def ran(project: Path) -> list[str]:
+    path = project / "ran.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def waiting_run(project: Path, store: str) -> dict[str, Any]:
+    """The review flow run in its own process until it waits in ``store``; the waiting row of ``list``."""
+    project.mkdir()
+    (project / "review.py").write_text(REVIEW)
+    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
+    waited = subprocess.run(
+        [sys.executable, "review.py", store], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert waited.returncode == 75, waited.stderr
+    rows = [row for row in listed(project, store) if row["status"] == "waiting" and row["request"] is not None]
+    assert len(rows) == 1, rows
+    assert ran(project) == ["draft"]
+    return rows[0]
+
+
+def race(project: Path, store: str, checkpoint_id: str) -> list[Answered]:
+    """alice answers ``approved`` and bob ``rejected``, each in a process of their own, released together."""
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe()
+    procs: list[tuple[str, subprocess.Popen[str]]] = []
+    try:
+        for who, outcome in ANSWERS.items():
+            args = ["answer", checkpoint_id, "--location", store, "--outcome", outcome, "--app", "review.py:flow"]
+            env = {**os.environ, "USER": who, "LOGNAME": who, "NO_COLOR": "1"}
+            env.pop("CREWPOINT_FEEDBACK", None)
+            procs.append(
+                (
+                    who,
+                    subprocess.Popen(
+                        [sys.executable, "-c", ANSWERER, str(ready_write), str(go_read), "checkpoint", *args],
+                        cwd=project,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        pass_fds=(ready_write, go_read),
+                    ),
+                )
+            )
+        os.close(ready_write)
+        os.close(go_read)
+        seen = b""
+        while len(seen) < len(procs):  # each answer says it is ready; end of file if one died first
+            got = os.read(ready_read, 1)
+            if not got:
+                break
+            seen += got
+    finally:
+        os.close(go_write)  # both answers go at once
+        os.close(ready_read)
+    answered = []
+    for who, proc in procs:
+        stdout, stderr = proc.communicate(timeout=120)
+        answered.append(Answered(who, ANSWERS[who], proc.returncode, stdout, stderr))
+    assert len(seen) == len(procs), [a.stderr for a in answered]
+    return answered
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_two_answers_at_once_one_wins_and_the_other_is_told_who(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    store = str(tmp_path / "store.db") if kind == "sqlite" else request.getfixturevalue("pg_location")
+    for n in range(ROUNDS):  # one store, a fresh waiting run each round
+        project = tmp_path / f"round{n}"
+        row = waiting_run(project, store)
+        answered = race(project, store, row["id"])
+
+        for each in answered:
+            assert "Traceback" not in each.stderr, each.stderr
+        won = [a for a in answered if a.returncode == 0]
+        lost = [a for a in answered if a.returncode != 0]
+        assert len(won) == 1 and len(lost) == 1, [(a.who, a.returncode, a.stderr) for a in answered]
+        winner, loser = won[0], lost[0]
+        assert ran(project) == ["draft", ROUTES[winner.outcome]]  # the winner's route, once; the draft not again
+        assert ROUTES[winner.outcome] in winner.stdout and ROUTES[loser.outcome] not in loser.stdout
+
+        assert loser.returncode == 2, loser.stderr
+        refusals = [line for line in loser.stderr.splitlines() if line.startswith("crewpoint: ")]
+        assert len(refusals) == 1 and loser.stderr.strip().splitlines()[-1] == refusals[0], loser.stderr
+        assert f"already answered by {winner.who}@" in refusals[0]
+        assert f": {winner.outcome};" in refusals[0] and loser.who not in refusals[0]
+
+        rows = listed(project, store)
+        assert not [r for r in rows if r["status"] == "waiting" or r["request"] is not None]
+        answers = [r for r in rows if r["trigger"] == "human_feedback_received"]
+        assert len(answers) == n + 1  # this round's run went on once; the loser wrote nothing
+        assert len({r["run_id"] for r in rows}) == 2 * (n + 1)  # each round: the waiting run and the answer's
+
+        assert rows[0]["run_id"] == answers[0]["run_id"]  # the newest checkpoint: where the winner's run ended
+        info = cli("info", rows[0]["id"], "--location", store, cwd=project)
+        assert info.returncode == 0, info.stderr
+        given = info.stdout.split("feedback given\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert given == [given[0]] and given[0].startswith(f"  1. draft -> {winner.outcome}: (accepted) (by ")
+        assert f"(by {winner.who}@" in given[0]
+        assert "waiting for feedback" not in info.stdout
+
+
+READER = r"""
+import sys
+from crewpoint.providers import SqliteProvider
+provider = SqliteProvider()
+print(len(provider.list(sys.argv[1])))
+provider.close()
+"""
+
+
+def test_a_sqlite_store_checked_before_a_run_keeps_what_the_run_writes_after_another_process_closes_it(
+    tmp_path: Path,
+) -> None:
+    """Why a race's winner once lost its checkpoints: the check a run makes before it starts closed a descriptor
+    of the database it was connected to, dropping SQLite's locks, so the loser closing the store deleted the WAL
+    the winner went on writing to."""
+    store = str(tmp_path / "store.db")
+    provider = SqliteProvider()
+
+    def record(n: int) -> CheckpointRecord:
+        return CheckpointRecord(CheckpointMeta(f"cp{n:04d}", None, "main", "run-a", n, float(n), "t"), {"n": n})
+
+    provider.write(store, record(1))
+    provider.check_writable(store)  # as every run does before it starts, its connection open
+    other = subprocess.run([sys.executable, "-c", READER, store], capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0 and other.stdout.split() == ["1"], other.stderr
+    provider.write(store, record(2))
+    shown = cli("list", store, "--json", cwd=tmp_path)  # read by another process while the writer is still open
+    assert shown.returncode == 0, shown.stderr
+    assert sorted(row["id"] for row in json.loads(shown.stdout)) == ["cp0001", "cp0002"]
+    provider.close()
