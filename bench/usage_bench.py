@@ -52,6 +52,21 @@ def _crew(location: str) -> Any:
     return Crew(agents=agents, tasks=tasks, checkpoint=CheckpointConfig(location=location))
 
 
+_EMPTY: dict[str, list[Any]] = {"rows": [], "before": [], "reused": []}
+
+
+def _without_section(capture: Callable[..., Any]) -> Callable[..., Any]:
+    """``RuntimeState.capture`` writing no ``usage`` section (with ``usage_section`` giving an empty one, its
+    metadata carries no usage summary either)."""
+
+    def capture_without(self: Any, trigger: str) -> Any:
+        record = capture(self, trigger)
+        record.body.pop("usage", None)
+        return record
+
+    return capture_without
+
+
 @contextmanager
 def _usage_off() -> Iterator[None]:
     """Run without usage: the pieces that record it replaced by what ran before it existed."""
@@ -64,6 +79,7 @@ def _usage_off() -> Iterator[None]:
         OfflineLLM._reply,
         RuntimeState.on_event,
         RuntimeState.usage_section,
+        RuntimeState.capture,
     )
 
     def emit_started(self: Any, ctx: Any, messages: list[dict[str, str]]) -> None:
@@ -93,7 +109,8 @@ def _usage_off() -> Iterator[None]:
     BaseLLM._emit_completed = emit_completed  # type: ignore[method-assign]
     OfflineLLM._reply = reply  # type: ignore[method-assign]
     RuntimeState.on_event = on_event  # type: ignore[method-assign]
-    RuntimeState.usage_section = lambda self, entity: None  # type: ignore[method-assign,assignment,return-value]
+    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
+    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
     try:
         yield
     finally:
@@ -103,6 +120,7 @@ def _usage_off() -> Iterator[None]:
             OfflineLLM._reply,
             RuntimeState.on_event,
             RuntimeState.usage_section,
+            RuntimeState.capture,
         ) = saved  # type: ignore[method-assign]
 
 
@@ -111,23 +129,27 @@ def _no_section() -> Iterator[None]:
     """Record usage but write no ``usage`` section: what the rest of recording costs without the rows."""
     from crewpoint.runtime import RuntimeState
 
-    saved = RuntimeState.usage_section
-    RuntimeState.usage_section = lambda self, entity: None  # type: ignore[method-assign,assignment,return-value]
+    saved = RuntimeState.usage_section, RuntimeState.capture
+    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
+    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        RuntimeState.usage_section = saved  # type: ignore[method-assign]
+        RuntimeState.usage_section, RuntimeState.capture = saved  # type: ignore[method-assign]
 
 
 def _kickoff(location: str) -> tuple[float, float, str]:
-    """The run's wall time and CPU time, its checkpoints written, and its output."""
+    """The run's wall time and CPU time (its checkpoints written), and what it did: its output and how many
+    checkpoints it wrote (a side whose checkpoints fail would look cheap)."""
     from crewpoint.checkpoint.writer import writer
+    from crewpoint.providers import JsonProvider
 
     crew = _crew(location)
     wall, cpu = time.perf_counter(), time.process_time()
     output = crew.kickoff()
     writer.flush()
-    return time.perf_counter() - wall, time.process_time() - cpu, str(output)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall, cpu, f"{len(JsonProvider(fsync=False).list(location))} checkpoints; {output}"
 
 
 SIDES: dict[str, Callable[[], Any]] = {"recorded": nullcontext, "off": _usage_off, "no section": _no_section}
