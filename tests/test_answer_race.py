@@ -190,6 +190,8 @@ def test_two_answers_at_once_one_wins_and_the_other_is_told_who(
         assert len(refusals) == 1 and loser.stderr.strip().splitlines()[-1] == refusals[0], loser.stderr
         assert f"already answered by {winner.who}@" in refusals[0]
         assert f": {winner.outcome};" in refusals[0] and loser.who not in refusals[0]
+        said = [line for line in loser.stderr.splitlines() if line.strip() and line != refusals[0]]
+        assert all(line.startswith("resuming flow Review from ") for line in said), loser.stderr  # nothing ran
 
         rows = listed(project, store)
         assert not [r for r in rows if r["status"] == "waiting" or r["request"] is not None]
