@@ -44,6 +44,7 @@ from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from crewpoint.providers.prune import PrunePlan, PruneStrategy
     from crewpoint.providers.watch import WatchSpec
 
 from crewpoint.providers.base import (
@@ -86,7 +87,6 @@ from crewpoint.providers.json_index import (
     row_from,
 )
 from crewpoint.providers.listed import ListedRow, all_sound, as_meta, newest_rows, row_of
-from crewpoint.providers.prune import PrunePlan, PruneStrategy
 from crewpoint.providers.refs import (
     DIGEST_LENGTH,
     MAX_BRANCH,

@@ -14,7 +14,6 @@ from functools import partial
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import _YEAR_10000, DIGEST_LENGTH, ID_RE, MAX_SEQUENCE, stored_branch_problem
 from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT
 
@@ -81,6 +80,9 @@ def newest_rows(rows: list[ListedRow]) -> list[ListedRow]:
     last: dict[tuple[str, str], int] = {}
     for lineage, branch, sequence in map(_RUN_BRANCH, ordered):
         if last.get((lineage, branch), sequence) < sequence:
+            # lazy: the prune rules (heapq, their dataclasses) load only for a store whose clock stepped back
+            from crewpoint.providers.prune import newest_first
+
             return as_rows(newest_first(as_metas(rows)))
         last[lineage, branch] = sequence
     return ordered

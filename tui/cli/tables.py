@@ -6,7 +6,7 @@ import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.formats import NATIVE_FORMAT, format_of_id
@@ -53,6 +53,15 @@ def cli_id(checkpoint_id: str) -> str:
 
 _NATIVE_LENGTH = 32
 _HEX = "0123456789abcdef"
+_HEX_BYTES = _HEX.encode("ascii")
+_SHOWN = itemgetter(slice(0, ID_WIDTH))
+
+
+def _all_hex(text: str) -> bool:
+    """Is ``text`` lower-case hex digits only (the joined ids of a column, checked at once)?"""
+    return text.isascii() and not text.encode("ascii").translate(None, _HEX_BYTES)
+
+
 _NATIVE_LENGTHS = {_NATIVE_LENGTH}
 
 
@@ -166,9 +175,9 @@ def _cells_of(values: tuple[str, ...]) -> list[str]:
 def _id_cells(ids: tuple[str | None, ...], none: str | None) -> list[str]:
     """A column of ids as :func:`cli_id` shows them (``none``, when given, for an empty one: a parent's ``-``)."""
     named = [i for i in ids if i]
-    if _hex_is_native() and set(map(len, named)) <= _NATIVE_LENGTHS and not "".join(named).strip(_HEX):
+    if _hex_is_native() and set(map(len, named)) <= _NATIVE_LENGTHS and _all_hex("".join(named)):
         if len(named) == len(ids):
-            return [i[:ID_WIDTH] for i in named]
+            return list(map(_SHOWN, named))
         if none is not None:
             return [i[:ID_WIDTH] if i else none for i in ids]
     cells: dict[str | None, str] = {}
