@@ -106,11 +106,14 @@ NAME_RE = re.compile(
     r"(\d{1,40})_(\d{8}T\d{6}\.\d{6})_([A-Za-z0-9][A-Za-z0-9.\-]*)_(?:root|p-([A-Za-z0-9][A-Za-z0-9.\-]*))\.json"
 )
 _NAME_LINE = re.compile("^" + NAME_RE.pattern + "$", re.MULTILINE)
-_NAME_GROUPS = re.compile("^(" + NAME_RE.pattern + ")$", re.MULTILINE)
+_NAME_GROUPS = re.compile(
+    "^(" + NAME_RE.pattern.replace(r"(\d", r"(?:\d").replace(r"p-([", r"p-(?:[") + ")$", re.MULTILINE
+)
+"""A checkpoint file's name and its id (:data:`NAME_RE` with only the id's group kept), one name a line: a
+listing finds them all in one pass per folder, as strings (no match object per file, no text per other part)."""
+assert _NAME_GROUPS.groups == 2, "a listing takes each file's name and id from the pattern's two groups"
 _MAYBE_FOLDER = re.compile(r"^(?!\.)(?![^\n]*\.json$)[^\n]+$", re.MULTILINE)
 """A name, one a line, that may be a branch's folder: not hidden, not a ``.json`` file."""
-"""A checkpoint file's name and its parts (:data:`NAME_RE`'s groups), one name a line: a listing finds them all
-in one pass per folder, as strings (no match object per file)."""
 _TIME = "%Y%m%dT%H%M%S.%f"
 _HEADER = b'{"meta":'
 _HEAD_BYTES = 4096
@@ -341,7 +344,7 @@ class JsonProvider(BaseProvider):
         lookup, files = index.get, 0
         make, tail, at = tuple.__new__, ROW_TAIL, BRANCH_AT
         for here, prefix, names in self._walk(root, branch):
-            found = _NAME_GROUPS.findall(names)  # (name, sequence, time, id, parent) of each file
+            found = _NAME_GROUPS.findall(names)  # (name, id) of each file
             files += len(found)
             paths = [prefix + name for name in map(_FOUND_NAME, found)]
             cached = list(map(lookup, map(_FOUND_ID, found)))
@@ -671,7 +674,10 @@ class JsonProvider(BaseProvider):
                 yield rel, prefix, joined
             if recurse:
                 if joined.count("\n") == len(names) - 1:  # no name holds a newline: the lines are the names
-                    maybe = _MAYBE_FOLDER.findall(joined)
+                    if joined.count(".json\n") == len(names) - 1 and joined.endswith(".json"):
+                        maybe = []  # every name a .json file (a branch's usual folder): no folder among them
+                    else:
+                        maybe = _MAYBE_FOLDER.findall(joined)
                 else:
                     maybe = [n for n in names if n[:1] != "." and not n.endswith(".json")]
                 for name in maybe:
@@ -928,7 +934,7 @@ def _file_meta(path: str, entry: _Entry | None, size: int | None = None) -> Chec
         return entry.damaged(f"cannot read: {exc.strerror}", size or 0)
 
 
-_FOUND_NAME, _FOUND_ID = itemgetter(0), itemgetter(3)
+_FOUND_NAME, _FOUND_ID = itemgetter(0), itemgetter(1)
 
 
 def encode_json(value: Any) -> str:
