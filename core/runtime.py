@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import itertools
 import logging
 import os
 import signal
@@ -34,11 +33,12 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import provider_for, shown_location
 from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.chunks import Encoded, encode_json
 from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
-from crewpoint.providers.usage_meta import usage_summary
+from crewpoint.providers.usage_meta import RunSummaries
 from crewpoint.text import clip
 from crewpoint.usage import UsageLedger, finished_units, reused_rows
 
@@ -115,12 +115,14 @@ class RuntimeState:
         """When :func:`running` began this run (0: not running)."""
         self.usage = UsageLedger()
         """What this run's LLM calls used, per task or method, agent and model (``usage.rows`` in its checkpoints)."""
-        self.usage_before: list[dict[str, Any]] = []
+        self.usage_before: list[dict[str, Any]] = Encoded()
         """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``
         (every checkpoint of the run shares this list: it is read, never changed)."""
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
+        self._summaries = RunSummaries()  # the usage summary of each checkpoint's metadata
+        self._events_encoded: tuple[list[dict[str, Any]], list[str]] = ([], [])  # the last capture's events, JSON
         self.outer: RuntimeState | None = None
         """The run this one runs inside (a crew kicked off in a flow's method): its usage is counted there too."""
         self._lock = threading.Lock()
@@ -172,14 +174,14 @@ class RuntimeState:
             schema_version=SCHEMA_VERSION,
             version=__version__,
             run_id=self.run_id,
-            usage=usage_summary(itertools.chain(usage["before"], usage["rows"]), usage["rows"]),
+            usage=self._summaries.summary(usage["before"], usage["rows"]),
         )
         body = {
             "schema_version": SCHEMA_VERSION,
             "version": __version__,
             "entity": entity,
             "inputs": dict(self.inputs),
-            "events": self.events.to_list(),
+            "events": self._encoded_events(),
             "lineage": {
                 "id": checkpoint_id,
                 "parent_id": parent,
@@ -195,17 +197,36 @@ class RuntimeState:
         }
         return CheckpointRecord(meta=meta, body=body)
 
+    def _encoded_events(self) -> Encoded:
+        """The event history as a checkpoint stores it, with each event's JSON: an event the last capture had
+        (the history only grows, and a recorded event is never changed) keeps the text made then."""
+        events = self.events.to_list()
+        known, texts = self._events_encoded
+        count = len(known)
+        if count > len(events) or events[:count] != known:
+            count, texts = 0, []
+        texts = [*texts[:count], *map(encode_json, events[count:])]
+        self._events_encoded = (events, texts)
+        return Encoded(events, texts)
+
     # -- usage ----------------------------------------------------------------------------------------
     def take_source_usage(self, section: Any) -> None:
         """Start from a source checkpoint's ``usage`` section (a resume or a fork): its ``before`` and ``rows`` are
-        what the chain spent before this run."""
+        what the chain spent before this run (encoded once: every checkpoint of the run holds them)."""
         if isinstance(section, dict):
-            self.usage_before = [dict(row) for key in ("before", "rows") for row in section.get(key) or ()]
+            rows = [dict(row) for key in ("before", "rows") for row in section.get(key) or ()]
+            self.usage_before = Encoded(rows, [encode_json(row) for row in rows])
 
     def usage_section(self, entity: dict[str, Any]) -> dict[str, Any]:
-        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over."""
+        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
+        (each list with its rows' JSON, for the writers to splice in)."""
         before = self.usage_before
-        reused = reused_rows(before, finished_units(entity), self._usage_units) if before else []
+        reused: list[dict[str, Any]] = []
+        if before:
+            reused = reused_rows(before, finished_units(entity), self._usage_units)
+            if isinstance(before, Encoded) and len(before.texts) == len(before):
+                text = {id(row): t for row, t in zip(before, before.texts, strict=True)}
+                reused = Encoded(reused, [text[id(row)] for row in reused])
         return {"rows": self.usage.rows(), "before": before, "reused": reused}
 
     def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:

@@ -172,6 +172,7 @@ class UsageLedger:
         self._rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._live: list[dict[str, Any]] = []  # the rows in the order their first call came
         self._shown: list[dict[str, Any]] = []  # each row as rows() last gave it (same positions)
+        self._texts: list[str] = []  # the compact JSON of each row of _shown (same positions)
         self._stale: set[int] = set()  # the positions changed since rows() last gave them
         self._position: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
@@ -201,6 +202,7 @@ class UsageLedger:
                 self._position[key] = len(self._live)
                 self._live.append(row)
                 self._shown.append(row)  # replaced by its copy at the next rows()
+                self._texts.append("")
             self._stale.add(self._position[key])
             for name in TOKEN_KEYS:
                 value = usage.get(name)
@@ -213,14 +215,19 @@ class UsageLedger:
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row
-        that has not changed since the last call is the same copy, so a checkpoint per task copies one row)."""
+        that has not changed since the last call is the same copy, so a checkpoint per task copies one row). The
+        list carries each row's JSON, encoded once when its copy was made, for the writers to splice in."""
+        # lazy: the providers' JSON encoder (hashlib, zlib) is loaded by the first checkpoint, not by the import
+        from crewpoint.providers.chunks import Encoded, encode_json
+
         with self._lock:
-            shown, live = self._shown, self._live
+            shown, live, texts = self._shown, self._live, self._texts
             for position in self._stale:
                 row = live[position]
-                shown[position] = {**row, "duration_s": round(row["duration_s"], 6)}
+                shown[position] = copy = {**row, "duration_s": round(row["duration_s"], 6)}
+                texts[position] = encode_json(copy)
             self._stale.clear()
-            return list(shown)
+            return Encoded(shown, list(texts))
 
     def __bool__(self) -> bool:
         return bool(self._rows)

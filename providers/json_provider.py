@@ -140,9 +140,9 @@ def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
 def encode_record(meta: CheckpointMeta, body: dict[str, Any]) -> tuple[CheckpointMeta, bytes]:
     """``meta`` with the body's length and digest filled in, and the file's bytes."""
     # lazy: providers.chunks loads hashlib and zlib, which a listing never needs; a write takes its encoder once
-    from crewpoint.providers.chunks import encode_json as encode
+    from crewpoint.providers.chunks import encode_value, item_texts
 
-    rest = _text_bytes(_body_text(body, encode), body)
+    rest = _text_bytes(_body_text(body, encode_value, item_texts), body)
     meta = meta.with_(body_length=len(rest), digest=_sha256(rest))
     return meta, _head_bytes(meta) + rest
 
@@ -163,8 +163,11 @@ def _text_bytes(text: str, body: dict[str, Any]) -> bytes:
         return _body_text(body, _ASCII.encode).encode("ascii")
 
 
-def _body_text(body: dict[str, Any], encode: Callable[[Any], str]) -> str:
-    """Everything after the metadata line: ``"body":{...}}`` and the closing newline."""
+def _body_text(
+    body: dict[str, Any], encode: Callable[[Any], str], items: Callable[[Any], Iterable[str]] | None = None
+) -> str:
+    """Everything after the metadata line: ``"body":{...}}`` and the closing newline. ``items`` gives the texts
+    of a top-level list's items (the ones a capture encoded already: ``chunks.item_texts``)."""
     head = '"body":'
     if not all(isinstance(k, str) for k in body):
         return head + encode(body) + "}\n"
@@ -174,7 +177,7 @@ def _body_text(body: dict[str, Any], encode: Callable[[Any], str]) -> str:
         out.append(encode(key))
         if isinstance(value, list) and value:
             out.append(":[\n")
-            out.append(",\n".join(map(encode, value)))
+            out.append(",\n".join(map(encode, value) if items is None else items(value)))
             out.append("]")
         else:
             out.append(":")

@@ -16,7 +16,7 @@ summary: a reader goes to the body's rows instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 MAX_USAGE_TEXT = 4096
@@ -31,36 +31,91 @@ _MAX_COUNT = 10**15
 _MAX_TEXT = 200
 
 
-def _entries(rows: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
-    groups: dict[tuple[str, str, bool], list[int]] = {}
-    seconds: dict[tuple[str, str, bool], float] = {}
-    for row in rows:
-        model, provider = row.get("model"), row.get("provider") or ""
-        if not isinstance(model, str) or not isinstance(provider, str):
-            continue
-        key = (model[:_MAX_TEXT], provider[:_MAX_TEXT], bool(row.get("estimated")))
-        counts = groups.setdefault(key, [0] * 6)
-        for i, name in enumerate((*TOKEN_FIELDS, "requests")):
-            value = row.get(name, 0)
-            if type(value) is int and value > 0:
-                counts[i] += value
-        duration = row.get("duration_s", 0.0)
-        if type(duration) in (int, float) and duration > 0:
-            seconds[key] = seconds.get(key, 0.0) + duration
+_COUNTED = (*TOKEN_FIELDS, "requests")
+Groups = dict[tuple[str, str, bool], list[Any]]
+"""(model, provider, estimated) -> the six counts and the seconds (a float), summed so far."""
+
+
+def _add_row(groups: Groups, row: Mapping[str, Any]) -> None:
+    model, provider = row.get("model"), row.get("provider") or ""
+    if not isinstance(model, str) or not isinstance(provider, str):
+        return
+    key = (model[:_MAX_TEXT], provider[:_MAX_TEXT], bool(row.get("estimated")))
+    sums = groups.get(key)
+    if sums is None:
+        sums = groups[key] = [0, 0, 0, 0, 0, 0, 0.0]
+    for i, name in enumerate(_COUNTED):
+        value = row.get(name, 0)
+        if type(value) is int and value > 0:
+            sums[i] += value
+    duration = row.get("duration_s", 0.0)
+    if type(duration) in (int, float) and duration > 0:
+        sums[6] += duration
+
+
+def _entries(groups: Groups) -> list[list[Any]]:
     return [
-        [model, provider, *counts, round(seconds.get((model, provider, estimated), 0.0), 6), estimated]
-        for (model, provider, estimated), counts in groups.items()
+        [model, provider, *sums[:6], round(sums[6], 6), estimated]
+        for (model, provider, estimated), sums in groups.items()
     ]
+
+
+def _grouped(rows: Iterable[Mapping[str, Any]]) -> Groups:
+    groups: Groups = {}
+    for row in rows:
+        _add_row(groups, row)
+    return groups
+
+
+def _text(chain: Groups, run: Groups) -> str:
+    if not chain and not run:
+        return ""
+    entries = _entries(run)
+    parts = {"chain": entries if chain is run else _entries(chain), "run": entries}
+    text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= MAX_USAGE_TEXT else TOO_LONG
 
 
 def usage_summary(chain: Iterable[Mapping[str, Any]], run: Iterable[Mapping[str, Any]]) -> str:
     """The summary text of a checkpoint whose chain spent ``chain`` rows (before and this run) and whose run spent
     ``run`` rows (rows as a body's ``usage`` section holds them); "" when there is none."""
-    parts = {"chain": _entries(chain), "run": _entries(run)}
-    if not parts["chain"] and not parts["run"]:
-        return ""
-    text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
-    return text if len(text) <= MAX_USAGE_TEXT else TOO_LONG
+    return _text(_grouped(chain), _grouped(run))
+
+
+class RunSummaries:
+    """``usage_summary(before + rows, rows)`` for each checkpoint of one run, summed from the first row that is
+    not the very object the previous checkpoint had (a run's rows are read, never changed, and a row that did not
+    change is the same copy): the same text, without summing every row again at every checkpoint."""
+
+    def __init__(self) -> None:
+        self._before: Sequence[Mapping[str, Any]] = ()
+        self._seed: Groups = {}
+        self._rows: list[object] = []
+        self._after: list[tuple[Groups, Groups]] = []  # the chain's and the run's groups after each row
+
+    def summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
+        if before is not self._before and (before or self._before):  # (any empty list is the same)
+            self._before, self._seed, self._rows, self._after = before, _grouped(before), [], []
+        known, start = self._rows, 0
+        while start < len(known) and start < len(rows) and rows[start] is known[start]:
+            start += 1
+        chain, run = self._after[start - 1] if start else (self._seed, {})
+        del self._after[start:]
+        for row in rows[start:]:
+            run = _copy(run)
+            _add_row(run, row)
+            if self._seed:
+                chain = _copy(chain)
+                _add_row(chain, row)
+            else:  # nothing before the run: the chain's spend is the run's
+                chain = run
+            self._after.append((chain, run))
+        self._rows = list(rows)
+        return _text(chain, run)
+
+
+def _copy(groups: Groups) -> Groups:
+    return {key: sums.copy() for key, sums in groups.items()}
 
 
 def _entry(raw: object) -> dict[str, Any] | None:

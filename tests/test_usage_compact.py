@@ -1,0 +1,149 @@
+"""Recording usage costs little: what every checkpoint of a run repeats (its usage rows, the chain's rows before it,
+the finished part of its event history, its usage summary) is worked out once, and what each store keeps is still
+byte for byte what a full encode of the same body gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crewpoint import Agent, CheckpointConfig, Crew, OfflineLLM, Task
+from crewpoint.events import TaskStartedEvent
+from crewpoint.events.record import EventRecord
+from crewpoint.providers import provider_for
+from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.providers.chunks import Encoded, encode_json, encode_value, item_texts, split
+from crewpoint.providers.json_provider import encode_file
+from crewpoint.providers.usage_meta import RunSummaries, usage_summary
+from crewpoint.runtime import RuntimeState
+from crewpoint.usage import UsageLedger
+
+
+def three_steps(location: str) -> Crew:
+    llm = OfflineLLM()
+    agents = [Agent(role=f"Agent {i}", goal="g", backstory="b", llm=llm) for i in range(2)]
+    tasks = [
+        Task(name=f"step-{i}", description=f"Step {i}: owls", expected_output="p", agent=agents[i % 2])
+        for i in range(3)
+    ]
+    return Crew(agents=agents, tasks=tasks, checkpoint=CheckpointConfig(location=location))
+
+
+def run_and_resume(location: str) -> list[CheckpointMeta]:
+    """A run of three tasks, then a resume from its first task's checkpoint (so its checkpoints hold rows
+    before the run and rows reused): every checkpoint of the store, newest first."""
+    three_steps(location).kickoff()
+    provider = provider_for(location)
+    first = min((m for m in provider.list(location) if m.trigger == "task_completed"), key=lambda m: m.sequence)
+    three_steps(location).kickoff(from_checkpoint=first.location)
+    return provider.list(location)
+
+
+def plain(body: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(body)))
+
+
+@pytest.fixture(params=["json", "sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_location"))
+    return str(tmp_path / ("store" if request.param == "json" else "store.db"))
+
+
+def test_each_store_keeps_what_a_full_encode_of_the_body_gives(location: str, tmp_path: Path) -> None:
+    metas = run_and_resume(location)
+    provider = provider_for(location)
+    resumed = provider.read(location, metas[0].id).body["usage"]
+    assert resumed["before"] and resumed["reused"] and resumed["rows"]  # every kind of row is in the test
+    if location.endswith("store"):  # the JSON store: each file is the bytes a full encode gives
+        for meta in metas:
+            record = provider.read(location, meta.id)
+            assert Path(meta.location).read_bytes() == encode_file(record.meta, plain(record.body))
+        return
+    # a chunked store records its manifest's length and digest: a full encode of the same body gives the same
+    again = location + "_again" if location.startswith("postgresql") else str(tmp_path / "again.db")
+    for meta in metas:
+        record = provider.read(location, meta.id)
+        provider.write(again, CheckpointRecord(meta=record.meta.with_(location="", size=0), body=plain(record.body)))
+    stored = [provider.read(location, m.id).meta for m in metas]
+    rewritten = [provider.read(again, m.id).meta for m in metas]
+    assert [(m.body_length, m.digest, m.size) for m in stored] == [(m.body_length, m.digest, m.size) for m in rewritten]
+    assert all(m.body_length and len(m.digest) == 64 for m in stored)
+
+
+def test_a_capture_carries_its_lists_json_exactly(tmp_path: Path) -> None:
+    metas = run_and_resume(str(tmp_path / "store"))
+    assert len(metas) == 5  # three, and the two tasks the resume ran
+    state = RuntimeState(three_steps(str(tmp_path / "other")), None)
+    state.take_source_usage(provider_for(str(tmp_path / "store")).read(str(tmp_path / "store")).body["usage"])
+    state.usage.add({"input_tokens": 3, "output_tokens": 4, "model": "m", "duration_s": 0.5}, "u", "U", "a")
+    body = state.capture("manual")
+    for values in (body.body["events"], *body.body["usage"].values()):
+        assert type(values) is Encoded
+        assert list(item_texts(values)) == [encode_json(v) for v in values]
+    assert encode_value(body.body["usage"]) == encode_json(body.body["usage"])
+
+
+def test_a_history_that_is_not_the_one_last_captured_is_encoded_afresh(tmp_path: Path) -> None:
+    state = RuntimeState(three_steps(str(tmp_path / "store")), None)
+    for n in range(3):
+        state.events.add(TaskStartedEvent(task_id=f"t{n}", task_name=f"task {n}"))
+    first = state.capture("manual").body["events"]
+    other = EventRecord([TaskStartedEvent(task_id="x", task_name="another history")])
+    other.add(TaskStartedEvent(task_id="y", task_name="and more"))
+    state.events = other
+    events = state.capture("manual").body["events"]
+    assert [e["task_id"] for e in events] == ["x", "y"] and len(first) == 3
+    assert list(item_texts(events)) == [encode_json(e) for e in events]
+
+
+def test_a_list_changed_after_it_was_encoded_is_encoded_again() -> None:
+    rows = Encoded([{"a": 1}], [encode_json({"a": 1})])
+    rows.append({"b": True})
+    section = {"rows": rows, "before": Encoded()}
+    assert encode_value(section) == '{"rows":[{"a":1},{"b":true}],"before":[]}'
+    body = {"events": Encoded([{"n": i} for i in range(40)], [encode_json({"n": i}) for i in range(40)])}
+    body["usage"] = section
+    assert split(body).manifest == split(plain(body)).manifest
+
+
+def test_a_ledgers_rows_carry_their_json_as_they_change() -> None:
+    ledger = UsageLedger()
+    call = {"input_tokens": 5, "output_tokens": 7, "model": "m", "provider": "p", "duration_s": 0.1234567}
+    for unit in ("a", "b", "a", "c", "a"):
+        ledger.add(call, unit, unit.upper(), "agent")
+        rows = ledger.rows()
+        assert list(item_texts(rows)) == [encode_json(row) for row in rows]
+    assert [row["requests"] for row in rows] == [3, 1, 1]
+
+
+def row(model: Any, tokens: Any, seconds: Any = 0.1, estimated: Any = False, provider: Any = "p") -> dict[str, Any]:
+    return {
+        "unit": "u",
+        "model": model,
+        "provider": provider,
+        "input_tokens": tokens,
+        "output_tokens": 2,
+        "requests": 1,
+        "duration_s": seconds,
+        "estimated": estimated,
+    }
+
+
+def test_a_runs_summaries_are_the_summary_of_its_rows_at_each_checkpoint() -> None:
+    before = [row("m", 10, 0.3), row("n", 4, 0.1, True), row(7, 1), row("m", -3, -1.0, provider=None)]
+    summaries = RunSummaries()
+    steps: list[list[dict[str, Any]]] = [[], [row("m", 1, 0.1)]]
+    steps.append([steps[-1][0], row("x", 2, 0.2)])
+    steps.append([steps[-1][0], row("x", 5, 0.30000000000000004), row("m", True, 1)])  # a middle row changed
+    steps.append([steps[-1][0], steps[-1][1]])  # a row gone
+    steps.append([row("m" * 300, 10**15, 1e-7, 1), *steps[-1]])  # all new
+    for chain_before in ([], before):
+        for rows in steps:
+            assert summaries.summary(chain_before, rows) == usage_summary([*chain_before, *rows], rows)
+    many = [row(f"model-{i}", i) for i in range(200)]
+    assert summaries.summary([], many) == usage_summary(many, many) == '{"too_long":true}'
+    assert summaries.summary([], []) == ""
