@@ -303,10 +303,14 @@ def print_listing(
             widths = [max(width, len(name)) for width, name in zip(widths, header, strict=True)]
     if len(widths) != len(columns) or (header is not None and len(header) != len(widths)):
         raise ValueError(f"rows of other than {len(widths)} cells")
-    line = "  ".join(f"{{:<{w}}}" for w in widths).format
-    lines: Iterator[str] = map(str.rstrip, map(line, *columns))
+    # Each column padded to its width at once, then each line joined: the lines ``aligned`` would make.
+    padded: list[Iterator[str]] = [
+        map(str.ljust, column, itertools.repeat(width)) for column, width in zip(columns, widths, strict=True)
+    ]
+    padded[-1] = iter(columns[-1])  # the last column is not padded (a line ends where its text does)
+    lines: Iterator[str] = map(str.rstrip, map("  ".join, zip(*padded, strict=True)))
     if header is not None:
-        lines = itertools.chain([line(*header).rstrip()], lines)
+        lines = itertools.chain(aligned([header], widths), lines)
     echo("\n".join(lines))  # one write per chunk
     return widths
 
