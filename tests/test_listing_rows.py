@@ -312,3 +312,41 @@ def test_the_names_that_may_be_folders_are_read_in_one_pass_as_one_by_one() -> N
         names = ["".join(rng.choice(parts) for _ in range(rng.randrange(1, 4))) for _ in range(rng.randrange(1, 9))]
         expected = [n for n in names if n[:1] != "." and not n.endswith(".json")]
         assert _MAYBE_FOLDER.findall("\n".join(names)) == expected, names
+
+
+def test_a_file_s_name_and_id_are_read_in_one_pass_as_the_name_pattern_reads_them() -> None:
+    """A listing takes each checkpoint file's name and id from one pattern pass over a folder's names: the names
+    :data:`NAME_RE` takes whole, with the id it finds, and no other name (folders, temporary and foreign files)."""
+    from crewpoint.providers.json_provider import _NAME_GROUPS, NAME_RE
+
+    rng = random.Random(11)
+    parts = ["00000001", "_", "20260921T141320.000000", "abc", "d2986630ec0344da", "root", "p-", "x.y", ".json", "-"]
+    named = ["00000003_20260921T141322.000000_a4b8-7.x_p-b3b1969f.json", "7_20260101T000000.000000_Z_root.json"]
+    for _ in range(400):
+        names = [*rng.sample(named, 1)]
+        names += ["".join(rng.choice(parts) for _ in range(rng.randrange(1, 9))) for _ in range(rng.randrange(1, 9))]
+        rng.shuffle(names)
+        matches = [NAME_RE.fullmatch(name) for name in names]
+        expected = [(m.group(0), m.group(3)) for m in matches if m is not None]
+        assert _NAME_GROUPS.findall("\n".join(names)) == expected, names
+
+
+def test_branches_in_folders_within_folders_are_all_listed(tmp_path: Path) -> None:
+    """A branch's folder that holds only checkpoint files is not searched for folders; one that also holds a
+    folder (``team`` holding ``team/alpha``) is, so every branch's checkpoints are listed, from the index and
+    without it alike."""
+    from crewpoint.tui.cli.listing_run import _listed
+
+    provider = JsonProvider(fsync=False)
+    store = str(tmp_path / "store")
+    fill_store(provider, store, 8)
+    records = [provider.read(store, m.id) for m in provider.list(store)[:3]]
+    for record, branch in zip(records, ["team", "team/alpha", "solo"], strict=True):
+        meta = dataclasses.replace(record.meta, id=record.meta.id[::-1], branch=branch, parent_id=None)
+        provider.write(store, dataclasses.replace(record, meta=meta))
+    expected = sorted((m.id, m.branch) for m in provider.list(store))
+    assert {"team", "team/alpha", "solo", "main"} <= {branch for _, branch in expected} and len(expected) == 11
+    for _ in range(2):  # with the index the writes kept, then with none
+        assert sorted((r.id, r.branch) for r in _listed(store, None)) == expected
+        assert sorted((r.id, r.branch) for r in provider.list_rows(store)) == expected
+        os.unlink(os.path.join(store, INDEX))
