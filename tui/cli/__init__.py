@@ -11,6 +11,7 @@ The command line itself (click, :data:`main`, :data:`checkpoint`) is built when 
 
 from __future__ import annotations
 
+import gc
 import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -56,10 +57,12 @@ def run() -> Any:
     runs without click (:func:`crewpoint.tui.cli.listing_run.list_fast`, which exits); anything else is
     :data:`main`'s."""
     if sys.argv[1:2] == ["checkpoint"] and "list" in sys.argv[2:]:
+        gc.disable()  # what a listing imports and reads holds no cycles worth collecting (it ends the process)
         # lazy: the listing loads the providers, which no other command's start needs
         from crewpoint.tui.cli.listing_run import list_fast
 
         list_fast(sys.argv[1:])
+        gc.enable()  # not a listing it runs alone: the command line's, as any other
     # lazy: click and the groups, for every other command line
     from crewpoint.tui.cli.root import main
 
