@@ -16,7 +16,7 @@ summary: a reader goes to the body's rows instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 MAX_USAGE_TEXT = 4096
@@ -67,12 +67,18 @@ def _grouped(rows: Iterable[Mapping[str, Any]]) -> Groups:
     return groups
 
 
-def _text(chain: Groups, run: Groups) -> str:
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _text(chain: Groups, run: Groups, encode: Callable[[Any], str] = _dumps) -> str:
+    """The summary text: ``{"chain":[...],"run":[...]}`` as compact JSON (``encode`` makes the same text as
+    :func:`_dumps`, faster where it is already loaded)."""
     if not chain and not run:
         return ""
-    entries = _entries(run)
-    parts = {"chain": entries if chain is run else _entries(chain), "run": entries}
-    text = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
+    run_text = encode(_entries(run))
+    chain_text = run_text if chain is run else encode(_entries(chain))
+    text = '{"chain":' + chain_text + ',"run":' + run_text + "}"
     return text if len(text) <= MAX_USAGE_TEXT else TOO_LONG
 
 
@@ -88,6 +94,10 @@ class RunSummaries:
     change is the same copy): the same text, without summing every row again at every checkpoint."""
 
     def __init__(self) -> None:
+        # lazy: the C encoder of the store writers (loads hashlib and zlib, which a listing never needs)
+        from crewpoint.providers.chunks import encode_json
+
+        self._encode = encode_json
         self._before: Sequence[Mapping[str, Any]] = ()
         self._seed: Groups = {}
         self._rows: list[object] = []
@@ -111,7 +121,7 @@ class RunSummaries:
                 chain = run
             self._after.append((chain, run))
         self._rows = list(rows)
-        return _text(chain, run)
+        return _text(chain, run, self._encode)
 
 
 def _copy(groups: Groups) -> Groups:
