@@ -103,8 +103,8 @@ def encode_value(value: Any) -> str:
     kind = type(value)
     if kind is Encoded:
         return "[" + ",".join(item_texts(value)) + "]"
-    if kind is dict and any(type(v) is Encoded for v in value.values()) and all(type(k) is str for k in value):
-        return "{" + ",".join(encode_json(k) + ":" + encode_value(v) for k, v in value.items()) + "}"
+    if kind is dict and Encoded in map(type, value.values()) and all(type(k) is str for k in value):
+        return "{" + ",".join([encode_json(k) + ":" + encode_value(v) for k, v in value.items()]) + "}"
     return encode_json(value)
 
 
