@@ -16,6 +16,7 @@ summary: a reader goes to the body's rows instead.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -98,12 +99,17 @@ class RunSummaries:
         from crewpoint.providers.chunks import encode_json
 
         self._encode = encode_json
+        self._lock = threading.Lock()
         self._before: Sequence[Mapping[str, Any]] = ()
         self._seed: Groups = {}
         self._rows: list[object] = []
         self._after: list[tuple[Groups, Groups]] = []  # the chain's and the run's groups after each row
 
     def summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
+        with self._lock:  # checkpoints captured on several threads at once take their turns
+            return self._summary(before, rows)
+
+    def _summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
         if before is not self._before and (before or self._before):  # (any empty list is the same)
             self._before, self._seed, self._rows, self._after = before, _grouped(before), [], []
         known, start = self._rows, 0

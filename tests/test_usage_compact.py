@@ -92,11 +92,9 @@ def test_a_history_that_is_not_the_one_last_captured_is_encoded_afresh(tmp_path:
     for n in range(3):
         state.events.add(TaskStartedEvent(task_id=f"t{n}", task_name=f"task {n}"))
     first = state.capture("manual").body["events"]
-    other = EventRecord([TaskStartedEvent(task_id="x", task_name="another history")])
-    other.add(TaskStartedEvent(task_id="y", task_name="and more"))
-    state.events = other
+    state.events = EventRecord(TaskStartedEvent(task_id=name, task_name="another history") for name in "wxyz")
     events = state.capture("manual").body["events"]
-    assert [e["task_id"] for e in events] == ["x", "y"] and len(first) == 3
+    assert [e["task_id"] for e in events] == list("wxyz") and len(first) == 3
     assert list(item_texts(events)) == [encode_json(e) for e in events]
 
 
