@@ -19,7 +19,6 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.project import fill_from_config
 from crewpoint.task import Task
 from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool
@@ -116,6 +115,11 @@ class Agent(BaseModel, CheckpointedEntity):
     @classmethod
     def _from_config(cls, data: Any) -> Any:
         """``Agent(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
+        if not isinstance(data, dict) or "config" not in data:
+            return data
+        # lazy: crewpoint.project (YAML projects) loads only when a config is given
+        from crewpoint.project import fill_from_config
+
         return fill_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
 
     @model_validator(mode="after")

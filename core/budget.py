@@ -19,7 +19,6 @@ Headless and cheap: the standard library only at import time.
 
 from __future__ import annotations
 
-import logging
 import math
 import sys
 import weakref
@@ -44,8 +43,6 @@ __all__ = [
     "spending_of",
     "stop",
 ]
-
-log = logging.getLogger("crewpoint")
 
 TRIGGER = "budget_exceeded"
 """The event a budget stop emits and the trigger of the checkpoint it writes."""
@@ -264,7 +261,10 @@ def over_budget(state: RuntimeState | None) -> tuple[RuntimeState, Budget, Spend
             for model in spent.unpriced:
                 if model not in meter.warned:
                     meter.warned.add(model)
-                    log.warning(
+                    # logging loads with the first warning, not with the API
+                    import logging
+
+                    logging.getLogger("crewpoint").warning(
                         "budget: the price of model %r is unknown, so its dollars cannot be checked against the "
                         "budget; its tokens are counted",
                         model,

@@ -14,17 +14,17 @@ from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
-from crewpoint.feedback import Answer, FeedbackPending, FeedbackWait
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
 from crewpoint.memory import CrewMemory
 from crewpoint.providers.dependencies import readers, reads_of
 from crewpoint.task import Task, TaskOutput
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
-from crewpoint.usage import UsageMetrics
 
 if TYPE_CHECKING:
+    from crewpoint.feedback import Answer, FeedbackPending
     from crewpoint.project import KickoffHooks
     from crewpoint.runtime import RuntimeState
+    from crewpoint.usage import UsageMetrics
 
 
 class CrewOutput(BaseModel):
@@ -201,6 +201,9 @@ class Crew(BaseModel, CheckpointedEntity):
     def usage_metrics(self) -> UsageMetrics | None:
         """What this crew's run spent on LLM calls, under CrewAI's names (None before a kickoff); a resumed run
         counts its own calls, not those of the tasks it took over."""
+        # lazy: the usage ledger's names load with the first run, not with the API
+        from crewpoint.usage import UsageMetrics
+
         return UsageMetrics.of(self._state.usage.rows()) if self._state is not None else None
 
     # -- running ------------------------------------------------------------------------------------------
@@ -233,6 +236,9 @@ class Crew(BaseModel, CheckpointedEntity):
             CrewKickoffStartedEvent,
             event_bus,
         )
+
+        # lazy: the ways of asking a person load with the first run, not with the API
+        from crewpoint.feedback import FeedbackWait
 
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, current_state, running
@@ -303,6 +309,9 @@ class Crew(BaseModel, CheckpointedEntity):
     def _run_task(self, index: int) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
+
+        # lazy: the ways of asking a person load with the first run, not with the API
+        from crewpoint.feedback import FeedbackWait
 
         task = self.tasks[index]
         agent = task.agent

@@ -12,11 +12,8 @@ request in the store, so one answer wins, and resumes the run from that checkpoi
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
-import shlex
-import socket
 import sys
 import time
 import uuid
@@ -110,6 +107,10 @@ class Answerable(Protocol):
 
 
 def who_am_i() -> str:
+    # the user's and host's names load with the first answer, not with the API
+    import getpass
+    import socket
+
     try:
         user = getpass.getuser()
     except Exception:
@@ -319,6 +320,8 @@ def command_for(verb: str, checkpoint_id: str, store: str) -> str:
     short = short_id(checkpoint_id, SHORT_ID, typeable=True)
     if _found_by_default(store):
         return f"crewpoint checkpoint {verb} {short}"
+    import shlex
+
     return f"crewpoint checkpoint {verb} --location {shlex.quote(shown_location(store))} {short}"
 
 

@@ -20,13 +20,13 @@ from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
-from crewpoint.feedback import Answer, FeedbackWait
 from crewpoint.flow_review import FeedbackSpec, HumanFeedbackResult, ask, review, spec_of
 from crewpoint.flow_review import human_feedback as human_feedback
 from crewpoint.flow_review import text_of as _text
 from crewpoint.text import a_or_an
 
 if TYPE_CHECKING:
+    from crewpoint.feedback import Answer
     from crewpoint.runtime import RuntimeState
 
 StateT = TypeVar("StateT", bound=dict[str, Any] | BaseModel)
@@ -277,6 +277,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
 
+        # lazy: the ways of asking a person load with the first run, not with the API
+        from crewpoint.feedback import FeedbackWait
+
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, current_state, running
 
@@ -363,6 +366,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             MethodExecutionStartedEvent,
             event_bus,
         )
+
+        # lazy: the ways of asking a person load with the first run, not with the API
+        from crewpoint.feedback import FeedbackWait
 
         index = len(self._log)
         if index < len(self._replay) and self._replay[index][0] == name:

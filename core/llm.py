@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from crewpoint.budget import check_before_call, stop
 from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
-from crewpoint.usage import TOKEN_KEYS, call_usage, estimate_tokens, usage_from_report
 
 if TYPE_CHECKING:
     import httpx
@@ -209,6 +208,9 @@ class BaseLLM(BaseModel):
 
     def record_usage_report(self, report: Mapping[str, Any]) -> None:
         """Report an OpenAI-compatible ``usage`` object for the call in progress (see :func:`usage_from_report`)."""
+        # lazy: the usage rules load with the first call, not with the API
+        from crewpoint.usage import TOKEN_KEYS, usage_from_report
+
         counts = usage_from_report(report)
         if any(counts[name] is not None for name in TOKEN_KEYS):
             ctx = _current_call.get()
@@ -233,6 +235,9 @@ class BaseLLM(BaseModel):
     def _emit_completed(self, ctx: _CallContext, text: str) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallCompletedEvent, event_bus
+
+        # lazy: the usage rules load with the first call, not with the API
+        from crewpoint.usage import call_usage
 
         reported = ctx.reported
         estimating = reported is None or reported.get("input_tokens") is None
@@ -473,6 +478,9 @@ class OfflineLLM(BaseLLM):
         text = self.respond(messages)
         ctx = _current_call.get()
         if ctx is not None:  # deterministic usage, reported (not estimated): the estimate rule on what went each way
+            # lazy: the usage rules load with the first call, not with the API
+            from crewpoint.usage import estimate_tokens
+
             ctx.reported = {
                 "input_tokens": estimate_tokens(_characters(messages)),
                 "output_tokens": estimate_tokens(len(text)),

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state
-from crewpoint.project import fill_from_config
 from crewpoint.text import clip, interpolate, placeholders
 
 if TYPE_CHECKING:
@@ -71,6 +70,11 @@ class Task(BaseModel):
     @classmethod
     def _from_config(cls, data: Any) -> Any:
         """``Task(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
+        if not isinstance(data, dict) or "config" not in data:
+            return data
+        # lazy: crewpoint.project (YAML projects) loads only when a config is given
+        from crewpoint.project import fill_from_config
+
         return fill_from_config(data, cls.model_fields, "Task", warn_unknown=True)
 
     @model_validator(mode="after")
