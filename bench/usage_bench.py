@@ -2,13 +2,14 @@
 
 "Without" is this bench's own switch, the pieces that record usage replaced by what they would be without it: the
 offline model counts nothing and reports nothing, the LLM's completion event carries no counts, and the runtime
-neither follows units nor sums calls nor writes a ``usage`` section. Counting what a call sent and said is part of
-recording, so it lands on the recorded side. Both sides do the same work (each run's output is compared), in fresh
-stores; runs alternate (each side first in every other round) so that the machine's drift lands on both, and each
-figure is the median of the rounds' ratios. The target row is the run's wall time, what a user waits (checkpoints
-fsync'd); the CPU-time row (this process, all its threads: the writer's too) is the stricter view, since an offline
-call costs nothing next to writing a checkpoint. A third side records usage but writes no ``usage`` section, to
-show what the section's rows cost on their own (every checkpoint holds every row so far).
+neither follows units nor sums calls nor writes a ``usage`` section (nor a usage summary in its metadata). Counting
+what a call sent and said is part of recording, so it lands on the recorded side. Both sides do the same work (each
+run's output and number of checkpoints are compared), in fresh stores; runs alternate (each side first in every
+other round) so that the machine's drift lands on both, and each figure is the median of the rounds' ratios. The
+target row is the run's wall time, what a user waits (checkpoints fsync'd); the CPU-time row (this process, all its
+threads: the writer's too) is the stricter view, since an offline call costs nothing next to writing a checkpoint. A
+third side records usage but writes no ``usage`` section, to show what the section's rows cost on their own (every
+checkpoint holds every row so far).
 
 ``USAGE_BENCH_ROUNDS`` and ``USAGE_BENCH_TASKS`` make it smaller (the smoke test runs it so).
 """
