@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -67,6 +68,19 @@ _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call"
 
 def _new_call_id() -> str:
     return uuid.uuid4().hex
+
+
+_rules: list[ModuleType] = []
+
+
+def _usage_rules() -> ModuleType:
+    """:mod:`crewpoint.usage`, imported by the first call that needs it (not by the API), then kept at hand."""
+    if not _rules:
+        # lazy: the usage rules load with the first call, not with the API
+        import crewpoint.usage
+
+        _rules.append(crewpoint.usage)
+    return _rules[0]
 
 
 def _characters(messages: list[dict[str, str]] | None) -> int:
@@ -236,12 +250,9 @@ class BaseLLM(BaseModel):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
-        # lazy: the usage rules load with the first call, not with the API
-        from crewpoint.usage import call_usage
-
         reported = ctx.reported
         estimating = reported is None or reported.get("input_tokens") is None
-        usage = call_usage(
+        usage = _usage_rules().call_usage(
             reported,
             model=self.model,
             provider=self.provider_name(),
@@ -478,9 +489,7 @@ class OfflineLLM(BaseLLM):
         text = self.respond(messages)
         ctx = _current_call.get()
         if ctx is not None:  # deterministic usage, reported (not estimated): the estimate rule on what went each way
-            # lazy: the usage rules load with the first call, not with the API
-            from crewpoint.usage import estimate_tokens
-
+            estimate_tokens = _usage_rules().estimate_tokens
             ctx.reported = {
                 "input_tokens": estimate_tokens(_characters(messages)),
                 "output_tokens": estimate_tokens(len(text)),

@@ -19,9 +19,12 @@ Estimates follow one fixed rule, :func:`estimate_tokens`: ``ceil(characters / 4)
 from __future__ import annotations
 
 import threading
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from crewpoint.providers.chunks import Encoded
 
 __all__ = [
     "CALL_KEYS",
@@ -217,9 +220,7 @@ class UsageLedger:
         """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row
         that has not changed since the last call is the same copy, so a checkpoint per task copies one row). The
         list carries each row's JSON, encoded once when its copy was made, for the writers to splice in."""
-        # lazy: the providers' JSON encoder (hashlib, zlib) is loaded by the first checkpoint, not by the import
-        from crewpoint.providers.chunks import Encoded, encode_json
-
+        encoded, encode_json = _encoder()
         with self._lock:
             shown, live, texts = self._shown, self._live, self._texts
             for position in self._stale:
@@ -227,10 +228,24 @@ class UsageLedger:
                 shown[position] = copy = {**row, "duration_s": round(row["duration_s"], 6)}
                 texts[position] = encode_json(copy)
             self._stale.clear()
-            return Encoded(shown, list(texts))
+            return encoded(shown, list(texts))
 
     def __bool__(self) -> bool:
         return bool(self._rows)
+
+
+_encoders: list[tuple[type[Encoded], Callable[[Any], str]]] = []
+
+
+def _encoder() -> tuple[type[Encoded], Callable[[Any], str]]:
+    """The providers' :class:`~crewpoint.providers.chunks.Encoded` and ``encode_json``, loaded by the first
+    checkpoint (they load hashlib and zlib), not by the import, then kept at hand."""
+    if not _encoders:
+        # lazy: the providers' JSON encoder (hashlib, zlib) is loaded by the first checkpoint, not by the import
+        from crewpoint.providers.chunks import Encoded, encode_json
+
+        _encoders.append((Encoded, encode_json))
+    return _encoders[0]
 
 
 def sum_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

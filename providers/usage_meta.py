@@ -112,9 +112,12 @@ class RunSummaries:
     def _summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
         if before is not self._before and (before or self._before):  # (any empty list is the same)
             self._before, self._seed, self._rows, self._after = before, _grouped(before), [], []
-        known, start = self._rows, 0
-        while start < len(known) and start < len(rows) and rows[start] is known[start]:
-            start += 1
+        known = self._rows
+        start = len(known)
+        if start > len(rows) or rows[:start] != known:  # (a run's rows only grow: usually all are known)
+            start = 0
+            while start < len(known) and start < len(rows) and rows[start] is known[start]:
+                start += 1
         chain, run = self._after[start - 1] if start else (self._seed, {})
         del self._after[start:]
         for row in rows[start:]:
