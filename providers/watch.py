@@ -3,6 +3,11 @@
 A provider describes what to watch (:class:`WatchSpec`); :func:`watch_files` turns file-system events into
 :class:`~crewpoint.providers.base.StoreChange` items. A store that does not exist yet is waited for in the
 nearest folder that does, then watched itself. watchfiles is imported only when a watch starts.
+
+A folder made inside a folder watched recursively is watched only once the watcher has seen it made, so a file
+written in it at once (CrewAI makes a branch folder and writes its checkpoint right away), or a folder moved in
+whole, may never be reported. A new folder therefore counts as a change, and that change is reported only once the
+watch is made anew over the whole tree: a read begun after it sees what the old watch missed.
 """
 
 from __future__ import annotations
@@ -62,12 +67,17 @@ async def watch_files(
 ) -> AsyncIterator[StoreChange]:
     """Yield one :class:`StoreChange` per burst of changes that ``spec_of()`` says count, until ``stop``.
     ``ready`` is called once the first watch is in place."""
-    from watchfiles import awatch
+    from watchfiles import Change, awatch
 
+    owed: StoreChange | None = None  # a change seen by the last watch, reported once this one is in place
     while not stop.is_set():
         spec = spec_of()
+        grown: list[str] = []
 
-        def keep(_change: Any, changed: str, spec: WatchSpec = spec) -> bool:
+        def keep(change: Any, changed: str, spec: WatchSpec = spec, grown: list[str] = grown) -> bool:
+            if spec.recursive and change == Change.added and os.path.isdir(changed):
+                grown.append(changed)  # what was written in it before its own watch may never be reported
+                return True
             return spec.keep(changed)
 
         batches = awatch(
@@ -87,13 +97,20 @@ async def watch_files(
             ready()
             ready = None
         try:
+            if owed is not None:
+                change, owed = owed, None
+                yield change
             while True:
                 try:
                     changes = await pending
                 except StopAsyncIteration:
                     return  # stopped
                 paths = [changed for _change, changed in changes]
-                yield StoreChange(spec.location, runs_only=bool(paths) and all(spec.runs_only(p) for p in paths))
+                change = StoreChange(spec.location, runs_only=bool(paths) and all(spec.runs_only(p) for p in paths))
+                if grown:
+                    owed = change
+                    break  # a new folder: watch the whole tree anew, then report
+                yield change
                 if not spec.exists and spec_of().exists:
                     break  # the store appeared: watch the store itself from now on
                 pending = asyncio.ensure_future(anext(batches))
