@@ -122,7 +122,8 @@ class RuntimeState:
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
         self._summaries = RunSummaries()  # the usage summary of each checkpoint's metadata
-        self._events_encoded: tuple[list[dict[str, Any]], list[str]] = ([], [])  # the last capture's events, JSON
+        # the last capture's events: the history's own dicts, the copies a body holds, their JSON
+        self._events_encoded: tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]] = ([], [], [])
         self.outer: RuntimeState | None = None
         """The run this one runs inside (a crew kicked off in a flow's method): its usage is counted there too."""
         self._lock = threading.Lock()
@@ -199,14 +200,17 @@ class RuntimeState:
 
     def _encoded_events(self) -> Encoded:
         """The event history as a checkpoint stores it, with each event's JSON: an event the last capture had
-        (the history only grows, and a recorded event is never changed) keeps the text made then."""
-        events = self.events.to_list()
-        known, texts = self._events_encoded
+        (the history only grows, and a recorded event is never changed) keeps the copy and the text made then, so
+        a capture copies and encodes only the events that came since."""
+        compacts = self.events.compacts()
+        known, events, texts = self._events_encoded
         count = len(known)
-        if count > len(events) or events[:count] != known:
-            count, texts = 0, []
-        texts = [*texts[:count], *map(encode_json, events[count:])]
-        self._events_encoded = (events, texts)
+        if count > len(compacts) or compacts[:count] != known:
+            count, events, texts = 0, [], []
+        fresh = compacts[count:]
+        events = [*events[:count], *map(dict, fresh)]
+        texts = [*texts[:count], *map(encode_json, fresh)]
+        self._events_encoded = (compacts, events, texts)
         return Encoded(events, texts)
 
     # -- usage ----------------------------------------------------------------------------------------

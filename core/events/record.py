@@ -272,6 +272,11 @@ class EventRecord:
         with self._lock.read():
             return [dict(n.compact) for n in self._nodes.values()]
 
+    def compacts(self) -> list[dict[str, Any]]:
+        """The events' compact dicts themselves, in order: to be read, never changed (:meth:`to_list` copies)."""
+        with self._lock.read():
+            return [n.compact for n in self._nodes.values()]
+
     @classmethod
     def from_list(cls, items: Iterable[Mapping[str, Any]]) -> EventRecord:
         """Rebuild the graph from :meth:`to_list` output; unknown event types come back as plain events."""
