@@ -98,6 +98,21 @@ def test_a_history_that_is_not_the_one_last_captured_is_encoded_afresh(tmp_path:
     assert list(item_texts(events)) == [encode_json(e) for e in events]
 
 
+def test_each_capture_holds_the_whole_history_and_changing_one_leaves_the_run_s_history_as_it_was(
+    tmp_path: Path,
+) -> None:
+    state = RuntimeState(three_steps(str(tmp_path / "store")), None)
+    state.events.add(TaskStartedEvent(task_id="t0", task_name="task 0"))
+    first = state.capture("manual").body["events"]
+    state.events.add(TaskStartedEvent(task_id="t1", task_name="task 1"))
+    second = state.capture("manual").body["events"]
+    assert [e["task_id"] for e in first] == ["t0"] and [e["task_id"] for e in second] == ["t0", "t1"]
+    assert second == state.events.to_list() and list(item_texts(second)) == [encode_json(e) for e in second]
+    second[0]["task_name"] = "changed by a reader of the body"
+    assert [e["task_name"] for e in state.events.to_list()] == ["task 0", "task 1"]
+    assert [e["task_name"] for e in state.events.compacts()] == ["task 0", "task 1"]
+
+
 def test_a_list_changed_after_it_was_encoded_is_encoded_again() -> None:
     rows = Encoded([{"a": 1}], [encode_json({"a": 1})])
     rows.append({"b": True})
