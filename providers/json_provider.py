@@ -55,6 +55,7 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
     new_meta,
+    walk_parents,
 )
 from crewpoint.providers.claims import check_claim_key, claim_file, claim_files, read_claim_file
 from crewpoint.providers.files import O_CLOEXEC as _O_CLOEXEC
@@ -322,6 +323,22 @@ class JsonProvider(BaseProvider):
 
     def list(self, location: str, branch: str | None = None) -> list[CheckpointMeta]:
         return [new_meta(*row) for row in self.list_rows(location, branch)]
+
+    # latest, meta and ancestors read the same rows as list and make an object only of the rows they give back
+    def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
+        return next((new_meta(*row) for row in self.list_rows(location, branch) if row.damaged is None), None)
+
+    def meta(self, location: str, checkpoint_id: str) -> CheckpointMeta | None:
+        return next((new_meta(*row) for row in self.list_rows(location) if row.id == checkpoint_id), None)
+
+    def ancestors(self, location: str, checkpoint_id: str) -> builtins.list[CheckpointMeta]:
+        by_id = {row.id: row for row in self.list_rows(location)}
+
+        def lookup(wanted: str) -> CheckpointMeta | None:
+            row = by_id.get(wanted)
+            return None if row is None else new_meta(*row)
+
+        return walk_parents(lookup, checkpoint_id)
 
     def iter_list_rows(self, location: str, branch: str | None = None) -> Iterator[ListedRow]:
         return iter(self.list_rows(location, branch))
