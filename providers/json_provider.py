@@ -66,6 +66,7 @@ from crewpoint.providers.files import (
     fsync_dir,
     make_private_dirs,
     nearest_existing,
+    one_look,
     probe_file,
     remove_stale_temp_files,
     utf8_text,
@@ -214,6 +215,10 @@ class _Entry(NamedTuple):
         )
 
 
+_LOOKED: dict[tuple[str, str | None], tuple[object, tuple[ListedRow, ...]]] = {}
+"""The listing taken for the question being answered with one look (:func:`one_look`), by location and branch."""
+
+
 class JsonProvider(BaseProvider):
     """Checkpoints as JSON files in a folder; ``location`` is the folder (or one checkpoint file)."""
 
@@ -346,7 +351,23 @@ class JsonProvider(BaseProvider):
     def list_rows(self, location: str, branch: str | None = None) -> builtins.list[ListedRow]:
         """What :meth:`list` gives, as rows (:class:`~crewpoint.providers.listed.ListedRow`): a row of the index
         whose file has the size, time and folder the index recorded is taken as it stands (no object made per
-        field); any other file's header is read, and a file that fails its checks is listed damaged."""
+        field); any other file's header is read, and a file that fails its checks is listed damaged. While one
+        question is answered with one look (:func:`~crewpoint.providers.files.looking_once`: ``info``, ``diff``),
+        the store is listed once for it."""
+        question = one_look()
+        if question is None:
+            return self._list_rows(location, branch)
+        key = (location, branch)
+        looked = _LOOKED.get(key)
+        if looked is not None and looked[0] is question:
+            return list(looked[1])
+        if any(asked is not question for asked, _ in _LOOKED.values()):
+            _LOOKED.clear()  # a look taken for another question is never used for this one
+        rows = self._list_rows(location, branch)
+        _LOOKED[key] = (question, tuple(rows))
+        return rows
+
+    def _list_rows(self, location: str, branch: str | None = None) -> builtins.list[ListedRow]:
         root = _root(location)[0]
         if branch is not None:
             check_stored_branch(branch)
