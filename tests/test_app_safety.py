@@ -487,8 +487,9 @@ async def test_a_live_run_is_opened_and_followed_until_the_user_moves(store: Pat
             await pilot.press("up")  # the user moves: the cursor stays with them
             mine = tree.chosen_id
             await wait_until(pilot, lambda: len(new_ones()) >= 3, timeout=30)
-            await pilot.pause(0.2)
             assert tree.chosen_id == mine
+            await wait_until(pilot, lambda: len(new_ones()) >= 4, timeout=30)  # the run's last checkpoint arrived:
+            assert tree.chosen_id == mine  # the app had every chance to follow it, and left the cursor alone
         finally:
             process.kill()
             await asyncio.to_thread(process.wait, 10)
