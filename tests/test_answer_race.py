@@ -8,62 +8,17 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.review import listed, ran, run, wait_in
 
 from crewpoint.providers import CheckpointMeta, CheckpointRecord, SqliteProvider
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 ROUNDS = 3
 """Races per store, each on a fresh waiting run: a lost race shows in one of them."""
-
-REVIEW = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-
-    from crewpoint.checkpoint.config import CheckpointConfig
-    from crewpoint.feedback import FeedbackPending, human_feedback
-    from crewpoint.flow import Flow, listen, start
-
-    HERE = Path(__file__).parent
-
-
-    def note(word):
-        with open(HERE / "ran.txt", "a") as f:
-            f.write(word + "\\n")
-
-
-    class Review(Flow):
-        @start()
-        @human_feedback(message="Publish the draft?", emit=["approved", "rejected"], default_outcome="approved")
-        def draft(self):
-            note("draft")
-            return "Draft of the post"
-
-        @listen("approved")
-        def publish(self, result):
-            note("published")
-            return "published"
-
-        @listen("rejected")
-        def redo(self, result):
-            note("redone")
-            return "redone"
-
-
-    WHERE = sys.argv[1]
-    flow = Review(checkpoint=CheckpointConfig(location=WHERE))
-
-    if __name__ == "__main__":
-        result = flow.kickoff()
-        sys.exit(75 if isinstance(result, FeedbackPending) else 0)
-    """
-)
 
 ANSWERER = r"""
 import os, runpy, sys
@@ -91,35 +46,12 @@ class Answered:
     stderr: str
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def listed(project: Path, store: str) -> list[dict[str, Any]]:
-    done = cli("list", store, "--json", cwd=project)
-    assert done.returncode == 0, done.stderr
-    rows: list[dict[str, Any]] = json.loads(done.stdout)
-    return rows
-
-
-def ran(project: Path) -> list[str]:
-    path = project / "ran.txt"
-    return path.read_text().split() if path.exists() else []
-
-
 def waiting_run(project: Path, store: str) -> dict[str, Any]:
     """The review flow run in its own process until it waits in ``store``; the waiting row of ``list``."""
-    project.mkdir()
-    (project / "review.py").write_text(REVIEW)
-    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
-    waited = subprocess.run(
-        [sys.executable, "review.py", store], cwd=project, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert waited.returncode == 75, waited.stderr
-    rows = [row for row in listed(project, store) if row["status"] == "waiting" and row["request"] is not None]
-    assert len(rows) == 1, rows
+    row = wait_in(project, store)
+    assert row["status"] == "waiting"
     assert ran(project) == ["draft"]
-    return rows[0]
+    return row
 
 
 def race(project: Path, store: str, checkpoint_id: str) -> list[Answered]:
@@ -200,7 +132,7 @@ def test_two_answers_at_once_one_wins_and_the_other_is_told_who(
         assert len({r["run_id"] for r in rows}) == 2 * (n + 1)  # each round: the waiting run and the answer's
 
         assert rows[0]["run_id"] == answers[0]["run_id"]  # the newest checkpoint: where the winner's run ended
-        info = cli("info", rows[0]["id"], "--location", store, cwd=project)
+        info = run("info", rows[0]["id"], "--location", store, cwd=project)
         assert info.returncode == 0, info.stderr
         given = info.stdout.split("feedback given\n", 1)[1].split("\n\n", 1)[0].splitlines()
         assert given == [given[0]] and given[0].startswith(f"  1. draft -> {winner.outcome}: (accepted) (by ")
@@ -234,7 +166,7 @@ def test_a_sqlite_store_checked_before_a_run_keeps_what_the_run_writes_after_ano
     other = subprocess.run([sys.executable, "-c", READER, store], capture_output=True, text=True, timeout=120)
     assert other.returncode == 0 and other.stdout.split() == ["1"], other.stderr
     provider.write(store, record(2))
-    shown = cli("list", store, "--json", cwd=tmp_path)  # read by another process while the writer is still open
+    shown = run("list", store, "--json", cwd=tmp_path)  # read by another process while the writer is still open
     assert shown.returncode == 0, shown.stderr
     assert sorted(row["id"] for row in json.loads(shown.stdout)) == ["cp0001", "cp0002"]
     provider.close()
