@@ -12,8 +12,9 @@ from pathlib import Path
 
 from chromium import Chromium, stop_group
 from support.reading import browser, text_of
+from support.review import REVIEW, ran
 from support.waiting import settle, wait_until
-from test_answer_cli import REVIEW, paused, ran
+from test_answer_cli import paused
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, TextArea
 

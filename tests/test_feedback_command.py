@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_answer_cli import CLI, REVIEW, ran
+from support.review import CLI, REVIEW, ran
 
 WAIT = "import sys; sys.argv[1:] = [sys.argv[1]]; from review import flow; print(flow.kickoff().command)"
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.review import CLI, listed, ran, run
 from support.waiting import wait_for
-from test_answer_cli import CLI, listed, one_line_refusal, paused, ran, run
+from test_answer_cli import one_line_refusal, paused
 
 from crewpoint.providers import provider_for
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.reading import browser
+from support.review import listed, ran, run
 from support.waiting import wait_until
-from test_answer_cli import listed, paused, ran, run
+from test_answer_cli import paused
 
 from crewpoint.tui.app import make_app
 from crewpoint.tui.store_index import SegmentRef
