@@ -26,7 +26,7 @@ from crewpoint.flow_review import FeedbackSpec as FeedbackSpec
 from crewpoint.flow_review import HumanFeedbackResult as HumanFeedbackResult
 from crewpoint.flow_review import human_feedback as human_feedback
 from crewpoint.flow_review import spec_of
-from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.base import CheckpointError, CheckpointMeta
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.config import CheckpointConfig
@@ -323,6 +323,14 @@ def command_for(verb: str, checkpoint_id: str, store: str) -> str:
     import shlex
 
     return f"crewpoint checkpoint {verb} --location {shlex.quote(shown_location(store))} {short}"
+
+
+def command_at(verb: str, meta: CheckpointMeta) -> str:
+    """:func:`command_for` the checkpoint ``meta`` describes, in the store it lies in."""
+    # lazy: ids and locations by the providers' rules, only when a command is named
+    from crewpoint.providers import provider_for
+
+    return command_for(verb, meta.id, provider_for(meta.location).store_of(meta))
 
 
 def _found_by_default(store: str) -> bool:

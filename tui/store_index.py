@@ -347,13 +347,16 @@ def pending_request(body: object) -> dict[str, Any] | None:
     return request
 
 
-def budget_lines(trigger: str, events: list[Any], checkpoint_id: str) -> list[str]:
-    """What ``info`` says of a checkpoint a budget stopped (trigger ``budget_exceeded``): ``stopped: budget``, what
-    the run spent of which budget (from its ``budget_exceeded`` event), and how to go on with a larger one."""
-    if trigger != "budget_exceeded":
+def budget_lines(meta: CheckpointMeta, events: list[Any]) -> list[str]:
+    """What ``info`` says of a checkpoint a budget stopped: ``stopped: budget``, what the run spent of which budget
+    (its ``budget_exceeded`` event), and the resume command (:func:`~crewpoint.feedback.command_for`) that goes on."""
+    if meta.trigger != "budget_exceeded":
         return []
     # lazy: crewpoint.cost loads decimal, which list (statuses only) never needs
     from crewpoint.cost import format_usd
+
+    # lazy: naming a command reads the store's provider, only for a checkpoint a budget stopped
+    from crewpoint.feedback import command_at
 
     found = [e for e in events if isinstance(e, dict) and e.get("type") == "budget_exceeded"]
     line = f"{STATUS_WORDS['budget']}: the run stopped here, before an LLM call"
@@ -376,7 +379,7 @@ def budget_lines(trigger: str, events: list[Any], checkpoint_id: str) -> list[st
         suggested = [f"--budget {budget_usd * 2:g}"] if budget_usd is not None and budget_usd > 0 else []
         suggested += [f"--budget-tokens {int(budget_tokens) * 2}"] if budget_tokens is not None else []
         options = " ".join(suggested) or options
-    return ["", line, f"  go on with a larger budget: crewpoint checkpoint resume {checkpoint_id[:12]} {options}"]
+    return ["", line, f"  go on with a larger budget: {command_at('resume', meta)} {options}"]
 
 
 def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:

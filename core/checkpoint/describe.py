@@ -146,12 +146,9 @@ class CostView:
 def _answer_command(meta: CheckpointMeta) -> str:
     """The command that answers the checkpoint, as every view names it (:func:`crewpoint.feedback.command_for`)."""
     # lazy: naming a command reads the store's provider, only for a checkpoint that waits
-    from crewpoint.feedback import command_for
+    from crewpoint.feedback import command_at
 
-    # lazy: naming a command reads the store's provider, only for a checkpoint that waits
-    from crewpoint.providers import provider_for
-
-    return command_for("answer", meta.id, provider_for(meta.location).store_of(meta))
+    return command_at("answer", meta)
 
 
 def _clock(at: Any) -> str:
