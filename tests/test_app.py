@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.processes import gated_demo
 from support.reading import browser, choose, log_text, screen_text, text_of
 from support.stores import make_forked_store
 from support.waiting import settle, wait_until
@@ -306,21 +307,22 @@ async def test_live_refresh_while_another_process_writes(store: Path) -> None:
         await pilot.pause()
         selected = screen.ckpt_tree.chosen_id
         before = len(screen.metas)
-        writer = subprocess.Popen(
-            [sys.executable, "-m", "crewpoint.tui.cli", "demo", "--location", str(store), "--delay", "0.3"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        writer = subprocess.Popen(  # held after its first task until the test says go on
+            gated_demo(store), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
             await wait_until(pilot, lambda: len(screen.metas) > before, timeout=30)
-            assert writer.poll() is None  # nodes appear while the other process still runs
-            assert screen.index.live_branches()
-            assert "● live" in screen_text(pilot)
-            await asyncio.to_thread(writer.wait, 60)
+            await wait_until(pilot, lambda: bool(screen.index.live_branches()) and "● live" in screen_text(pilot))
+            assert writer.poll() is None  # nodes and the live mark appear while the other process still runs
+            assert writer.stdin is not None
+            writer.stdin.write(b"go\n")
+            writer.stdin.close()
+            assert await asyncio.to_thread(writer.wait, 60) == 0
             await wait_until(pilot, lambda: len(screen.metas) == before + 7, timeout=15)  # crew 4, flow 3
         finally:
             if writer.poll() is None:
                 writer.kill()
+                writer.wait()
         assert screen.ckpt_tree.chosen_id == selected  # the selection stays put
 
 

@@ -98,7 +98,9 @@ async def test_the_live_run_shows_as_the_app_opens_and_the_cursor_follows_it(
         assert head.trigger == "crew_kickoff_started" and head.tasks_done == 0
         assert process.poll() is None
         await wait_until(pilot, lambda: screen.ckpt_tree.chosen_id == head.id)  # the cursor follows the live run
-        await wait_until(pilot, lambda: screen.detail.ready and screen.detail.meta is not None)
+        # the chosen checkpoint is the one shown, loaded (until its Chosen message lands the panel still shows the
+        # checkpoint chosen before, ready, and f would be about that one or refused while the head loads)
+        await wait_until(pilot, lambda: screen.detail.ready and getattr(screen.detail.meta, "id", None) == head.id)
 
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))

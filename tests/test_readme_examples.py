@@ -426,7 +426,7 @@ async def test_a_run_that_waits_is_answered_each_way_the_readme_shows(tmp_path: 
         await wait_until(pilot, lambda: screen.waiting_runs() == 1)
         await wait_until(pilot, lambda: screen.ckpt_tree.reveal(str(row["id"])))
         await settle(pilot)
-        await wait_until(pilot, lambda: screen.detail.ready and screen.selected is not None)
+        await wait_until(pilot, lambda: screen.detail.ready and getattr(screen.detail.meta, "id", "") == row["id"])
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
         dialog = app.screen

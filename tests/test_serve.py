@@ -19,6 +19,7 @@ import httpx
 import pytest
 from chromium import Chromium, stop_group
 from click.testing import CliRunner
+from support.processes import gated_demo
 from support.stores import make_store
 from textual.widgets import Input, TextArea
 
@@ -229,22 +230,20 @@ async def test_the_browser_shows_a_checkpoint_another_process_writes(served: Ser
         shown = await page.wait_for_text("1 run · 1 branch · 4 ckpt")  # the crew's line in the tree
         assert re.search(r"4/4 +\S+ +\S+ +task_completed", shown)
 
+        # the demo run in a process of its own, which waits after its first task for the test's word on its stdin
         writer = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "crewpoint.tui.cli",
-            "demo",
-            "--location",
-            str(store),
-            "--delay",
-            "0.2",
+            *gated_demo(store),
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
             await page.wait_for_text("● live")  # the run's status, while it runs
-            assert writer.returncode is None
-            assert await asyncio.wait_for(writer.wait(), 60) == 0
+            assert writer.returncode is None and writer.stdin is not None
+            writer.stdin.write(b"go\n")
+            await writer.stdin.drain()
+            _, err = await asyncio.wait_for(writer.communicate(), 60)
+            assert writer.returncode == 0, err.decode()
         finally:
             if writer.returncode is None:
                 writer.kill()

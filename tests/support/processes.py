@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -54,3 +55,27 @@ def kill_when(argv: Sequence[str], cwd: Path, ready: Callable[[], bool], what: s
         if proc.stderr is not None:
             proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
+
+
+GATED_DEMO = """
+import sys
+import crewpoint.demo
+from crewpoint.llm import OfflineLLM
+
+held = []
+
+class Gated(OfflineLLM):
+    def call(self, messages, **kwargs):
+        if self.calls == 2 and not held:  # the first task is done and checkpointed
+            held.append(sys.stdin.readline())  # the test's word: the run goes on
+        return super().call(messages, **kwargs)
+
+crewpoint.demo.OfflineLLM = Gated
+crewpoint.demo.run_demo(location=sys.argv[1])
+"""
+
+
+def gated_demo(store: Path) -> list[str]:
+    """The demo run (``crewpoint demo --location STORE``) as a command that holds after its first task until a
+    line arrives on its stdin: the run is live for as long as a test looks. Start it with ``stdin=PIPE``."""
+    return [sys.executable, "-c", GATED_DEMO, str(store)]
