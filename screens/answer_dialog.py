@@ -1,8 +1,9 @@
 """The Answer dialog: a run waits for a person at a checkpoint; this shows what it asks and takes the answer.
 
 It shows the request's message, the output under review (literally, scrollable: it is checkpoint data, never
-markup), the outcomes as buttons, a feedback editor and the program that runs on (as the Resume dialog does). It
-answers an :class:`~crewpoint.tui.run_controller.Answer`, or None when cancelled; the browser runs it.
+markup), the outcomes as buttons, a feedback editor, and the program that runs on and its budget (as the Resume
+dialog has them). It answers an :class:`~crewpoint.tui.run_controller.Answer`, or None when cancelled; the browser
+runs it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Label, Static, TextArea
 
 from crewpoint.estimate import pending_tasks
+from crewpoint.screens.resume_confirm import BudgetField
 from crewpoint.tui.run_controller import Answer
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
@@ -72,6 +74,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
             if self.body is not None:
                 yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
             yield AppField(self.app_spec, id="answer-app")
+            yield BudgetField(id="answer-budget")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n, outcome in enumerate(self.outcomes):
@@ -101,12 +104,15 @@ class AnswerScreen(ModalScreen[Answer | None]):
         field = self.query_one(AppField)
         if not field.confirmed():
             return
+        ok, budget = self.query_one(BudgetField).verify()
+        if not ok:
+            return
         feedback = None if accept else self.feedback or None
         if outcome is None and not accept and feedback is None:
             self.query_one("#answer-feedback", TextArea).focus()
             self.notify("Write the feedback first, or Accept.", severity="warning")
             return
-        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=field.spec))
+        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=field.spec, budget=budget))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

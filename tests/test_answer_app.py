@@ -95,9 +95,19 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
         assert dialog.query_one("#answer-outcome-0", Button).variant == "primary"  # the default outcome
         dialog.query_one("#answer-feedback", TextArea).text = "Say why it [matters]"
         dialog.query_one("#answer-app Input", Input).value = f"{project / 'review.py'}:flow"
+        budget = dialog.query_one("#answer-budget Input", Input)
+        budget.value = "lots"
+        dialog.query_one("#answer-outcome-1", Button).press()
+        refused = "budget 'lots' is not a number of dollars (like 5 or 2.50)"  # in the dialog, in one line
+        await wait_until(pilot, lambda: text_of(dialog.query_one("#answer-budget .budget-error")) == refused)
+        assert app.screen is dialog and screen.run_panel.request is None
+        budget.value = "3"
         before = len(screen.metas)
         dialog.query_one("#answer-outcome-1", Button).press()
         await wait_until(pilot, lambda: app.screen is screen)
+        request = screen.run_panel.request
+        assert request is not None and request.argv[4] == "answer"
+        assert request.argv[request.argv.index("--budget") + 1] == "3"  # the run answered goes on with it
         await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
         assert ran(project) == ["draft", "redone"]  # the rejected route ran; the reviewed method did not again
         await wait_until(pilot, lambda: any(m.trigger == "human_feedback_received" for m in screen.metas))

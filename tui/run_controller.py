@@ -59,6 +59,8 @@ class Answer:
     feedback: str | None = None
     accept: bool = False
     app: str = ""
+    budget: float | None = None
+    """The dollars the run may spend once answered (``--budget``); None: no limit."""
 
 
 def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[str]:
@@ -70,7 +72,7 @@ def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[st
         args += ["--feedback", answer.feedback]
     elif answer.accept or answer.outcome is None:
         args.append("--accept")
-    return cli_command(*args, app=answer.app)
+    return cli_command(*args, app=answer.app, budget=answer.budget)
 
 
 @dataclass(frozen=True, slots=True)
