@@ -8,7 +8,8 @@ reached the budget, the run emits ``budget_exceeded``, writes a checkpoint with 
 ``on_events`` says, when the run has a store), its record reads ``budget`` (``stopped: budget``) and ``kickoff()``
 raises :class:`BudgetExceeded`. Resuming from that checkpoint with a larger budget (``kickoff(from_checkpoint=...,
 budget=...)``, ``crewpoint checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are
-reused and no call is made twice.
+reused and none of their calls is made again. A task the budget stopped part-way (after some of its calls, before
+the next) starts over, as after a crash: its earlier calls are made again.
 
 Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens too). Dollars come from the
 recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers
