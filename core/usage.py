@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -131,18 +132,20 @@ def stored_call_usage(
     Left out: ``input_tokens``/``output_tokens`` equal to the event's ``prompt_tokens``/``completion_tokens``,
     the event's own ``model``, counts of 0 and ``estimated`` false. :func:`expand_call_usage` puts them back."""
     said = {
+        **_SAID_ALWAYS,
         "input_tokens": prompt_tokens if type(prompt_tokens) is int else None,
         "output_tokens": completion_tokens if type(completion_tokens) is int else None,
         "model": model if isinstance(model, str) else None,
-        "estimated": False,
-        **dict.fromkeys(_ZERO_COUNTS, 0),
     }
-    out: dict[str, Any] = {}
-    for key, value in usage.items():
-        known = said.get(key)
-        if known is None or type(value) is not type(known) or value != known:  # 0 is not False: kept
-            out[key] = value
-    return out
+    # a value is left out when the event says the same, of the same type (0 is not False: kept)
+    return {
+        key: value
+        for key, value in usage.items()
+        if (known := said.get(key)) is None or type(value) is not type(known) or value != known
+    }
+
+
+_SAID_ALWAYS: dict[str, Any] = {"estimated": False, **dict.fromkeys(_ZERO_COUNTS, 0)}
 
 
 def expand_call_usage(
@@ -168,6 +171,15 @@ def expand_call_usage(
     return out
 
 
+_token_counts = itemgetter(*TOKEN_KEYS)
+_INTS = {int}
+_ZERO_ROW: dict[str, Any] = {**dict.fromkeys(TOKEN_KEYS, 0), "requests": 0, "duration_s": 0.0, "estimated": False}
+
+
+def _types_of(values: Iterable[object]) -> set[type]:
+    return set(map(type, values))
+
+
 class UsageLedger:
     """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe)."""
 
@@ -182,39 +194,39 @@ class UsageLedger:
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
         """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``."""
-        model, provider, estimated = (
-            str(usage.get("model", "")),
-            str(usage.get("provider", "")),
-            bool(usage.get("estimated")),
-        )
-        key = (unit, agent, model, provider, estimated)
+        key = (unit, agent, str(usage.get("model", "")), str(usage.get("provider", "")), bool(usage.get("estimated")))
+        try:
+            counts = _token_counts(usage)
+        except KeyError:
+            counts = ()
+        if _types_of(counts) != _INTS:  # not a call_usage dict of ints: each count on its own, ints only
+            counts = tuple(value if type(value) is int else 0 for value in map(usage.get, TOKEN_KEYS))
+        duration = usage.get("duration_s")
+        seconds = float(duration) if isinstance(duration, int | float) else 0.0
         with self._lock:
-            row = self._rows.get(key)
-            if row is None:
-                row = self._rows[key] = {
-                    "unit": unit,
-                    "label": label,
-                    "agent": agent,
-                    "model": model,
-                    "provider": provider,
-                    **dict.fromkeys(TOKEN_KEYS, 0),
-                    "requests": 0,
-                    "duration_s": 0.0,
-                    "estimated": estimated,
-                }
-                self._position[key] = len(self._live)
-                self._live.append(row)
-                self._shown.append(row)  # replaced by its copy at the next rows()
-                self._texts.append("")
-            self._stale.add(self._position[key])
-            for name in TOKEN_KEYS:
-                value = usage.get(name)
-                if type(value) is int:
-                    row[name] += value
+            position = self._position.get(key)
+            if position is None:
+                position = self._new_row(key, label)
+            row = self._live[position]
+            self._stale.add(position)
+            row["input_tokens"] += counts[0]
+            row["output_tokens"] += counts[1]
+            row["cache_read_tokens"] += counts[2]
+            row["cache_write_tokens"] += counts[3]
+            row["reasoning_tokens"] += counts[4]
             row["requests"] += 1
-            duration = usage.get("duration_s")
-            if isinstance(duration, int | float):
-                row["duration_s"] += float(duration)
+            row["duration_s"] += seconds
+
+    def _new_row(self, key: tuple[Any, ...], label: str) -> int:
+        unit, agent, model, provider, estimated = key
+        row = {"unit": unit, "label": label, "agent": agent, "model": model, "provider": provider, **_ZERO_ROW}
+        row["estimated"] = estimated
+        position = self._position[key] = len(self._live)
+        self._rows[key] = row
+        self._live.append(row)
+        self._shown.append(row)  # replaced by its copy at the next rows()
+        self._texts.append("")
+        return position
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row

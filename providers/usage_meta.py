@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 MAX_USAGE_TEXT = 4096
@@ -45,13 +46,25 @@ def _add_row(groups: Groups, row: Mapping[str, Any]) -> None:
     sums = groups.get(key)
     if sums is None:
         sums = groups[key] = [0, 0, 0, 0, 0, 0, 0.0]
-    for i, name in enumerate(_COUNTED):
-        value = row.get(name, 0)
-        if type(value) is int and value > 0:
-            sums[i] += value
+    try:
+        counts = _counted(row)
+    except KeyError:
+        counts = ()
+    if set(map(type, counts)) != _INTS or min(counts) < 0:  # not a row of counts: each on its own
+        counts = tuple(value if type(value) is int and value > 0 else 0 for value in map(row.get, _COUNTED))
+    sums[0] += counts[0]
+    sums[1] += counts[1]
+    sums[2] += counts[2]
+    sums[3] += counts[3]
+    sums[4] += counts[4]
+    sums[5] += counts[5]
     duration = row.get("duration_s", 0.0)
     if type(duration) in (int, float) and duration > 0:
         sums[6] += duration
+
+
+_counted = itemgetter(*_COUNTED)
+_INTS = {int}
 
 
 def _entries(groups: Groups) -> list[list[Any]]:
