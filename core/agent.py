@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from crewpoint.budget import Budget, BudgetExceeded
+from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -355,6 +355,7 @@ class Agent(BaseModel, CheckpointedEntity):
             "step_callback_unsaved": self.step_callback is not None and callable_path(self.step_callback) is None,
             "pending": list(self._pending) if self._pending is not None else None,
             "result": self._result,
+            "budget": budget_state(self.budget),
         }
 
     @classmethod
@@ -392,6 +393,7 @@ class Agent(BaseModel, CheckpointedEntity):
             # a loop bound is the program's, like a delay or a timeout: the class default unless trusted
             max_iter=data.get("max_iter", 5) if callbacks_trusted() else cls.model_fields["max_iter"].default,
             step_callback=load_callable(step, f"step_callback of agent {data.get('role')!r}") if step else None,
+            budget=budget_from_state(data.get("budget")),
         )
         agent._apply_run_state(data)
         return agent

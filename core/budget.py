@@ -9,7 +9,9 @@ reached the budget, the run emits ``budget_exceeded``, writes a checkpoint with 
 raises :class:`BudgetExceeded`. Resuming from that checkpoint with a larger budget (``kickoff(from_checkpoint=...,
 budget=...)``, ``crewpoint checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are
 reused and none of their calls is made again. A task the budget stopped part-way (after some of its calls, before
-the next) starts over, as after a crash: its earlier calls are made again.
+the next) starts over, as after a crash: its earlier calls are made again. The budget is saved with the entity's state
+(:func:`budget_state`): a rebuild from the checkpoint alone keeps it; a budget given to the resume, or the program's
+own, replaces it.
 
 Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens too). Dollars come from the
 recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers
@@ -37,7 +39,9 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Spending",
+    "budget_from_state",
     "budget_of",
+    "budget_state",
     "check_before_call",
     "over_budget",
     "parse_usd",
@@ -99,6 +103,22 @@ class Budget:
         if self.tokens is not None:
             parts.append(f"{self.tokens:,} tokens")
         return " or ".join(parts) or "no limit"
+
+
+def budget_state(budget: Budget | None) -> dict[str, Any] | None:
+    """``budget`` as an entity's checkpoint state keeps it: ``{"usd", "tokens"}``, or None for no budget."""
+    return None if budget is None else {"usd": budget.usd, "tokens": budget.tokens}
+
+
+def budget_from_state(saved: object) -> Budget | None:
+    """The budget an entity's checkpoint state kept (:func:`budget_state`; checked by the body's schema), or None.
+    A rebuild from the checkpoint alone keeps it: a plain resume stops where the run it resumes would have."""
+    if not isinstance(saved, Mapping):
+        return None
+    try:
+        return Budget.of(saved.get("usd"), saved.get("tokens"))
+    except ValueError:  # (a body the schema did not check)
+        return None
 
 
 def parse_usd(text: str) -> float | None:

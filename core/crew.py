@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.agent import Agent, _config_from_state, _config_state
-from crewpoint.budget import Budget, BudgetExceeded
+from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -462,6 +462,7 @@ class Crew(BaseModel, CheckpointedEntity):
             **({"kickoff_hooks": self._hooks.state()} if self._hooks is not None else {}),
             "pending_feedback": self._pending,
             "human_feedback": list(self._answered),
+            "budget": budget_state(self.budget),
         }
 
     @classmethod
@@ -502,6 +503,7 @@ class Crew(BaseModel, CheckpointedEntity):
             checkpoint=_config_from_state(data.get("checkpoint")),
             verbose=False,
             id=data["id"],
+            budget=budget_from_state(data.get("budget")),
         )
         if data.get("crew_memory") is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
-from crewpoint.budget import Budget, BudgetExceeded
+from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
@@ -464,6 +464,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "human_feedback": [
                 {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
             ],
+            "budget": budget_state(self.budget),
         }
 
     @classmethod
@@ -477,6 +478,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         with event_bus.scoped_handlers():
             flow = cls.__new__(cls)
             Flow.__init__(flow, checkpoint=_config_from_state(data.get("checkpoint")))
+        saved = budget_from_state(data.get("budget"))
+        if saved is not None and flow.budget is None:  # the class's own budget, else the one the run had
+            flow.budget = saved
         flow._apply_run_state(data)
         return flow
 

@@ -319,6 +319,35 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
     assert newest(str(project / "store")).meta.tasks_done == 3
 
 
+def test_a_plain_resume_rebuilt_from_the_checkpoint_keeps_the_runs_budget(tmp_path: Path, server: LLMServer) -> None:
+    """The budget is saved with the crew: a resume with neither the program nor ``--budget`` stops at it again
+    (counting anew) instead of running on with no limit."""
+    server.usage = PER_CALL
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prog.py").write_text(PROGRAM)
+    env = {**os.environ, "BUDGET_TEST_LLM": server.base_url}
+    first = subprocess.run(
+        [sys.executable, "prog.py"], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert first.returncode == 76, first.stderr
+    stopped_at = newest(str(project / "store"))
+    assert stopped_at.body["entity"]["budget"] == {"usd": 0.5, "tokens": None}
+
+    # rebuilt from the checkpoint alone: the model is the one this machine names, the budget the run's own
+    plain = {**env, "CREWPOINT_LLM": "gpt-4o", "CREWPOINT_BASE_URL": server.base_url}
+    resumed = cli("resume", stopped_at.meta.id, "--location", "store", cwd=project, env=plain)
+    assert resumed.returncode == 76, resumed.stderr
+    assert resumed.stderr.strip().splitlines()[-1].startswith("crewpoint: stopped at its budget: spent $0.7500")
+    assert calls_per_task(server) == [1, 1, 0]  # one more task, then the stop: not the rest of the run
+
+    with_more = cli(
+        "resume", newest(str(project / "store")).meta.id, "--location", "store", "--budget", "5", cwd=project, env=plain
+    )
+    assert with_more.returncode == 0, with_more.stderr
+    assert calls_per_task(server) == [1, 1, 1]
+
+
 def test_a_fork_takes_a_token_budget(tmp_path: Path, server: LLMServer) -> None:
     server.usage = PER_CALL
     project = tmp_path / "project"

@@ -92,6 +92,25 @@ def test_a_crew_whose_name_is_null_is_refused_before_any_task_runs(llm_calls: li
     assert _files() == before and len(llm_calls) == calls
 
 
+@pytest.mark.parametrize(
+    ("budget", "said"),
+    [
+        ({"usd": -1}, "entity.budget.usd: expected a number of dollars above 0, not -1"),
+        ({"usd": True}, "entity.budget.usd: expected a number of dollars above 0 or null, not true/false"),
+        ({"tokens": 0}, "entity.budget.tokens: expected a whole number from 1, not 0"),
+        ("lots", "entity.budget: expected an object or null, not a string"),
+    ],
+)
+def test_a_crafted_budget_is_a_damaged_checkpoint(llm_calls: list[str], budget: object, said: str) -> None:
+    record = _first_checkpoint()
+    path, meta = _crafted(record, lambda b: b["entity"].update(budget=budget))
+    before, calls = _files(), len(llm_calls)
+    with pytest.raises(DamagedBody) as refused:
+        Crew.from_checkpoint(CheckpointConfig(restore_from=path))
+    assert str(refused.value) == f"checkpoint {meta.id} is damaged: {said}"
+    assert _files() == before and len(llm_calls) == calls
+
+
 def test_the_typed_body_is_what_the_views_read() -> None:
     record = _first_checkpoint()
     body = load_body(record.body, record.meta.id)

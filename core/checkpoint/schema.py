@@ -216,11 +216,12 @@ class CheckpointBody(TypedDict):
 
 
 class _Bad(Exception):
-    """A value at ``path`` that does not fit; ``problem`` says how, in a few words."""
+    """A value at ``path`` that does not fit; ``problem`` says how, in a few words. ``kind_taken``: the value was of
+    the right kind and failed on its value (a count below its least), which says more than its kind would."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path, problem: str, *, kind_taken: bool = False) -> None:
         super().__init__(problem)
-        self.path, self.problem = path, problem
+        self.path, self.problem, self.kind_taken = path, problem, kind_taken
 
 
 def _type_name(value: Any) -> str:
@@ -278,7 +279,7 @@ class Count(Spec):
         if type(value) is not int:
             raise self.refuse(value, path)
         if value < self.least:
-            raise _Bad(path, f"expected a whole number from {self.least}, not {value}")
+            raise _Bad(path, f"expected a whole number from {self.least}, not {value}", kind_taken=True)
         return value
 
 
@@ -296,7 +297,7 @@ class OneOf(Spec):
             try:
                 return spec.check(value, path)
             except _Bad as bad:  # a member that took the value's kind and failed inside says most
-                if deeper is None and len(bad.path) > len(path):
+                if deeper is None and (len(bad.path) > len(path) or bad.kind_taken):
                     deeper = bad
         raise deeper if deeper is not None else self.refuse(value, path)
 
@@ -511,6 +512,24 @@ PENDING_FEEDBACK = Nullable(
 """The request a waiting run holds (optional: a body without one is not waiting; no migration needed)."""
 ANSWERED_FEEDBACK = ListOf(MapOf(ANY))
 """Each answered review of the run (feedback, outcome, who, when), oldest first."""
+
+
+class _Dollars(Spec):
+    """A number of dollars above 0 (a budget's ``usd``)."""
+
+    expected = "a number of dollars above 0"
+
+    def check(self, value: Any, path: Path) -> Any:
+        if type(value) not in (int, float):
+            raise self.refuse(value, path)
+        if not 0 < value < float("inf"):  # NaN fails this too
+            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}", kind_taken=True)
+        return value
+
+
+BUDGET = Nullable(Obj({"usd": (Nullable(_Dollars()), None), "tokens": (Nullable(Count(1)), None)}))
+"""What a run of the entity may spend (:class:`crewpoint.budget.Budget`); a rebuild from the checkpoint alone keeps
+it (optional: an entity without one has no limit)."""
 AGENT = Obj(
     {
         "kind": (OneValue("agent"), "agent"),
@@ -529,6 +548,7 @@ AGENT = Obj(
         "step_callback_unsaved": (BOOL, False),
         "pending": (Nullable(ListOf(MESSAGE)), None),
         "result": (OPT_STR, None),
+        "budget": (BUDGET, None),
     }
 )
 
@@ -561,6 +581,7 @@ CREW = Obj(
         "checkpoint": (CHECKPOINT_SETTING, None),
         "pending_feedback": (PENDING_FEEDBACK, None),
         "human_feedback": (ANSWERED_FEEDBACK, list),
+        "budget": (BUDGET, None),
     },
     _references_resolve,
 )
@@ -579,6 +600,7 @@ FLOW = Obj(
         "pending_feedback": (PENDING_FEEDBACK, None),
         "human_feedback": (ANSWERED_FEEDBACK, list),
         "flow_inputs": (MapOf(OPT_STR), dict),
+        "budget": (BUDGET, None),
     }
 )
 EVENT = Obj(
