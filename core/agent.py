@@ -355,7 +355,7 @@ class Agent(BaseModel, CheckpointedEntity):
             "step_callback_unsaved": self.step_callback is not None and callable_path(self.step_callback) is None,
             "pending": list(self._pending) if self._pending is not None else None,
             "result": self._result,
-            "budget": budget_state(self.budget),
+            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
         }
 
     @classmethod

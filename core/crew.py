@@ -462,7 +462,7 @@ class Crew(BaseModel, CheckpointedEntity):
             **({"kickoff_hooks": self._hooks.state()} if self._hooks is not None else {}),
             "pending_feedback": self._pending,
             "human_feedback": list(self._answered),
-            "budget": budget_state(self.budget),
+            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
         }
 
     @classmethod

@@ -464,7 +464,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "human_feedback": [
                 {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
             ],
-            "budget": budget_state(self.budget),
+            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
         }
 
     @classmethod

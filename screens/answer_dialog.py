@@ -74,7 +74,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
             if self.body is not None:
                 yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
             yield AppField(self.app_spec, id="answer-app")
-            yield BudgetField(id="answer-budget")
+            yield BudgetField(self.body, id="answer-budget")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n, outcome in enumerate(self.outcomes):

@@ -96,7 +96,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")
                 yield Static(self._changes(), markup=False, id="fork-changes")
                 yield AppField(self.app_spec, id="fork-app")
-                yield BudgetField(id="fork-budget")
+                yield BudgetField(self.body, id="fork-budget")
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
                 yield Button("Cancel (n)", id="fork-cancel", compact=True)

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from crewpoint.budget import parse_usd
+from crewpoint.budget import budget_from_state, parse_usd
 from crewpoint.estimate import pending_tasks
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
@@ -22,8 +22,8 @@ from crewpoint.tui.widgets.cost_view import EstimateView
 
 
 class BudgetField(Vertical):
-    """The dollars a run started from a dialog may spend (``--budget``); empty: no limit. A bad number is refused
-    in one line below the field (:meth:`verify`)."""
+    """The dollars a run started from a dialog may spend (``--budget``); empty: the budget the run had (saved in
+    ``body``'s entity), else no limit. A bad number is refused in one line below the field (:meth:`verify`)."""
 
     DEFAULT_CSS = """
     BudgetField { height: auto; }
@@ -31,8 +31,15 @@ class BudgetField(Vertical):
     BudgetField > .budget-error { color: $error; }
     """
 
+    def __init__(self, body: Mapping[str, Any] | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        entity = body.get("entity") if isinstance(body, Mapping) else None
+        self.saved = budget_from_state(entity.get("budget")) if isinstance(entity, Mapping) else None
+        """The budget the checkpoint's run had: a run rebuilt from the checkpoint keeps it unless one is given."""
+
     def compose(self) -> ComposeResult:
-        yield Label("Budget (dollars this run may spend; empty: no limit)")
+        empty = "no limit" if self.saved is None else f"the run's own, {self.saved}"
+        yield Label(Text(visible(f"Budget (dollars this run may spend; empty: {empty})", one_line=True)))
         yield Input(placeholder="USD, like 5 or 2.50", compact=True, select_on_focus=False, classes="budget-input")
         yield Static("", markup=False, classes="budget-error")
 
@@ -54,7 +61,7 @@ class BudgetField(Vertical):
 @dataclass(frozen=True, slots=True)
 class ResumeAnswer:
     """What the user confirmed: the program to run (``""``: rebuilt from the checkpoint) and its budget in dollars
-    (None: no limit)."""
+    (None: the budget the run had, if any)."""
 
     app: str
     budget: float | None = None
@@ -85,7 +92,7 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
             if self.body is not None:
                 yield EstimateView(self.body, pending_tasks(self.body), id="resume-estimate")
             yield AppField(self.app_spec, id="resume-app")
-            yield BudgetField(id="resume-budget")
+            yield BudgetField(self.body, id="resume-budget")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)
                 yield Button("Cancel (n)", id="confirm-no", compact=True)

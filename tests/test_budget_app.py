@@ -11,7 +11,7 @@ from llm_server import LLMServer
 from support.reading import choose, text_of
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -63,6 +63,8 @@ async def test_the_resume_dialog_passes_its_budget_to_the_run_and_refuses_a_bad_
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
         await settle(pilot)
+        label = text_of(pilot.app.screen.query_one(BudgetField).query_one(Label))
+        assert label == "Budget (dollars this run may spend; empty: the run's own, $0.5000)"  # saved with the run
         budget_input(pilot).focus()
         await pilot.press(*"lots", "enter")
         await settle(pilot)
