@@ -7,7 +7,9 @@ nearest folder that does, then watched itself. watchfiles is imported only when 
 A folder made inside a folder watched recursively is watched only once the watcher has seen it made, so a file
 written in it at once (CrewAI makes a branch folder and writes its checkpoint right away), or a folder moved in
 whole, may never be reported. A new folder therefore counts as a change, and that change is reported only once the
-watch is made anew over the whole tree: a read begun after it sees what the old watch missed.
+watch is made anew over the whole tree: a read begun after it sees what the old watch missed. Likewise a folder
+moved out of the store, or deleted whole, brings no event for the files it held: the deletion of a folder the watch
+knew counts as a change, whatever the store's own filter says.
 """
 
 from __future__ import annotations
@@ -62,6 +64,14 @@ def database_spec(location: str) -> WatchSpec:
     return WatchSpec(location, True, os.path.dirname(path), False, lambda changed: changed in names)
 
 
+def _folders_under(top: str) -> frozenset[str]:
+    """The folders below ``top`` (links not followed), as the watch names them."""
+    found: list[str] = []
+    for folder, names, _files in os.walk(top):
+        found.extend(os.path.join(folder, name) for name in names)
+    return frozenset(found)
+
+
 async def watch_files(
     spec_of: Callable[[], WatchSpec], stop: Any, debounce_ms: int = 200, ready: Callable[[], None] | None = None
 ) -> AsyncIterator[StoreChange]:
@@ -73,11 +83,20 @@ async def watch_files(
     while not stop.is_set():
         spec = spec_of()
         grown: list[str] = []
+        folders = _folders_under(spec.folder) if spec.recursive else frozenset()
 
-        def keep(change: Any, changed: str, spec: WatchSpec = spec, grown: list[str] = grown) -> bool:
+        def keep(
+            change: Any,
+            changed: str,
+            spec: WatchSpec = spec,
+            grown: list[str] = grown,
+            folders: frozenset[str] = folders,
+        ) -> bool:
             if spec.recursive and change == Change.added and os.path.isdir(changed):
                 grown.append(changed)  # what was written in it before its own watch may never be reported
                 return True
+            if change == Change.deleted and changed in folders:
+                return True  # a folder moved out or deleted whole: no event comes for the files it held
             return spec.keep(changed)
 
         batches = awatch(

@@ -91,6 +91,30 @@ def test_a_branch_folder_moved_into_a_watched_store_is_reported_and_listed_whole
     assert fresh[NEXT_ID].parent_id == NEW_ID and fresh[NEXT_ID].branch == branch and not fresh[NEXT_ID].damaged
 
 
+def test_a_branch_folder_moved_out_of_a_watched_store_is_reported(json_store: Path, tmp_path: Path) -> None:
+    """No file event comes for the checkpoints of a folder moved out whole: the folder itself must count."""
+    provider, location = provider_for(str(json_store)), str(json_store)
+    branches = {m.branch for m in provider.list(location)}
+    assert "main" in branches and len(branches) > 1
+    gone = {m.id for m in provider.list(location) if m.branch == "main"}
+
+    async def watch() -> StoreChange | None:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        changes = provider.watch(location, stop, debounce_ms=50, ready=ready.set)
+        waiter = asyncio.ensure_future(next_change(changes))
+        await asyncio.wait({waiter, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+        assert ready.is_set(), "the watch ended before it was in place"
+        os.rename(json_store / "main", tmp_path / "moved-away")
+        change = await waiter
+        stop.set()
+        await changes.aclose()  # type: ignore[attr-defined]
+        return change
+
+    change = asyncio.run(watch())
+    assert change is not None and not change.runs_only, "the folder moved out was not reported"
+    assert gone and not gone & {m.id for m in provider.list(location)}
+
+
 @pytest.mark.parametrize("first_part", ["blank", "half"])
 async def test_a_checkpoint_written_in_place_in_two_steps_shows_once_whole(json_store: Path, first_part: str) -> None:
     """The app reads the file between the two steps (blank or torn: damaged), then the second step leaves its
