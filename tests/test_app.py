@@ -355,9 +355,12 @@ async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
 SLOW_RUN = (
     "import sys\n"
     "from crewpoint.checkpoint.config import CheckpointConfig\n"
-    "from crewpoint.demo import DEMO_INPUTS, demo_crew\n"
-    "demo_crew(delay=1.0, checkpoint=CheckpointConfig(location=sys.argv[1])).kickoff(inputs=DEMO_INPUTS)\n"
+    "from crewpoint.demo import DEMO_INPUTS, LIVE_EVENTS, demo_crew\n"
+    "config = CheckpointConfig(location=sys.argv[1], on_events=LIVE_EVENTS)\n"
+    "demo_crew(delay=600.0, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
 )
+"""A run that checkpoints as it starts, then waits ten minutes on its model's first call: live for as long as a test
+looks, until the test stops it."""
 
 
 def segment_line(pilot: Pilot[None], lineage: str) -> str:
