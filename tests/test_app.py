@@ -355,6 +355,13 @@ async def test_live_refresh_of_a_sqlite_store(tmp_path: Path) -> None:
 SLOW_RUN = (
     "import sys\n"
     "from crewpoint.checkpoint.config import CheckpointConfig\n"
+    "from crewpoint.demo import DEMO_INPUTS, demo_crew\n"
+    "demo_crew(delay=1.0, checkpoint=CheckpointConfig(location=sys.argv[1])).kickoff(inputs=DEMO_INPUTS)\n"
+)
+"""The demo crew at a second a model call: a checkpoint every few seconds."""
+HELD_RUN = (
+    "import sys\n"
+    "from crewpoint.checkpoint.config import CheckpointConfig\n"
     "from crewpoint.demo import DEMO_INPUTS, LIVE_EVENTS, demo_crew\n"
     "config = CheckpointConfig(location=sys.argv[1], on_events=LIVE_EVENTS)\n"
     "demo_crew(delay=600.0, checkpoint=config).kickoff(inputs=DEMO_INPUTS)\n"
@@ -377,7 +384,7 @@ async def test_run_records_tell_live_crashed_and_interrupted_runs(store: Path) -
         screen = browser(pilot)
         before = len(screen.metas)
         killed, stopped = (
-            subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(store)], stderr=subprocess.DEVNULL) for _ in range(2)
+            subprocess.Popen([sys.executable, "-c", HELD_RUN, str(store)], stderr=subprocess.DEVNULL) for _ in range(2)
         )
         try:
             lineages: dict[int, str] = {}

@@ -403,7 +403,7 @@ async def test_x_offers_to_stop_a_live_run_started_elsewhere(store: Path) -> Non
     import subprocess
     import sys
 
-    from test_app import SLOW_RUN
+    from test_app import HELD_RUN
 
     from crewpoint.providers.runs import read_runs
 
@@ -411,9 +411,11 @@ async def test_x_offers_to_stop_a_live_run_started_elsewhere(store: Path) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=10)
         screen = browser(pilot)
-        process = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(store)], stderr=subprocess.DEVNULL)
+        process = subprocess.Popen([sys.executable, "-c", HELD_RUN, str(store)], stderr=subprocess.DEVNULL)
         try:
             await wait_until(pilot, lambda: "● live" in screen_text(pilot), timeout=20)
+            # the cursor has followed the live run: x is about it (before, x says no run is going here)
+            await wait_until(pilot, lambda: screen.feed.live_run_elsewhere(screen.ckpt_tree.chosen_id) is not None)
             screen.ckpt_tree.focus()
             await pilot.press("x")
             await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
