@@ -65,16 +65,17 @@ class AnswerScreen(ModalScreen[Answer | None]):
         label = request.get("label") or request.get("method") or ""
         with Vertical(id="answer-dialog"):
             yield Label("Answer the run", id="answer-heading")
-            about = f"{self.checkpoint[:12]} waits for a person" + (f" at {label}" if label else "")
-            yield Static(Text(visible(about, one_line=True)), markup=False, id="answer-about")
-            yield Static(Text(visible(request.get("message") or "")), markup=False, id="answer-message")
-            with VerticalScroll(id="answer-output-box"):
-                yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
-            yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
-            if self.body is not None:
-                yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
-            yield AppField(self.app_spec, id="answer-app")
-            yield BudgetField(self.body, id="answer-budget")
+            with VerticalScroll(id="answer-body"):  # the buttons stay in sight on a short terminal: this scrolls
+                about = f"{self.checkpoint[:12]} waits for a person" + (f" at {label}" if label else "")
+                yield Static(Text(visible(about, one_line=True)), markup=False, id="answer-about")
+                yield Static(Text(visible(request.get("message") or "")), markup=False, id="answer-message")
+                with VerticalScroll(id="answer-output-box"):
+                    yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
+                yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
+                if self.body is not None:
+                    yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
+                yield AppField(self.app_spec, id="answer-app")
+                yield BudgetField(self.body, id="answer-budget")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n, outcome in enumerate(self.outcomes):

@@ -118,6 +118,26 @@ async def test_the_tree_marks_filters_counts_and_answers_a_waiting_run(tmp_path:
         assert not line(screen, waiting).startswith("◷")
 
 
+async def test_at_80x24_the_answer_buttons_stay_in_sight_and_the_rest_scrolls(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    app = make_app(str(project / "store"), watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose(pilot, row["id"])
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
+        dialog = app.screen
+        await settle(pilot)
+        shown = dialog.region
+        buttons = list(dialog.query("#answer-buttons Button").results(Button))
+        assert [str(b.label) for b in buttons] == ["approved", "rejected", "Cancel (esc)"]
+        for button in buttons:  # on the screen, whole
+            assert button.region.height > 0 and shown.contains_region(button.region), str(button.label)
+        budget = dialog.query_one("#answer-budget Input", Input)
+        budget.focus()  # below the fold: focusing it scrolls it into sight
+        await settle(pilot)
+        assert budget.region.height > 0 and shown.contains_region(budget.region)
+
+
 async def test_read_only_refuses_answering(tmp_path: Path) -> None:
     project, row = paused(tmp_path)
     app = make_app(str(project / "store"), watch=False, read_only=True)
