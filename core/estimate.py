@@ -203,11 +203,17 @@ def estimate_rerun(
     prices: Prices | None = None,
     *,
     open_ended: bool = False,
+    later: Mapping[str, Any] | None = None,
 ) -> Estimate:
     """The estimate for running ``units_to_run`` (task ids or flow method names) from the checkpoint ``body``: each
     unit's last recorded run on its chain, priced now (``prices``, else the working folder's overrides, which may
-    raise :class:`crewpoint.cost.PricesError`). A body is data: malformed usage rows are left out."""
+    raise :class:`crewpoint.cost.PricesError`). ``later`` is the body of a checkpoint after this one (the newest that
+    descends from it, :func:`crewpoint.checkpoint.ops.newest_descendant`): its chain holds this one's and what ran
+    after it, so forking task 2 of a finished run estimates tasks 3 and 4 from that run. A body is data: malformed
+    usage rows are left out."""
     chain = [*usage_rows(body, "before"), *usage_rows(body, "rows")]
+    if later is not None:  # this chain's rows, then what ran after the checkpoint (the newest run of a unit wins)
+        chain = [*usage_rows(later, "before"), *usage_rows(later, "rows")] or chain
     labels = _task_labels(body)
     if prices is None:
         prices = load_prices()

@@ -43,10 +43,17 @@ class AnswerScreen(ModalScreen[Answer | None]):
     AUTO_FOCUS = None  # the default answer's button is focused when mounted
 
     def __init__(
-        self, checkpoint: str, request: dict[str, Any], app: str | None, body: Mapping[str, Any] | None = None
+        self,
+        checkpoint: str,
+        request: dict[str, Any],
+        app: str | None,
+        body: Mapping[str, Any] | None = None,
+        later: str | None = None,
     ) -> None:
         super().__init__()
         self.body = body
+        self.later = later
+        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
         """The checkpoint's body: the estimate of what runs on after the answer is priced from its chain's usage."""
         self.checkpoint = checkpoint
         self.request = request
@@ -73,7 +80,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
                     yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
                 yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
                 if self.body is not None:
-                    yield EstimateView(self.body, pending_tasks(self.body), id="answer-estimate")
+                    yield EstimateView(self.body, pending_tasks(self.body), later=self.later, id="answer-estimate")
                 yield AppField(self.app_spec, id="answer-app")
                 yield BudgetField(self.body, id="answer-budget")
             with Horizontal(id="answer-buttons"):

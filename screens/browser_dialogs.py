@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from crewpoint.checkpoint.program import suggested_app
+from crewpoint.checkpoint.stores import newest_descendant
 from crewpoint.providers.base import CheckpointError
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
@@ -51,7 +52,15 @@ class BrowserDialogs:
             return
         app = suggested_app(shown.record)
         browser.app.push_screen(
-            ForkScreen(shown.meta, shown.info, plan, taken=browser.feed.branches, app=app, body=shown.record.body),
+            ForkScreen(
+                shown.meta,
+                shown.info,
+                plan,
+                taken=browser.feed.branches,
+                app=app,
+                body=shown.record.body,
+                later=self._later(shown.meta.id),
+            ),
             self._forked,
         )
 
@@ -89,7 +98,9 @@ class BrowserDialogs:
                 self._start(browser.controller.resume_request(meta, info, answer.app, answer.budget))
 
         question = browser.controller.resume_question(meta, info)
-        browser.app.push_screen(ResumeScreen(question, suggested_app(shown.record), shown.record.body), answered)
+        browser.app.push_screen(
+            ResumeScreen(question, suggested_app(shown.record), shown.record.body, self._later(meta.id)), answered
+        )
 
     def answer(self) -> None:
         """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does."""
@@ -110,8 +121,14 @@ class BrowserDialogs:
                 self._start(browser.controller.answer_request(meta, answer))
 
         browser.app.push_screen(
-            AnswerScreen(meta.id, request, suggested_app(shown.record), shown.record.body), answered
+            AnswerScreen(meta.id, request, suggested_app(shown.record), shown.record.body, self._later(meta.id)),
+            answered,
         )
+
+    def _later(self, checkpoint_id: str) -> str | None:
+        """Where the newest checkpoint after ``checkpoint_id`` is (in the tree as read), for the dialogs' estimates."""
+        newest = newest_descendant(self.browser.feed.index.metas.values(), checkpoint_id)
+        return newest.location if newest is not None and newest.location else None
 
     def _start(self, request: RunRequest) -> None:
         self.browser.controller.started(request)

@@ -72,9 +72,12 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         taken: set[str] | None = None,
         app: str | None = None,
         body: Mapping[str, Any] | None = None,
+        later: str | None = None,
     ) -> None:
         super().__init__()
         self.body = body
+        self.later = later
+        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
         """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.meta = meta
         self.info = info
@@ -90,7 +93,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
                 yield Static(self._source(), markup=False, id="fork-source")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
                 if self.body is not None and self.plan.rerun:
-                    yield EstimateView(self.body, self.plan.rerun, id="fork-estimate")
+                    yield EstimateView(self.body, self.plan.rerun, later=self.later, id="fork-estimate")
                 yield Label("Branch name", id="fork-branch-label")
                 yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")

@@ -78,9 +78,13 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
         Binding("n,escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, question: Text, app: str | None, body: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, question: Text, app: str | None, body: Mapping[str, Any] | None = None, later: str | None = None
+    ) -> None:
         super().__init__()
         self.body = body
+        self.later = later
+        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
         """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.question = question
         self.app_spec = app
@@ -90,7 +94,7 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
             yield Label("Resume the run", id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
             if self.body is not None:
-                yield EstimateView(self.body, pending_tasks(self.body), id="resume-estimate")
+                yield EstimateView(self.body, pending_tasks(self.body), later=self.later, id="resume-estimate")
             yield AppField(self.app_spec, id="resume-app")
             yield BudgetField(self.body, id="resume-budget")
             with Horizontal(id="confirm-buttons"):

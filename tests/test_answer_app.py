@@ -122,7 +122,10 @@ async def test_at_80x24_the_answer_buttons_stay_in_sight_and_the_rest_scrolls(tm
     project, row = paused(tmp_path)
     app = make_app(str(project / "store"), watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: screen.waiting_runs() == 1)  # its run's record read: it waits
         await choose(pilot, row["id"])
+        await wait_until(pilot, lambda: offered(screen))
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, AnswerScreen))
         dialog = app.screen

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from textual.widgets import Static
 from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, pending_tasks
+from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.fork_confirm import ForkScreen
@@ -151,14 +153,14 @@ async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tu
         assert "$0.0140" in shown_text(view)
         await pilot.press("n")
 
-        await choose(pilot, main[1].id)  # after task 2: task 3 never ran on this chain
+        await choose(pilot, main[1].id)  # after task 2: task 3 ran only after this checkpoint, and that counts
         screen.edits.keep(main[1].id, outputs={1: "A shorter outline."})
         await pilot.press("f")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ForkScreen))
         view = pilot.app.screen.query_one(EstimateView)
         await wait_until(pilot, lambda: view.estimate is not None)
-        assert view.estimate is not None and view.estimate.missing == ["3. t3"]
-        assert NO_HISTORY in shown_text(view)
+        assert view.estimate is not None and view.estimate.missing == []
+        assert view.estimate.total.usd == priced(task_3).usd and "$0.0140" in shown_text(view)
 
 
 async def test_the_resume_dialog_estimates_the_tasks_left(store: tuple[str, list[Any]]) -> None:
@@ -170,7 +172,29 @@ async def test_the_resume_dialog_estimates_the_tasks_left(store: tuple[str, list
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
         view = pilot.app.screen.query_one(EstimateView)
         await wait_until(pilot, lambda: view.estimate is not None)
+        assert view.estimate is not None and view.estimate.missing == []  # both ran after it: their figures
+        assert [u.label for u in view.estimate.units] == ["2. t2", "3. t3"]
+        after = usage_rows(body_of([m for m in metas if m.branch == "main"][-1]))
+        assert view.estimate.total.usd == priced([r for r in after if r["label"] in ("t2", "t3")]).usd
+        await pilot.press("n")
+
+
+async def test_a_dialog_on_a_checkpoint_nothing_ran_after_has_no_history_to_go_on(
+    store: tuple[str, list[Any]], tmp_path: Path
+) -> None:
+    location, metas = store
+    first = next(m for m in metas if m.branch == "main")
+    alone = tmp_path / "alone"  # the store without what ran after the first checkpoint
+    shutil.copytree(location, alone)
+    JsonProvider().delete(str(alone), [m.id for m in ops.list_checkpoints(str(alone)) if m.id != first.id])
+    async with make_app(str(alone), watch=False).run_test(size=SIZE) as pilot:
+        await choose(pilot, first.id)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResumeScreen))
+        view = pilot.app.screen.query_one(EstimateView)
+        await wait_until(pilot, lambda: view.estimate is not None)
         assert view.estimate is not None and view.estimate.missing == ["2. t2", "3. t3"]
+        assert NO_HISTORY in shown_text(view)
         await pilot.press("n")
 
 

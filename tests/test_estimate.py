@@ -5,6 +5,7 @@ A real 3-task crew on gpt-4o against the local OpenAI-compatible server, each ta
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,8 +18,9 @@ from support.cost_runs import APP, USAGE, build, usage_server
 from support.prices import genai_usd
 
 from crewpoint.checkpoint import ops
-from crewpoint.cost import Prices, price_rows, usage_rows
+from crewpoint.cost import Prices, format_usd, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, estimate_rerun, last_run, units_to_run
+from crewpoint.providers import JsonProvider
 
 CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
@@ -73,19 +75,34 @@ def test_a_fork_that_edits_task_2_estimates_task_3_from_its_recorded_run(store: 
     assert not list(Path(location).glob("fork-*")), "a dry run writes nothing"
 
 
-def test_a_task_that_never_ran_on_the_chain_has_no_history_to_go_on(store: tuple[str, list[Any]]) -> None:
-    _location, metas = store
+def test_a_fork_before_tasks_that_ran_after_it_is_estimated_from_that_run(store: tuple[str, list[Any]]) -> None:
+    """Forking task 2 of a finished run: task 3 never ran on the checkpoint's own chain, but it ran after it (the
+    newest checkpoint that descends from it holds that run), and that is what the fork will run again."""
+    location, metas = store
     after_task_1, after_task_2 = main_checkpoints(metas)[:2]
     result = dry_run("fork", after_task_2.location, "--set-output", "2=A shorter outline.", "--app", APP)
     assert result.returncode == 0, result.stderr
-    assert f"  3. t3: {NO_HISTORY}" in result.stdout.splitlines()
-    assert f"  total: {NO_HISTORY} (none of them ran before on this chain)" in result.stdout.splitlines()
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("estimate, from each one's last run on this chain or after it") for line in lines)
+    assert any(line.startswith("  3. t3: $0.0140, 2,000 in / 900 out, ") for line in lines), result.stdout
 
     result = dry_run("resume", after_task_1.location, "--app", APP)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "tasks to run: 2. t2, 3. t3" in lines
+    shown = format_usd(usd("Outline the post.") + usd("Write the post."))  # each from its run on main
+    assert any(line.startswith(f"  total: {shown}, ") for line in lines), result.stdout
+
+    alone = Path(location).parent / "alone"  # the same store without what ran after task 1: nothing to go on
+    shutil.copytree(location, alone)
+    kept = {after_task_1.id}
+    JsonProvider().delete(str(alone), [m.id for m in ops.list_checkpoints(str(alone)) if m.id not in kept])
+    (first,) = ops.list_checkpoints(str(alone))
+    result = dry_run("resume", first.location or "", "--app", APP)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
     assert f"  2. t2: {NO_HISTORY}" in lines and f"  3. t3: {NO_HISTORY}" in lines
+    assert f"  total: {NO_HISTORY} (none of them ran before on this chain)" in lines
 
 
 def test_a_task_run_again_on_a_fork_is_estimated_from_its_newest_run(store: tuple[str, list[Any]]) -> None:

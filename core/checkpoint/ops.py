@@ -28,6 +28,7 @@ from crewpoint.checkpoint.stores import (
     list_checkpoints,
     load,
     newest_checkpoints,
+    newest_descendant,
     resolve_id,
     store_of,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "list_checkpoints",
     "load",
     "newest_checkpoints",
+    "newest_descendant",
     "parse_age",
     "parse_assignments",
     "plan_fork",

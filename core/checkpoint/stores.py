@@ -7,7 +7,7 @@ module never reads them itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from crewpoint.providers import is_url, provider_for, split_ref
@@ -157,3 +157,22 @@ def ancestors(store: str, checkpoint_id: str) -> list[CheckpointMeta]:
 def children(store: str, checkpoint_id: str) -> list[CheckpointMeta]:
     """Checkpoints whose parent is ``checkpoint_id``, newest first (no bodies read)."""
     return [m for m in _provider(store).list(store) if m.parent_id == checkpoint_id]
+
+
+def newest_descendant(metas: Iterable[CheckpointMeta], checkpoint_id: str) -> CheckpointMeta | None:
+    """The newest undamaged checkpoint among ``metas`` that descends from ``checkpoint_id`` (its child, their
+    children, ...), or None. Its chain holds what ran after the checkpoint: what a fork of it will run again."""
+    below: dict[str, list[CheckpointMeta]] = {}
+    for meta in metas:
+        if meta.parent_id is not None and meta.damaged is None:
+            below.setdefault(meta.parent_id, []).append(meta)
+    newest: CheckpointMeta | None = None
+    seen, todo = {checkpoint_id}, [checkpoint_id]
+    while todo:
+        for meta in below.get(todo.pop(), ()):
+            if meta.id not in seen:
+                seen.add(meta.id)
+                todo.append(meta.id)
+                if newest is None or (meta.created_at, meta.sequence) > (newest.created_at, newest.sequence):
+                    newest = meta
+    return newest

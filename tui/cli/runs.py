@@ -164,7 +164,7 @@ def _run(
                 check_fork(record, prepared.plan, new_inputs)
             if budget is not None:
                 prepared.entity.budget = budget  # the program's own budget gives way to the one asked for here
-            estimate = _estimate(record.body, prepared.plan.rerun) if dry_run else None
+            estimate = _estimate(record, prepared.store, prepared.plan.rerun) if dry_run else None
         if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
             _print_plan(prepared, app)
             if estimate is not None:
@@ -268,21 +268,32 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
         click.echo(visible(line, one_line=True))
 
 
-def _estimate(body: Any, rerun: list[int]) -> Estimate:
-    """What the tasks the plan runs cost when they last ran on the checkpoint's chain (a bad price file: exit 2)."""
+def _estimate(record: CheckpointRecord, store: str, rerun: list[int]) -> Estimate:
+    """What the tasks the plan runs cost when they last ran on the checkpoint's chain or after it, in the newest
+    checkpoint that descends from it (a bad price file: exit 2)."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
+    from crewpoint.checkpoint import ops
+
     # lazy: estimating prices usage with genai-prices, which only a dry run needs
     from crewpoint.estimate import estimate_rerun, units_to_run
 
-    units, open_ended = units_to_run(body, rerun)
-    return estimate_rerun(body, units, open_ended=open_ended)
+    later = None
+    try:
+        newest = ops.newest_descendant(ops.list_checkpoints(store), record.meta.id)
+        later = ops.load(newest.location).body if newest is not None and newest.location else None
+    except (CheckpointError, OSError, ValueError):  # what ran after it cannot be read: the chain alone
+        later = None
+    units, open_ended = units_to_run(record.body, rerun)
+    return estimate_rerun(record.body, units, open_ended=open_ended, later=later)
 
 
 def _print_estimate(estimate: Estimate) -> None:
-    """Under the tasks to run: each one's last recorded run on this chain (or no history), then the total."""
+    """Under the tasks to run: each one's last recorded run on this chain or after it (or no history), then the
+    total."""
     # lazy: the price table's version, read only when a cost is shown
     from crewpoint.cost import table_version
 
-    lines = [f"estimate, from each one's last run on this chain (prices: {table_version()}):"]
+    lines = [f"estimate, from each one's last run on this chain or after it (prices: {table_version()}):"]
     lines += [f"  {line}" for line in estimate.unit_lines()]
     lines.append(estimate.total_line().replace("estimate: ", "  total: ", 1))
     for line in lines:

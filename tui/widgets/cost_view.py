@@ -131,7 +131,7 @@ def estimate_table(estimate: Estimate) -> Table:
 
 def estimate_parts(estimate: Estimate) -> list[RenderableType]:
     """The estimate as the dialogs show it: a heading, the table, and what has no history."""
-    parts: list[RenderableType] = [Text("Estimate, from each one's last run on this chain", style="bold")]
+    parts: list[RenderableType] = [Text("Estimate, from each one's last run on this chain or after it", style="bold")]
     if not estimate.units:
         parts.append(Text(estimate.total_line().removeprefix("estimate: "), style="italic"))
         return parts
@@ -140,6 +140,21 @@ def estimate_parts(estimate: Estimate) -> list[RenderableType]:
         parts.append(Text(f"methods not run before may run too: {NO_HISTORY}", style="italic"))
     parts.append(Text(f"prices: {table_version()}", style="dim"))
     return parts
+
+
+def later_body(ref: str | None) -> Mapping[str, Any] | None:
+    """The body of the checkpoint at ``ref`` (read in the estimate's thread), None when there is none or it cannot
+    be read: the estimate then goes on the chain alone."""
+    if ref is None:
+        return None
+    # lazy: reading a checkpoint loads the body schema, which only an estimate of what ran after needs here
+    from crewpoint.checkpoint import ops
+    from crewpoint.providers.base import CheckpointError
+
+    try:
+        return ops.load(ref).body
+    except (CheckpointError, OSError, ValueError):
+        return None
 
 
 class EstimateView(Static):
@@ -151,10 +166,14 @@ class EstimateView(Static):
     EstimateView { height: auto; margin: 1 0 0 0; }
     """
 
-    def __init__(self, body: Mapping[str, Any], rerun: Sequence[int], *, id: str | None = None) -> None:
+    def __init__(
+        self, body: Mapping[str, Any], rerun: Sequence[int], *, later: str | None = None, id: str | None = None
+    ) -> None:
         super().__init__(Text("Estimating what will run…", style="italic"), id=id, markup=False)
         self.body = body
         self.rerun = list(rerun)
+        self.later = later
+        """Where the newest checkpoint after this one is (its chain holds what ran after it), None for none."""
         self.estimate: Estimate | None = None
         self.problem: str | None = None
 
@@ -164,7 +183,8 @@ class EstimateView(Static):
     def _price(self) -> None:
         try:
             units, open_ended = units_to_run(self.body, self.rerun)
-            estimate = estimate_rerun(self.body, units, prices_now(), open_ended=open_ended)
+            later = later_body(self.later)
+            estimate = estimate_rerun(self.body, units, prices_now(), open_ended=open_ended, later=later)
         except PricesError as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
