@@ -1,5 +1,6 @@
 """What a resume or fork will cost before it runs: for each task (or flow method) it will run, its last recorded run
-on this checkpoint's chain (tokens by kind, cost priced now, time), and which have no history to go on.
+on this checkpoint's chain or after it (tokens by kind, cost priced now, time), and which have no history to go on.
+What ran after the checkpoint is in the chain of the newest checkpoint that descends from it (``later``).
 
 The chain's record is the body's ``usage`` section: ``before`` (what earlier runs of the chain spent, oldest first)
 then ``rows`` (what the run that wrote the checkpoint spent). Each run's ledger holds one row per (unit, agent,
