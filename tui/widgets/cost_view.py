@@ -34,7 +34,7 @@ from crewpoint.estimate import (
     tokens_text,
     units_to_run,
 )
-from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.base import CheckpointError, CheckpointMeta
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.branch_graph import Graph
 from crewpoint.tui.widgets.detail_state import Detail
@@ -149,7 +149,6 @@ def later_body(ref: str | None) -> Mapping[str, Any] | None:
         return None
     # lazy: reading a checkpoint loads the body schema, which only an estimate of what ran after needs here
     from crewpoint.checkpoint import ops
-    from crewpoint.providers.base import CheckpointError
 
     try:
         return ops.load(ref).body
