@@ -355,11 +355,12 @@ class SqliteProvider(BaseProvider):
                     return
                 where, args = (" WHERE c.branch = ?", [path, branch]) if branch is not None else ("", [path])
                 by_time = " ORDER BY c.created_at DESC, c.sequence DESC, c.id DESC"
-                sound = _sound_ids(db)
+                sound = _sound_ids(db) if _few_rows(db) else None  # a big store: each chunk's body rows alone
                 cursor = db.execute(_LIST_ROWS + where + by_time, args)
                 damaged: builtins.list[ListedRow] = []
                 while rows := cursor.fetchmany(2000):
-                    for row in _rows(db, rows, path, sound):
+                    known = sound if sound is not None else _sound_among(db, [row[0] for row in rows])
+                    for row in _rows(db, rows, path, known):
                         if row.damaged is not None and row.created_at == 0.0:
                             damaged.append(row)  # a time that is no number: listed last, as list() does
                         else:
@@ -774,6 +775,27 @@ def _row_meta(row: Sequence[Any], path: str) -> CheckpointMeta:
 def _sound_ids(db: Db) -> set[str]:
     """The ids whose body row is there and not empty (see :data:`_SOUND_BODIES`)."""
     return {checkpoint_id for (checkpoint_id,) in db.execute(_SOUND_BODIES)}
+
+
+def _sound_among(db: Db, ids: builtins.list[str]) -> set[str]:
+    """Those of ``ids`` (a chunk of a listing) whose body row is there and not empty: a look-up each, so the first
+    rows of a store of a million come without a pass over all its bodies."""
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):  # within any SQLite's limit on parameters
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(checkpoint_id for (checkpoint_id,) in db.execute(f"{_SOUND_BODIES} AND id IN ({marks})", part))
+    return found
+
+
+_FEW_ROWS = 50_000
+"""Up to this many checkpoints (by the highest rowid, an upper bound), a streamed listing reads every sound body id
+in one pass; above it, each chunk's alone."""
+
+
+def _few_rows(db: Db) -> bool:
+    found = db.execute("SELECT max(rowid) FROM checkpoints").fetchone()
+    return found is None or found[0] is None or found[0] <= _FEW_ROWS
 
 
 def _checked_meta(db: Db, row: Sequence[Any], path: str, sound: set[str]) -> CheckpointMeta:

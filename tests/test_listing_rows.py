@@ -144,6 +144,32 @@ def test_rows_are_the_listing_damaged_ones_included(tmp_path: Path, kind: str) -
     assert [r[4] for r in table_rows(rows) if r[4] == "DAMAGED"] == ["DAMAGED"] * len(damaged)
 
 
+def test_a_big_sqlite_store_streams_its_rows_checking_each_chunks_bodies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a size, a streamed listing looks up each chunk's body rows instead of reading every body id first (a
+    store of a million lists its newest 50 at once): the rows and the damage it finds are the same."""
+    import crewpoint.providers.sqlite_provider as sqlite_provider
+
+    store = str(tmp_path / "store.db")
+    provider = SqliteProvider()
+    ids = fill_store(provider, store, 24)
+    provider.close()
+    con = sqlite3.connect(store)
+    con.execute("DELETE FROM bodies WHERE id = ?", [ids[3]])
+    con.execute("UPDATE bodies SET manifest = x'' WHERE id = ?", [ids[7]])
+    con.commit()
+    con.close()
+    whole = [dataclasses.astuple(m) for m in SqliteProvider().iter_list(store)]
+    monkeypatch.setattr(sqlite_provider, "_FEW_ROWS", 0)  # this store counts as big now
+    streamed = [dataclasses.astuple(m) for m in SqliteProvider().iter_list(store)]
+    assert streamed == whole and len(streamed) == 24
+    damaged = {m.id: m.damaged for m in SqliteProvider().iter_list(store) if m.damaged}
+    assert set(damaged) == {ids[3], ids[7]}
+    newest = SqliteProvider().list_newest(store, 5)
+    assert [m.id for m in newest] == [row[0] for row in whole[:5]]
+
+
 @pytest.mark.parametrize(
     "odd",
     [
