@@ -423,6 +423,8 @@ class Agent(BaseModel, CheckpointedEntity):
             raise CheckpointError(problem)
         self.id = str(data["id"])
         self._apply_run_state(data)
+        if self.budget is None:  # the program's own budget, else the one the run had
+            self.budget = budget_from_state(data.get("budget"))
         self._finished = False
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:

@@ -10,8 +10,8 @@ raises :class:`BudgetExceeded`. Resuming from that checkpoint with a larger budg
 budget=...)``, ``crewpoint checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are
 reused and none of their calls is made again. A task the budget stopped part-way (after some of its calls, before
 the next) starts over, as after a crash: its earlier calls are made again. The budget is saved with the entity's state
-(:func:`budget_state`): a rebuild from the checkpoint alone keeps it; a budget given to the resume, or the program's
-own, replaces it.
+(:func:`budget_state`): a rebuild from the checkpoint alone keeps it, and so does a program that sets none; a budget
+given to the resume, or the program's own, replaces it.
 
 Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens too). Dollars come from the
 recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers

@@ -581,6 +581,8 @@ class Crew(BaseModel, CheckpointedEntity):
         if data.get("crew_memory") is not None:
             self._memory = CrewMemory.from_state(data["crew_memory"])
         self._take_review_state(data)
+        if self.budget is None:  # the program's own budget, else the one the run had
+            self.budget = budget_from_state(data.get("budget"))
         self._state = None
         self._finished = False  # restored: the next kickoff resumes and skips finished tasks
 

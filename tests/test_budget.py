@@ -110,6 +110,19 @@ def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(serv
     assert calls_per_task(server) == [1, 1, 1]
 
 
+def test_a_program_without_a_budget_resumes_within_the_one_the_run_had(server: LLMServer) -> None:
+    server.usage = PER_CALL
+    with pytest.raises(BudgetExceeded):
+        crew_of(server, budget=Budget(usd=0.5)).kickoff()
+    stopped = newest()
+    assert stopped.meta.trigger == "budget_exceeded"
+    with pytest.raises(BudgetExceeded):  # the same crew in code, with no budget of its own: the saved one counts
+        crew_of(server).kickoff(from_checkpoint=stopped.meta.location)
+    assert calls_per_task(server) == [1, 1, 0]
+    crew_of(server, budget=Budget(usd=5)).kickoff(from_checkpoint=newest().meta.location)  # its own wins
+    assert calls_per_task(server) == [1, 1, 1]
+
+
 def test_a_token_budget_counts_input_output_and_reasoning_tokens(server: LLMServer) -> None:
     server.usage = {
         "prompt_tokens": 100,
