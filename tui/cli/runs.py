@@ -170,7 +170,7 @@ def _run(
             if estimate is not None:
                 _print_estimate(estimate)
             return
-        if not fork:
+        if not fork and start is None:  # (an answer's checkpoint is claimed: a second answer is refused, not beside)
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
             if later:
                 click.echo(
