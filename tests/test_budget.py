@@ -286,9 +286,9 @@ def statuses(project: Path, env: dict[str, str]) -> dict[str, str]:
     return {row["id"]: row["status"] for row in json.loads(done.stdout)}
 
 
-def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_larger_one(
-    tmp_path: Path, server: LLMServer
-) -> None:
+def stopped_program(tmp_path: Path, server: LLMServer) -> tuple[Path, dict[str, str]]:
+    """:data:`PROGRAM` run as a user runs it, in ``tmp_path/project``, stopped by its $0.50 budget after task 1
+    (exit 76): the project and the environment its commands run in."""
     server.usage = PER_CALL
     project = tmp_path / "project"
     project.mkdir()
@@ -298,6 +298,13 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
         [sys.executable, "prog.py"], cwd=project, env=env, capture_output=True, text=True, timeout=120
     )
     assert first.returncode == 76, first.stderr
+    return project, env
+
+
+def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_larger_one(
+    tmp_path: Path, server: LLMServer
+) -> None:
+    project, env = stopped_program(tmp_path, server)
     assert calls_per_task(server) == [1, 0, 0]
     stopped_at = newest(str(project / "store")).meta
     assert stopped_at.trigger == "budget_exceeded"
@@ -335,15 +342,7 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
 def test_a_plain_resume_rebuilt_from_the_checkpoint_keeps_the_runs_budget(tmp_path: Path, server: LLMServer) -> None:
     """The budget is saved with the crew: a resume with neither the program nor ``--budget`` stops at it again
     (counting anew) instead of running on with no limit."""
-    server.usage = PER_CALL
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "prog.py").write_text(PROGRAM)
-    env = {**os.environ, "BUDGET_TEST_LLM": server.base_url}
-    first = subprocess.run(
-        [sys.executable, "prog.py"], cwd=project, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert first.returncode == 76, first.stderr
+    project, env = stopped_program(tmp_path, server)
     stopped_at = newest(str(project / "store"))
     assert stopped_at.body["entity"]["budget"] == {"usd": 0.5, "tokens": None}
 

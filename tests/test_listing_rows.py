@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.stores import fill_store
+from support.stores import fill_store, sqlite_store_with_bad_bodies
 
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import CheckpointMeta
@@ -152,14 +152,7 @@ def test_a_big_sqlite_store_streams_its_rows_checking_each_chunks_bodies(
     import crewpoint.providers.sqlite_provider as sqlite_provider
 
     store = str(tmp_path / "store.db")
-    provider = SqliteProvider()
-    ids = fill_store(provider, store, 24)
-    provider.close()
-    con = sqlite3.connect(store)
-    con.execute("DELETE FROM bodies WHERE id = ?", [ids[3]])
-    con.execute("UPDATE bodies SET manifest = x'' WHERE id = ?", [ids[7]])
-    con.commit()
-    con.close()
+    ids = sqlite_store_with_bad_bodies(store, 24, missing=3, empty=7)
     whole = [dataclasses.astuple(m) for m in SqliteProvider().iter_list(store)]
     monkeypatch.setattr(sqlite_provider, "_FEW_ROWS", 0)  # this store counts as big now
     streamed = [dataclasses.astuple(m) for m in SqliteProvider().iter_list(store)]

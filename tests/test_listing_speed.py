@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from support.stores import fill_store
+from support.stores import fill_store, sqlite_store_with_bad_bodies
 
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import BaseProvider
@@ -130,17 +130,8 @@ def test_the_fast_table_rows_are_the_cells_of_table_row(tmp_path: Path) -> None:
 
 
 def test_a_sqlite_row_without_its_body_row_lists_and_finds_damaged(tmp_path: Path) -> None:
-    import sqlite3
-
-    provider = SqliteProvider()
     store = str(tmp_path / "store.db")
-    ids = fill_store(provider, store, 5)
-    provider.close()
-    con = sqlite3.connect(store)
-    con.execute("DELETE FROM bodies WHERE id = ?", [ids[1]])
-    con.execute("UPDATE bodies SET manifest = x'' WHERE id = ?", [ids[2]])
-    con.commit()
-    con.close()
+    ids = sqlite_store_with_bad_bodies(store, 5, missing=1, empty=2)
     provider = SqliteProvider()
     listed = {m.id: m.damaged for m in provider.list(store)}
     streamed = {m.id: m.damaged for m in provider.iter_list(store)}

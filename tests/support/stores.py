@@ -160,6 +160,24 @@ def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
     return ids
 
 
+def sqlite_store_with_bad_bodies(location: str, count: int, missing: int, empty: int) -> list[str]:
+    """A SQLite store of ``count`` checkpoints (:func:`fill_store`) whose ``missing``-th checkpoint has lost its body
+    row and whose ``empty``-th has an empty one: its ids."""
+    import sqlite3
+
+    from crewpoint.providers import SqliteProvider
+
+    provider = SqliteProvider()
+    ids = fill_store(provider, location, count)
+    provider.close()
+    con = sqlite3.connect(location)
+    con.execute("DELETE FROM bodies WHERE id = ?", [ids[missing]])
+    con.execute("UPDATE bodies SET manifest = x'' WHERE id = ?", [ids[empty]])
+    con.commit()
+    con.close()
+    return ids
+
+
 BASE_TIME = 1_704_164_645.0  # 2024-01-02 03:04:05 UTC
 """When the first checkpoint of a store :func:`fix_store` rewrote was written (each next one a minute later)."""
 
