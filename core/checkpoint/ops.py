@@ -22,6 +22,7 @@ from crewpoint.checkpoint.prune_plan import PrunePlan, PruneStrategy, prune, sto
 from crewpoint.checkpoint.stores import (
     DEFAULT_STORES,
     ancestors,
+    body_or_none,
     children,
     find_store,
     iter_checkpoints,
@@ -43,6 +44,7 @@ __all__ = [
     "PruneStrategy",
     "TaskInfo",
     "ancestors",
+    "body_or_none",
     "children",
     "describe",
     "diff",

@@ -11,7 +11,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from crewpoint.providers import is_url, provider_for, split_ref
-from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.base import (
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    CheckpointRecord,
+    DamagedCheckpoint,
+)
 
 DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
 
@@ -141,6 +147,17 @@ def load(ref: str, location: str | None = None) -> CheckpointRecord:
     if _names_a_store(ref):
         return load_record(ref)
     return load_record(resolve_id(location, ref))
+
+
+def body_or_none(ref: str | None) -> dict[str, Any] | None:
+    """The body of the checkpoint at ``ref`` (:func:`load`), or None when there is none or it cannot be read: for
+    what is only worth showing when it can be read (what ran after a checkpoint, for an estimate)."""
+    if not ref:
+        return None
+    try:
+        return load(ref).body
+    except (CheckpointError, OSError, ValueError):
+        return None
 
 
 def store_of(record: CheckpointRecord) -> str:

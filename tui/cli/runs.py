@@ -277,12 +277,11 @@ def _estimate(record: CheckpointRecord, store: str, rerun: list[int]) -> Estimat
     # lazy: estimating prices usage with genai-prices, which only a dry run needs
     from crewpoint.estimate import estimate_rerun, units_to_run
 
-    later = None
     try:
         newest = ops.newest_descendant(ops.list_checkpoints(store), record.meta.id)
-        later = ops.load(newest.location).body if newest is not None and newest.location else None
-    except (CheckpointError, OSError, ValueError):  # what ran after it cannot be read: the chain alone
-        later = None
+    except (CheckpointError, OSError, ValueError):  # what ran after it cannot be listed: the chain alone
+        newest = None
+    later = ops.body_or_none(newest.location if newest is not None else None)
     units, open_ended = units_to_run(record.body, rerun)
     return estimate_rerun(record.body, units, open_ended=open_ended, later=later)
 

@@ -21,6 +21,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from crewpoint.checkpoint.stores import body_or_none
 from crewpoint.cost import PRICE_UNKNOWN, CostSummary, Prices, PricesError, load_prices, table_version
 from crewpoint.estimate import (
     NO_HISTORY,
@@ -34,7 +35,7 @@ from crewpoint.estimate import (
     tokens_text,
     units_to_run,
 )
-from crewpoint.providers.base import CheckpointError, CheckpointMeta
+from crewpoint.providers.base import CheckpointMeta
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.branch_graph import Graph
 from crewpoint.tui.widgets.detail_state import Detail
@@ -142,20 +143,6 @@ def estimate_parts(estimate: Estimate) -> list[RenderableType]:
     return parts
 
 
-def later_body(ref: str | None) -> Mapping[str, Any] | None:
-    """The body of the checkpoint at ``ref`` (read in the estimate's thread), None when there is none or it cannot
-    be read: the estimate then goes on the chain alone."""
-    if ref is None:
-        return None
-    # lazy: reading a checkpoint loads the body schema, which only an estimate of what ran after needs here
-    from crewpoint.checkpoint import ops
-
-    try:
-        return ops.load(ref).body
-    except (CheckpointError, OSError, ValueError):
-        return None
-
-
 class EstimateView(Static):
     """What the tasks that will run cost when they last ran on the checkpoint's chain, in a dialog. Priced in a
     thread when mounted; :attr:`estimate` holds the figures once drawn (None while pricing, or with :attr:`problem`
@@ -182,7 +169,7 @@ class EstimateView(Static):
     def _price(self) -> None:
         try:
             units, open_ended = units_to_run(self.body, self.rerun)
-            later = later_body(self.later)
+            later = body_or_none(self.later)  # what ran after the checkpoint, read in this thread
             estimate = estimate_rerun(self.body, units, prices_now(), open_ended=open_ended, later=later)
         except PricesError as exc:
             self.app.call_from_thread(self._failed, str(exc))
