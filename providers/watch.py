@@ -14,7 +14,6 @@ knew counts as a change, whatever the store's own filter says.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -77,6 +76,8 @@ async def watch_files(
 ) -> AsyncIterator[StoreChange]:
     """Yield one :class:`StoreChange` per burst of changes that ``spec_of()`` says count, until ``stop``.
     ``ready`` is called once the first watch is in place."""
+    import asyncio  # a watch runs in an event loop; a store's listing or reading never loads asyncio
+
     from watchfiles import Change, awatch
 
     owed: StoreChange | None = None  # a change seen by the last watch, reported once this one is in place

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from crewai_fixtures import FAKE_KEY
@@ -281,9 +282,23 @@ def _processes_naming(text: str) -> list[str]:
 
 def test_info_shows_the_ancestry_and_reads_only_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`info` on a forked checkpoint of a CrewAI store shows its ancestry across branch folders, and reads
-    that checkpoint and its ancestors only."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "in-test-cache"))
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    that checkpoint and its ancestors only (a short ancestry without even reading the store's cache)."""
+    from click.testing import CliRunner
+
+    from crewpoint.providers.crewai import json_store, sqlite_store
+    from crewpoint.tui.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    learnt: list[str] = []
+    for module in (json_store, sqlite_store):
+        real = module._learn
+
+        def learn(*args: Any, real: Any = real) -> Any:
+            found = real(*args)
+            learnt.extend(found)
+            return found
+
+        monkeypatch.setattr(module, "_learn", learn)
     for store in (copy_json_store(tmp_path / "crewai-json"), copy_sqlite_store(tmp_path / "crewai.db")):
         provider = CrewAIJsonProvider() if store.is_dir() else CrewAISqliteProvider()
         rows = {m.id: m for m in provider.list(str(store))}
@@ -292,14 +307,13 @@ def test_info_shows_the_ancestry_and_reads_only_it(tmp_path: Path, monkeypatch: 
         while chain[-1].parent_id in rows:
             chain.append(rows[chain[-1].parent_id])
         assert {m.branch for m in chain} == {forked.branch, "main"} and len(chain) < len(rows)
-        command = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", "info", "-l", str(store), forked.id[:20]]
-        shown = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-        ancestry = shown.split("ancestry (newest first)\n")[1].split("\n\n")[0].splitlines()
+        learnt.clear()
+        result = CliRunner().invoke(main, ["checkpoint", "info", "-l", str(store), forked.id[:20]])
+        assert result.exit_code == 0, result.output
+        ancestry = result.output.split("ancestry (newest first)\n")[1].split("\n\n")[0].splitlines()
         assert [line.split()[0] for line in ancestry] == [m.id for m in chain]
-        digest = hashlib.sha256(os.path.abspath(store).encode()).hexdigest()[:24]
-        saved = json.loads((tmp_path / "cache" / "crewpoint" / "crewai" / f"{digest}.json").read_text())["entries"]
-        keys = [os.path.relpath(m.location, store) if store.is_dir() else m.id for m in chain]
-        assert sorted(saved) == sorted(keys)
+        keys = {os.path.relpath(m.location, store) if store.is_dir() else m.id for m in chain}
+        assert learnt and set(learnt) == keys  # a file's key is its path in the store, a row's its id
 
 
 def test_one_provider_sees_every_change_between_listings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

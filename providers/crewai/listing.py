@@ -37,6 +37,8 @@ from crewpoint.providers.usage_meta import MAX_USAGE_TEXT, usage_summary
 Facts = dict[str, Any]
 CHUNK = 2000
 """Rows learnt at a time while a listing streams (as many as `list` prints at a time)."""
+FEW = 8
+"""An ancestry this short is learnt at once, without the store's cache."""
 
 _HEAD = 65_536
 _TAIL = 4_096
@@ -55,11 +57,12 @@ class Entry:
     tiebreak: int
     """Orders checkpoints of the same second that are not parent and child (modification time, row id)."""
     size: int
+    """The file's size; 0 for a database row, whose size is learnt with its facts (``facts["size"]``)."""
     location: str
     key: str
     """The cache key: the file's path in the store, or the row's id."""
     stamp: int
-    """The cache stamp: the file's modification time; 0 for a database row (CrewAI never changes a row)."""
+    """The cache stamp: the file's modification time; a database row's rowid (CrewAI never changes a row)."""
     lineage: str = ""
     sequence: int = 0
 
@@ -71,7 +74,7 @@ class Entry:
         if not (type(done) is int and type(total) is int and all(type(t) is str for t in texts)):
             texts, done, total, damaged = ("", "", "", ""), 0, 0, "unreadable cached facts: list again"
         trigger, kind, name, version = texts
-        usage = get("usage", "")
+        usage, size = get("usage", ""), get("size", self.size)  # a database row's size is learnt with its facts
         return CheckpointMeta(
             self.id,
             self.parent_id,
@@ -87,7 +90,7 @@ class Entry:
             1,
             version,
             usage=usage if type(usage) is str and len(usage) <= MAX_USAGE_TEXT else "",
-            size=self.size,
+            size=size if type(size) is int and size >= 0 else self.size,
             location=self.location,
             damaged=damaged if isinstance(damaged, str) else None,
         )
@@ -181,7 +184,13 @@ class LazyListing:
         if wanted is None:
             return next((m for m in self.stream() if not m.damaged), None) or self.first(1)[0]
         full = match_prefix([e.id for e in self.entries], wanted, where)
-        return self.metas([next(e for e in self.entries if e.id == full)])[0]
+        return self.learnt_now([next(e for e in self.entries if e.id == full)])[0]
+
+    def learnt_now(self, entries: list[Entry]) -> list[CheckpointMeta]:
+        """The metadata of a few checkpoints (one named, a short ancestry), learnt now: cheaper than reading all
+        that the store's cache remembers."""
+        learnt = self.learn(entries) if entries else {}
+        return [e.meta(learnt.get(e.key) or {"damaged": "vanished while it was read"}) for e in entries]
 
 
 class ListsLazily:
@@ -256,7 +265,7 @@ class ListsLazily:
             chain.append(current)
             seen.add(current.id)
             current = by_id.get(current.parent_id) if current.parent_id else None
-        return listing.metas(chain)
+        return listing.learnt_now(chain) if len(chain) <= FEW else listing.metas(chain)
 
 
 # -- JSON files ------------------------------------------------------------------------------------------------
@@ -443,7 +452,8 @@ class FactsCache:
     """What listings learned from a store's checkpoints (kind, name, progress, trigger), kept between processes
     in crewpoint's cache folder (``$XDG_CACHE_HOME/crewpoint/crewai``), never in the CrewAI store: CrewAI's
     names hold no progress, so a listing would otherwise read every checkpoint. An entry counts only while the
-    checkpoint's size and stamp (modification time; 0 for a database row) are unchanged. Names are masked."""
+    checkpoint's size and stamp (a file's size and modification time; a database row's rowid) are unchanged. Names
+    are masked."""
 
     def __init__(self, store: str) -> None:
         import hashlib
@@ -451,15 +461,26 @@ class FactsCache:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         digest = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:24]
         self.path = os.path.join(base, "crewpoint", "crewai", f"{digest}.json")
-        self.entries: dict[str, list[Any]] = {}
+        self._entries: dict[str, list[Any]] | None = None  # read from the file when first asked for
+        self._keep: set[str] | None = None  # the keys to keep once read
         self.dirty = False
-        try:
-            with open(self.path, "rb") as handle:
-                loaded = json.loads(handle.read())
-            if isinstance(loaded, dict) and loaded.get("version") == 2 and isinstance(loaded.get("entries"), dict):
-                self.entries = loaded["entries"]
-        except (OSError, ValueError, RecursionError):
-            pass
+
+    @property
+    def entries(self) -> dict[str, list[Any]]:
+        """The cached entries (the file is read once, when a listing first needs what it remembers)."""
+        if self._entries is None:
+            self._entries = {}
+            try:
+                with open(self.path, "rb") as handle:
+                    loaded = json.loads(handle.read())
+                if isinstance(loaded, dict) and loaded.get("version") == 2 and isinstance(loaded.get("entries"), dict):
+                    self._entries = loaded["entries"]
+            except (OSError, ValueError, RecursionError):
+                pass
+            if self._keep is not None:
+                keep, self._keep = self._keep, None
+                self.keep_only(keep)
+        return self._entries
 
     def get(self, key: str, size: int, stamp: int) -> Facts | None:
         entry = self.entries.get(key)
@@ -473,9 +494,13 @@ class FactsCache:
         self.dirty = True
 
     def keep_only(self, keys: set[str]) -> None:
-        gone = [k for k in self.entries if k not in keys]
+        """Forget every entry but ``keys`` (once the file is read, if it is not yet)."""
+        if self._entries is None:
+            self._keep = keys
+            return
+        gone = [k for k in self._entries if k not in keys]
         for key in gone:
-            del self.entries[key]
+            del self._entries[key]
         self.dirty = self.dirty or bool(gone)
 
     def save(self) -> None:

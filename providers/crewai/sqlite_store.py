@@ -44,7 +44,10 @@ from crewpoint.providers.watch import WatchSpec, database_spec
 JSONB_VERSION = (3, 45, 0)
 _WATCHED = 8
 """Stores a provider keeps a connection open on, to tell cheaply whether they changed."""
-_SQL_ROWS = "SELECT rowid, id, created_at, parent_id, branch, length(data) FROM checkpoints"
+_SQL_ROWS = "SELECT rowid, id, created_at, parent_id, branch FROM checkpoints"
+"""The narrow columns of every row: all a store's order needs. A row's size (``length(data)`` would visit every
+row's page) is learnt with its facts, for the rows a view asks for."""
+_SQL_SIZES = "SELECT id, length(data) FROM checkpoints WHERE id IN ({marks})"
 INSTALL_HINT = (
     "this CrewAI SQLite store keeps checkpoints as SQLite JSONB, which needs SQLite 3.45 or newer "
     f"(this Python has {sqlite3.sqlite_version}): pip install 'crewpoint[crewai]'"
@@ -172,20 +175,22 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
 
 
 def _entries(path: str, rows: builtins.list[Any]) -> builtins.list[Entry]:
-    """The rows as their narrow columns tell them (CrewAI never changes a row)."""
-    return [
+    """The rows as their narrow columns tell them; a row's size comes with its facts. CrewAI never changes a row:
+    its cache stamp is its rowid, which a row deleted and written anew does not keep."""
+    return [  # id, parent_id, branch, created_at, tiebreak, size, location, key, stamp
         Entry(
-            id=str(cid),
-            parent_id=str(parent) if parent else None,
-            branch=str(row_branch or "main"),
-            created_at=parse_stamp(str(created or cid)),
-            tiebreak=int(rowid),
-            size=int(length or 0),
-            location=f"{path}#{cid}",
-            key=str(cid),
-            stamp=0,
+            key,
+            str(parent) if parent else None,
+            str(row_branch or "main"),
+            parse_stamp(str(created or key)),
+            int(rowid),
+            0,
+            f"{path}#{key}",
+            key,
+            int(rowid),
         )
-        for rowid, cid, created, parent, row_branch, length in rows
+        for rowid, cid, created, parent, row_branch in rows
+        for key in (str(cid),)
     ]
 
 
@@ -232,7 +237,11 @@ def _learn_ids(path: str, ids: builtins.list[str]) -> dict[str, Facts]:
     try:
         with connect(path) as con:
             for start in range(0, len(ids), 500):
-                learnt |= _facts_of(con, ids[start : start + 500])
+                chunk = ids[start : start + 500]
+                learnt |= _facts_of(con, chunk)
+                for cid, length in _rows(con, _SQL_SIZES, chunk, 2):
+                    if type(length) is int and str(cid) in learnt:
+                        learnt[str(cid)]["size"] = length
     except _errors() as exc:
         raise CheckpointError(f"cannot read the CrewAI store {path}: {exc}") from exc
     return learnt
