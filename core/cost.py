@@ -17,6 +17,7 @@ data: :func:`usage_rows` keeps only well-formed rows, with bounded text and coun
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -400,9 +401,29 @@ def format_usd(usd: Decimal | float | None) -> str:
 
 def table_version() -> str:
     """Which price table prices are from, shown wherever a cost is: ``genai-prices 0.2.3 (bundled data)``."""
+    found = _installed_version("genai_prices")
+    return f"genai-prices {found} (bundled data)" if found else "genai-prices (version unknown)"
+
+
+@functools.cache
+def _installed_version(package: str) -> str | None:
+    """The installed version of ``package``, from the ``<package>-<version>.dist-info`` folder beside it (what an
+    installer writes): a folder listing, not ``importlib.metadata``, which alone takes longer than an ``info``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.origin:
+        folder = os.path.dirname(os.path.dirname(spec.origin))
+        prefix = f"{package}-"
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".dist-info")]
+        except OSError:
+            names = []
+        if len(names) == 1:
+            return names[0][len(prefix) : -len(".dist-info")]
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return f"genai-prices {version('genai-prices')} (bundled data)"
+        return version(package)
     except PackageNotFoundError:  # pragma: no cover - a dependency of crewpoint
-        return "genai-prices (version unknown)"
+        return None
