@@ -121,7 +121,7 @@ def bench_crewai_list() -> list[Row]:
         paint = statistics.median(_paint_time(store, cache, fresh=True) for _ in range(3))
         paint_again = statistics.median(_paint_time(store, cache, fresh=False) for _ in range(3))
         name = f"CrewAI {kind} store, app: start to first painted tree, 10,000 checkpoints"
-        rows.append(Row(f"{name}, first time", paint, "s", 0.5, "newest 2,000 first"))
+        rows.append(Row(f"{name}, first time", paint, "s", 0.5, "newest 500 first"))
         rows.append(Row(f"{name}, again", paint_again, "s", 0.5))
         shutil.rmtree(store, ignore_errors=True) if store.is_dir() else store.unlink()
     return rows

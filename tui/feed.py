@@ -28,7 +28,7 @@ def read_store(location: str, query: str = "") -> StoreListed:
     return StoreListed(location, metas, StoreIndex.build(metas, query), None, read_at=started)
 
 
-EARLY_ROWS = 2000
+EARLY_ROWS = 500
 """A store with more checkpoints than this shows its newest ones first, while the rest is read."""
 
 
