@@ -9,7 +9,7 @@ it is learnt per row, newest first, only for the rows asked for (:class:`LazyLis
 Learning a JSON dump reads its head and tail only (:func:`json_facts`): CrewAI writes ``entities`` before the
 big ``event_record`` and ``trigger`` last. Anything unexpected (another key order, a torn file, a flow or agent
 whose facts are in its events) falls back to parsing the whole file, which also names what is damaged.
-Learning a SQLite row happens inside SQLite, on its JSONB (:data:`SQL_CREW_FIRST`, :data:`SQL_FACTS`).
+Learning a SQLite row happens inside SQLite, on its JSONB (``sqlite_store.SQL_CREW_FIRST``, ``SQL_FACTS``).
 
 A provider remembers a store's order between listings while a cheap look at the store (each file's name, size
 and time; the database's ``data_version``) sees it unchanged (:class:`ListsLazily`).
@@ -303,7 +303,7 @@ def _json_facts_quick(path: str) -> Facts | None:
     trigger = _last_trigger(tail.decode("utf-8", "replace"))
     if trigger is None:
         return None
-    return _facts(crew, [], top["crewai_version"], trigger)
+    return entity_facts(crew, [], top["crewai_version"], trigger)
 
 
 def _members_before(text: str, at: int, stop: str) -> tuple[dict[str, Any], int]:
@@ -355,7 +355,7 @@ def describe_dump(dump: dict[str, Any]) -> Facts:
     """What list views need from a whole dump: kind, name, progress, trigger, version."""
     entity = main_entity(dump)
     events = events_needed(dump, entity)
-    return _facts(entity, events, dump.get("crewai_version"), dump.get("trigger"))
+    return entity_facts(entity, events, dump.get("crewai_version"), dump.get("trigger"))
 
 
 def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str, Any]]:
@@ -363,7 +363,7 @@ def events_needed(dump: dict[str, Any], entity: dict[str, Any]) -> list[dict[str
     return events_of(dump) if entity.get("entity_type") != "crew" else []
 
 
-def _facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, trigger: Any) -> Facts:
+def entity_facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, trigger: Any) -> Facts:
     done, total = progress(entity, events)
     rows = common.usage_of(entity)
     return {
@@ -381,68 +381,6 @@ def _facts(entity: dict[str, Any], events: list[dict[str, Any]], version: Any, t
 def _masked(text: str) -> str:
     """:func:`mask_text` of a name or trigger (a store repeats a few of them in every row)."""
     return mask_text(text)
-
-
-def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, version: Any, trigger: Any) -> Facts | None:
-    """Facts from the columns the SQLite listing query reads (:data:`SQL_FACTS`); None when the entity needs
-    its events (an agent, a flow without a name) or a column is not what it should be."""
-    if kind == "crew" and isinstance(done, int) and isinstance(total, int):
-        entity = {"entity_type": "crew", "name": name}
-        return _facts(entity, [], version, trigger) | {"tasks_done": done, "tasks_total": total}
-    if kind == "flow" and name and isinstance(completed, int):
-        entity = {"entity_type": "flow", "name": name}
-        return _facts(entity, [], version, trigger) | {"tasks_done": completed, "tasks_total": completed}
-    return None
-
-
-SQL_CREW_FIRST = """
-SELECT id,
-  json_extract(data, '$.crewai_version', '$.trigger', '$.entities[0].entity_type', '$.entities[0].name',
-    '$.entities[0].usage_metrics'),
-  (SELECT json_group_array(CASE WHEN t.type <> 'object' THEN -1
-                                WHEN json_type(t.value, '$.output') NOT IN ('null') THEN 1 ELSE 0 END)
-   FROM jsonb_each(data, '$.entities[0].tasks') t)
-FROM checkpoints WHERE id IN ({marks})
-"""
-"""The rows ``{marks}`` names, as a crew first in its entities gives its facts: ``[version, trigger, kind, name,
-usage_metrics]`` and a flag per task (1 finished, 0 not, -1 not a task), read inside SQLite from the JSONB with the
-row loaded once (:func:`crew_first_facts`); rows of another shape go through :data:`SQL_FACTS`."""
-
-
-def crew_first_facts(head: Any, flags: Any) -> Facts | None:
-    """Facts from a :data:`SQL_CREW_FIRST` row; None when its first entity is not a crew."""
-    try:
-        version, trigger, kind, name, metrics = json.loads(head)
-        marks = json.loads(flags)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    if kind != "crew" or not isinstance(marks, list):
-        return None
-    done = sum(1 for m in marks if m == 1)
-    total = sum(1 for m in marks if m in (0, 1))
-    return _facts({"entity_type": "crew", "name": name, "usage_metrics": metrics}, [], version, trigger) | {
-        "tasks_done": done,
-        "tasks_total": total,
-    }
-
-
-SQL_FACTS = """
-WITH m AS (
-  SELECT id, data,
-    coalesce((SELECT min(e.key) FROM jsonb_each(data, '$.entities') e WHERE e.value ->> '$.entity_type' = 'crew'), 0)
-      AS i
-  FROM checkpoints WHERE id IN ({marks})
-)
-SELECT id, data ->> '$.crewai_version', data ->> '$.trigger',
-  json_extract(data, '$.entities[' || i || '].entity_type'),
-  json_extract(data, '$.entities[' || i || '].name'),
-  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t
-   WHERE t.type = 'object' AND json_type(t.value, '$.output') NOT IN ('null')),
-  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t WHERE t.type = 'object'),
-  json_array_length(data, '$.entities[' || i || '].checkpoint_completed_methods')
-FROM m
-"""
-"""Facts of the rows ``{marks}`` names, read inside SQLite from the JSONB (no row is turned into text)."""
 
 
 # -- the cache -------------------------------------------------------------------------------------------------

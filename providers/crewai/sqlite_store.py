@@ -12,6 +12,7 @@ by id and length; a live view reads only new rows.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -27,17 +28,7 @@ from crewpoint.providers.base import (
 )
 from crewpoint.providers.crewai.common import parse_json, parse_stamp, to_body
 from crewpoint.providers.crewai.json_store import READ_ONLY
-from crewpoint.providers.crewai.listing import (
-    SQL_CREW_FIRST,
-    SQL_FACTS,
-    Entry,
-    Facts,
-    LazyListing,
-    ListsLazily,
-    crew_facts,
-    crew_first_facts,
-    describe_dump,
-)
+from crewpoint.providers.crewai.listing import Entry, Facts, LazyListing, ListsLazily, describe_dump, entity_facts
 from crewpoint.providers.refs import split_ref
 from crewpoint.providers.watch import WatchSpec, database_spec
 
@@ -273,6 +264,68 @@ def _facts_of(con: Any, ids: builtins.list[str]) -> dict[str, Facts]:
     for cid in whole:
         learnt[cid] = _whole_facts(con, cid)
     return learnt
+
+
+def crew_facts(kind: Any, name: Any, done: Any, total: Any, completed: Any, version: Any, trigger: Any) -> Facts | None:
+    """Facts from the columns the SQLite listing query reads (:data:`SQL_FACTS`); None when the entity needs
+    its events (an agent, a flow without a name) or a column is not what it should be."""
+    if kind == "crew" and isinstance(done, int) and isinstance(total, int):
+        entity = {"entity_type": "crew", "name": name}
+        return entity_facts(entity, [], version, trigger) | {"tasks_done": done, "tasks_total": total}
+    if kind == "flow" and name and isinstance(completed, int):
+        entity = {"entity_type": "flow", "name": name}
+        return entity_facts(entity, [], version, trigger) | {"tasks_done": completed, "tasks_total": completed}
+    return None
+
+
+SQL_CREW_FIRST = """
+SELECT id,
+  json_extract(data, '$.crewai_version', '$.trigger', '$.entities[0].entity_type', '$.entities[0].name',
+    '$.entities[0].usage_metrics'),
+  (SELECT json_group_array(CASE WHEN t.type <> 'object' THEN -1
+                                WHEN json_type(t.value, '$.output') NOT IN ('null') THEN 1 ELSE 0 END)
+   FROM jsonb_each(data, '$.entities[0].tasks') t)
+FROM checkpoints WHERE id IN ({marks})
+"""
+"""The rows ``{marks}`` names, as a crew first in its entities gives its facts: ``[version, trigger, kind, name,
+usage_metrics]`` and a flag per task (1 finished, 0 not, -1 not a task), read inside SQLite from the JSONB with the
+row loaded once (:func:`crew_first_facts`); rows of another shape go through :data:`SQL_FACTS`."""
+
+
+def crew_first_facts(head: Any, flags: Any) -> Facts | None:
+    """Facts from a :data:`SQL_CREW_FIRST` row; None when its first entity is not a crew."""
+    try:
+        version, trigger, kind, name, metrics = json.loads(head)
+        marks = json.loads(flags)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if kind != "crew" or not isinstance(marks, list):
+        return None
+    done = sum(1 for m in marks if m == 1)
+    total = sum(1 for m in marks if m in (0, 1))
+    return entity_facts({"entity_type": "crew", "name": name, "usage_metrics": metrics}, [], version, trigger) | {
+        "tasks_done": done,
+        "tasks_total": total,
+    }
+
+
+SQL_FACTS = """
+WITH m AS (
+  SELECT id, data,
+    coalesce((SELECT min(e.key) FROM jsonb_each(data, '$.entities') e WHERE e.value ->> '$.entity_type' = 'crew'), 0)
+      AS i
+  FROM checkpoints WHERE id IN ({marks})
+)
+SELECT id, data ->> '$.crewai_version', data ->> '$.trigger',
+  json_extract(data, '$.entities[' || i || '].entity_type'),
+  json_extract(data, '$.entities[' || i || '].name'),
+  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t
+   WHERE t.type = 'object' AND json_type(t.value, '$.output') NOT IN ('null')),
+  (SELECT count(*) FROM jsonb_each(data, '$.entities[' || i || '].tasks') t WHERE t.type = 'object'),
+  json_array_length(data, '$.entities[' || i || '].checkpoint_completed_methods')
+FROM m
+"""
+"""Facts of the rows ``{marks}`` names, read inside SQLite from the JSONB (no row is turned into text)."""
 
 
 _UNREADABLE = {"damaged": "the data is not readable JSONB (damaged or half-written)"}
