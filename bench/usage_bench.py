@@ -9,7 +9,7 @@ other round) so that the machine's drift lands on both, and each figure is the m
 target row is the run's wall time, what a user waits (checkpoints fsync'd); the CPU-time row (this process, all its
 threads: the writer's too) is the stricter view, since an offline call costs nothing next to writing a checkpoint. A
 third side records usage but writes no ``usage`` section, to show what the section's rows cost on their own (every
-checkpoint holds every row so far).
+checkpoint holds every row so far). A fourth side is the second once more: how far apart two equal sides read.
 
 ``USAGE_BENCH_ROUNDS`` and ``USAGE_BENCH_TASKS`` make it smaller (the smoke test runs it so).
 """
@@ -153,7 +153,13 @@ def _kickoff(location: str) -> tuple[float, float, str]:
     return wall, cpu, f"{len(JsonProvider(fsync=False).list(location))} checkpoints; {output}"
 
 
-SIDES: dict[str, Callable[[], Any]] = {"recorded": nullcontext, "off": _usage_off, "no section": _no_section}
+SIDES: dict[str, Callable[[], Any]] = {
+    "recorded": nullcontext,
+    "off": _usage_off,
+    "no section": _no_section,
+    "off again": _usage_off,
+}
+"""The sides; "off again" is "off" once more, measured the same way: how far apart two equal sides read."""
 
 
 def _ratio(runs: dict[str, list[tuple[float, float, str]]], side: str, index: int) -> float:
@@ -168,7 +174,7 @@ def bench_usage_recording() -> list[Row]:
             with switch():
                 _kickoff(f"{tmp}/warm-{side}")
         for i in range(ROUNDS):
-            order = names[i % 3 :] + names[: i % 3]  # each side goes first, second and last in turn
+            order = names[i % len(names) :] + names[: i % len(names)]  # each side goes first, ..., last in turn
             for side in order if i % 2 == 0 else order[::-1]:
                 gc.collect()
                 with SIDES[side]():
@@ -197,6 +203,13 @@ def bench_usage_recording() -> list[Row]:
             "x",
             None,
             "the rest is the usage rows every checkpoint repeats",
+        ),
+        Row(
+            "not recording / not recording, a second side (wall time)",
+            _ratio(runs, "off again", 0),
+            "x",
+            None,
+            "the bench's own spread between two equal sides",
         ),
     ]
 
