@@ -52,9 +52,9 @@ class AnswerScreen(ModalScreen[Answer | None]):
     ) -> None:
         super().__init__()
         self.body = body
+        """The checkpoint's body: the estimate of what runs on after the answer is priced from its chain's usage."""
         self.later = later
         """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
-        """The checkpoint's body: the estimate of what runs on after the answer is priced from its chain's usage."""
         self.checkpoint = checkpoint
         self.request = request
         self.app_spec = app

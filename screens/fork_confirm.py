@@ -76,9 +76,9 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
     ) -> None:
         super().__init__()
         self.body = body
+        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.later = later
         """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
-        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.meta = meta
         self.info = info
         self.plan = plan

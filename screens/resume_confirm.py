@@ -83,9 +83,9 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
     ) -> None:
         super().__init__()
         self.body = body
+        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.later = later
         """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
-        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.question = question
         self.app_spec = app
 

@@ -60,7 +60,7 @@ class Answer:
     accept: bool = False
     app: str = ""
     budget: float | None = None
-    """The dollars the run may spend once answered (``--budget``); None: no limit."""
+    """The dollars the run may spend once answered (``--budget``); None: the budget the run had, if any."""
 
 
 def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[str]:
