@@ -355,7 +355,7 @@ class Agent(BaseModel, CheckpointedEntity):
             "step_callback_unsaved": self.step_callback is not None and callable_path(self.step_callback) is None,
             "pending": list(self._pending) if self._pending is not None else None,
             "result": self._result,
-            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
+            **budget_state(self.budget),
         }
 
     @classmethod
@@ -393,7 +393,7 @@ class Agent(BaseModel, CheckpointedEntity):
             # a loop bound is the program's, like a delay or a timeout: the class default unless trusted
             max_iter=data.get("max_iter", 5) if callbacks_trusted() else cls.model_fields["max_iter"].default,
             step_callback=load_callable(step, f"step_callback of agent {data.get('role')!r}") if step else None,
-            budget=budget_from_state(data.get("budget")),
+            budget=budget_from_state(data),
         )
         agent._apply_run_state(data)
         return agent
@@ -424,7 +424,7 @@ class Agent(BaseModel, CheckpointedEntity):
         self.id = str(data["id"])
         self._apply_run_state(data)
         if self.budget is None:  # the program's own budget, else the one the run had
-            self.budget = budget_from_state(data.get("budget"))
+            self.budget = budget_from_state(data)
         self._finished = False
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:

@@ -105,14 +105,16 @@ class Budget:
         return " or ".join(parts) or "no limit"
 
 
-def budget_state(budget: Budget | None) -> dict[str, Any] | None:
-    """``budget`` as an entity's checkpoint state keeps it: ``{"usd", "tokens"}``, or None for no budget."""
-    return None if budget is None else {"usd": budget.usd, "tokens": budget.tokens}
+def budget_state(budget: Budget | None) -> dict[str, Any]:
+    """What an entity's checkpoint state keeps of ``budget``: ``{"budget": {"usd", "tokens"}}``, nothing for no
+    budget (its checkpoints are as they were before budgets were kept)."""
+    return {} if budget is None else {"budget": {"usd": budget.usd, "tokens": budget.tokens}}
 
 
-def budget_from_state(saved: object) -> Budget | None:
+def budget_from_state(state: object) -> Budget | None:
     """The budget an entity's checkpoint state kept (:func:`budget_state`; checked by the body's schema), or None.
     A rebuild from the checkpoint alone keeps it: a plain resume stops where the run it resumes would have."""
+    saved = state.get("budget") if isinstance(state, Mapping) else None
     if not isinstance(saved, Mapping):
         return None
     try:

@@ -462,7 +462,7 @@ class Crew(BaseModel, CheckpointedEntity):
             **({"kickoff_hooks": self._hooks.state()} if self._hooks is not None else {}),
             "pending_feedback": self._pending,
             "human_feedback": list(self._answered),
-            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
+            **budget_state(self.budget),
         }
 
     @classmethod
@@ -503,7 +503,7 @@ class Crew(BaseModel, CheckpointedEntity):
             checkpoint=_config_from_state(data.get("checkpoint")),
             verbose=False,
             id=data["id"],
-            budget=budget_from_state(data.get("budget")),
+            budget=budget_from_state(data),
         )
         if data.get("crew_memory") is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])
@@ -582,7 +582,7 @@ class Crew(BaseModel, CheckpointedEntity):
             self._memory = CrewMemory.from_state(data["crew_memory"])
         self._take_review_state(data)
         if self.budget is None:  # the program's own budget, else the one the run had
-            self.budget = budget_from_state(data.get("budget"))
+            self.budget = budget_from_state(data)
         self._state = None
         self._finished = False  # restored: the next kickoff resumes and skips finished tasks
 

@@ -464,7 +464,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "human_feedback": [
                 {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
             ],
-            **({"budget": budget_state(self.budget)} if self.budget is not None else {}),
+            **budget_state(self.budget),
         }
 
     @classmethod
@@ -478,9 +478,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         with event_bus.scoped_handlers():
             flow = cls.__new__(cls)
             Flow.__init__(flow, checkpoint=_config_from_state(data.get("checkpoint")))
-        saved = budget_from_state(data.get("budget"))
-        if saved is not None and flow.budget is None:  # the class's own budget, else the one the run had
-            flow.budget = saved
+        if flow.budget is None:  # the class's own budget, else the one the run had
+            flow.budget = budget_from_state(data)
         flow._apply_run_state(data)
         return flow
 

@@ -33,8 +33,7 @@ class BudgetField(Vertical):
 
     def __init__(self, body: Mapping[str, Any] | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        entity = body.get("entity") if isinstance(body, Mapping) else None
-        self.saved = budget_from_state(entity.get("budget")) if isinstance(entity, Mapping) else None
+        self.saved = budget_from_state(body.get("entity") if isinstance(body, Mapping) else None)
         """The budget the checkpoint's run had: a run rebuilt from the checkpoint keeps it unless one is given."""
 
     def compose(self) -> ComposeResult:
