@@ -53,7 +53,8 @@ def _crew(location: str) -> Any:
     return Crew(agents=agents, tasks=tasks, checkpoint=CheckpointConfig(location=location))
 
 
-_EMPTY: dict[str, list[Any]] = {"rows": [], "before": [], "reused": []}
+_EMPTY: tuple[dict[str, list[Any]], str] = ({"rows": [], "before": [], "reused": []}, "")
+"""What ``RuntimeState.usage_section`` gives for a run that recorded nothing: no rows, no summary."""
 
 
 def _without_section(capture: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,8 +11,9 @@ newer table or an override applies to old checkpoints too.
 
 A row (``body["usage"]["rows"|"before"|"reused"]``) is ``{"unit", "label", "agent", "model", "provider",
 "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "requests",
-"duration_s", "estimated"}``; ``input_tokens`` counts cached tokens too (genai-prices' meaning). A checkpoint is
-data: :func:`usage_rows` keeps only well-formed rows, with bounded text and counts.
+"duration_s", "estimated"}``, stored as the list of those values in that order; ``input_tokens`` counts cached
+tokens too (genai-prices' meaning). A checkpoint is data: :func:`usage_rows` keeps only well-formed rows, with
+bounded text and counts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
+
+from crewpoint.providers.usage_meta import row_dict
 
 __all__ = [
     "PRICE_UNKNOWN",
@@ -78,7 +81,8 @@ def _count(value: object) -> int:
     return value
 
 
-def _row(raw: object) -> dict[str, Any] | None:
+def _row(stored: object) -> dict[str, Any] | None:
+    raw = row_dict(stored) if isinstance(stored, list) else stored  # (a row is stored as the list of its values)
     if not isinstance(raw, Mapping):
         return None
     try:

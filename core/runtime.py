@@ -38,9 +38,8 @@ from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
-from crewpoint.providers.usage_meta import RunSummaries
 from crewpoint.text import clip
-from crewpoint.usage import UsageLedger, finished_units, reused_rows
+from crewpoint.usage import UsageLedger, finished_units, reused_rows, row_list
 
 log = logging.getLogger("crewpoint.checkpoint")
 
@@ -115,13 +114,12 @@ class RuntimeState:
         """When :func:`running` began this run (0: not running)."""
         self.usage = UsageLedger()
         """What this run's LLM calls used, per task or method, agent and model (``usage.rows`` in its checkpoints)."""
-        self.usage_before: list[dict[str, Any]] = Encoded()
+        self.usage_before: list[list[Any]] = Encoded()
         """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``
         (every checkpoint of the run shares this list: it is read, never changed)."""
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
-        self._summaries = RunSummaries()  # the usage summary of each checkpoint's metadata
         # the last capture's events: the history's own dicts, the copies a body holds, their JSON
         self._events_encoded: tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]] = ([], [], [])
         self.outer: RuntimeState | None = None
@@ -159,7 +157,7 @@ class RuntimeState:
         now = time.time()
         done, total = self.root.progress()
         entity = self.root.to_state()
-        usage = self.usage_section(entity)
+        usage, summary = self.usage_section(entity)
         meta = CheckpointMeta(
             id=checkpoint_id,
             parent_id=parent,
@@ -175,7 +173,7 @@ class RuntimeState:
             schema_version=SCHEMA_VERSION,
             version=__version__,
             run_id=self.run_id,
-            usage=self._summaries.summary(usage["before"], usage["rows"]),
+            usage=summary,
         )
         body = {
             "schema_version": SCHEMA_VERSION,
@@ -216,22 +214,25 @@ class RuntimeState:
     # -- usage ----------------------------------------------------------------------------------------
     def take_source_usage(self, section: Any) -> None:
         """Start from a source checkpoint's ``usage`` section (a resume or a fork): its ``before`` and ``rows`` are
-        what the chain spent before this run (encoded once: every checkpoint of the run holds them)."""
+        what the chain spent before this run (stored and encoded once: every checkpoint of the run holds them)."""
         if isinstance(section, dict):
-            rows = [dict(row) for key in ("before", "rows") for row in section.get(key) or ()]
+            rows = [row_list(row) for key in ("before", "rows") for row in section.get(key) or ()]
             self.usage_before = Encoded(rows, [encode_json(row) for row in rows])
+            self.usage.start_from(rows)
 
-    def usage_section(self, entity: dict[str, Any]) -> dict[str, Any]:
+    def usage_section(self, entity: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
-        (each list with its rows' JSON, for the writers to splice in)."""
+        (each list with its rows' JSON, for the writers to splice in); and the metadata's usage summary of the
+        same rows."""
         before = self.usage_before
-        reused: list[dict[str, Any]] = []
+        reused: list[list[Any]] = []
         if before:
             reused = reused_rows(before, finished_units(entity), self._usage_units)
             if isinstance(before, Encoded) and len(before.texts) == len(before):
                 text = {id(row): t for row, t in zip(before, before.texts, strict=True)}
                 reused = Encoded(reused, [text[id(row)] for row in reused])
-        return {"rows": self.usage.rows(), "before": before, "reused": reused}
+        rows, summary = self.usage.stored_and_summary()
+        return {"rows": rows, "before": before, "reused": reused}, summary
 
     def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:
         """Count an ``llm_call_completed``: in the flow method running now, else the task it names."""

@@ -6,9 +6,11 @@ A call's usage (on ``llm_call_completed``, built by :func:`call_usage`) is a pla
      "model", "provider", "duration_s", "estimated"}
 
 ``input_tokens`` counts every token sent, cached ones included (genai-prices' meaning): ``cache_read_tokens`` and
-``cache_write_tokens`` are parts of it. A checkpoint body's ``usage`` section holds rows (:data:`ROW_KEYS`), one per
+``cache_write_tokens`` are parts of it. A checkpoint body's ``usage`` section holds rows, one per
 (unit, agent, model, provider, estimated): ``rows`` for what the run spent, ``before`` for what its chain spent
 before it, ``reused`` for the rows of ``before`` whose task or method the run took over instead of running again.
+A body stores a row as the list of its values in :data:`ROW_KEYS` order (:func:`row_list`: every checkpoint repeats
+every row so far, so the keys are not repeated with them); readers get dicts (:func:`row_dict`).
 
 An event history keeps a call's usage compact (:func:`stored_call_usage`: only what the event does not already say);
 reading the event back expands it to the whole dict (:func:`expand_call_usage`).
@@ -24,12 +26,24 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal
 
+from crewpoint.providers.usage_meta import (
+    ROW_KEYS,
+    Groups,
+    add_row,
+    chain_groups,
+    grouped,
+    row_dict,
+    row_list,
+    summary_text,
+)
+
 if TYPE_CHECKING:
     from crewpoint.providers.chunks import Encoded
 
 __all__ = [
     "CALL_KEYS",
     "CALL_KEY_SET",
+    "ROW_KEYS",
     "TOKEN_KEYS",
     "UsageLedger",
     "UsageMetrics",
@@ -39,6 +53,8 @@ __all__ = [
     "finished_units",
     "group_rows",
     "reused_rows",
+    "row_dict",
+    "row_list",
     "stored_call_usage",
     "sum_rows",
     "usage_from_report",
@@ -47,7 +63,6 @@ __all__ = [
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 """The five token counts of a call's usage and of a row, in this order."""
 
-ROW_KEYS = ("unit", "label", "agent", "model", "provider", *TOKEN_KEYS, "requests", "duration_s", "estimated")
 
 GroupBy = Literal["unit", "agent", "model", "provider"]
 
@@ -174,6 +189,7 @@ def expand_call_usage(
 _token_counts = itemgetter(*TOKEN_KEYS)
 _INTS = {int}
 _ZERO_ROW: dict[str, Any] = {**dict.fromkeys(TOKEN_KEYS, 0), "requests": 0, "duration_s": 0.0, "estimated": False}
+_DURATION = ROW_KEYS.index("duration_s")
 
 
 def _types_of(values: Iterable[object]) -> set[type]:
@@ -181,16 +197,25 @@ def _types_of(values: Iterable[object]) -> set[type]:
 
 
 class UsageLedger:
-    """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe)."""
+    """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe), with
+    the usage summary of a checkpoint's metadata (:mod:`crewpoint.providers.usage_meta`) kept up to date."""
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._live: list[dict[str, Any]] = []  # the rows in the order their first call came
-        self._shown: list[dict[str, Any]] = []  # each row as rows() last gave it (same positions)
-        self._texts: list[str] = []  # the compact JSON of each row of _shown (same positions)
-        self._stale: set[int] = set()  # the positions changed since rows() last gave them
+        self._stored: list[list[Any]] = []  # each row as stored() last gave it (same positions)
+        self._texts: list[str] = []  # the compact JSON of each row of _stored (same positions)
+        self._stale: set[int] = set()  # the positions changed since they were last stored
         self._position: dict[tuple[Any, ...], int] = {}
+        self._before: Groups = {}  # what the chain spent before the run, summed
+        self._groups: Groups = {}  # the stored rows, summed
+        self._summary: str | None = ""  # the summary of _before and _groups (None: to be made again)
         self._lock = threading.Lock()
+
+    def start_from(self, before: Iterable[list[Any]]) -> None:
+        """Count ``before`` (stored rows: what the chain spent before this run) in the summary's chain."""
+        with self._lock:
+            self._before = grouped(before)
+            self._summary = None
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
         """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``."""
@@ -222,28 +247,53 @@ class UsageLedger:
         row = {"unit": unit, "label": label, "agent": agent, "model": model, "provider": provider, **_ZERO_ROW}
         row["estimated"] = estimated
         position = self._position[key] = len(self._live)
-        self._rows[key] = row
         self._live.append(row)
-        self._shown.append(row)  # replaced by its copy at the next rows()
+        self._stored.append([])  # made at the next _store()
         self._texts.append("")
         return position
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The rows so far, in the order their first call came: JSON-ready copies, to be read, not changed (a row
-        that has not changed since the last call is the same copy, so a checkpoint per task copies one row). The
-        list carries each row's JSON, encoded once when its copy was made, for the writers to splice in."""
-        encoded, encode_json = _encoder()
+    def _store(self) -> None:
+        """Bring the stored rows of the positions changed since up to date (the lock held)."""
+        live, stored, texts, groups = self._live, self._stored, self._texts, self._groups
+        encode_json = _encoder()[1]
+        for position in self._stale:
+            values = [*live[position].values()]  # (a live row's keys are in ROW_KEYS order)
+            values[_DURATION] = round(values[_DURATION], 6)
+            add_row(groups, stored[position], -1)  # (a new row's place holds [], which counts nothing)
+            add_row(groups, values)
+            stored[position] = values
+            texts[position] = encode_json(values)
+        self._stale.clear()
+        self._summary = None
+
+    def stored(self) -> list[list[Any]]:
+        """The rows so far as a body stores them (:func:`row_list`), in the order their first call came: to be read,
+        never changed (a row that has not changed since the last call is the same list, so a checkpoint per task
+        makes one row). The list carries each row's JSON, encoded once, for the writers to splice in."""
         with self._lock:
-            shown, live, texts = self._shown, self._live, self._texts
-            for position in self._stale:
-                row = live[position]
-                shown[position] = copy = {**row, "duration_s": round(row["duration_s"], 6)}
-                texts[position] = encode_json(copy)
-            self._stale.clear()
-            return encoded(shown, list(texts))
+            if self._stale:
+                self._store()
+            return _encoder()[0](self._stored, list(self._texts))
+
+    def stored_and_summary(self) -> tuple[list[list[Any]], str]:
+        """:meth:`stored`, and the usage summary of a checkpoint's metadata for the same rows: the chain's spend
+        (before this run, and these rows) and the run's, made again only after a row changed."""
+        with self._lock:
+            if self._stale:
+                self._store()
+            if self._summary is None:
+                self._summary = summary_text(chain_groups(self._before, self._groups), self._groups, _encoder()[1])
+            return _encoder()[0](self._stored, list(self._texts)), self._summary
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows so far as dicts (:data:`ROW_KEYS`), in the order their first call came: new copies."""
+        with self._lock:
+            if self._stale:
+                self._store()
+            return [dict(zip(ROW_KEYS, values, strict=True)) for values in self._stored]
 
     def __bool__(self) -> bool:
-        return bool(self._rows)
+        return bool(self._live)
 
 
 _encoders: list[tuple[type[Encoded], Callable[[Any], str]]] = []
@@ -303,12 +353,10 @@ def finished_units(entity: Mapping[str, Any]) -> set[str]:
     return done
 
 
-def reused_rows(
-    before: Iterable[dict[str, Any]], finished: Container[str], ran: Container[str]
-) -> list[dict[str, Any]]:
-    """The rows of ``before`` whose unit is finished now but was not run by this run: work taken over, not repeated
-    (the rows themselves, not copies: like ``before``, read and never changed)."""
-    return [row for row in before if row.get("unit") in finished and row.get("unit") not in ran]
+def reused_rows(before: Iterable[list[Any]], finished: Container[str], ran: Container[str]) -> list[list[Any]]:
+    """The stored rows (:func:`row_list`) of ``before`` whose unit is finished now but was not run by this run: work
+    taken over, not repeated (the rows themselves, not copies: like ``before``, read and never changed)."""
+    return [row for row in before if row[0] in finished and row[0] not in ran]
 
 
 @dataclass(frozen=True, slots=True)

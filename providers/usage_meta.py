@@ -16,9 +16,7 @@ summary: a reader goes to the body's rows instead.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import itemgetter
 from typing import Any
 
 MAX_USAGE_TEXT = 4096
@@ -33,61 +31,98 @@ _MAX_COUNT = 10**15
 _MAX_TEXT = 200
 
 
-_COUNTED = (*TOKEN_FIELDS, "requests")
-Groups = dict[tuple[str, str, bool], list[Any]]
-"""(model, provider, estimated) -> the six counts and the seconds (a float), summed so far."""
+ROW_KEYS = ("unit", "label", "agent", "model", "provider", *TOKEN_FIELDS, "requests", "duration_s", "estimated")
+"""A usage row's keys, in the order a body stores its values (a row is stored as the list of its values)."""
+_EMPTY_ROW: dict[str, Any] = {
+    "unit": None,
+    "label": "",
+    "agent": None,
+    "model": None,  # (a row without a model is no row: a summary leaves it out, a reader too)
+    "provider": "",
+    **dict.fromkeys(TOKEN_FIELDS, 0),
+    "requests": 0,
+    "duration_s": 0.0,
+    "estimated": False,
+}
 
 
-def _add_row(groups: Groups, row: Mapping[str, Any]) -> None:
-    model, provider = row.get("model"), row.get("provider") or ""
+def row_list(row: Mapping[str, Any] | Sequence[Any]) -> list[Any]:
+    """A usage row as a body stores it: its values in :data:`ROW_KEYS` order (a missing one as an empty row has it);
+    a row stored so already comes back as a copy."""
+    if isinstance(row, Mapping):
+        return [row.get(key, _EMPTY_ROW[key]) for key in ROW_KEYS]
+    return list(row)
+
+
+def row_dict(stored: object) -> dict[str, Any] | None:
+    """A stored usage row (a list in :data:`ROW_KEYS` order, or an older body's dict) as a dict; None for anything
+    else. Its values are not checked here: whoever reads them checks them (the schema, ``cost.usage_rows``)."""
+    if isinstance(stored, list | tuple) and len(stored) == len(ROW_KEYS):
+        return dict(zip(ROW_KEYS, stored, strict=True))
+    return dict(stored) if isinstance(stored, Mapping) else None
+
+
+Groups = dict[tuple[str, str, bool], list[int]]
+"""(model, provider, estimated) -> the six counts and the seconds in whole microseconds, summed so far (integers:
+a sum does not depend on the order it was made in, and taking a row out again is exact)."""
+_MODEL, _PROVIDER = ROW_KEYS.index("model"), ROW_KEYS.index("provider")
+_COUNTS = slice(ROW_KEYS.index("input_tokens"), ROW_KEYS.index("requests") + 1)
+_SECONDS, _ESTIMATED = ROW_KEYS.index("duration_s"), ROW_KEYS.index("estimated")
+_MICROS = 1_000_000
+
+
+def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
+    """Add a stored row (:func:`row_list`) to its group, or take it out again (``sign`` -1); a row that is not one
+    is left out, a count that is not a count counts 0."""
+    if type(row) is not list or len(row) != len(ROW_KEYS):
+        return
+    model, provider = row[_MODEL], row[_PROVIDER] or ""
     if not isinstance(model, str) or not isinstance(provider, str):
         return
-    key = (model[:_MAX_TEXT], provider[:_MAX_TEXT], bool(row.get("estimated")))
+    key = (model[:_MAX_TEXT], provider[:_MAX_TEXT], bool(row[_ESTIMATED]))
     sums = groups.get(key)
     if sums is None:
-        sums = groups[key] = [0, 0, 0, 0, 0, 0, 0.0]
-    try:
-        counts = _counted(row)
-    except KeyError:
-        counts = ()
+        sums = groups[key] = [0, 0, 0, 0, 0, 0, 0]
+    counts = row[_COUNTS]
     if set(map(type, counts)) != _INTS or min(counts) < 0:  # not a row of counts: each on its own
-        counts = tuple(value if type(value) is int and value > 0 else 0 for value in map(row.get, _COUNTED))
-    sums[0] += counts[0]
-    sums[1] += counts[1]
-    sums[2] += counts[2]
-    sums[3] += counts[3]
-    sums[4] += counts[4]
-    sums[5] += counts[5]
-    duration = row.get("duration_s", 0.0)
-    if type(duration) in (int, float) and duration > 0:
-        sums[6] += duration
+        counts = [value if type(value) is int and value > 0 else 0 for value in counts]
+    duration = row[_SECONDS]
+    micros = round(duration * _MICROS) if type(duration) in (int, float) and 0 < duration < _MAX_SECONDS else 0
+    sums[0] += sign * counts[0]
+    sums[1] += sign * counts[1]
+    sums[2] += sign * counts[2]
+    sums[3] += sign * counts[3]
+    sums[4] += sign * counts[4]
+    sums[5] += sign * counts[5]
+    sums[6] += sign * micros
 
 
-_counted = itemgetter(*_COUNTED)
 _INTS = {int}
+_MAX_SECONDS = 1e12
+
+
+def grouped(rows: Iterable[Sequence[Any]]) -> Groups:
+    """Stored rows summed per (model, provider, estimated), in the order each group first comes."""
+    groups: Groups = {}
+    for row in rows:
+        add_row(groups, row)
+    return groups
 
 
 def _entries(groups: Groups) -> list[list[Any]]:
     return [
-        [model, provider, *sums[:6], round(sums[6], 6), estimated]
+        [model, provider, *sums[:6], sums[6] / _MICROS, estimated]
         for (model, provider, estimated), sums in groups.items()
     ]
-
-
-def _grouped(rows: Iterable[Mapping[str, Any]]) -> Groups:
-    groups: Groups = {}
-    for row in rows:
-        _add_row(groups, row)
-    return groups
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _text(chain: Groups, run: Groups, encode: Callable[[Any], str] = _dumps) -> str:
-    """The summary text: ``{"chain":[...],"run":[...]}`` as compact JSON (``encode`` makes the same text as
-    :func:`_dumps`, faster where it is already loaded)."""
+def summary_text(chain: Groups, run: Groups, encode: Callable[[Any], str] = _dumps) -> str:
+    """The summary text of a chain's and a run's groups: ``{"chain":[...],"run":[...]}`` as compact JSON
+    (``encode`` makes the same text as :func:`_dumps`, faster where it is already loaded); "" for none."""
     if not chain and not run:
         return ""
     run_text = encode(_entries(run))
@@ -96,58 +131,28 @@ def _text(chain: Groups, run: Groups, encode: Callable[[Any], str] = _dumps) -> 
     return text if len(text) <= MAX_USAGE_TEXT else TOO_LONG
 
 
-def usage_summary(chain: Iterable[Mapping[str, Any]], run: Iterable[Mapping[str, Any]]) -> str:
+def chain_groups(before: Groups, run: Groups) -> Groups:
+    """The chain's groups: what it spent before the run, then the run's (``run`` itself when nothing came before),
+    in the order :func:`grouped` gives for the rows before and the run's rows."""
+    if not before:
+        return run
+    chain = {key: sums.copy() for key, sums in before.items()}
+    for key, sums in run.items():
+        known = chain.get(key)
+        if known is None:
+            chain[key] = sums.copy()
+        else:
+            for n, value in enumerate(sums):
+                known[n] += value
+    return chain
+
+
+def usage_summary(
+    chain: Iterable[Mapping[str, Any] | Sequence[Any]], run: Iterable[Mapping[str, Any] | Sequence[Any]]
+) -> str:
     """The summary text of a checkpoint whose chain spent ``chain`` rows (before and this run) and whose run spent
-    ``run`` rows (rows as a body's ``usage`` section holds them); "" when there is none."""
-    return _text(_grouped(chain), _grouped(run))
-
-
-class RunSummaries:
-    """``usage_summary(before + rows, rows)`` for each checkpoint of one run, summed from the first row that is
-    not the very object the previous checkpoint had (a run's rows are read, never changed, and a row that did not
-    change is the same copy): the same text, without summing every row again at every checkpoint."""
-
-    def __init__(self) -> None:
-        # lazy: the C encoder of the store writers (loads hashlib and zlib, which a listing never needs)
-        from crewpoint.providers.chunks import encode_json
-
-        self._encode = encode_json
-        self._lock = threading.Lock()
-        self._before: Sequence[Mapping[str, Any]] = ()
-        self._seed: Groups = {}
-        self._rows: list[object] = []
-        self._after: list[tuple[Groups, Groups]] = []  # the chain's and the run's groups after each row
-
-    def summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
-        with self._lock:  # checkpoints captured on several threads at once take their turns
-            return self._summary(before, rows)
-
-    def _summary(self, before: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> str:
-        if before is not self._before and (before or self._before):  # (any empty list is the same)
-            self._before, self._seed, self._rows, self._after = before, _grouped(before), [], []
-        known = self._rows
-        start = len(known)
-        if start > len(rows) or rows[:start] != known:  # (a run's rows only grow: usually all are known)
-            start = 0
-            while start < len(known) and start < len(rows) and rows[start] is known[start]:
-                start += 1
-        chain, run = self._after[start - 1] if start else (self._seed, {})
-        del self._after[start:]
-        for row in rows[start:]:
-            run = _copy(run)
-            _add_row(run, row)
-            if self._seed:
-                chain = _copy(chain)
-                _add_row(chain, row)
-            else:  # nothing before the run: the chain's spend is the run's
-                chain = run
-            self._after.append((chain, run))
-        self._rows = list(rows)
-        return _text(chain, run, self._encode)
-
-
-def _copy(groups: Groups) -> Groups:
-    return {key: sums.copy() for key, sums in groups.items()}
+    ``run`` rows (dicts, or lists as a body's ``usage`` section stores them); "" when there is none."""
+    return summary_text(grouped(map(row_list, chain)), grouped(map(row_list, run)))
 
 
 def _entry(raw: object) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from genai_prices import Usage, calc_price
 from llm_server import LLMServer
 
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Flow, Task, listen, start
+from crewpoint.cost import usage_rows
 from crewpoint.providers import JsonProvider
 
 PER_CALL = {"prompt_tokens": 100_000, "completion_tokens": 50_000}
@@ -94,7 +95,7 @@ def test_a_crew_stops_before_the_call_past_its_budget_and_a_larger_one_finishes_
     assert [t.output is not None for t in again.tasks] == [True, True, True]
     assert result.raw.startswith("echo: Current task: Write the post.")
     body = newest().body
-    assert [row["unit"] for row in body["usage"]["reused"]] == [crew.tasks[0].id]  # task 1: reused, not repeated
+    assert [row["unit"] for row in usage_rows(body, "reused")] == [crew.tasks[0].id]  # task 1: reused, not repeated
 
 
 def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(server: LLMServer) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
+from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.demo import DEMO_INPUTS, TriageFlow, demo_crew
 from crewpoint.flow import Flow, listen, start
 from crewpoint.llm import LLM
@@ -43,7 +44,7 @@ def test_a_checkpoint_holds_the_state_at_its_event() -> None:
     assert body["inputs"] == DEMO_INPUTS
     assert body["events"][-1]["type"] == "task_completed"
     assert body["lineage"]["parent_id"] == ms[0].id and body["lineage"]["sequence"] == 2
-    assert body["schema_version"] == 1 and body["version"]
+    assert body["schema_version"] == SCHEMA_VERSION == 2 and body["version"]
     agents = body["entity"]["agents"]
     assert {a["role"] for a in agents} == {"Researcher", "Writer", "Editor"}
     assert any(a["conversation"]["messages"] for a in agents)

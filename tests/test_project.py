@@ -341,8 +341,10 @@ def killed_project(tmp_path: Path) -> Path:
     kill_when(
         [sys.executable, "-m", "proj.main"],
         project,
-        lambda: 1 in done_counts(project / "store"),
-        "the project's first checkpoint",
+        # parked at the gate: the first task checkpointed, the second task's call made (its checkpoint is written by
+        # a background writer, so it may be on disk before that call is)
+        lambda: 1 in done_counts(project / "store") and words(project / "calls.log") == ["Outline", "Draft"],
+        "the project's first checkpoint and its second call",
         user_env(),
     )
     assert words(project / "hooks.log") == ["before"]

@@ -349,8 +349,8 @@ def test_the_budget_example_stops_at_its_budget_and_the_resume_repeats_no_call(t
     body = json.loads(checkpoints(tmp_path)[-1].read_text())["body"]
     ids = [task["id"] for task in body["entity"]["tasks"]]
     assert all(task["output"] is not None for task in body["entity"]["tasks"])
-    assert [row["unit"] for row in body["usage"]["rows"]] == ids[2:]  # only note 3 was asked for again
-    assert [row["unit"] for row in body["usage"]["reused"]] == ids[:2]
+    assert [row["unit"] for row in usage_rows(body, "rows")] == ids[2:]  # only note 3 was asked for again
+    assert [row["unit"] for row in usage_rows(body, "reused")] == ids[:2]
 
 
 def test_the_fork_estimate_example_prints_the_summary_tasks_last_run(project: Path) -> None:

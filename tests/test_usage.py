@@ -21,7 +21,16 @@ from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.events import LLMCallCompletedEvent, event_bus
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import JsonProvider
-from crewpoint.usage import CALL_KEYS, TOKEN_KEYS, UsageLedger, UsageMetrics, group_rows, sum_rows, usage_from_report
+from crewpoint.usage import (
+    CALL_KEYS,
+    ROW_KEYS,
+    TOKEN_KEYS,
+    UsageLedger,
+    UsageMetrics,
+    group_rows,
+    sum_rows,
+    usage_from_report,
+)
 
 KNOWN = {
     "prompt_tokens": 1200,
@@ -35,7 +44,7 @@ KNOWN = {
 def latest_body(location: str = "cp") -> dict[str, Any]:
     provider = JsonProvider()
     newest = provider.list(location)[0]
-    return dict(provider.read(location, newest.id).body)
+    return dict(load_body(provider.read(location, newest.id).body))  # as every reader gets it
 
 
 def two_task_crew(llm: Any, location: str = "cp") -> Crew:
@@ -409,20 +418,23 @@ def test_a_call_usage_stored_compact_reads_back_the_same(usage: dict[str, Any]) 
     assert LLMCallCompletedEvent.model_validate({**event.compact(), "usage": whole}).usage == whole
 
 
-def test_a_ledgers_rows_are_copies_made_again_only_when_they_change() -> None:
+def test_a_ledgers_stored_rows_are_made_again_only_when_they_change() -> None:
     ledger = UsageLedger()
     call = {"input_tokens": 10, "output_tokens": 2, "model": "m", "provider": "p", "duration_s": 0.1234567}
     ledger.add(call, "a", "A", "agent")
     ledger.add(call, "b", "B", "agent")
-    first = ledger.rows()
+    first = ledger.stored()
     ledger.add(call, "b", "B", "agent")
     ledger.add({**call, "estimated": True}, "c", "C", "agent")
-    second = ledger.rows()
-    assert [r["unit"] for r in second] == ["a", "b", "c"]
-    assert second[0] is first[0]  # unchanged: the same copy, so a checkpoint copies only what changed
-    assert (first[1]["requests"], second[1]["requests"]) == (1, 2)  # a copy given out is never changed
-    assert (second[1]["input_tokens"], second[1]["duration_s"]) == (20, 0.246913)
-    assert second[2]["estimated"] is True and ledger.rows() == second and ledger.rows() is not second
+    second = ledger.stored()
+    assert [row[0] for row in second] == ["a", "b", "c"]  # a row is stored as its values, in ROW_KEYS order
+    assert second[0] is first[0]  # unchanged: the same list, so a checkpoint makes only what changed
+    requests = ROW_KEYS.index("requests")
+    assert (first[1][requests], second[1][requests]) == (1, 2)  # a row given out is never changed
+    rows = ledger.rows()
+    assert rows == [dict(zip(ROW_KEYS, row, strict=True)) for row in second]
+    assert (rows[1]["input_tokens"], rows[1]["duration_s"]) == (20, 0.246913)
+    assert rows[2]["estimated"] is True and ledger.rows() == rows and ledger.rows()[0] is not rows[0]
 
 
 def test_reading_usage_objects() -> None:

@@ -17,7 +17,7 @@ from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.chunks import Encoded, encode_json, encode_value, item_texts, split
 from crewpoint.providers.json_provider import encode_file
-from crewpoint.providers.usage_meta import RunSummaries, usage_summary
+from crewpoint.providers.usage_meta import ROW_KEYS, row_list, usage_summary
 from crewpoint.runtime import RuntimeState
 from crewpoint.usage import UsageLedger
 
@@ -128,9 +128,9 @@ def test_a_ledgers_rows_carry_their_json_as_they_change() -> None:
     call = {"input_tokens": 5, "output_tokens": 7, "model": "m", "provider": "p", "duration_s": 0.1234567}
     for unit in ("a", "b", "a", "c", "a"):
         ledger.add(call, unit, unit.upper(), "agent")
-        rows = ledger.rows()
-        assert list(item_texts(rows)) == [encode_json(row) for row in rows]
-    assert [row["requests"] for row in rows] == [3, 1, 1]
+        rows = ledger.stored()
+        assert type(rows) is Encoded and list(item_texts(rows)) == [encode_json(row) for row in rows]
+    assert [row[ROW_KEYS.index("requests")] for row in rows] == [3, 1, 1]
 
 
 def row(model: Any, tokens: Any, seconds: Any = 0.1, estimated: Any = False, provider: Any = "p") -> dict[str, Any]:
@@ -146,17 +146,27 @@ def row(model: Any, tokens: Any, seconds: Any = 0.1, estimated: Any = False, pro
     }
 
 
-def test_a_runs_summaries_are_the_summary_of_its_rows_at_each_checkpoint() -> None:
+def test_a_ledgers_summary_is_the_summary_of_its_rows_after_every_call() -> None:
     before = [row("m", 10, 0.3), row("n", 4, 0.1, True), row(7, 1), row("m", -3, -1.0, provider=None)]
-    summaries = RunSummaries()
-    steps: list[list[dict[str, Any]]] = [[], [row("m", 1, 0.1)]]
-    steps.append([steps[-1][0], row("x", 2, 0.2)])
-    steps.append([steps[-1][0], row("x", 5, 0.30000000000000004), row("m", True, 1)])  # a middle row changed
-    steps.append([steps[-1][0], steps[-1][1]])  # a row gone
-    steps.append([row("m" * 300, 10**15, 1e-7, 1), *steps[-1]])  # all new
+    calls = [
+        ("a", {"model": "m", "input_tokens": 1, "output_tokens": 2, "duration_s": 0.1}),
+        ("b", {"model": "x", "input_tokens": 2, "output_tokens": 2, "duration_s": 0.2}),
+        ("a", {"model": "m", "input_tokens": 5, "output_tokens": 1, "duration_s": 0.30000000000000004}),  # a middle row
+        ("c", {"model": "m" * 300, "input_tokens": 10**15, "output_tokens": 0, "duration_s": 1e-7, "estimated": True}),
+        ("b", {"model": "x", "input_tokens": 1, "output_tokens": 1, "duration_s": 2.5}),
+    ]
     for chain_before in ([], before):
-        for rows in steps:
-            assert summaries.summary(chain_before, rows) == usage_summary([*chain_before, *rows], rows)
-    many = [row(f"model-{i}", i) for i in range(200)]
-    assert summaries.summary([], many) == usage_summary(many, many) == '{"too_long":true}'
-    assert summaries.summary([], []) == ""
+        ledger = UsageLedger()
+        ledger.start_from([row_list(r) for r in chain_before])
+        assert ledger.stored_and_summary()[1] == usage_summary(chain_before, [])
+        for unit, call in calls:
+            ledger.add({"provider": "p", **call}, unit, unit.upper(), "agent")
+            rows = ledger.rows()
+            assert ledger.stored_and_summary()[1] == usage_summary([*chain_before, *rows], rows)
+    seconds = json.loads(ledger.stored_and_summary()[1])["run"]
+    assert [entry[8] for entry in seconds] == [0.4, 2.7, 0.0]  # whole microseconds, whatever order they came in
+    many = UsageLedger()
+    for i in range(200):
+        many.add({"model": f"model-{i}", "input_tokens": i, "output_tokens": 2}, "u", "U", None)
+    assert many.stored_and_summary()[1] == usage_summary(many.rows(), many.rows()) == '{"too_long":true}'
+    assert UsageLedger().stored_and_summary()[1] == ""

@@ -39,11 +39,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 from crewpoint.providers.formats import format_names
+from crewpoint.providers.usage_meta import ROW_KEYS
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The body schema this crewpoint writes and reads; the one place it is set."""
 
 Body = dict[str, Any]
@@ -705,7 +706,23 @@ USAGE_ROW = Obj(
         "estimated": (BOOL, False),
     }
 )
-USAGE_ROWS = _Rows(USAGE_ROW, 100_000)
+
+
+class _StoredRow(Spec):
+    """A usage row as a body stores it, the list of its values in ``ROW_KEYS`` order (an older body's dict is read
+    too), checked as the object :data:`USAGE_ROW` and read as that object."""
+
+    expected = f"a list of {len(ROW_KEYS)} values or an object"
+
+    def check(self, value: Any, path: Path) -> Any:
+        if isinstance(value, list):
+            if len(value) != len(ROW_KEYS):
+                raise _Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
+            value = dict(zip(ROW_KEYS, value, strict=True))
+        return USAGE_ROW.check(value, path)
+
+
+USAGE_ROWS = _Rows(_StoredRow(), 100_000)
 USAGE = Obj({"rows": (USAGE_ROWS, list), "before": (USAGE_ROWS, list), "reused": (USAGE_ROWS, list)})
 """The ``usage`` section: what the run spent (``rows``), what its chain spent before it (``before``) and the rows
 of ``before`` whose task or method the run took over instead of running again (``reused``)."""
@@ -764,7 +781,12 @@ def _v0_to_v1(body: Body) -> Body:
     return out
 
 
-MIGRATIONS: dict[int, Callable[[Body], Body]] = {0: _v0_to_v1}
+def _v1_to_v2(body: Body) -> Body:
+    # Version 2 stores a usage row as the list of its values; a version-1 row (a dict) reads the same.
+    return {**body, "schema_version": 2}
+
+
+MIGRATIONS: dict[int, Callable[[Body], Body]] = {0: _v0_to_v1, 1: _v1_to_v2}
 """``MIGRATIONS[n]`` turns a version-n body into a version-(n+1) body."""
 
 

@@ -49,7 +49,11 @@ class BaseEvent(BaseModel):
     def compact(self) -> dict[str, Any]:
         """A small JSON-ready dict for event histories: no ``None`` fields, the time to the millisecond, and long
         texts (outputs, responses, already kept whole in the entity state) cut to :data:`HISTORY_TEXT_LIMIT`."""
-        data = self.model_dump(mode="json", exclude_none=True)
+        return self._history_dict()
+
+    def _history_dict(self, exclude: set[str] | None = None) -> dict[str, Any]:
+        """:meth:`compact` of the fields but those in ``exclude`` (a subclass adds them in its own form)."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude=exclude)
         data["timestamp"] = round(self.timestamp, 3)
         for key, value in data.items():
             if isinstance(value, str) and len(value) > HISTORY_TEXT_LIMIT:

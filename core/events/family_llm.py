@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
@@ -45,6 +46,14 @@ class LLMCallCompletedEvent(LLMEvent):
     def compact(self) -> dict[str, Any]:
         """The history's dict, its ``usage`` without what the event already says
         (:func:`crewpoint.usage.stored_call_usage`)."""
+        usage = self.usage
+        if usage is not None and all(map(_plain, usage.values())):
+            # (a call_usage dict is JSON as it is: left out of the dump, then added in its stored form)
+            data = self._history_dict(_USAGE)
+            data["usage"] = stored_call_usage(
+                usage, model=self.model, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens
+            )
+            return data
         data = super().compact()
         usage = data.get("usage")
         if isinstance(usage, dict):
@@ -55,6 +64,16 @@ class LLMCallCompletedEvent(LLMEvent):
                 completion_tokens=data.get("completion_tokens"),
             )
         return data
+
+
+_USAGE = {"usage"}
+_PLAIN = frozenset({str, int, bool})
+
+
+def _plain(value: object) -> bool:
+    """A value a JSON dump gives back as it is (a float only when finite: a dump writes others as null)."""
+    kind = type(value)
+    return kind in _PLAIN or (kind is float and math.isfinite(value))  # type: ignore[arg-type]
 
 
 class LLMCallFailedEvent(LLMEvent):

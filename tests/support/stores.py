@@ -235,4 +235,8 @@ def fix_store(
 def _fixed_rows(rows: Any, labels: Mapping[str, str], durations: Mapping[str, float]) -> Any:
     if not isinstance(rows, list):
         return rows
-    return [{**row, "duration_s": durations.get(labels.get(row.get("unit"), ""), 1.0)} for row in rows]
+    # lazy: this module also fills stores for older crewpoints (bench/side_by_side.py), which store rows as dicts
+    from crewpoint.providers.usage_meta import row_dict, row_list
+
+    stored = [row_dict(row) or {} for row in rows]  # (a body stores a row as the list of its values)
+    return [row_list({**row, "duration_s": durations.get(labels.get(row.get("unit"), ""), 1.0)}) for row in stored]
