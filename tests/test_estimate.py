@@ -135,6 +135,8 @@ def test_last_run_is_the_newest_stretch_of_a_units_rows() -> None:
         {"rows": "nope", "before": 7},
         {"rows": [None, 3, {"unit": 5}, {"unit": "t1", "model": "gpt-4o", "input_tokens": -4}]},
         {"rows": [{"unit": "t1", "model": "gpt-4o", "input_tokens": 10**30, "duration_s": float("nan")}]},
+        {"rows": [[None] * 13, ["t1"], ["t1", "", None, "gpt-4o", "", -4, 0, 0, 0, 0, 1, 0.1, False]]},  # stored form
+        {"rows": [["t1", "", None, "gpt-4o", "", "5", 0, 0, 0, 0, 1, 0.1, False, "extra"]]},
     ],
 )
 def test_a_hostile_usage_section_estimates_no_history(usage: Any) -> None:

@@ -17,6 +17,7 @@ from support.waiting import wait_for
 
 from crewpoint import LLM, Agent, CheckpointConfig, Crew, Flow, OfflineLLM, Task, listen, start
 from crewpoint.checkpoint.schema import DamagedBody, load_body
+from crewpoint.cost import usage_rows
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.events import LLMCallCompletedEvent, event_bus
 from crewpoint.events.record import EventRecord
@@ -374,6 +375,12 @@ def test_a_body_without_usage_still_loads() -> None:
         ({"rows": [{"estimated": "yes"}]}, "usage.rows.0.estimated"),
         ({"rows": [{}] * 100_001}, "usage.rows"),
         ({"rows": [[1, 2]]}, "usage.rows.0"),
+        # a row as a body stores it: its values in ROW_KEYS order
+        ({"rows": [list(range(14))]}, "usage.rows.0"),
+        ({"rows": [["u", "L", None, "m", "p", "5", 1, 0, 0, 0, 1, 0.1, False]]}, "usage.rows.0.input_tokens"),
+        ({"before": [["u", "L", None, "m", "p", 5, 1, 0, 0, 0, 1, float("nan"), False]]}, "usage.before.0.duration_s"),
+        ({"reused": [[["a"], "L", None, "m", "p", 5, 1, 0, 0, 0, 1, 0.1, False]]}, "usage.reused.0.unit"),
+        ({"rows": [["u", "L", None, "m", "p", 5, 1, 0, 0, 0, 1, 0.1, "no"]]}, "usage.rows.0.estimated"),
     ],
 )
 def test_crafted_usage_is_refused_in_one_line(usage: Any, field: str) -> None:
@@ -383,6 +390,19 @@ def test_crafted_usage_is_refused_in_one_line(usage: Any, field: str) -> None:
         load_body(body, "c1")
     assert caught.value.field == field
     assert "\n" not in str(caught.value)
+
+
+def test_a_row_stored_as_its_values_reads_as_the_dict_of_them_and_an_older_dict_row_reads_the_same() -> None:
+    values = ["u1", "Research", "Researcher", "gpt-4o", "openai", 1200, 340, 1000, 0, 64, 2, 1.25, False]
+    row = dict(zip(ROW_KEYS, values, strict=True))
+    body = a_body()
+    body["usage"] = {"rows": [values], "before": [row], "reused": []}
+    assert body["schema_version"] == 2
+    loaded = load_body(body)["usage"]
+    assert loaded["rows"] == loaded["before"] == [row]
+    assert usage_rows(body) == usage_rows(body, "before") == [row]
+    older = {**body, "schema_version": 1, "usage": {"rows": [row]}}  # written before rows were stored as lists
+    assert load_body(older)["usage"]["rows"] == [row] and load_body(older)["schema_version"] == 2
 
 
 def test_a_crafted_row_with_unknown_keys_and_missing_figures_reads_as_zeros() -> None:
