@@ -72,11 +72,11 @@ LIST_FLOOR_GOAL = 2.0
 """``crewpoint checkpoint list`` of 10,000 checkpoints over its floor (``list_floor.py``), at most."""
 
 
-def _timed(args: list[str]) -> tuple[float, float, bytes]:
-    """Wall and CPU seconds of one whole process, and what it printed."""
+def _timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, bytes]:
+    """Wall and CPU seconds of one whole process (in ``env``, else :func:`bench_env`), and what it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True, env=bench_env())
+    done = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True, env=env or bench_env())
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stdout

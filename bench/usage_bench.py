@@ -1,17 +1,19 @@
 """What recording usage costs a run: a 30-task offline crew, checkpointed at every task, with and without it.
 
-"Without" is this bench's own switch, the pieces that record usage replaced by what they would be without it: the
-offline model counts nothing and reports nothing, the LLM's completion event carries no counts, and the runtime
-neither follows units nor sums calls nor writes a ``usage`` section (nor a usage summary in its metadata). Counting
-what a call sent and said is part of recording, so it lands on the recorded side. Both sides do the same work (each
-run's output and number of checkpoints are compared), in fresh stores; runs alternate (each side first in every
-other round) so that the machine's drift lands on both, and each figure is the median of the rounds' ratios. The
-target row is the run's wall time, what a user waits (checkpoints fsync'd); the CPU-time row (this process, all its
-threads: the writer's too) is the stricter view, since an offline call costs nothing next to writing a checkpoint. A
-third side records usage but writes no ``usage`` section, to show what the section's rows cost on their own (every
-checkpoint holds every row so far). A fourth side is the second once more: how far apart two equal sides read.
+The sides are ``usage_sides.py``'s. Two views, both with each run's checkpoints written (fsync'd):
 
-``USAGE_BENCH_ROUNDS`` and ``USAGE_BENCH_TASKS`` make it smaller (the smoke test runs it so).
+* **a whole process**, as a user runs a crew (``usage_run.py``: start, import, build, run, exit), with this
+  environment's crewpoint and bytecode caching on: the target row, what a user waits;
+* **the kickoff alone**, in this process: the stricter view, with nothing around the run. Its CPU-time row (this
+  process, all its threads: the writer's too) is stricter still, since an offline call costs nothing next to writing
+  a checkpoint. A third side records usage but writes no ``usage`` section, to show what the section's rows cost on
+  their own (every checkpoint holds every row so far); a fourth side is the second once more: how far apart two
+  equal sides read.
+
+Both sides do the same work (each run's output and number of checkpoints are compared), in fresh stores; runs
+alternate (each side first in every other round) so that the machine's drift lands on both, and each figure is the
+median of the rounds' ratios. ``USAGE_BENCH_ROUNDS`` and ``USAGE_BENCH_TASKS`` make it smaller (the smoke test runs
+it so).
 """
 
 from __future__ import annotations
@@ -20,124 +22,24 @@ import gc
 import logging
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from run import Row
+import usage_sides
+from run import Row, _timed, bench_env
+from usage_sides import SIDES
 
 logging.disable(logging.WARNING)
 
-TASKS = int(os.environ.get("USAGE_BENCH_TASKS", "30"))
 ROUNDS = int(os.environ.get("USAGE_BENCH_ROUNDS", "41"))
-
-
-def _crew(location: str) -> Any:
-    from crewpoint import Agent, CheckpointConfig, Crew, OfflineLLM, Task
-
-    llm = OfflineLLM()
-    agents = [Agent(role=f"Agent {i}", goal="Do the work well", backstory="Experienced", llm=llm) for i in range(3)]
-    tasks: list[Task] = []
-    for i in range(TASKS):
-        tasks.append(
-            Task(
-                name=f"step-{i}",
-                description=f"Step {i}: extend the report on owls",
-                expected_output="One paragraph",
-                agent=agents[i % 3],
-                context=tasks[-1:],
-            )
-        )
-    return Crew(agents=agents, tasks=tasks, checkpoint=CheckpointConfig(location=location))
-
-
-_EMPTY: tuple[dict[str, list[Any]], str] = ({"rows": [], "before": [], "reused": []}, "")
-"""What ``RuntimeState.usage_section`` gives for a run that recorded nothing: no rows, no summary."""
-
-
-def _without_section(capture: Callable[..., Any]) -> Callable[..., Any]:
-    """``RuntimeState.capture`` writing no ``usage`` section (with ``usage_section`` giving an empty one, its
-    metadata carries no usage summary either)."""
-
-    def capture_without(self: Any, trigger: str) -> Any:
-        record = capture(self, trigger)
-        record.body.pop("usage", None)
-        return record
-
-    return capture_without
-
-
-@contextmanager
-def _usage_off() -> Iterator[None]:
-    """Run without usage: the pieces that record it replaced by what ran before it existed."""
-    from crewpoint.llm import BaseLLM, OfflineLLM, _counter_lock
-    from crewpoint.runtime import RuntimeState
-
-    saved = (
-        BaseLLM._emit_started,
-        BaseLLM._emit_completed,
-        OfflineLLM._reply,
-        RuntimeState.on_event,
-        RuntimeState.usage_section,
-        RuntimeState.capture,
-    )
-
-    def emit_started(self: Any, ctx: Any, messages: list[dict[str, str]]) -> None:
-        from crewpoint.events import LLMCallStartedEvent, event_bus
-
-        event_bus.emit(self, LLMCallStartedEvent(message_count=len(messages), **self._event_ids(ctx)))
-
-    def reply(self: Any, messages: list[dict[str, str]]) -> str:
-        with _counter_lock:
-            self._calls += 1
-        return str(self.respond(messages))  # the same text, nothing counted
-
-    def emit_completed(self: Any, ctx: Any, text: str) -> None:
-        from crewpoint.events import LLMCallCompletedEvent, event_bus
-
-        event_bus.emit(self, LLMCallCompletedEvent(response=text, **self._event_ids(ctx)))
-
-    def on_event(self: Any, source: Any, event: Any) -> None:
-        if event.type.startswith("checkpoint_"):
-            return
-        self.events.add(event)
-        config = self.root.checkpoint_config_for(event)
-        if config is not None and config.wants(event.type):
-            self.submit(self.capture(event.type), config)
-
-    BaseLLM._emit_started = emit_started  # type: ignore[method-assign]
-    BaseLLM._emit_completed = emit_completed  # type: ignore[method-assign]
-    OfflineLLM._reply = reply  # type: ignore[method-assign]
-    RuntimeState.on_event = on_event  # type: ignore[method-assign]
-    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
-    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        (
-            BaseLLM._emit_started,
-            BaseLLM._emit_completed,
-            OfflineLLM._reply,
-            RuntimeState.on_event,
-            RuntimeState.usage_section,
-            RuntimeState.capture,
-        ) = saved  # type: ignore[method-assign]
-
-
-@contextmanager
-def _no_section() -> Iterator[None]:
-    """Record usage but write no ``usage`` section: what the rest of recording costs without the rows."""
-    from crewpoint.runtime import RuntimeState
-
-    saved = RuntimeState.usage_section, RuntimeState.capture
-    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
-    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        RuntimeState.usage_section, RuntimeState.capture = saved  # type: ignore[method-assign]
+REPO = Path(__file__).resolve().parent.parent
+PROCESS_SIDES = ("recorded", "off", "off again")
+"""The sides run as whole processes (the section's own cost is the kickoff view's question)."""
 
 
 def _kickoff(location: str) -> tuple[float, float, str]:
@@ -146,7 +48,7 @@ def _kickoff(location: str) -> tuple[float, float, str]:
     from crewpoint.checkpoint.writer import writer
     from crewpoint.providers import JsonProvider
 
-    crew = _crew(location)
+    crew = usage_sides.crew(location)
     wall, cpu = time.perf_counter(), time.process_time()
     output = crew.kickoff()
     writer.flush()
@@ -154,65 +56,127 @@ def _kickoff(location: str) -> tuple[float, float, str]:
     return wall, cpu, f"{len(JsonProvider(fsync=False).list(location))} checkpoints; {output}"
 
 
-SIDES: dict[str, Callable[[], Any]] = {
-    "recorded": nullcontext,
-    "off": _usage_off,
-    "no section": _no_section,
-    "off again": _usage_off,
-}
-"""The sides; "off again" is "off" once more, measured the same way: how far apart two equal sides read."""
-
-
 def _ratio(runs: dict[str, list[tuple[float, float, str]]], side: str, index: int) -> float:
     return statistics.median(a[index] / b[index] for a, b in zip(runs[side], runs["off"], strict=True))
 
 
-def bench_usage_recording() -> list[Row]:
-    runs: dict[str, list[tuple[float, float, str]]] = {side: [] for side in SIDES}
-    names = list(SIDES)
-    with tempfile.TemporaryDirectory() as tmp:
-        for side, switch in SIDES.items():  # imports and first-use costs land on no side
-            with switch():
-                _kickoff(f"{tmp}/warm-{side}")
-        for i in range(ROUNDS):
-            order = names[i % len(names) :] + names[: i % len(names)]  # each side goes first, ..., last in turn
-            for side in order if i % 2 == 0 else order[::-1]:
-                gc.collect()
-                with SIDES[side]():
-                    runs[side].append(_kickoff(f"{tmp}/{side}-{i}"))
-    outputs = {run[2] for side_runs in runs.values() for run in side_runs}
-    assert len(outputs) == 1, "the sides did not do the same work"
+def _in_turn(names: list[str], rounds: int, run: Callable[[str, int], tuple[float, float, str]]) -> dict[str, Any]:
+    """``run(side, round)`` for every side, ``rounds`` times: each side goes first, ..., last in turn, forwards and
+    backwards; asserts that every run did the same work."""
+    runs: dict[str, list[tuple[float, float, str]]] = {side: [] for side in names}
+    for i in range(rounds):
+        order = names[i % len(names) :] + names[: i % len(names)]
+        for side in order if i % 2 == 0 else order[::-1]:
+            runs[side].append(run(side, i))
+    outputs = {done[2] for side_runs in runs.values() for done in side_runs}
+    assert len(outputs) == 1, f"the sides did not do the same work: {sorted(outputs)[:2]}"
+    return runs
+
+
+def _installed(tmp: str) -> dict[str, str]:
+    """The environment of a normal (non-editable) install of this tree, made under ``tmp``: crewpoint from there,
+    its dependencies from this environment, bytecode caching on."""
+    site = Path(tmp) / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(REPO)]
+    subprocess.run(pip, check=True, capture_output=True)
+    env = {**bench_env(), "PYTHONPATH": str(site)}
+    where = subprocess.run(
+        [sys.executable, "-c", "import crewpoint; print(crewpoint.__file__)"],
+        env=env,
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(site), f"crewpoint came from {where.stdout.strip()}"
+    return env
+
+
+def _whole_processes(tmp: str) -> list[Row]:
+    from crewpoint.providers import JsonProvider
+
+    script = str(Path(__file__).with_name("usage_run.py"))
+    env = _installed(tmp)
+
+    def run(side: str, i: int) -> tuple[float, float, str]:
+        store = f"{tmp}/process-{side}-{i}"
+        wall, cpu, out = _timed([sys.executable, script, side, store], env)
+        return wall, cpu, f"{len(JsonProvider(fsync=False).list(store))} checkpoints; {out.decode().strip()}"
+
+    for side in PROCESS_SIDES:  # bytecode compiled, files cached: the first runs land on no side
+        run(side, -1)
+    runs = _in_turn(list(PROCESS_SIDES), ROUNDS, run)
     rounds = f"median of {ROUNDS} rounds"
     return [
         Row(
-            f"{TASKS}-task offline crew, checkpointed, usage recorded",
+            f"{usage_sides.TASKS}-task offline crew as a process, usage recorded",
             statistics.median(a[0] for a in runs["recorded"]) * 1000,
             "ms",
             None,
         ),
         Row(
-            f"{TASKS}-task offline crew, checkpointed, no usage",
+            f"{usage_sides.TASKS}-task offline crew as a process, no usage",
             statistics.median(b[0] for b in runs["off"]) * 1000,
             "ms",
             None,
         ),
-        Row("recording usage / not recording it (wall time)", _ratio(runs, "recorded", 0), "x", 1.02, rounds),
-        Row("recording usage / not recording it (CPU time)", _ratio(runs, "recorded", 1), "x", None, rounds),
+        Row("recording usage / not recording it (whole process, wall)", _ratio(runs, "recorded", 0), "x", 1.02, rounds),
+        Row("recording usage / not recording it (whole process, CPU)", _ratio(runs, "recorded", 1), "x", None, rounds),
         Row(
-            "recording usage without its rows / not recording it (CPU time)",
-            _ratio(runs, "no section", 1),
-            "x",
-            None,
-            "the rest is the usage rows every checkpoint repeats",
-        ),
-        Row(
-            "not recording / not recording, a second side (wall time)",
+            "not recording / not recording, a second side (whole process, wall)",
             _ratio(runs, "off again", 0),
             "x",
             None,
             "the bench's own spread between two equal sides",
         ),
     ]
+
+
+def _kickoffs(tmp: str) -> list[Row]:
+    def run(side: str, i: int) -> tuple[float, float, str]:
+        gc.collect()
+        with SIDES[side]():
+            return _kickoff(f"{tmp}/{side}-{i}")
+
+    for side, switch in SIDES.items():  # imports and first-use costs land on no side
+        with switch():
+            _kickoff(f"{tmp}/warm-{side}")
+    runs = _in_turn(list(SIDES), ROUNDS, run)
+    rounds = f"median of {ROUNDS} rounds"
+    return [
+        Row(
+            f"{usage_sides.TASKS}-task offline crew kickoff alone, usage recorded",
+            statistics.median(a[0] for a in runs["recorded"]) * 1000,
+            "ms",
+            None,
+        ),
+        Row(
+            f"{usage_sides.TASKS}-task offline crew kickoff alone, no usage",
+            statistics.median(b[0] for b in runs["off"]) * 1000,
+            "ms",
+            None,
+        ),
+        Row("recording usage / not recording it (kickoff alone, wall)", _ratio(runs, "recorded", 0), "x", None, rounds),
+        Row("recording usage / not recording it (kickoff alone, CPU)", _ratio(runs, "recorded", 1), "x", None, rounds),
+        Row(
+            "recording usage without its rows / not recording it (kickoff alone, CPU)",
+            _ratio(runs, "no section", 1),
+            "x",
+            None,
+            "the rest is the usage rows every checkpoint repeats",
+        ),
+        Row(
+            "not recording / not recording, a second side (kickoff alone, wall)",
+            _ratio(runs, "off again", 0),
+            "x",
+            None,
+            "the bench's own spread between two equal sides",
+        ),
+    ]
+
+
+def bench_usage_recording() -> list[Row]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return _whole_processes(tmp) + _kickoffs(tmp)
 
 
 def usage_benches() -> list[Callable[[], list[Row]]]:
