@@ -23,13 +23,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from crewpoint.providers.usage_meta import (
+    MAX_SECONDS,
+    MAX_TEXT,
     ROW_KEYS,
     Groups,
-    add_row,
     chain_groups,
     grouped,
     row_dict,
@@ -186,10 +186,8 @@ def expand_call_usage(
     return out
 
 
-_token_counts = itemgetter(*TOKEN_KEYS)
 _INTS = {int}
-_ZERO_ROW: dict[str, Any] = {**dict.fromkeys(TOKEN_KEYS, 0), "requests": 0, "duration_s": 0.0, "estimated": False}
-_DURATION = ROW_KEYS.index("duration_s")
+_NUMBERS = frozenset({int, float})
 
 
 def _types_of(values: Iterable[object]) -> set[type]:
@@ -201,13 +199,14 @@ class UsageLedger:
     the usage summary of a checkpoint's metadata (:mod:`crewpoint.providers.usage_meta`) kept up to date."""
 
     def __init__(self) -> None:
-        self._live: list[dict[str, Any]] = []  # the rows in the order their first call came
+        self._live: list[list[Any]] = []  # the rows in the order their first call came (ROW_KEYS order)
         self._stored: list[list[Any]] = []  # each row as stored() last gave it (same positions)
         self._texts: list[str] = []  # the compact JSON of each row of _stored (same positions)
         self._stale: set[int] = set()  # the positions changed since they were last stored
         self._position: dict[tuple[Any, ...], int] = {}
         self._before: Groups = {}  # what the chain spent before the run, summed
         self._groups: Groups = {}  # the stored rows, summed
+        self._sums: list[list[int]] = []  # each row's group's sums (same positions)
         self._summary: str | None = ""  # the summary of _before and _groups (None: to be made again)
         self._lock = threading.Lock()
 
@@ -218,49 +217,66 @@ class UsageLedger:
             self._summary = None
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
-        """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``."""
-        key = (unit, agent, str(usage.get("model", "")), str(usage.get("provider", "")), bool(usage.get("estimated")))
-        try:
-            counts = _token_counts(usage)
-        except KeyError:
-            counts = ()
-        if _types_of(counts) != _INTS:  # not a call_usage dict of ints: each count on its own, ints only
-            counts = tuple(value if type(value) is int else 0 for value in map(usage.get, TOKEN_KEYS))
-        duration = usage.get("duration_s")
-        seconds = float(duration) if isinstance(duration, int | float) else 0.0
+        """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``:
+        counts that are not counts (not ints, below 0) and seconds that are not (not finite, below 0) count 0."""
+        get = usage.get
+        key = (unit, agent, str(get("model", "")), str(get("provider", "")), bool(get("estimated")))
+        counts: list[Any] = [get("input_tokens"), get("output_tokens"), get("cache_read_tokens")]
+        counts += (get("cache_write_tokens"), get("reasoning_tokens"))
+        if _types_of(counts) != _INTS or min(counts) < 0:  # not a call_usage dict: each count on its own
+            counts = [value if type(value) is int and value > 0 else 0 for value in counts]
+        duration: Any = get("duration_s")
+        seconds = float(duration) if type(duration) in _NUMBERS and 0 < duration < MAX_SECONDS else 0.0
         with self._lock:
             position = self._position.get(key)
             if position is None:
                 position = self._new_row(key, label)
             row = self._live[position]
             self._stale.add(position)
-            row["input_tokens"] += counts[0]
-            row["output_tokens"] += counts[1]
-            row["cache_read_tokens"] += counts[2]
-            row["cache_write_tokens"] += counts[3]
-            row["reasoning_tokens"] += counts[4]
-            row["requests"] += 1
-            row["duration_s"] += seconds
+            row[5] += counts[0]
+            row[6] += counts[1]
+            row[7] += counts[2]
+            row[8] += counts[3]
+            row[9] += counts[4]
+            row[10] += 1
+            row[11] += seconds
 
     def _new_row(self, key: tuple[Any, ...], label: str) -> int:
         unit, agent, model, provider, estimated = key
-        row = {"unit": unit, "label": label, "agent": agent, "model": model, "provider": provider, **_ZERO_ROW}
-        row["estimated"] = estimated
         position = self._position[key] = len(self._live)
-        self._live.append(row)
+        self._live.append([unit, label, agent, model, provider, 0, 0, 0, 0, 0, 0, 0.0, estimated])
         self._stored.append([])  # made at the next _store()
         self._texts.append("")
+        sums = self._groups.setdefault((model[:MAX_TEXT], provider[:MAX_TEXT], estimated), [0] * 7)
+        self._sums.append(sums)
         return position
 
     def _store(self) -> None:
-        """Bring the stored rows of the positions changed since up to date (the lock held)."""
-        live, stored, texts, groups = self._live, self._stored, self._texts, self._groups
+        """Bring the stored rows of the positions changed since, and their groups' sums, up to date (the lock held).
+        A stored row is what :func:`row_list` gives; its group's sums change as ``add_row`` would change them."""
+        live, stored, texts, sums_of = self._live, self._stored, self._texts, self._sums
         encode_json = _encoder()[1]
         for position in self._stale:
-            values = [*live[position].values()]  # (a live row's keys are in ROW_KEYS order)
-            values[_DURATION] = round(values[_DURATION], 6)
-            add_row(groups, stored[position], -1)  # (a new row's place holds [], which counts nothing)
-            add_row(groups, values)
+            values = live[position].copy()
+            values[11] = round(values[11], 6)
+            sums, old = sums_of[position], stored[position]
+            micros = round(values[11] * 1_000_000)
+            if old:  # (a new row's place holds [])
+                sums[0] += values[5] - old[5]
+                sums[1] += values[6] - old[6]
+                sums[2] += values[7] - old[7]
+                sums[3] += values[8] - old[8]
+                sums[4] += values[9] - old[9]
+                sums[5] += values[10] - old[10]
+                sums[6] += micros - round(old[11] * 1_000_000)
+            else:
+                sums[0] += values[5]
+                sums[1] += values[6]
+                sums[2] += values[7]
+                sums[3] += values[8]
+                sums[4] += values[9]
+                sums[5] += values[10]
+                sums[6] += micros
             stored[position] = values
             texts[position] = encode_json(values)
         self._stale.clear()

@@ -28,7 +28,8 @@ PARTS = ("chain", "run")
 TOO_LONG = '{"too_long":true}'
 """The summary of a checkpoint whose usage was too varied to summarise: its body has the rows."""
 _MAX_COUNT = 10**15
-_MAX_TEXT = 200
+MAX_TEXT = 200
+"""The longest model or provider name a summary keeps (a longer one is cut)."""
 
 
 ROW_KEYS = ("unit", "label", "agent", "model", "provider", *TOKEN_FIELDS, "requests", "duration_s", "estimated")
@@ -79,7 +80,7 @@ def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
     model, provider = row[_MODEL], row[_PROVIDER] or ""
     if not isinstance(model, str) or not isinstance(provider, str):
         return
-    key = (model[:_MAX_TEXT], provider[:_MAX_TEXT], bool(row[_ESTIMATED]))
+    key = (model[:MAX_TEXT], provider[:MAX_TEXT], bool(row[_ESTIMATED]))
     sums = groups.get(key)
     if sums is None:
         sums = groups[key] = [0, 0, 0, 0, 0, 0, 0]
@@ -87,7 +88,7 @@ def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
     if set(map(type, counts)) != _INTS or min(counts) < 0:  # not a row of counts: each on its own
         counts = [value if type(value) is int and value > 0 else 0 for value in counts]
     duration = row[_SECONDS]
-    micros = round(duration * _MICROS) if type(duration) in (int, float) and 0 < duration < _MAX_SECONDS else 0
+    micros = round(duration * _MICROS) if type(duration) in (int, float) and 0 < duration < MAX_SECONDS else 0
     sums[0] += sign * counts[0]
     sums[1] += sign * counts[1]
     sums[2] += sign * counts[2]
@@ -98,7 +99,8 @@ def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
 
 
 _INTS = {int}
-_MAX_SECONDS = 1e12
+MAX_SECONDS = 1e12
+"""Seconds a row's duration stays below to be counted (a larger one, like one that is not a number, counts 0)."""
 
 
 def grouped(rows: Iterable[Sequence[Any]]) -> Groups:
@@ -163,7 +165,7 @@ def _entry(raw: object) -> dict[str, Any] | None:
         return None
     if not isinstance(model, str) or not isinstance(provider, str) or type(estimated) is not bool:
         return None
-    if len(model) > _MAX_TEXT or len(provider) > _MAX_TEXT:
+    if len(model) > MAX_TEXT or len(provider) > MAX_TEXT:
         return None
     if any(type(c) is not int or not 0 <= c <= _MAX_COUNT for c in counts):
         return None

@@ -30,6 +30,8 @@ Version history:
 * 1 — ``entity``, ``events``, a ``lineage`` block with ``id``, ``parent_id``, ``branch``, ``lineage`` and
   ``sequence``. Later, with no version bump (an optional section: a body without it reads as spending nothing):
   ``usage`` with ``rows``, ``before`` and ``reused`` (:data:`USAGE`).
+* 2 — a usage row is stored as the list of its values in ``ROW_KEYS`` order (every checkpoint repeats every row
+  of its run, so its keys are not repeated with it); a version-1 row, a dict, reads the same.
 """
 
 from __future__ import annotations
