@@ -199,7 +199,9 @@ class UsageLedger:
     the usage summary of a checkpoint's metadata (:mod:`crewpoint.providers.usage_meta`) kept up to date."""
 
     def __init__(self) -> None:
-        self._live: list[list[Any]] = []  # the rows in the order their first call came (ROW_KEYS order)
+        # the rows in the order their first call came, each the list of its values in ROW_KEYS order: 0-4 what it is
+        # (unit, label, agent, model, provider), 5-9 its token counts, 10 its requests, 11 its seconds, 12 estimated
+        self._live: list[list[Any]] = []
         self._stored: list[list[Any]] = []  # each row as stored() last gave it (same positions)
         self._texts: list[str] = []  # the compact JSON of each row of _stored (same positions)
         self._stale: set[int] = set()  # the positions changed since they were last stored
@@ -253,7 +255,8 @@ class UsageLedger:
 
     def _store(self) -> None:
         """Bring the stored rows of the positions changed since, and their groups' sums, up to date (the lock held).
-        A stored row is what :func:`row_list` gives; its group's sums change as ``add_row`` would change them."""
+        A stored row is what :func:`row_list` gives; its group's sums move by what the row changed, as a summary of
+        the stored rows would count them (seconds in whole microseconds)."""
         live, stored, texts, sums_of = self._live, self._stored, self._texts, self._sums
         encode_json = _encoder()[1]
         for position in self._stale:
@@ -282,18 +285,12 @@ class UsageLedger:
         self._stale.clear()
         self._summary = None
 
-    def stored(self) -> list[list[Any]]:
-        """The rows so far as a body stores them (:func:`row_list`), in the order their first call came: to be read,
-        never changed (a row that has not changed since the last call is the same list, so a checkpoint per task
-        makes one row). The list carries each row's JSON, encoded once, for the writers to splice in."""
-        with self._lock:
-            if self._stale:
-                self._store()
-            return _encoder()[0](self._stored, list(self._texts))
-
     def stored_and_summary(self) -> tuple[list[list[Any]], str]:
-        """:meth:`stored`, and the usage summary of a checkpoint's metadata for the same rows: the chain's spend
-        (before this run, and these rows) and the run's, made again only after a row changed."""
+        """The rows so far as a body stores them (:func:`row_list`), in the order their first call came, and the
+        usage summary of a checkpoint's metadata for the same rows: the chain's spend (before this run, and these
+        rows) and the run's. The rows are to be read, never changed: a row that has not changed since the last call
+        is the same list (a checkpoint per task makes one row), and the summary is made again only after a row
+        changed. The list carries each row's JSON, encoded once, for the writers to splice in."""
         with self._lock:
             if self._stale:
                 self._store()

@@ -72,9 +72,9 @@ _SECONDS, _ESTIMATED = ROW_KEYS.index("duration_s"), ROW_KEYS.index("estimated")
 _MICROS = 1_000_000
 
 
-def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
-    """Add a stored row (:func:`row_list`) to its group, or take it out again (``sign`` -1); a row that is not one
-    is left out, a count that is not a count counts 0."""
+def _add_row(groups: Groups, row: Sequence[Any]) -> None:
+    """Add a stored row (:func:`row_list`) to its group: a row that is not one is left out, a count that is not a
+    count counts 0, and its seconds count in whole microseconds."""
     if type(row) is not list or len(row) != len(ROW_KEYS):
         return
     model, provider = row[_MODEL], row[_PROVIDER] or ""
@@ -89,13 +89,13 @@ def add_row(groups: Groups, row: Sequence[Any], sign: int = 1) -> None:
         counts = [value if type(value) is int and value > 0 else 0 for value in counts]
     duration = row[_SECONDS]
     micros = round(duration * _MICROS) if type(duration) in (int, float) and 0 < duration < MAX_SECONDS else 0
-    sums[0] += sign * counts[0]
-    sums[1] += sign * counts[1]
-    sums[2] += sign * counts[2]
-    sums[3] += sign * counts[3]
-    sums[4] += sign * counts[4]
-    sums[5] += sign * counts[5]
-    sums[6] += sign * micros
+    sums[0] += counts[0]
+    sums[1] += counts[1]
+    sums[2] += counts[2]
+    sums[3] += counts[3]
+    sums[4] += counts[4]
+    sums[5] += counts[5]
+    sums[6] += micros
 
 
 _INTS = {int}
@@ -107,7 +107,7 @@ def grouped(rows: Iterable[Sequence[Any]]) -> Groups:
     """Stored rows summed per (model, provider, estimated), in the order each group first comes."""
     groups: Groups = {}
     for row in rows:
-        add_row(groups, row)
+        _add_row(groups, row)
     return groups
 
 

@@ -443,10 +443,10 @@ def test_a_ledgers_stored_rows_are_made_again_only_when_they_change() -> None:
     call = {"input_tokens": 10, "output_tokens": 2, "model": "m", "provider": "p", "duration_s": 0.1234567}
     ledger.add(call, "a", "A", "agent")
     ledger.add(call, "b", "B", "agent")
-    first = ledger.stored()
+    first = ledger.stored_and_summary()[0]
     ledger.add(call, "b", "B", "agent")
     ledger.add({**call, "estimated": True}, "c", "C", "agent")
-    second = ledger.stored()
+    second = ledger.stored_and_summary()[0]
     assert [row[0] for row in second] == ["a", "b", "c"]  # a row is stored as its values, in ROW_KEYS order
     assert second[0] is first[0]  # unchanged: the same list, so a checkpoint makes only what changed
     requests = ROW_KEYS.index("requests")

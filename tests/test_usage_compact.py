@@ -128,7 +128,7 @@ def test_a_ledgers_rows_carry_their_json_as_they_change() -> None:
     call = {"input_tokens": 5, "output_tokens": 7, "model": "m", "provider": "p", "duration_s": 0.1234567}
     for unit in ("a", "b", "a", "c", "a"):
         ledger.add(call, unit, unit.upper(), "agent")
-        rows = ledger.stored()
+        rows = ledger.stored_and_summary()[0]
         assert type(rows) is Encoded and list(item_texts(rows)) == [encode_json(row) for row in rows]
     assert [row[ROW_KEYS.index("requests")] for row in rows] == [3, 1, 1]
 
