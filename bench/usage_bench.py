@@ -105,30 +105,7 @@ def _whole_processes(tmp: str) -> list[Row]:
     for side in PROCESS_SIDES:  # bytecode compiled, files cached: the first runs land on no side
         run(side, -1)
     runs = _in_turn(list(PROCESS_SIDES), ROUNDS, run)
-    rounds = f"median of {ROUNDS} rounds"
-    return [
-        Row(
-            f"{usage_sides.TASKS}-task offline crew as a process, usage recorded",
-            statistics.median(a[0] for a in runs["recorded"]) * 1000,
-            "ms",
-            None,
-        ),
-        Row(
-            f"{usage_sides.TASKS}-task offline crew as a process, no usage",
-            statistics.median(b[0] for b in runs["off"]) * 1000,
-            "ms",
-            None,
-        ),
-        Row("recording usage / not recording it (whole process, wall)", _ratio(runs, "recorded", 0), "x", 1.02, rounds),
-        Row("recording usage / not recording it (whole process, CPU)", _ratio(runs, "recorded", 1), "x", None, rounds),
-        Row(
-            "not recording / not recording, a second side (whole process, wall)",
-            _ratio(runs, "off again", 0),
-            "x",
-            None,
-            "the bench's own spread between two equal sides",
-        ),
-    ]
+    return _rows(runs, "whole process", "as a process", target=1.02)
 
 
 def _kickoffs(tmp: str) -> list[Row]:
@@ -141,31 +118,29 @@ def _kickoffs(tmp: str) -> list[Row]:
         with switch():
             _kickoff(f"{tmp}/warm-{side}")
     runs = _in_turn(list(SIDES), ROUNDS, run)
+    rows = _rows(runs, "kickoff alone", "kickoff alone", target=None)
+    section = Row(
+        "recording usage without its rows / not recording it (kickoff alone, CPU)",
+        _ratio(runs, "no section", 1),
+        "x",
+        None,
+        "the rest is the usage rows every checkpoint repeats",
+    )
+    return [*rows[:4], section, *rows[4:]]
+
+
+def _rows(runs: dict[str, Any], view: str, run_is: str, target: float | None) -> list[Row]:
+    """The rows of one view: each side's median wall time, recording over not recording (wall, then CPU), and the
+    spread between the two equal sides."""
     rounds = f"median of {ROUNDS} rounds"
+    crew = f"{usage_sides.TASKS}-task offline crew {run_is}"
     return [
+        Row(f"{crew}, usage recorded", statistics.median(a[0] for a in runs["recorded"]) * 1000, "ms", None),
+        Row(f"{crew}, no usage", statistics.median(b[0] for b in runs["off"]) * 1000, "ms", None),
+        Row(f"recording usage / not recording it ({view}, wall)", _ratio(runs, "recorded", 0), "x", target, rounds),
+        Row(f"recording usage / not recording it ({view}, CPU)", _ratio(runs, "recorded", 1), "x", None, rounds),
         Row(
-            f"{usage_sides.TASKS}-task offline crew kickoff alone, usage recorded",
-            statistics.median(a[0] for a in runs["recorded"]) * 1000,
-            "ms",
-            None,
-        ),
-        Row(
-            f"{usage_sides.TASKS}-task offline crew kickoff alone, no usage",
-            statistics.median(b[0] for b in runs["off"]) * 1000,
-            "ms",
-            None,
-        ),
-        Row("recording usage / not recording it (kickoff alone, wall)", _ratio(runs, "recorded", 0), "x", None, rounds),
-        Row("recording usage / not recording it (kickoff alone, CPU)", _ratio(runs, "recorded", 1), "x", None, rounds),
-        Row(
-            "recording usage without its rows / not recording it (kickoff alone, CPU)",
-            _ratio(runs, "no section", 1),
-            "x",
-            None,
-            "the rest is the usage rows every checkpoint repeats",
-        ),
-        Row(
-            "not recording / not recording, a second side (kickoff alone, wall)",
+            f"not recording / not recording, a second side ({view}, wall)",
             _ratio(runs, "off again", 0),
             "x",
             None,

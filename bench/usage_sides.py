@@ -56,19 +56,23 @@ def _without_section(capture: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
+def _patched(owner: Any, **replacements: Any) -> Iterator[None]:
+    """``owner``'s attributes replaced for the block, then put back."""
+    saved = {name: owner.__dict__[name] for name in replacements}
+    for name, value in replacements.items():
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(owner, name, value)
+
+
+@contextmanager
 def _usage_off() -> Iterator[None]:
     """Run without usage: the pieces that record it replaced by what ran before it existed."""
     from crewpoint.llm import BaseLLM, OfflineLLM, _counter_lock
     from crewpoint.runtime import RuntimeState
-
-    saved = (
-        BaseLLM._emit_started,
-        BaseLLM._emit_completed,
-        OfflineLLM._reply,
-        RuntimeState.on_event,
-        RuntimeState.usage_section,
-        RuntimeState.capture,
-    )
 
     def emit_started(self: Any, ctx: Any, messages: list[dict[str, str]]) -> None:
         from crewpoint.events import LLMCallStartedEvent, event_bus
@@ -93,23 +97,13 @@ def _usage_off() -> Iterator[None]:
         if config is not None and config.wants(event.type):
             self.submit(self.capture(event.type), config)
 
-    BaseLLM._emit_started = emit_started  # type: ignore[method-assign]
-    BaseLLM._emit_completed = emit_completed  # type: ignore[method-assign]
-    OfflineLLM._reply = reply  # type: ignore[method-assign]
-    RuntimeState.on_event = on_event  # type: ignore[method-assign]
-    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
-    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
-    try:
+    with (
+        _patched(BaseLLM, _emit_started=emit_started, _emit_completed=emit_completed),
+        _patched(OfflineLLM, _reply=reply),
+        _patched(RuntimeState, on_event=on_event),
+        _no_section(),
+    ):
         yield
-    finally:
-        (
-            BaseLLM._emit_started,
-            BaseLLM._emit_completed,
-            OfflineLLM._reply,
-            RuntimeState.on_event,
-            RuntimeState.usage_section,
-            RuntimeState.capture,
-        ) = saved  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -117,13 +111,9 @@ def _no_section() -> Iterator[None]:
     """Record usage but write no ``usage`` section: what the rest of recording costs without the rows."""
     from crewpoint.runtime import RuntimeState
 
-    saved = RuntimeState.usage_section, RuntimeState.capture
-    RuntimeState.usage_section = lambda self, entity: _EMPTY  # type: ignore[method-assign]
-    RuntimeState.capture = _without_section(RuntimeState.capture)  # type: ignore[method-assign]
-    try:
+    capture = _without_section(RuntimeState.capture)
+    with _patched(RuntimeState, usage_section=lambda self, entity: _EMPTY, capture=capture):
         yield
-    finally:
-        RuntimeState.usage_section, RuntimeState.capture = saved  # type: ignore[method-assign]
 
 
 SIDES: dict[str, Callable[[], Any]] = {
