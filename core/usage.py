@@ -31,7 +31,9 @@ from crewpoint.providers.usage_meta import (
     ROW_KEYS,
     Groups,
     chain_groups,
+    count_into,
     grouped,
+    micros,
     row_dict,
     row_list,
     summary_text,
@@ -262,24 +264,12 @@ class UsageLedger:
         for position in self._stale:
             values = live[position].copy()
             values[11] = round(values[11], 6)
-            sums, old = sums_of[position], stored[position]
-            micros = round(values[11] * 1_000_000)
-            if old:  # (a new row's place holds [])
-                sums[0] += values[5] - old[5]
-                sums[1] += values[6] - old[6]
-                sums[2] += values[7] - old[7]
-                sums[3] += values[8] - old[8]
-                sums[4] += values[9] - old[9]
-                sums[5] += values[10] - old[10]
-                sums[6] += micros - round(old[11] * 1_000_000)
-            else:
-                sums[0] += values[5]
-                sums[1] += values[6]
-                sums[2] += values[7]
-                sums[3] += values[8]
-                sums[4] += values[9]
-                sums[5] += values[10]
-                sums[6] += micros
+            old = stored[position]
+            if old:  # the row as it was stored last: its group's sums move by what changed
+                counts = [new - was for new, was in zip(values[5:11], old[5:11], strict=True)]
+                count_into(sums_of[position], counts, micros(values[11]) - micros(old[11]))
+            else:  # (a new row's place holds [])
+                count_into(sums_of[position], values[5:11], micros(values[11]))
             stored[position] = values
             texts[position] = encode_json(values)
         self._stale.clear()

@@ -87,15 +87,23 @@ def _add_row(groups: Groups, row: Sequence[Any]) -> None:
     counts = row[_COUNTS]
     if set(map(type, counts)) != _INTS or min(counts) < 0:  # not a row of counts: each on its own
         counts = [value if type(value) is int and value > 0 else 0 for value in counts]
-    duration = row[_SECONDS]
-    micros = round(duration * _MICROS) if type(duration) in (int, float) and 0 < duration < MAX_SECONDS else 0
+    count_into(sums, counts, micros(row[_SECONDS]))
+
+
+def micros(seconds: Any) -> int:
+    """A row's seconds as a summary counts them: whole microseconds, 0 for what is not a duration."""
+    return round(seconds * _MICROS) if type(seconds) in (int, float) and 0 < seconds < MAX_SECONDS else 0
+
+
+def count_into(sums: list[int], counts: Sequence[int], microseconds: int) -> None:
+    """Add a row's six counts and its microseconds to its group's ``sums`` (or, given differences, move them)."""
     sums[0] += counts[0]
     sums[1] += counts[1]
     sums[2] += counts[2]
     sums[3] += counts[3]
     sums[4] += counts[4]
     sums[5] += counts[5]
-    sums[6] += micros
+    sums[6] += microseconds
 
 
 _INTS = {int}
