@@ -114,9 +114,6 @@ class RuntimeState:
         """When :func:`running` began this run (0: not running)."""
         self.usage = UsageLedger()
         """What this run's LLM calls used, per task or method, agent and model (``usage.rows`` in its checkpoints)."""
-        self.usage_before: list[list[Any]] = Encoded()
-        """What the chain spent before this run (``usage.before``): the source checkpoint's ``before`` and ``rows``
-        (every checkpoint of the run shares this list: it is read, never changed)."""
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
@@ -214,17 +211,15 @@ class RuntimeState:
     # -- usage ----------------------------------------------------------------------------------------
     def take_source_usage(self, section: Any) -> None:
         """Start from a source checkpoint's ``usage`` section (a resume or a fork): its ``before`` and ``rows`` are
-        what the chain spent before this run (stored and encoded once: every checkpoint of the run holds them)."""
+        what the chain spent before this run (:meth:`UsageLedger.start_from`)."""
         if isinstance(section, dict):
-            rows = [row_list(row) for key in ("before", "rows") for row in section.get(key) or ()]
-            self.usage_before = Encoded(rows, [encode_json(row) for row in rows])
-            self.usage.start_from(rows)
+            self.usage.start_from([row_list(row) for key in ("before", "rows") for row in section.get(key) or ()])
 
     def usage_section(self, entity: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
         (each list with its rows' JSON, for the writers to splice in); and the metadata's usage summary of the
         same rows."""
-        before = self.usage_before
+        before = self.usage.before
         reused: list[list[Any]] = []
         if before:
             reused = reused_rows(before, finished_units(entity), self._usage_units)

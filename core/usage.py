@@ -204,19 +204,25 @@ class UsageLedger:
         # the rows in the order their first call came, each the list of its values in ROW_KEYS order: 0-4 what it is
         # (unit, label, agent, model, provider), 5-9 its token counts, 10 its requests, 11 its seconds, 12 estimated
         self._live: list[list[Any]] = []
-        self._stored: list[list[Any]] = []  # each row as stored() last gave it (same positions)
+        self._stored: list[list[Any]] = []  # each row as stored_and_summary() last gave it (same positions)
         self._texts: list[str] = []  # the compact JSON of each row of _stored (same positions)
         self._stale: set[int] = set()  # the positions changed since they were last stored
         self._position: dict[tuple[Any, ...], int] = {}
-        self._before: Groups = {}  # what the chain spent before the run, summed
+        self.before: list[list[Any]] = []
+        """What the chain spent before this run (a body's ``usage.before``): stored rows, read and never changed,
+        with their JSON (every checkpoint of the run holds them)."""
+        self._before: Groups = {}  # the same, summed
         self._groups: Groups = {}  # the stored rows, summed
         self._sums: list[list[int]] = []  # each row's group's sums (same positions)
         self._summary: str | None = ""  # the summary of _before and _groups (None: to be made again)
         self._lock = threading.Lock()
 
-    def start_from(self, before: Iterable[list[Any]]) -> None:
-        """Count ``before`` (stored rows: what the chain spent before this run) in the summary's chain."""
+    def start_from(self, before: list[list[Any]]) -> None:
+        """Start from what the chain spent before this run: ``before``, stored rows (encoded once here), which
+        every checkpoint of the run holds and its summary's chain counts."""
+        encoded, encode_json = _encoder()
         with self._lock:
+            self.before = encoded(before, [encode_json(row) for row in before])
             self._before = grouped(before)
             self._summary = None
 

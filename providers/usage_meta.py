@@ -152,8 +152,7 @@ def chain_groups(before: Groups, run: Groups) -> Groups:
         if known is None:
             chain[key] = sums.copy()
         else:
-            for n, value in enumerate(sums):
-                known[n] += value
+            count_into(known, sums, sums[6])
     return chain
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 from crewpoint.providers.formats import format_names
-from crewpoint.providers.usage_meta import ROW_KEYS
+from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -720,7 +720,7 @@ class _StoredRow(Spec):
         if isinstance(value, list):
             if len(value) != len(ROW_KEYS):
                 raise _Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
-            value = dict(zip(ROW_KEYS, value, strict=True))
+            value = row_dict(value)
         return USAGE_ROW.check(value, path)
 
 
