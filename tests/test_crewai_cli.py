@@ -155,7 +155,9 @@ def test_fork_with_an_edited_output_writes_crewai_format_and_resets_the_dependen
     assert tasks[0]["output"]["raw"].startswith("Notes on Research")  # kept
     assert tasks[1]["output"]["raw"] == "NEW OUTLINE"  # edited
     assert tasks[2]["output"] is None  # reset: it reads task 2
-    assert dump["entities"][0]["agents"][1]["llm"]["api_key"] == FAKE_KEY  # CrewAI needs it to resume
+    # the model is kept; its key and endpoint are not: CrewAI takes them from the user's environment
+    assert dump["entities"][0]["agents"][1]["llm"]["model"] == "gpt-4o-mini"
+    assert FAKE_KEY not in new_file.read_text() and "base_url" not in dump["entities"][0]["agents"][1]["llm"]
     assert new_file.stat().st_mode & 0o777 == 0o600
     # the source and every other file are untouched; the new one lists on its branch
     new_file_bytes = new_file.read_bytes()

@@ -17,7 +17,8 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
-from crewpoint.providers.crewai.runner import endpoint_safe_copy, endpoints, handoff, is_crewai_llm
+from crewpoint.providers.crewai.allowlist import models_of
+from crewpoint.providers.crewai.runner import endpoint_safe_copy, endpoints, handoff
 from crewpoint.tui.cli import main
 
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3
@@ -27,13 +28,8 @@ FIRST_FILE = "main/20261130T150415_34a58f9a_p-none.json"
 
 
 def _llms(value: Any) -> list[dict[str, Any]]:
-    if isinstance(value, list):
-        return [llm for item in value for llm in _llms(item)]
-    if isinstance(value, dict):
-        if is_crewai_llm(value):
-            return [value]
-        return [llm for item in value.values() for llm in _llms(item)]
-    return []
+    """The LLM mappings of a checkpoint, where CrewAI builds them."""
+    return [llm for llm in models_of(value) if isinstance(llm, dict)]
 
 
 def _poison(dump: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +73,7 @@ def test_the_copy_keeps_the_model_and_drops_every_endpoint(store: Path) -> None:
     safe = endpoint_safe_copy(dump, str(store), "json")
     text = json.dumps(safe)
     assert HOSTILE not in text and "X-Exfil" not in text and FAKE_KEY not in text and "/tmp/elsewhere" not in text
-    llms = _llms(safe["entities"])
+    llms = _llms(safe)
     assert llms and all(llm["model"] == "gpt-4o-mini" and llm["temperature"] == 0.0 for llm in llms)
     assert all("base_url" not in llm and "api_key" not in llm and "timeout" not in llm for llm in llms)
     assert safe["entities"][0]["checkpoint"]["location"] == str(store)

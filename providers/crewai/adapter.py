@@ -86,14 +86,14 @@ class CrewAIFormat:
         say: Callable[[str], None],
         forked: Callable[[dict[str, str]], None],
     ) -> ForeignRun:
-        """A fork is written in CrewAI's format; the user's CrewAI runs it. CrewAI gets a copy whose endpoints
-        come from the user's environment (:mod:`crewpoint.providers.crewai.runner`), and the endpoints are said
-        first."""
+        """A fork is written in CrewAI's format; the user's CrewAI runs it. CrewAI gets a copy rebuilt by
+        allow-list, whose endpoints come from the user's environment (:mod:`crewpoint.providers.crewai.runner`);
+        the endpoints, and what the copy left out, are said first."""
         # lazy: crewpoint.providers.crewai.fork imports this module back (cycle)
         from crewpoint.providers.crewai.fork import crewai_environment, fork_checkpoint, resume_command
 
         # lazy: `checkpoint list` never loads providers.crewai.runner
-        from crewpoint.providers.crewai.runner import handoff
+        from crewpoint.providers.crewai.runner import handoff, left_out_line
 
         path, ref_id = split_ref(store)
         is_file = os.path.isfile(path) and path.endswith(".json")
@@ -110,6 +110,7 @@ class CrewAIFormat:
             )
             store, target = done.store, done.checkpoint_id
             names = done.task_names
+            left_out = done.left_out
             said = f"forked {done.source.id} to {done.checkpoint_id} on branch {done.branch} (CrewAI format)"
             if done.edited:
                 said += "; edited " + ", ".join(f"{i + 1}. {names[i]}" for i in done.edited)
@@ -120,6 +121,7 @@ class CrewAIFormat:
             forked({"checkpoint_id": target, "branch": done.branch, "ref": done.ref})
             say(said)
         else:
+            left_out = []
             metas = provider.list(path)
             wanted = ref_id or (None if ref == store else ref)
             if is_file:
@@ -142,6 +144,9 @@ class CrewAIFormat:
         with handoff(meta.location, store) as safe:
             say(f"CrewAI resumes {meta.location} ({command[0]})")
             say(safe.describe())
+            left = left_out_line(left_out + [p for p in safe.left_out if p not in left_out])
+            if left:
+                say(left)
             sys.stdout.flush()
             import subprocess
 

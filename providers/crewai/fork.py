@@ -1,10 +1,11 @@
 """Forking a CrewAI checkpoint with edits, in CrewAI's own format, for CrewAI to resume.
 
-The source is read as CrewAI wrote it (keys included: CrewAI needs them to resume, as its own forks do) and never
-changed. The copy gets the edits, a new id, ``parent_id`` = the source and the new branch, and is written
-atomically beside it: a new file under ``<store>/<branch>/`` or a new row. Edited task outputs are kept; every
-task that depends on an edited one, or whose text uses a changed input, is reset (no output, no agent executor
-state), so CrewAI's resume runs it again and skips the rest.
+The source is read as CrewAI wrote it and never changed. The copy is rebuilt by the allow-list CrewAI's runs are
+handed (:mod:`crewpoint.providers.crewai.allowlist`: no endpoint, key, tool, callback or file the checkpoint names,
+unless ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` trusts it), gets the edits, a new id, ``parent_id`` = the source and
+the new branch, and is written atomically beside it: a new file under ``<store>/<branch>/`` or a new row. Edited
+task outputs are kept; every task that depends on an edited one, or whose text uses a changed input, is reset (no
+output, no agent executor state), so CrewAI's resume runs it again and skips the rest.
 
 Dependencies follow CrewAI: a task's ``context`` list names the tasks it reads; without one (CrewAI's
 ``NOT_SPECIFIED``, which is also how 1.15 saves every context) a task reads every task before it. CrewAI's resume
@@ -25,6 +26,7 @@ from crewpoint.providers.crewai.adapter import CREWAI, FORK_TRIGGER
 from crewpoint.providers.crewai.common import context_ids, main_entity, new_id
 from crewpoint.providers.crewai.detect import crewai_kind
 from crewpoint.providers.crewai.json_store import read_dump as read_file
+from crewpoint.providers.crewai.runner import rebuilt_copy, trusted
 from crewpoint.providers.crewai.sqlite_store import _errors, connect
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 from crewpoint.providers.dependencies import readers, reads_of
@@ -50,6 +52,7 @@ class CrewAIFork:
     will_run: list[int] = field(default_factory=list)
     task_names: list[str] = field(default_factory=list)
     changed_inputs: dict[str, Any] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,6 +225,8 @@ def fork_checkpoint(
         recorded = recorded if isinstance(recorded, str) and recorded else "main"
         root = _json_store_root(path, source.location, recorded)
     edits, reset, changed = plan_edits(dump, dict(inputs or {}), dict(outputs or {}))
+    target = os.path.abspath(path if sqlite else root)
+    dump, left_out = rebuilt_copy(dump, target, "sqlite" if sqlite else "json", trust=trusted())
     apply_edits(dump, edits, reset, changed)
     checkpoint_id = new_id()
     dump["parent_id"] = source.id
@@ -248,6 +253,7 @@ def fork_checkpoint(
         will_run=[] if first is None else list(range(first, len(tasks))),
         task_names=[str(t.get("name") or t.get("description") or "task") for t in tasks],
         changed_inputs=changed,
+        left_out=left_out,
     )
 
 
