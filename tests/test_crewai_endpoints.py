@@ -17,7 +17,7 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
-from crewpoint.providers.crewai.allowlist import models_of
+from crewpoint.providers.crewai.rebuild import models_of
 from crewpoint.providers.crewai.runner import endpoint_safe_copy, endpoints, handoff
 from crewpoint.tui.cli import main
 

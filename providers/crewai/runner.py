@@ -31,8 +31,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crewpoint.providers.crewai.allowlist import models_of, rebuild, rebuild_llm
+from crewpoint.providers.crewai.allowlist import rebuild_llm
 from crewpoint.providers.crewai.json_store import read_dump as read_file
+from crewpoint.providers.crewai.rebuild import models_of, rebuild
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 from crewpoint.providers.refs import split_ref
 
