@@ -327,14 +327,17 @@ def _insert_row(path: str, checkpoint_id: str, parent_id: str, branch: str, text
 RUNNER = """
 import sys
 ref, kind = sys.argv[1], sys.argv[2]
-if "#" in ref:
-    import sqlite3
-    if sqlite3.sqlite_version_info < (3, 45, 0):
-        try:
-            import pysqlite3.dbapi2 as newer
-        except ImportError:
-            sys.exit("crewpoint: CrewAI cannot read this SQLite store: its Python has SQLite "
+import sqlite3
+if sqlite3.sqlite_version_info < (3, 45, 0):
+    try:
+        import pysqlite3.dbapi2 as newer
+    except ImportError:
+        newer = None
+        # a SQLite store is read from (db#id), or written to (a copy whose checkpoint setting names one)
+        if "#" in ref or '"provider_type": "sqlite"' in open(ref, encoding="utf-8").read():
+            sys.exit("crewpoint: CrewAI cannot use this SQLite store: its Python has SQLite "
                      + sqlite3.sqlite_version + " and JSONB needs 3.45 (pip install pysqlite3-binary there)")
+    if newer is not None:
         sys.modules["sqlite3"] = newer
 from crewai.state.checkpoint_config import CheckpointConfig
 config = CheckpointConfig(restore_from=ref)
@@ -353,8 +356,9 @@ print(getattr(result, "raw", result))
 """
 """Resumes a CrewAI checkpoint in the user's CrewAI, as ``crewai checkpoint resume`` does, with two differences:
 the entity is chosen by the checkpoint's main entity (CrewAI 1.15's command takes a crew whose agent executors
-were saved as flows for a flow, and resumes nothing), and a SQLite store is read through ``pysqlite3`` when that
-Python's SQLite cannot read JSONB."""
+were saved as flows for a flow, and resumes nothing), and a SQLite store is read and written through ``pysqlite3``
+when that Python's SQLite cannot read JSONB (the copy CrewAI is handed is a JSON file whose run writes into the
+SQLite store)."""
 
 
 def crewai_python() -> str | None:
