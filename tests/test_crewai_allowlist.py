@@ -23,7 +23,7 @@ from crewai_fixtures import sqlite_store as copy_sqlite_store
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.crewai.allowlist import CODE, ENTITY_SHAPES, KEEP, SHAPES
 from crewpoint.providers.crewai.rebuild import models_of, rebuild
-from crewpoint.providers.crewai.runner import endpoints, handoff
+from crewpoint.providers.crewai.runner import endpoints, handoff, left_out_line
 from crewpoint.tui.cli import main
 
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3
@@ -77,6 +77,7 @@ def craft(dump: dict[str, Any]) -> dict[str, Any]:
     task["agent"]["tools"] = [_hostile_tool()]
     task["agent"]["llm"] = {"model": "gpt-4o-mini", "base_url": HOSTILE}
     crew["unknown_field"] = f"{MARKER}.anything"
+    crew["\u202ename\x1b[2J"] = f"{MARKER}.anything"  # a name no terminal should get: shown as ?
     # an event carrying an agent (validated into CrewAI's Agent when the checkpoint loads) and its tools
     nodes = dump["event_record"]["nodes"]
     node = next(iter(nodes.values()))
@@ -168,6 +169,7 @@ def test_every_hostile_shape_is_rebuilt_and_each_model_kept(json_store: Path) ->
         "entities[0].step_callback",
         "entities[0].share_crew",
         "entities[0].unknown_field",
+        "entities[0].?",
         "entities[0].tasks[2].tools",
         "entities[0].tasks[2].callback",
         "entities[0].tasks[2].output_file",
@@ -278,3 +280,13 @@ def test_every_rule_of_the_allow_list_is_known() -> None:
             bare = rule.strip("[]{}")
             assert bare in shapes or bare in rules, f"{name}.{field}: {rule}"
     assert set(ENTITY_SHAPES.values()) <= shapes
+
+
+def test_the_left_out_line_names_six_places_counts_the_rest_and_shows_no_key() -> None:
+    key_named = "-".join(["sk", "proj", "abcdefghijklmnopqrstuvwxyz"])
+    line = left_out_line([f"entities[0].{key_named}", *(f"entities[0].tasks[{i}].tools" for i in range(7))])
+    assert line is not None and key_named not in line
+    assert line.startswith("left out of the copy CrewAI resumes (code, files or servers the checkpoint names): ")
+    assert "entities[0].tasks[4].tools and 2 more; " in line and "tasks[5]" not in line
+    assert line.endswith("if you trust this checkpoint, CREWPOINT_DESERIALIZE_CALLBACKS=1 keeps them")
+    assert left_out_line([]) is None

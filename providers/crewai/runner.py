@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crewpoint.providers.crewai.allowlist import rebuild_llm
+from crewpoint.providers.crewai.common import mask_text
 from crewpoint.providers.crewai.json_store import read_dump as read_file
 from crewpoint.providers.crewai.rebuild import models_of, rebuild
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
@@ -131,7 +132,7 @@ def left_out_line(left_out: list[str]) -> str | None:
     """One line saying what the copy handed to CrewAI left out, and how to keep it; None when nothing was."""
     if not left_out:
         return None
-    shown = ", ".join(left_out[:LEFT_OUT_SHOWN])
+    shown = mask_text(", ".join(left_out[:LEFT_OUT_SHOWN]))  # a field's name is the checkpoint's: never a key
     more = f" and {len(left_out) - LEFT_OUT_SHOWN} more" if len(left_out) > LEFT_OUT_SHOWN else ""
     return (
         f"left out of the copy CrewAI resumes (code, files or servers the checkpoint names): {shown}{more}; "
