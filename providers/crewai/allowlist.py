@@ -3,15 +3,16 @@
 CrewAI rebuilds a checkpoint by validating it into its models, and several fields do more than hold a value there:
 a mapping in a model's place becomes an LLM whose ``base_url`` the user's key is sent to, a tool's ``tool_type`` or
 a callback's dotted path is imported, a file name is read or written, a server or a repository is contacted. So the
-copy is rebuilt, field by field, from what each model is known to hold safely (:data:`SHAPES`); what a shape does
-not name is left out. Each field has a rule:
+copy is rebuilt, field by field, from what each model is known to hold safely (:data:`SHAPES`, the walk is
+:mod:`crewpoint.providers.crewai.rebuild`). Each field has a rule:
 
 - :data:`KEEP`: data CrewAI reads as a value (text, numbers, flags, ids, outputs, a run's state);
 - :data:`LLM`: a model. CrewAI builds an LLM from a model name, or from a mapping with ``llm_type``, ``model``,
   ``model_name`` or ``deployment_name``; the copy keeps the model and how it samples (:data:`LLM_STATE`), so its
   endpoint, key, headers and client settings come from the user's environment;
 - :data:`EMBEDDER`: an embedder spec, kept as its provider and model (:data:`EMBEDDER_STATE`);
-- :data:`MEMORY`: ``True``/``False``, or a ``Memory`` mapping (:data:`SHAPES` ``memory``);
+- :data:`MEMORY`: ``True``/``False``, or a ``Memory`` mapping (:data:`SHAPES` ``memory``), whose
+  :data:`STORAGE` is kept only as the name of one of CrewAI's backends (:data:`MEMORY_STORAGES`), never a path;
 - :data:`CHECKPOINT`: the entity's checkpoint setting, made to write into the store the checkpoint came from;
 - :data:`CODE`: code or reach the checkpoint names (tools, callbacks, classes, hooks, files, servers, sharing): kept
   only when empty, else left out and said;
