@@ -4,6 +4,7 @@ in the Answer dialog and the Tasks tab, with a line naming the command that prin
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import subprocess
@@ -12,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from llm_server import LLMServer
+from rich.console import Console
 from support.reading import choose, text_of
 from support.waiting import settle, wait_until
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, TextArea
+from textual.widgets import Button, Input, Static, TextArea
 
 from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -169,3 +171,36 @@ async def test_a_short_output_stays_whole_and_editable(tmp_path: Path) -> None:
         (card,) = list(screen.query(TaskCard))
         assert card.query_one(TextArea).text == "A short post." and not card.query_one(TextArea).read_only
         assert not list(card.query(".task-clipped"))
+
+
+HUGE_FLOW = """
+from crewpoint import CheckpointConfig
+from crewpoint.flow import Flow, start
+
+
+class Big(Flow):
+    @start()
+    def dump(self):
+        return "wave " * 200_000
+
+
+Big(checkpoint=CheckpointConfig(location="store")).kickoff()
+"""
+
+
+async def test_the_overview_clips_a_huge_method_output_saying_how_to_see_it_all(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text(HUGE_FLOW, encoding="utf-8")
+    done = subprocess.run([sys.executable, "big.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    newest = ops.list_checkpoints(str(tmp_path / "store"))[0]
+    app = make_app(str(tmp_path / "store"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await choose(pilot, newest.id)
+        body = screen.query_one("#overview-body", Static)
+        console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+        console.print(body.content)
+        shown = console.export_text()
+    assert len(shown) < 2 * VIEW_LIMIT  # not the 1,000,000 characters of the output
+    flat = "".join(shown.split())
+    assert "".join(f"✂ clipped: the first {VIEW_LIMIT:,} of 1,000,000 characters shown".split()) in flat
+    assert "".join(f"all of it: crewpoint checkpoint info --location {tmp_path / 'store'}".split()) in flat
