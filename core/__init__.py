@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     "TaskOutput": "crewpoint.task",
     "Crew": "crewpoint.crew",
     "CrewOutput": "crewpoint.crew",
+    "Process": "crewpoint.process",
     "Flow": "crewpoint.flow",
     "start": "crewpoint.flow",
     "listen": "crewpoint.flow",
@@ -51,6 +52,7 @@ __all__ = [
     "Flow",
     "JsonProvider",
     "OfflineLLM",
+    "Process",
     "RuntimeState",
     "SqliteProvider",
     "StringKnowledgeSource",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from crewpoint.flow import Flow, listen, router, start
     from crewpoint.knowledge import StringKnowledgeSource, TextFileKnowledgeSource
     from crewpoint.llm import LLM, BaseLLM, OfflineLLM
+    from crewpoint.process import Process
     from crewpoint.providers import JsonProvider, SqliteProvider
     from crewpoint.runtime import RuntimeState
     from crewpoint.serialize import CheckpointState

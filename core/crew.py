@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from crewpoint.agent import Agent, _config_from_state, _config_state
+from crewpoint.agent import Agent, _config_from_state, _config_state, warn_ignored_settings
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
@@ -43,7 +43,7 @@ class Crew(BaseModel, CheckpointedEntity):
     """Agents and tasks. ``process="sequential"``: each task sees its ``context`` tasks' outputs, or else
     every earlier output."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True, extra="allow")
     KIND: ClassVar[str] = "crew"
 
     agents: list[Agent] = Field(default_factory=list)
@@ -74,11 +74,21 @@ class Crew(BaseModel, CheckpointedEntity):
     _answer: Answer | None = PrivateAttr(default=None)
     _answered: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
+    @field_validator("process", mode="before")
+    @classmethod
+    def _sequential(cls, value: Any) -> str:
+        """``Process.sequential`` (CrewAI's spelling) or ``"sequential"``; anything else is refused in one line."""
+        # lazy: the process names load with the first crew made
+        from crewpoint.process import sequential_only
+
+        return sequential_only(value)
+
     @model_validator(mode="after")
     def _check(self) -> Crew:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import check_savable, maker
 
+        warn_ignored_settings(self, f"Crew {self.name!r}")
         self._made_in = maker()
         check_savable(self.task_callback, "Crew task")
         for task in self.tasks:
@@ -342,6 +352,7 @@ class Crew(BaseModel, CheckpointedEntity):
             if task.human_input:
                 output.raw = self._reviewed(index, output.raw, context, extra)
             task.output = output
+            task.write_output_file()
             if self.memory:
                 self._memory.save(output.raw, {"task": task.id})
             for callback in (task.callback, self.task_callback):

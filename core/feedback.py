@@ -142,14 +142,20 @@ def shown(text: str) -> str:
     return _UNSEEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def ask_terminal(message: str, output: str, outcomes: Sequence[str], label: str) -> str:
-    """Ask the person at this terminal; an empty line (or the end of input) accepts."""
+def ask_terminal(
+    message: str, output: str, outcomes: Sequence[str], label: str, default_outcome: str | None = None
+) -> str:
+    """Ask the person at this terminal; an empty line (or the end of input) sends the default outcome (the
+    ``default_outcome`` offered, else the first), or without outcomes accepts the output as it is."""
     out = sys.stdout
     rule = "-" * 60
     out.write(f"\n{rule}\n{shown(message)} ({shown(label)})\n{rule}\n{shown(output)}\n{rule}\n")
     if outcomes:
+        default = default_outcome if default_outcome is not None and default_outcome in outcomes else outcomes[0]
         out.write(f"Outcomes: {', '.join(shown(o) for o in outcomes)}\n")
-    out.write("Your feedback (Enter to accept): ")
+        out.write(f"Your feedback or an outcome (Enter for the default: {shown(default)}): ")
+    else:
+        out.write("Your feedback (Enter to accept the output as it is): ")
     out.flush()
     line = sys.stdin.readline()
     return line.rstrip("\r\n")

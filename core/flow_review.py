@@ -193,7 +193,8 @@ def review(flow: Flow[Any], name: str, index: int, output: Any, spec: FeedbackSp
         if how == "accept":
             given = hf.Answer(who=hf.who_am_i())
         elif how == "ask":
-            given = hf.Answer(hf.ask_terminal(spec.message, text_of(output) or "", spec.emit, name), who=hf.who_am_i())
+            asked = hf.ask_terminal(spec.message, text_of(output) or "", spec.emit, name, spec.default_outcome)
+            given = hf.Answer(asked, who=hf.who_am_i())
         else:
             if request is None:
                 outcomes, default = spec.emit, spec.default_outcome

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from crewpoint.project_yaml import Refused, bounded_load, read_bounded
+
 if TYPE_CHECKING:
     from crewpoint.crew import Crew
 
@@ -275,18 +277,23 @@ def _shown(path: Path) -> str:
 
 def read_yaml(path: Path, what: str) -> dict[str, dict[str, Any]]:
     """A project's YAML file: a mapping of names to mappings of settings (``what``: ``agent`` or ``task``). A file
-    that does not exist reads as empty; a file that is not such YAML is a one-line :class:`ProjectError`."""
+    that does not exist reads as empty; a file that is not such YAML, or too big or with too many aliases
+    (:mod:`crewpoint.project_yaml`), is a one-line :class:`ProjectError` naming it."""
     shown = _shown(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path)
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{shown}: cannot be read: {exc}") from None
+    except Refused as exc:
+        raise ProjectError(f"{shown}: refused: {exc}") from None
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = bounded_load(text)
+    except Refused as exc:
+        raise ProjectError(f"{shown}: refused: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -47,7 +48,7 @@ GuardrailResult = tuple[bool, Any]
 class Task(BaseModel):
     """A task for an agent. ``{placeholder}`` in the texts is filled from kickoff inputs."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False, defer_build=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=False, defer_build=True, extra="allow")
 
     description: str
     expected_output: str = ""
@@ -60,6 +61,9 @@ class Task(BaseModel):
     checkpoint: CheckpointConfig | bool | None = None
     human_input: bool = False
     """After the agent's answer a person reviews it; the agent revises with their feedback until they accept."""
+    output_file: str | None = None
+    """A file in the project folder (relative to where the program runs) the task's output is written to when it
+    finishes, as in CrewAI. The program's own setting: checkpoints do not save it."""
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
     output: TaskOutput | None = None
 
@@ -80,11 +84,21 @@ class Task(BaseModel):
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.agent import warn_ignored_settings
+
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import check_savable
 
         if self._checked:  # pydantic re-runs after-validators when the task is passed to a Crew
             return self
         self._checked = True
+        warn_ignored_settings(self, f"Task {self.label!r}")
+        if self.output_file is not None and not _inside(self.output_file):
+            _warn(
+                f"Task {self.label!r}: output_file {self.output_file!r} is outside the project folder (absolute or "
+                "through ..) and is not written; name a file inside it, like 'report.md'"
+            )
+            self.output_file = None
         check_savable(self.callback, "Task")
         if self.guardrail is not None and not isinstance(self.guardrail, str):
             check_savable(self.guardrail, "Task guardrail")
@@ -115,6 +129,18 @@ class Task(BaseModel):
     @property
     def done(self) -> bool:
         return self.output is not None
+
+    def write_output_file(self) -> None:
+        """Write the finished output to ``output_file``, making its folders; a file that cannot be written is a
+        warning (the task's output is in the checkpoint all the same)."""
+        if self.output_file is None or self.output is None:
+            return
+        path = Path(self.output_file)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.output.raw, encoding="utf-8")
+        except OSError as exc:
+            _warn(f"Task {self.label!r}: output_file {self.output_file!r} not written: {exc.strerror or exc}")
 
     # -- guardrails -----------------------------------------------------------------------------------
     def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
@@ -220,6 +246,21 @@ class Task(BaseModel):
         self.id = str(data["id"])
         output = data.get("output")
         self.output = TaskOutput(**output) if output else None
+
+
+def _inside(name: str) -> bool:
+    """Is ``name`` a path inside the folder the program runs in (relative, never through ``..``)?"""
+    path = PurePath(name)
+    return bool(name.strip()) and not path.is_absolute() and ".." not in path.parts and not path.drive
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    # lazy: importing the API builds no event class, store or runtime it does not use yet
+    from crewpoint.serialize import _caller_stacklevel
+
+    warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())
 
 
 def _warn_not_saved(what: str) -> None:

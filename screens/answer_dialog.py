@@ -1,9 +1,14 @@
 """The Answer dialog: a run waits for a person at a checkpoint; this shows what it asks and takes the answer.
 
 It shows the request's message, the output under review (literally, scrollable: it is checkpoint data, never
-markup), the outcomes as buttons, a feedback editor, and the program that runs on and its budget (as the Resume
-dialog has them). It answers an :class:`~crewpoint.tui.run_controller.Answer`, or None when cancelled; the browser
-runs it.
+markup; a huge one clipped, saying so), the outcomes as buttons, a feedback editor, and the program that runs on
+and its budget (as the Resume dialog has them). It answers an :class:`~crewpoint.tui.run_controller.Answer`, or None
+when cancelled; the browser runs it.
+
+It opens with the cursor in the feedback editor, so what is typed first is the feedback; Ctrl+S sends the default
+answer with it (the default outcome, or without outcomes the feedback, else Accept). However many outcomes a request
+offers, at most :data:`MAX_BUTTONS` are buttons (the default among them); the rest are typed into a field that
+completes them, under one line saying how many there are.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Label, Static, TextArea
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
 from crewpoint.estimate import pending_tasks
 from crewpoint.screens.resume_confirm import BudgetField
@@ -25,10 +31,14 @@ from crewpoint.tui.run_controller import Answer
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.cost_view import EstimateView
+from crewpoint.tui.widgets.task_card import clip_note, clipped
 
 ACCEPT_ID = "answer-accept"
 FEEDBACK_ID = "answer-send"
 CANCEL_ID = "answer-cancel"
+OTHER_ID = "answer-other"
+MAX_BUTTONS = 6
+"""Outcomes shown as buttons; the others are typed (a request may offer thousands)."""
 
 
 class AnswerScreen(ModalScreen[Answer | None]):
@@ -39,8 +49,8 @@ class AnswerScreen(ModalScreen[Answer | None]):
 
     CSS_PATH = "answer_dialog.tcss"
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-    AUTO_FOCUS = None  # the default answer's button is focused when mounted
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "send", "Send the default answer")]
+    AUTO_FOCUS = None  # the feedback editor is focused when mounted
 
     def __init__(
         self,
@@ -49,6 +59,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
         app: str | None,
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
+        see_all: str = "",
     ) -> None:
         super().__init__()
         self.body = body
@@ -56,16 +67,21 @@ class AnswerScreen(ModalScreen[Answer | None]):
         self.later = later
         """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
         self.checkpoint = checkpoint
+        self.see_all = see_all
+        """The command that prints the checkpoint whole, named under a clipped output."""
         self.request = request
         self.app_spec = app
-        outcomes, default = self.outcomes, request.get("default_outcome")
-        chosen = outcomes.index(default) if default in outcomes else 0
-        self.first = f"answer-outcome-{chosen}" if outcomes else ACCEPT_ID
-        """The button focused at first: Enter gives the default answer, as in a terminal."""
-
-    @property
-    def outcomes(self) -> list[str]:
-        return list(self.request.get("outcomes") or [])
+        self.outcomes: list[str] = [str(o) for o in request.get("outcomes") or []]
+        offered = set(self.outcomes)
+        default = request.get("default_outcome")
+        self.default: str | None = default if default in offered else self.outcomes[0] if self.outcomes else None
+        """The outcome an answer without one sends (Ctrl+S, and the command line's Enter)."""
+        buttons = list(range(min(len(self.outcomes), MAX_BUTTONS)))
+        chosen = self.outcomes.index(self.default) if self.default is not None else None
+        if chosen is not None and chosen not in buttons:
+            buttons[-1] = chosen
+        self.buttons = buttons
+        """The outcomes (their indexes) shown as buttons: the first few, and the default."""
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -76,8 +92,21 @@ class AnswerScreen(ModalScreen[Answer | None]):
                 about = f"{self.checkpoint[:12]} waits for a person" + (f" at {label}" if label else "")
                 yield Static(Text(visible(about, one_line=True)), markup=False, id="answer-about")
                 yield Static(Text(visible(request.get("message") or "")), markup=False, id="answer-message")
+                output = str(request.get("output") or "")
+                clip = clipped(output)
                 with VerticalScroll(id="answer-output-box"):
-                    yield Static(Text(visible(request.get("output") or "")), markup=False, id="answer-output")
+                    yield Static(Text(visible(output if clip is None else clip)), markup=False, id="answer-output")
+                if clip is not None:
+                    note = clip_note(len(output), self.see_all)
+                    yield Static(Text(visible(note, one_line=True)), markup=False, id="answer-clipped")
+                if len(self.outcomes) > len(self.buttons):
+                    more = f"{len(self.outcomes):,} outcomes: {len(self.buttons)} are buttons, type any other here"
+                    yield Static(Text(visible(more, one_line=True)), markup=False, id="answer-more")
+                    yield Input(
+                        placeholder="an outcome (Tab completes, Enter answers)",
+                        suggester=SuggestFromList(self.outcomes, case_sensitive=False),
+                        id=OTHER_ID,
+                    )
                 yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
                 if self.body is not None:
                     yield EstimateView(self.body, pending_tasks(self.body), later=self.later, id="answer-estimate")
@@ -85,7 +114,8 @@ class AnswerScreen(ModalScreen[Answer | None]):
                 yield BudgetField(self.body, id="answer-budget")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
-                for n, outcome in enumerate(self.outcomes):
+                for n in self.buttons:
+                    outcome = self.outcomes[n]
                     yield Button(
                         Text(visible(outcome, one_line=True)),
                         variant="primary" if outcome == default else "default",
@@ -101,7 +131,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
     def on_mount(self) -> None:
         self.query_one("#answer-feedback", TextArea).border_title = "feedback (optional with an outcome)"
         self.query_one("#answer-output-box").border_title = "output under review"
-        self.query_one(f"#{self.first}", Button).focus()
+        self.query_one("#answer-feedback", TextArea).focus()  # what is typed first is the feedback
 
     @property
     def feedback(self) -> str:
@@ -121,6 +151,26 @@ class AnswerScreen(ModalScreen[Answer | None]):
             self.notify("Write the feedback first, or Accept.", severity="warning")
             return
         self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=field.spec, budget=budget))
+
+    def action_send(self) -> None:
+        """The default answer, with the feedback written: the default outcome; without outcomes, the feedback, or
+        Accept when none is written."""
+        if self.default is not None:
+            self.answer(self.default)
+        else:
+            self.answer(accept=not self.feedback)
+
+    @on(Input.Submitted, f"#{OTHER_ID}")
+    def _typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        typed = event.value.strip()
+        found = next((o for o in self.outcomes if o == typed), None)
+        found = found or next((o for o in self.outcomes if o.casefold() == typed.casefold()), None)
+        if found is None:
+            said = visible(f"{typed!r} is not one of the {len(self.outcomes):,} outcomes", one_line=True)
+            self.notify(said, severity="warning", markup=False)
+            return
+        self.answer(found)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -23,6 +23,7 @@ from crewpoint.tui.run_controller import Answer, RunRequest
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.run_panel import RunPanel
+from crewpoint.tui.widgets.task_card import info_command
 
 if TYPE_CHECKING:
     from crewpoint.screens.browser import BrowserScreen
@@ -121,7 +122,14 @@ class BrowserDialogs:
                 self._start(browser.controller.answer_request(meta, answer))
 
         browser.app.push_screen(
-            AnswerScreen(meta.id, request, suggested_app(shown.record), shown.record.body, self._later(meta.id)),
+            AnswerScreen(
+                meta.id,
+                request,
+                suggested_app(shown.record),
+                shown.record.body,
+                self._later(meta.id),
+                see_all=info_command(meta),
+            ),
             answered,
         )
 

@@ -187,12 +187,15 @@ class Chromium:
             problem = f"{text!r} did not appear in the browser within {timeout} s; it shows:\n{shown}"
             raise TimeoutError(problem) from None
 
-    async def press(self, key: str, text: str | None = None) -> None:
-        """A key press as a user makes it: ``key`` such as "e" or "Escape"."""
-        typed = text if text is not None else (key if len(key) == 1 else "")
+    async def press(self, key: str, text: str | None = None, *, ctrl: bool = False) -> None:
+        """A key press as a user makes it: ``key`` such as "e" or "Escape"; ``ctrl`` holds Ctrl down with a
+        letter (the terminal sends its control character)."""
+        typed = text if text is not None else (key if len(key) == 1 and not ctrl else "")
         await self.evaluate("document.querySelector('.xterm-helper-textarea').focus()")  # as a click would
         for kind in ("keyDown", "keyUp"):
             params: dict[str, Any] = {"type": kind, "key": key}
+            if ctrl:  # the key code and modifier a keyboard gives, which the terminal reads Ctrl+letter from
+                params.update(modifiers=2, code=f"Key{key.upper()}", windowsVirtualKeyCode=ord(key.upper()))
             if kind == "keyDown" and typed:
                 params["text"] = typed
             await self.send("Input.dispatchKeyEvent", **params)

@@ -205,7 +205,7 @@ async def test_a_waiting_run_is_answered_in_a_browser(tmp_path: Path) -> None:
             shown = await page.wait_for_text("Answer the run")
             assert "Publish the [draft]?" in shown and "Draft [bold]text[/bold] of the post" in shown
             await page.wait_for_text("rejected")
-            await page.press("Enter", "\r")  # the focused button: the default outcome, approved
+            await page.press("s", ctrl=True)  # Ctrl+S from the feedback editor: the default outcome, approved
             await page.wait_for_text("(approved) on main: finished")  # the app's word when the run ends
             await page.wait_for_text("human_feedback_received")
         assert ran(project) == ["draft", "published"]
@@ -250,7 +250,7 @@ async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Pa
         dialog = await answer_dialog()
         labels = [str(button.label) for button in dialog.query("#answer-buttons Button").results(Button)]
         assert labels == ["Accept", "Send feedback", "Cancel (esc)"]  # a task's review has no outcomes
-        assert app.focused is dialog.query_one("#answer-accept", Button)
+        assert app.focused is dialog.query_one("#answer-feedback", TextArea)  # what is typed is the feedback
         dialog.query_one("#answer-send", Button).press()  # no feedback written: refused, the dialog stays
         await pilot.pause()
         assert app.screen is dialog and any("feedback first" in n.message for n in app._notifications)
@@ -265,7 +265,7 @@ async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Pa
         assert len(requested) == 2 and screen.ckpt_tree.chosen_id == max(requested, key=lambda m: m.sequence).id
 
         dialog = await answer_dialog()
-        await pilot.press("enter")  # Accept, focused
+        await pilot.press("ctrl+s")  # the default answer: with no feedback written, Accept
         await wait_until(pilot, lambda: app.screen is screen)
         await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
         await settle(pilot)

@@ -65,6 +65,21 @@ def test_answer_default_takes_the_default_outcome(tmp_path: Path) -> None:
     assert ran(project) == ["draft", "published"]
 
 
+def test_accept_alone_on_a_request_with_outcomes_is_refused_naming_the_outcome_it_would_send(tmp_path: Path) -> None:
+    project, row = paused(tmp_path)
+    refused = run("answer", row["id"], "--location", "store", "--accept", "--app", "review.py:flow", cwd=project)
+    one_line_refusal(refused, "approved, rejected", "would send the default, approved", "--outcome O", "--default")
+    assert ran(project) == ["draft"]  # nothing claimed, nothing ran
+    helped = run("answer", "--help", cwd=project)
+    assert "needs --outcome O" in " ".join(helped.stdout.split())  # the rule is in the command's help
+    done = run(
+        "answer", row["id"], "--location", "store", "--accept", "--outcome", "rejected", "--app", "review.py:flow",
+        cwd=project,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert ran(project) == ["draft", "redone"]  # the outcome named, not the default
+
+
 def test_answers_a_command_refuses_in_one_line(tmp_path: Path) -> None:
     project, row = paused(tmp_path)
     waiting = row["id"]
@@ -86,7 +101,7 @@ def test_answers_a_command_refuses_in_one_line(tmp_path: Path) -> None:
     assert [r["status"] for r in listed(project, "store")] == ["waiting", "waiting"]
 
 
-def test_in_a_terminal_the_request_is_shown_literally_and_enter_accepts(tmp_path: Path) -> None:
+def test_in_a_terminal_the_request_is_shown_literally_and_enter_sends_the_default_it_names(tmp_path: Path) -> None:
     project, row = paused(tmp_path)
     leader, follower = os.openpty()
     child = subprocess.Popen(
@@ -99,7 +114,9 @@ def test_in_a_terminal_the_request_is_shown_literally_and_enter_accepts(tmp_path
     )
     os.close(follower)
     seen = b""
-    while b"Enter to accept" not in seen:  # the prompt is the event waited on (the test's timeout bounds it)
+    while (
+        b"(Enter for the default: approved)" not in seen
+    ):  # the prompt is the event waited on (the test's timeout bounds it)
         ready, _, _ = select.select([leader], [], [], 60)
         assert ready, seen
         seen += os.read(leader, 4096)
@@ -111,4 +128,4 @@ def test_in_a_terminal_the_request_is_shown_literally_and_enter_accepts(tmp_path
     _, _ = child.communicate(timeout=120)
     os.close(leader)
     assert child.returncode == 0
-    assert ran(project) == ["draft", "published"]  # Enter accepted: the default outcome
+    assert ran(project) == ["draft", "published"]  # Enter: the default outcome, as the question said

@@ -174,7 +174,8 @@ def test_asked_in_a_terminal_the_output_is_shown_literally(tmp_path: Path) -> No
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    assert "Approve the draft?" in run.stdout and "Enter to accept" in run.stdout
+    assert "Approve the draft?" in run.stdout
+    assert "(Enter for the default: rejected)" in run.stdout  # what Enter sends, said as the outcome it is
     assert "\\x1b[31m\\u202eDraft [b]not markup[/b]" in run.stdout  # escaped, never interpreted
     assert "\x1b" not in run.stdout and "\u202e" not in run.stdout
     assert "approved, rejected" in run.stdout

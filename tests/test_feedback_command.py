@@ -48,7 +48,7 @@ def test_in_the_default_store_the_command_names_the_short_id_and_runs_as_written
     assert _info(project) == command  # info of the store found here says the same
 
     done = subprocess.run(
-        [*CLI, *words[2:], "--accept", "--app", "review.py:flow"],
+        [*CLI, *words[2:], "--outcome", "approved", "--app", "review.py:flow"],
         cwd=project,
         capture_output=True,
         text=True,

@@ -111,7 +111,7 @@ class Terminal:
         return code
 
 
-PROMPT = "Your feedback (Enter to accept): "
+PROMPT = "Your feedback (Enter to accept the output as it is): "
 
 
 def test_in_a_terminal_the_agent_revises_once_then_the_person_accepts(tmp_path: Path) -> None:

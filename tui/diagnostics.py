@@ -24,6 +24,20 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+def ending(returncode: int) -> tuple[str, str, bool]:
+    """How a run that exited with ``returncode`` ended, as a display says it: its mark, its words, and whether it
+    failed. A run that waits for feedback or stopped at its budget did not fail: it goes on from its checkpoint."""
+    if returncode == ExitCode.OK:
+        return "✓", "finished", False
+    if returncode == ExitCode.WAITING:
+        return "◷", "waiting for feedback", False
+    if returncode == ExitCode.BUDGET:
+        return "■", "stopped at budget", False
+    if returncode == ExitCode.INTERRUPTED:
+        return "■", "cancelled", False
+    return "✗", f"failed (exit {returncode})", True
+
+
 HOW_TO_GO_ON = (
     "write checkpoints with Crew(..., checkpoint=True) or `crewpoint demo`, "
     "or point --location at a store (a checkpoint folder or a .db file)"

@@ -195,6 +195,13 @@ class RunProgress:
         )
         self.close()
 
+    def stopped_at_budget(self, spent: str) -> None:
+        """The run stopped at its budget (``spent``: what it spent of it): not a failure, and said as such."""
+        run = self.run
+        post = ProgressRecord(protocol.STOPPED_AT_BUDGET, text=spent, checkpoint_id=run.latest_id, branch=run.branch)
+        self.post(post)
+        self.close()
+
     def interrupted(self) -> None:
         self.post(ProgressRecord(protocol.INTERRUPTED, checkpoint_id=self.run.latest_id, branch=self.run.branch))
         self.close()
@@ -297,6 +304,11 @@ class RichProgress(RunProgress, ProgressView):
         self.progress.stop()
         where = f"  branch {record.branch}, at checkpoint "
         self.line(("waiting", "yellow bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
+
+    def draw_stopped(self, record: ProgressRecord) -> None:
+        self.progress.stop()
+        where = f"  {record.text or ''}; branch {record.branch}, at checkpoint "
+        self.line(("stopped at budget", "yellow bold"), (where, ""), (_shown_id(record.checkpoint_id or ""), "cyan"))
 
     def draw_cut_short(self, record: ProgressRecord) -> None:
         self.progress.stop()

@@ -24,6 +24,7 @@ Part = Literal[
     "write_failed",
     "finished",
     "waiting",
+    "stopped",
     "cut_short",
     "log",
     "quiet",
@@ -40,6 +41,7 @@ PART_OF: dict[str, Part] = {
     protocol.WRITE_FAILED: "write_failed",
     protocol.FINISHED: "finished",
     protocol.WAITING: "waiting",
+    protocol.STOPPED_AT_BUDGET: "stopped",
     protocol.FAILED: "cut_short",
     protocol.INTERRUPTED: "cut_short",
     protocol.LOG: "log",
@@ -89,6 +91,9 @@ class ProgressView:
 
     def draw_waiting(self, record: ProgressRecord) -> None:
         """The run stopped to wait for a person (``text``: the command that answers it)."""
+
+    def draw_stopped(self, record: ProgressRecord) -> None:
+        """The run stopped at its budget (``text``: what it spent of it): not a failure, it goes on from there."""
 
     def draw_cut_short(self, record: ProgressRecord) -> None:
         """The run failed or was interrupted."""

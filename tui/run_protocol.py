@@ -10,7 +10,8 @@ go through :class:`ProgressRecord`, so the two sides cannot drift apart. Every r
   checkpoint), ``branch``, and a shortened ``output``, ``result`` or ``error`` when there is one;
 * ``checkpoint``: a checkpoint was taken (``checkpoint_id``, ``trigger``), right after the event that took it;
   ``checkpoint_completed``: it is written (``location``); ``checkpoint_failed``: it could not be written;
-* last, ``finished`` (``result``), ``failed`` (``error``) or ``interrupted``.
+* last, ``finished`` (``result``), ``waiting`` (``text``), ``stopped_at_budget`` (``text``: what it spent of its
+  budget), ``failed`` (``error``) or ``interrupted``.
 
 Headless: the standard library only.
 """
@@ -31,6 +32,9 @@ FINISHED = "finished"
 WAITING = "waiting"
 """The run stopped to wait for a person: its newest checkpoint holds the request (``text`` names the command that
 answers it)."""
+STOPPED_AT_BUDGET = "stopped_at_budget"
+"""The run stopped at its budget before an LLM call: not a failure; its newest checkpoint holds it (``text`` says
+what it spent of its budget)."""
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 LOG = "log"
@@ -38,7 +42,7 @@ LOG = "log"
 STEP_STARTED = ("task_started", "method_execution_started", "lite_agent_execution_started")
 STEP_DONE = ("task_completed", "method_execution_finished", "lite_agent_execution_completed")
 STEP_FAILED = ("task_failed", "method_execution_failed", "lite_agent_execution_error")
-ENDS = (FINISHED, WAITING, FAILED, INTERRUPTED)
+ENDS = (FINISHED, WAITING, STOPPED_AT_BUDGET, FAILED, INTERRUPTED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 The same ids, locations, ``--app`` program and progress as ``resume`` (:mod:`crewpoint.tui.cli.runs`); before any
 program loads it refuses, in one line with exit 2, a checkpoint that waits for nothing, a request someone else
-answered (naming who), an outcome the request does not offer, and ``--feedback`` with ``--accept``.
+answered (naming who), an outcome the request does not offer, ``--feedback`` with ``--accept``, and ``--accept``
+alone on a request with outcomes (it would send the default outcome, which may well be a rejection: the outcome is
+chosen with ``--outcome``, or ``--default`` says "the default" in so many words).
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def _show_request(checkpoint_id: str, request: dict[str, Any]) -> None:
         click.echo(visible(line), err=True)  # checkpoint text: control characters shown, never sent
 
 
+def _default_of(request: dict[str, Any]) -> str:
+    """The outcome an empty answer sends: the request's default outcome, else its first."""
+    outcomes = request["outcomes"]
+    default = request.get("default_outcome")
+    return str(default if default in outcomes else outcomes[0])
+
+
+def _prompt(request: dict[str, Any]) -> str:
+    """The question, saying what an empty answer (Enter) sends."""
+    if request["outcomes"]:
+        return visible(f"Your feedback or an outcome (Enter for the default: {_default_of(request)})", one_line=True)
+    return "Your feedback (Enter to accept the output as it is)"
+
+
 def _starter(outcome: str | None, feedback: str | None, accept: bool, default: bool) -> Starter:
     """The checks of ``answer`` on the loaded checkpoint, and the run that claims the answer and goes on."""
 
@@ -57,17 +73,23 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
         request = pending_request(record.body)
         if request is None:
             raise CheckpointError(f"checkpoint {cli_id(record.meta.id)} is not waiting for feedback")
-        if outcome is not None and outcome not in request["outcomes"]:
-            offered = ", ".join(request["outcomes"]) or "none (this request takes feedback only)"
+        outcomes = request["outcomes"]
+        if outcome is not None and outcome not in outcomes:
+            offered = ", ".join(outcomes) or "none (this request takes feedback only)"
             raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {offered}")
         provider = provider_for(store)
         claim = provider.read_claim(store, request["request_id"])
         if claim is not None:
             raise CheckpointError(already_answered(claim, record.meta.id, store))
+        if accept and outcome is None and outcomes:
+            raise CheckpointError(
+                f"this request's outcomes are {', '.join(outcomes)}: --accept alone would send the default, "
+                f"{_default_of(request)}; choose with --accept --outcome O, or send it with --default"
+            )
         text = feedback
         if text is None and not accept and not default and sys.stdin.isatty():
             _show_request(record.meta.id, request)
-            text = click.prompt("Your feedback (Enter to accept)", default="", show_default=False, err=True)
+            text = click.prompt(_prompt(request), default="", show_default=False, err=True)
         elif text is None and outcome is None and not accept and not default:
             raise CheckpointError("no terminal to ask in: give --feedback TEXT, --accept, --default or --outcome O")
         token = uuid.uuid4().hex
@@ -101,8 +123,15 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
 @location_option
 @click.option("--outcome", "-o", default=None, metavar="O", help="The outcome chosen (one the request offers).")
 @click.option("--feedback", "-m", default=None, metavar="TEXT", help="Feedback for the reviewed output.")
-@click.option("--accept", is_flag=True, help="Accept the output as it is (the default outcome, if any).")
-@click.option("--default", "use_default", is_flag=True, help="Answer with the request's default outcome.")
+@click.option(
+    "--accept",
+    is_flag=True,
+    help="Accept the output as it is. A request with outcomes needs --outcome O with it (alone it is refused: it "
+    "would send the default outcome, which may be a rejection).",
+)
+@click.option(
+    "--default", "use_default", is_flag=True, help="Answer with the request's default outcome, whichever it is."
+)
 @run_options
 @click.pass_context
 def answer(
@@ -121,7 +150,9 @@ def answer(
     """Answer the run waiting for a person at checkpoint ID, then run on from there as resume does.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID. Without
-    --feedback, --accept or --default, and with a terminal, the request is shown and asked (Enter accepts).
+    --feedback, --accept or --default, and with a terminal, the request is shown and asked (Enter sends the
+    default outcome, named in the question; without outcomes it accepts the output as it is). On a request with
+    outcomes, --accept takes --outcome O (`--accept --outcome approved`); --default sends the default outcome.
     One answer wins per request: a second is refused, naming who answered. Exit 2 for a checkpoint that waits
     for nothing, an answered request or an outcome not offered; 1 if the run fails; 75 if it waits again; 76 if it
     stops at its budget (--budget, --budget-tokens).

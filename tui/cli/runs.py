@@ -189,7 +189,7 @@ def _run(
                 reporter.failed(exc)
                 fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
             except BudgetExceeded as exc:
-                reporter.interrupted()
+                reporter.stopped_at_budget(f"spent {exc.spent()} of {exc.budget}")
                 stopped = exc
             except Exception as exc:
                 reporter.failed(exc)
@@ -214,7 +214,7 @@ def _run(
     from crewpoint.feedback import FeedbackPending
 
     if isinstance(result, FeedbackPending):  # the run waits for a person again: come back later
-        click.echo(f"waiting for an answer: {result.command}", err=True)
+        click.echo(f"waiting for feedback; answer with: {result.command}", err=True)
         sys.exit(ExitCode.WAITING)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -24,6 +24,7 @@ from crewpoint.text import format_size
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.cost_view import chain_parts
 from crewpoint.tui.widgets.detail_state import Detail
+from crewpoint.tui.widgets.task_card import clip_note, clipped, info_command
 
 
 def plain(value: Any) -> str:
@@ -52,13 +53,18 @@ def progress_line(meta: CheckpointMeta) -> str:
     return f"{meta.tasks_done}/{meta.tasks_total} {kind.noun(meta.tasks_total)}"
 
 
-def facts_table(rows: list[tuple[str, str]]) -> Table:
-    """Key/value rows; every cell is a ``Text`` so nothing in a value is read as markup."""
+def facts_table(rows: list[tuple[str, str]], see_all: Callable[[], str] | None = None) -> Table:
+    """Key/value rows; every cell is a ``Text`` so nothing in a value is read as markup. A huge value is clipped,
+    saying so and naming the command that prints it whole (``see_all`` makes it, only when needed)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(Text(visible(key, one_line=True)), Text(visible(value)))
+        cut = clipped(value)
+        cell = Text(visible(value if cut is None else cut))
+        if cut is not None:
+            cell.append(f"\n{clip_note(len(value), see_all() if see_all is not None else '')}", style="yellow")
+        table.add_row(Text(visible(key, one_line=True)), cell)
     return table
 
 
@@ -119,11 +125,14 @@ class OverviewView(VerticalScroll):
         self.query_one("#overview-body", Static).update(Group(*parts))
 
     def _entity_parts(self, info: CheckpointInfo) -> list[RenderableType]:
+        def see_all() -> str:
+            return info_command(info.meta)
+
         parts: list[RenderableType] = []
         if info.inputs:
             parts += [
                 Text("\nInputs", style="bold underline"),
-                facts_table([(k, plain(v)) for k, v in info.inputs.items()]),
+                facts_table([(k, plain(v)) for k, v in info.inputs.items()], see_all),
             ]
         kind = kind_of(info.kind)
         if info.tasks:
@@ -138,14 +147,16 @@ class OverviewView(VerticalScroll):
             parts.append(Text("\nFlow methods run", style="bold underline"))
             if info.method_outputs:
                 parts.append(
-                    facts_table([(f"{i + 1}. {name}", plain(out)) for i, (name, out) in enumerate(info.method_outputs)])
+                    facts_table(
+                        [(f"{i + 1}. {name}", plain(out)) for i, (name, out) in enumerate(info.method_outputs)], see_all
+                    )
                 )
             else:
                 parts.append(Text("(none yet)", style="dim"))
             parts.append(Text("\nFlow state", style="bold underline"))
             state = info.flow_state
             if isinstance(state, dict):
-                parts.append(facts_table([(str(k), plain(v)) for k, v in state.items()]))
+                parts.append(facts_table([(str(k), plain(v)) for k, v in state.items()], see_all))
             else:
                 parts.append(Text(shown(state)))
         parts.append(Text(f"\n{len(info.events)} events recorded", style="dim"))

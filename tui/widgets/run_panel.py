@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar, RichLog
 
 from crewpoint.tui import run_protocol as protocol
-from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.diagnostics import ExitCode, ending
 from crewpoint.tui.progress_view import ProgressView
 from crewpoint.tui.run_controller import RunRequest
 from crewpoint.tui.run_protocol import ProgressRecord
@@ -40,6 +40,7 @@ class RunPanel(Vertical, ProgressView):
     RunPanel > #run-title { text-style: bold; }
     RunPanel.-failed > #run-title { color: $error; }
     RunPanel.-ok > #run-title { color: $success; }
+    RunPanel.-paused > #run-title { color: $warning; }
     RunPanel > RichLog { height: 1fr; background: $surface; }
     """
 
@@ -70,7 +71,7 @@ class RunPanel(Vertical, ProgressView):
         self.request = request
         self.cancelled = False
         self._done = 0
-        self.remove_class("-failed", "-ok")
+        self.remove_class("-failed", "-ok", "-paused")
         self.add_class("-shown")
         self.call_later(self._begin, request)
 
@@ -194,7 +195,11 @@ class RunPanel(Vertical, ProgressView):
         self._say("■ finished", style="bold")
 
     def draw_waiting(self, record: ProgressRecord) -> None:
-        self._say("◷ waiting for a person", style="bold")
+        self._say("◷ waiting for feedback", style="bold")
+
+    def draw_stopped(self, record: ProgressRecord) -> None:
+        said = visible(f"■ stopped at budget: {record.text or ''}".rstrip(": "), one_line=True)
+        self._say(said, style="bold yellow")
 
     def draw_log(self, record: ProgressRecord) -> None:
         self._say(visible(record.text or ""), style="dim")
@@ -210,23 +215,19 @@ class RunPanel(Vertical, ProgressView):
         self.process = None
         title = self.query_one("#run-title", Label)
         request = message.request
-        if message.returncode == 0:
-            self.add_class("-ok")
-            title.update(Text(visible(f"✓ {request.title}: finished", one_line=True)))
-        elif message.returncode == EXIT_INTERRUPTED or self.cancelled:
-            self.add_class("-failed")
-            title.update(
-                Text(
-                    visible(
-                        f"■ {request.title}: cancelled; resume (e) from its last checkpoint to go on", one_line=True
-                    )
-                )
-            )
-        else:
-            self.add_class("-failed")
-            title.update(Text(visible(f"✗ {request.title}: failed (exit {message.returncode})", one_line=True)))
-        if message.error:
-            self.query_one(RichLog).write(Text(visible(message.error), style="red"))
+        code = message.returncode
+        mark, said, failed = ending(code)
+        if code == ExitCode.WAITING:
+            said += "; answer it (a) to go on"
+        elif code == ExitCode.BUDGET:
+            said += "; resume (e) with a larger budget to go on"
+        elif code == EXIT_INTERRUPTED or (self.cancelled and failed):
+            mark, said = "■", "cancelled; resume (e) from its last checkpoint to go on"
+        cut = code == EXIT_INTERRUPTED or (self.cancelled and failed)  # stopped half-way, as a failure is
+        self.add_class("-ok" if code == 0 else "-failed" if failed or cut else "-paused")
+        title.update(Text(visible(f"{mark} {request.title}: {said}", one_line=True)))
+        if message.error:  # the run's last word on stderr: red only when it failed
+            self.query_one(RichLog).write(Text(visible(message.error), style="red" if failed else "yellow"))
 
 
 def _label(record: ProgressRecord) -> str:

@@ -1,4 +1,7 @@
-"""One task in the Tasks tab: status, agent, and its output (editable when the task has finished)."""
+"""One task in the Tasks tab: status, agent, and its output (editable when the task has finished).
+
+An output longer than :data:`VIEW_LIMIT` characters is shown clipped, read-only (an edit of a part would replace
+the whole), with a line saying so and the command that prints all of it: no view holds a huge output whole."""
 
 from __future__ import annotations
 
@@ -12,9 +15,36 @@ from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
+from crewpoint.providers.base import CheckpointError, CheckpointMeta
 from crewpoint.tui.read_only import is_read_only
 from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.visible import visible
+
+VIEW_LIMIT = 64 * 1024
+"""Characters of one output a view shows; the rest is left out, and a line says how to see it all."""
+
+
+def clipped(text: str, limit: int = VIEW_LIMIT) -> str | None:
+    """The first ``limit`` characters of ``text`` when it is longer, else None (shown whole)."""
+    return text[:limit] if len(text) > limit else None
+
+
+def clip_note(length: int, command: str, limit: int = VIEW_LIMIT) -> str:
+    """The line under a clipped output: how much is shown, and the command that prints all of it."""
+    see = f"; all of it: {command}" if command else ""
+    return f"✂ clipped: the first {limit:,} of {length:,} characters shown, read-only here{see}"
+
+
+def info_command(meta: CheckpointMeta) -> str:
+    """The command that prints the checkpoint ``meta`` whole (every output, its request), as typed in this folder;
+    empty when its store cannot be named here."""
+    # lazy: naming a command reads the providers' rules, only for a checkpoint with a huge text
+    from crewpoint.feedback import command_at
+
+    try:
+        return command_at("info", meta) + " --json"
+    except (CheckpointError, OSError, ValueError):
+        return ""
 
 
 class TaskCard(Vertical):
@@ -29,6 +59,7 @@ class TaskCard(Vertical):
     TaskCard > .task-note { color: $text-muted; }
     TaskCard > .task-status { color: $accent; text-style: bold; }
     TaskCard > .task-status.-empty { display: none; }
+    TaskCard > .task-clipped { color: $warning; }
     TaskCard > TextArea { height: auto; max-height: 12; }
     """
 
@@ -39,10 +70,22 @@ class TaskCard(Vertical):
         text: str
         """The output as edited now (equal to the original when the edit was undone)."""
 
-    def __init__(self, task: TaskInfo, checkpoint_id: str, edited: str | None = None, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        task: TaskInfo,
+        checkpoint_id: str,
+        edited: str | None = None,
+        *,
+        id: str | None = None,
+        see_all: str = "",
+    ) -> None:
         super().__init__(id=id, classes="-done" if task.done else "")
         self.task_info = task
         self.checkpoint_id = checkpoint_id
+        self.clip = clipped(task.output or "")
+        """The part of a huge output shown (None: shown whole)."""
+        self.see_all = see_all
+        """The command that prints a clipped output whole."""
         self.edited_text = edited
         """The unsaved edit this card starts with, if any."""
 
@@ -60,9 +103,12 @@ class TaskCard(Vertical):
                 self.start_text,
                 soft_wrap=True,
                 tab_behavior="focus",
-                read_only=is_read_only(self),
+                read_only=is_read_only(self) or self.clip is not None,
                 id=f"output-{task.index}",
             )
+            if self.clip is not None:
+                note = clip_note(len(task.output or ""), self.see_all)
+                yield Static(Text(visible(note, one_line=True)), classes="task-clipped", markup=False)
         else:
             yield Static(Text("not run yet", style="dim italic"), markup=False)
 
@@ -73,12 +119,14 @@ class TaskCard(Vertical):
 
     @property
     def start_text(self) -> str:
+        if self.clip is not None:
+            return self.shown_output  # read-only: no edit applies to a clipped output
         return self.edited_text if self.edited_text is not None else self.shown_output
 
     @property
     def shown_output(self) -> str:
-        """The output as the editor shows it (control characters as escapes)."""
-        return visible(self.task_info.output or "")
+        """The output as the editor shows it (control characters as escapes; clipped when huge)."""
+        return visible(self.clip if self.clip is not None else self.task_info.output or "")
 
     @property
     def edited(self) -> bool:

@@ -15,7 +15,7 @@ from textual.widgets import ProgressBar, Static
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.tui.widgets.detail_state import EditedDetail, Rerun
 from crewpoint.tui.widgets.tab_view import ViewFilled
-from crewpoint.tui.widgets.task_card import TaskCard
+from crewpoint.tui.widgets.task_card import TaskCard, clipped, info_command
 
 
 class TasksView(VerticalScroll):
@@ -73,8 +73,15 @@ class TasksView(VerticalScroll):
         bar.display = True
         bar.update(total=len(info.tasks), progress=done)
         summary.update(Text(f"{done} of {len(info.tasks)} tasks done. Edit a finished output (Enter), then fork (f)."))
+        see_all = info_command(info.meta) if any(clipped(t.output or "") is not None for t in info.tasks) else ""
         cards = [
-            TaskCard(task, info.meta.id, self.edits.get(task.index), id=f"task-{self._generation}-{task.index}")
+            TaskCard(
+                task,
+                info.meta.id,
+                self.edits.get(task.index),
+                id=f"task-{self._generation}-{task.index}",
+                see_all=see_all,
+            )
             for task in info.tasks
         ]
         await self.mount_all(cards)

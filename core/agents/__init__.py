@@ -1,0 +1,1 @@
+"""CrewAI's ``crewai.agents`` package, renamed: what a CrewAI project imports from it."""

@@ -1,0 +1,1 @@
+"""CrewAI's ``crewai.agents.agent_builder`` package, renamed: what a CrewAI project imports from it."""
