@@ -153,6 +153,11 @@ def _price_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+MAX_PRICE = Decimal(1_000_000)
+"""The highest price an override may set: a million dollars per million tokens (a dollar a token), far above any
+model's; a higher one is a typo, refused where it is read."""
+
+
 def _dollars(value: object, where: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PricesError(f"{where}: expected a number of dollars per million tokens, not {value!r}")
@@ -162,6 +167,8 @@ def _dollars(value: object, where: str) -> Decimal:
         raise PricesError(f"{where}: {value!r} is not a number") from exc
     if not amount.is_finite() or amount < 0:
         raise PricesError(f"{where}: a price is a finite number of dollars, 0 or more, not {value!r}")
+    if amount > MAX_PRICE:
+        raise PricesError(f"{where}: {value!r} is above the highest price crewpoint takes ({MAX_PRICE:,} per million)")
     return amount
 
 
@@ -392,15 +399,31 @@ def price_rows(rows: Iterable[Mapping[str, Any]], prices: Prices | None = None) 
     return summary
 
 
+_HUGE = Decimal(10**15)
+"""Dollars from here on are shown in powers of ten (``$1.0e+30``): a figure no run spends, told without raising."""
+
+
 def format_usd(usd: Decimal | float | None) -> str:
-    """Dollars for people: four decimals under a dollar (``$0.0042``), two above (``$12.34``), "price unknown"."""
+    """Dollars for people: four decimals under a dollar (``$0.0042``), two above (``$12.34``), "price unknown".
+    Never raises: a huge figure reads ``$1.0e+30``, one that is not a number ``$?``, an infinite one ``$inf``."""
     if usd is None:
         return PRICE_UNKNOWN
-    amount = Decimal(str(usd)) if not isinstance(usd, Decimal) else usd
-    if amount and abs(amount) < Decimal("0.0001"):
-        return "<$0.0001"
-    places = Decimal("0.01") if abs(amount) >= 1 else Decimal("0.0001")
-    return f"${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
+    try:
+        amount = usd if isinstance(usd, Decimal) else Decimal(usd if isinstance(usd, int) else repr(float(usd)))
+    except (ValueError, TypeError, OverflowError, InvalidOperation):
+        return "$?"
+    if amount.is_nan():
+        return "$?"
+    sign = "-" if amount.is_signed() and amount else ""
+    amount = abs(amount)
+    if amount.is_infinite():
+        return f"{sign}$inf"
+    if amount >= _HUGE:
+        return f"{sign}${amount:.1e}"
+    if amount and amount < Decimal("0.0001"):
+        return f"{sign}<$0.0001"
+    places = Decimal("0.01") if amount >= 1 else Decimal("0.0001")
+    return f"{sign}${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
 
 
 def table_version() -> str:
