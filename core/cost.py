@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from crewpoint.providers.usage_meta import row_dict
+from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary, row_dict, usage_summary
 
 __all__ = [
     "PRICE_UNKNOWN",
@@ -40,6 +40,7 @@ __all__ = [
     "price_row",
     "price_rows",
     "table_version",
+    "usage_damage",
     "usage_rows",
 ]
 
@@ -119,6 +120,36 @@ def usage_rows(body: object, part: str = "rows") -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         return []
     return [row for row in map(_row, raw) if row is not None]
+
+
+def usage_damage(body: object, summary: object = "") -> str | None:
+    """Why a checkpoint's usage cannot be priced as whole, or None: a stored row of its body that is not a usage row
+    (named by part and place), or its metadata's usage ``summary`` (what ``list`` and a store's ``cost`` price)
+    saying other than its body's rows. A checkpoint's cost has one source, its body: the summary is only ever a
+    copy of it, and a copy that differs is damage, never priced. "" (no summary: an older record) checks no copy."""
+    section = body.get("usage") if isinstance(body, Mapping) else None
+    if section is None:
+        return None if not summary else "its metadata records usage its body does not hold"
+    if not isinstance(section, Mapping):
+        return "usage: not a usage section"
+    parts: dict[str, list[Any]] = {}
+    for part in _PARTS:
+        raw = section.get(part, [])
+        if not isinstance(raw, list):
+            return f"usage.{part}: not a list of usage rows"
+        bad = next((at for at, stored in enumerate(raw) if _row(stored) is None), None)
+        if bad is not None:
+            return f"usage.{part}[{bad}]: not a usage row"
+        parts[part] = raw
+    if not summary:
+        return None
+    derived = usage_summary(parts["before"] + parts["rows"], parts["rows"])
+    same = (
+        summary == derived
+        if TOO_LONG in (summary, derived)
+        else read_usage_summary(summary) == read_usage_summary(derived)
+    )
+    return None if same else "its metadata's usage summary does not match the usage its body records"
 
 
 # -- prices --------------------------------------------------------------------------------------------------------

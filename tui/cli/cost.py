@@ -27,6 +27,7 @@ from crewpoint.cost import (
     price_row,
     price_rows,
     table_version,
+    usage_damage,
     usage_rows,
 )
 from crewpoint.providers import is_url, provider_for, split_ref
@@ -101,6 +102,9 @@ def cost(ctx: click.Context, ref: str | None, location: str | None, by: str, sin
                 what = f"--by {by}" if by in STORE_ONLY else "--since"
                 fail(f"{what} sums a store's runs: name the store, not one checkpoint")
             record = provider_for(reference).read(reference)
+            damage = usage_damage(record.body, record.meta.usage)
+            if damage is not None:  # never priced as whole: rows left out would make a smaller figure
+                fail(f"checkpoint {cli_id(record.meta.id)} is damaged: {damage}; its cost is not shown")
             _chain(record.meta, record.body, by, prices, as_json)
             return
         runs, unread = _runs(store, cutoff, by)
@@ -149,6 +153,9 @@ def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run
     runs: list[_Run] = []
     unread = 0
     for head, before, resumed_from in heads:
+        if head.usage and not _sound(provider, store, head):  # a summary is priced only when its body says the same
+            unread += 1
+            continue
         spent = read_usage_summary(head.usage)
         if spent is None and head.usage:  # too varied to summarise: the body has the rows
             if cutoff is not None and before is not None:
@@ -163,6 +170,15 @@ def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run
         runs.append(_Run(head, resumed_from, rows))
     body_runs, unread_bodies = _body_runs(provider, store, legacy, cutoff)
     return sorted(runs + body_runs, key=lambda r: ORDER(r.head)), unread + unread_bodies
+
+
+def _sound(provider: Any, store: str, meta: CheckpointMeta) -> bool:
+    """Whether the usage summary of ``meta`` is what its body records (read to check it), its rows all readable."""
+    try:
+        body = provider.read(meta.location or f"{store}#{meta.id}").body
+    except CheckpointError:
+        return False
+    return usage_damage(body, meta.usage) is None
 
 
 def run_heads_of(metas: list[CheckpointMeta], cutoff: float | None) -> tuple[list[RunHead], list[CheckpointMeta]]:
@@ -205,6 +221,9 @@ def _body_runs(provider: Any, store: str, metas: list[CheckpointMeta], cutoff: f
         try:
             body = provider.read(meta.location or f"{store}#{meta.id}").body
         except CheckpointError:
+            unread += 1
+            continue
+        if usage_damage(body, meta.usage) is not None:  # damaged usage counts for nothing, never as whole
             unread += 1
             continue
         block = body.get("lineage") if isinstance(body, Mapping) else None
@@ -330,7 +349,8 @@ def _store(
     scope = f" in the last {since}" if since else ""
     click.echo(f"\n{len(runs)} run{'s' if len(runs) != 1 else ''}{scope}, each counted once (its newest checkpoint)")
     if unread:
-        click.echo(f"{unread} checkpoint{'s' if unread != 1 else ''} could not be read and count for nothing")
+        some = f"{unread} checkpoint{'s' if unread != 1 else ''}"
+        click.echo(f"{some} could not be read or {'are' if unread != 1 else 'is'} damaged, and count for nothing")
     if runs and not total.rows:
         click.echo(NO_USAGE)
     _footer([total], prices)
