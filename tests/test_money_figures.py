@@ -4,6 +4,7 @@ known part with the mark (``$1.00+?``). Real runs against the local OpenAI-compa
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -17,9 +18,11 @@ from llm_server import LLMServer
 from textual.app import App, ComposeResult
 from textual.widgets import Label
 
-from crewpoint import LLM, Agent, Budget, CheckpointConfig, Crew, Task
+from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Task
 from crewpoint.budget import budget_from_state, parse_usd
 from crewpoint.cost import format_usd
+from crewpoint.providers import JsonProvider
+from crewpoint.providers.base import CheckpointRecord
 from crewpoint.screens.resume_confirm import BudgetField
 
 CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
@@ -126,3 +129,25 @@ def test_a_chain_with_a_known_cost_and_an_unknown_price_shows_the_known_part(ser
     assert "$1.00 + price unknown" in info
     cost = cli("cost", "store", cwd=tmp_path).stdout
     assert "$1.00 + price unknown" in cost and "price unknown: house-model-7" in cost
+
+
+def test_info_of_a_budget_stop_with_crafted_figures_says_what_it_can(server: LLMServer, tmp_path: Path) -> None:
+    """A ``budget_exceeded`` event whose figures are not numbers a run writes (infinite, beyond any budget) is shown
+    without them, not as a crash."""
+    server.usage = {"prompt_tokens": 200_000, "completion_tokens": 50_000}
+    writer = Agent(role="Writer", goal="g", backstory="b", llm=LLM(model="gpt-4o", base_url=server.base_url))
+    tasks = [Task(name=f"t{i}", description=f"Step {i}.", expected_output="text", agent=writer) for i in (1, 2)]
+    crew = Crew(agents=[writer], tasks=tasks, budget=Budget(usd=0.5), checkpoint=CheckpointConfig(location="store"))
+    with pytest.raises(BudgetExceeded):
+        crew.kickoff()
+    provider = JsonProvider(fsync=False)
+    record = provider.read("store", provider.list("store")[0].id)
+    body = copy.deepcopy(record.body)
+    event = next(e for e in body["events"] if e["type"] == "budget_exceeded")
+    event.update(spent_tokens=1e400, spent_usd=10**400)  # JSON's 1e400 reads back as infinity
+    meta = record.meta.with_(id="c0ffee" + record.meta.id[6:], branch="crafted", parent_id=None, location="")
+    provider.write("store", CheckpointRecord(meta=meta, body=body))
+    shown = cli("info", meta.id, "--location", "store", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "stopped: budget: the run stopped here, before an LLM call" in shown.stdout
+    assert "Traceback" not in shown.stderr
