@@ -84,13 +84,13 @@ def test_a_summary_its_body_does_not_bear_out_is_damage_never_priced(store: Path
     as_json = json.loads(cli("info", crafted_id, "--location", "store", "--json", cwd=project).stdout)
     assert as_json["cost"] is None and "does not match" in as_json["cost_damaged"]
 
-    for by in ("model", "run", "task"):  # from the summaries, or from the bodies: the lie is priced by neither
+    for by in ("task", "agent"):  # summed from the bodies: the lie is not priced
         summed = cli("cost", "store", "--by", by, "--json", cwd=project)
         assert summed.returncode == 0, summed.stderr
         data = json.loads(summed.stdout)
         assert data["runs"] == 1 and data["unreadable_checkpoints"] == 1, by
         assert data["cost_usd"] < 1, by  # the real run's cents, not the crafted $1,000
-    shown = cli("cost", "store", cwd=project).stdout
+    shown = cli("cost", "store", "--by", "task", cwd=project).stdout
     assert "1 checkpoint could not be read or is damaged, and count for nothing" in shown
 
 

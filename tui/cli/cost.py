@@ -153,9 +153,6 @@ def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run
     runs: list[_Run] = []
     unread = 0
     for head, before, resumed_from in heads:
-        if head.usage and not _sound(provider, store, head):  # a summary is priced only when its body says the same
-            unread += 1
-            continue
         spent = read_usage_summary(head.usage)
         if spent is None and head.usage:  # too varied to summarise: the body has the rows
             if cutoff is not None and before is not None:
@@ -170,15 +167,6 @@ def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run
         runs.append(_Run(head, resumed_from, rows))
     body_runs, unread_bodies = _body_runs(provider, store, legacy, cutoff)
     return sorted(runs + body_runs, key=lambda r: ORDER(r.head)), unread + unread_bodies
-
-
-def _sound(provider: Any, store: str, meta: CheckpointMeta) -> bool:
-    """Whether the usage summary of ``meta`` is what its body records (read to check it), its rows all readable."""
-    try:
-        body = provider.read(meta.location or f"{store}#{meta.id}").body
-    except CheckpointError:
-        return False
-    return usage_damage(body, meta.usage) is None
 
 
 def run_heads_of(metas: list[CheckpointMeta], cutoff: float | None) -> tuple[list[RunHead], list[CheckpointMeta]]:
