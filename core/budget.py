@@ -2,16 +2,19 @@
 
 ``Crew(..., budget=Budget(usd=2.0))``, ``Flow(budget=...)`` (or a class attribute) and ``Agent(..., budget=...)``
 (a standalone agent's kickoff) set one. Before each LLM call (:meth:`crewpoint.llm.BaseLLM.invoke`, sync or async,
-streamed or not) :func:`check_before_call` compares what the run has spent since its kickoff (the rows of its
-:class:`~crewpoint.usage.UsageLedger`; never its source chain's ``before``) with its budget. Once the spending has
-reached the budget, the run emits ``budget_exceeded``, writes a checkpoint with that trigger (whatever
-``on_events`` says, when the run has a store), its record reads ``budget`` (``stopped: budget``) and ``kickoff()``
-raises :class:`BudgetExceeded`. Resuming from that checkpoint with a larger budget (``kickoff(from_checkpoint=...,
-budget=...)``, ``crewpoint checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are
-reused and none of their calls is made again. A task the budget stopped part-way (after some of its calls, before
-the next) starts over, as after a crash: its earlier calls are made again. The budget is saved with the entity's state
-(:func:`budget_state`): a rebuild from the checkpoint alone keeps it, and so does a program that sets none; a budget
-given to the resume, or the program's own, replaces it.
+streamed or not) :func:`check_before_call` adds to what the run has spent since its kickoff (the rows of its
+:class:`~crewpoint.usage.UsageLedger`; never its source chain's ``before``) the most the call can cost
+(:class:`Bound`): its prompt's tokens estimated from its text, its output bounded by ``max_tokens`` or else by the
+largest output one call of its task or agent made on the chain, priced at its model's price. When that would pass
+the budget (or the spending has reached it), the call is not made: the run emits ``budget_exceeded``, writes a
+checkpoint with that trigger (whatever ``on_events`` says, when the run has a store), its record reads ``budget``
+(``stopped: budget``) and ``kickoff()`` raises :class:`BudgetExceeded`. A call nothing bounds (no ``max_tokens``, no
+earlier call of its task or agent; or, in dollars, a model of unknown price) is made: it may go past the budget,
+by itself at most. Resuming with a larger budget (``kickoff(from_checkpoint=..., budget=...)``, ``crewpoint
+checkpoint resume ID --budget USD``) runs only what was left: the finished tasks are reused and none of their calls
+is made again. A task the budget stopped part-way starts over, as after a crash. The budget is saved with the
+entity's state (:func:`budget_state`): a rebuild from the checkpoint alone keeps it, and so does a program that sets
+none; a budget given to the resume, or the program's own, replaces it.
 
 Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens too). Dollars come from the
 recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers
@@ -34,10 +37,14 @@ if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
 
 __all__ = [
+    "MAX_TOKENS",
+    "MAX_USD",
     "STATUS",
     "TRIGGER",
+    "Bound",
     "Budget",
     "BudgetExceeded",
+    "Call",
     "Spending",
     "budget_from_state",
     "budget_of",
@@ -55,6 +62,12 @@ TRIGGER = "budget_exceeded"
 STATUS = "budget"
 """What the run record of a run stopped by its budget reads (``stopped: budget``)."""
 
+MAX_USD = 1_000_000_000.0
+"""The largest budget in dollars (a billion): a larger one is a typo, refused where it is read (``Budget``,
+``--budget``, the app's Budget field, a checkpoint's saved budget)."""
+MAX_TOKENS = 10**15
+"""The largest budget in tokens."""
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
@@ -68,11 +81,18 @@ class Budget:
     def __post_init__(self) -> None:
         usd, tokens = self.usd, self.tokens
         if usd is not None and (
-            isinstance(usd, bool) or not isinstance(usd, int | float) or not math.isfinite(usd) or usd <= 0
+            isinstance(usd, bool)
+            or not isinstance(usd, int | float)
+            or not math.isfinite(usd)
+            or not 0 < usd <= MAX_USD
         ):
-            raise ValueError(f"Budget(usd=...) takes a number of dollars above 0, not {usd!r}")
-        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0):
-            raise ValueError(f"Budget(tokens=...) takes a whole number of tokens above 0, not {tokens!r}")
+            raise ValueError(f"Budget(usd=...) takes a number of dollars above 0, up to {MAX_USD:,.0f}, not {usd!r}")
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens <= MAX_TOKENS
+        ):
+            raise ValueError(
+                f"Budget(tokens=...) takes a whole number of tokens above 0, up to {MAX_TOKENS:,}, not {tokens!r}"
+            )
 
     @classmethod
     def of(cls, usd: float | None = None, tokens: int | None = None) -> Budget | None:
@@ -82,8 +102,8 @@ class Budget:
     def larger(self, factor: float = 2.0) -> Budget:
         """This budget ``factor`` times over: what the resume command suggests."""
         return Budget(
-            None if self.usd is None else float(f"{self.usd * factor:.6g}"),
-            None if self.tokens is None else math.ceil(self.tokens * factor),
+            None if self.usd is None else min(float(f"{self.usd * factor:.6g}"), MAX_USD),
+            None if self.tokens is None else min(math.ceil(self.tokens * factor), MAX_TOKENS),
         )
 
     def options(self) -> list[str]:
@@ -135,6 +155,8 @@ def parse_usd(text: str) -> float | None:
         raise ValueError(f"budget {text.strip()!r} is not a number of dollars (like 5 or 2.50)") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"budget {text.strip()!r}: give a number of dollars above 0, or leave it empty")
+    if value > MAX_USD:
+        raise ValueError(f"budget {text.strip()!r} is above the largest budget crewpoint takes (${MAX_USD:,.0f})")
     return value
 
 
@@ -146,6 +168,42 @@ class Spending:
     usd: float
     tokens: int
     unpriced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The LLM call about to be made, as a budget bounds it: its model and provider, the characters it sends, the
+    output it may make (``max_tokens``; None: nothing limits it) and whose call it is."""
+
+    model: str
+    provider: str = ""
+    prompt_chars: int = 0
+    max_tokens: int | None = None
+    agent_id: str | None = None
+    task_id: str | None = None
+    agent_role: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """What the ``budget_exceeded`` event names of the call that was not made."""
+        return {"model": self.model, "agent_id": self.agent_id, "task_id": self.task_id, "agent_role": self.agent_role}
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The most a call was reckoned to cost before it was made: its prompt's tokens (estimated from its text) and
+    its output's (``max_tokens``, else the largest output one call of its task or agent made on the chain), and
+    those tokens priced (None: its model's price is unknown)."""
+
+    tokens: int
+    usd: float | None
+
+    def said(self, dollars: bool) -> str:
+        """``up to $0.0020 and 140 tokens`` (the dollars only when they are counted and known)."""
+        # lazy: the price formatting is needed only when a stop is told
+        from crewpoint.cost import format_usd
+
+        tokens = f"{self.tokens:,} tokens"
+        return f"up to {format_usd(self.usd)} and {tokens}" if dollars and self.usd is not None else f"up to {tokens}"
 
 
 class BudgetExceeded(Exception):
@@ -163,6 +221,7 @@ class BudgetExceeded(Exception):
         budget: Budget,
         command: str = "",
         problem: str | None = None,
+        next_call: str | None = None,
     ) -> None:
         self.ref = ref
         self.checkpoint_id = checkpoint_id
@@ -171,6 +230,9 @@ class BudgetExceeded(Exception):
         self.budget = budget
         self.command = command
         self.problem = problem
+        self.next_call = next_call
+        """What the call that was not made could have cost (``up to $0.0020 and 140 tokens``), when it was bounded:
+        None when the spending had reached the budget already."""
         super().__init__(self._line())
 
     def spent(self) -> str:
@@ -181,8 +243,12 @@ class BudgetExceeded(Exception):
         tokens = f"{self.spent_tokens:,} tokens"
         return f"{format_usd(self.spent_usd)} and {tokens}" if self.budget.usd is not None else tokens
 
+    def why(self) -> str:
+        """``" (the next call, up to $0.0020, would pass it)"``, or "" when the budget was reached already."""
+        return f" (the next call, {self.next_call}, would pass it)" if self.next_call else ""
+
     def _line(self) -> str:
-        said = f"the run stopped at its budget: spent {self.spent()} of {self.budget}"
+        said = f"the run stopped at its budget: spent {self.spent()} of {self.budget}{self.why()}"
         if self.checkpoint_id is None:
             why = self.problem or "the run has no checkpoint store (pass checkpoint=True to resume after a stop)"
             return f"{said}; no checkpoint was written: {why}"
@@ -192,7 +258,7 @@ class BudgetExceeded(Exception):
         return (_rebuild, (self.__dict__,))
 
 
-_FIELDS = ("ref", "checkpoint_id", "spent_usd", "spent_tokens", "budget", "command", "problem")
+_FIELDS = ("ref", "checkpoint_id", "spent_usd", "spent_tokens", "budget", "command", "problem", "next_call")
 
 
 def _rebuild(fields: Mapping[str, Any]) -> BudgetExceeded:
@@ -213,6 +279,10 @@ class _Meter:
     prices: Prices | None = None
     priced: dict[int, tuple[Mapping[str, Any], float | None]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
+    seen: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
+    """Each row's output tokens and requests when it was last looked at (what the calls since made)."""
+    largest: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``("unit", task or method)`` or ``("agent", role)`` → the largest output one call of it made on the chain."""
 
 
 _meters: weakref.WeakKeyDictionary[RuntimeState, _Meter] = weakref.WeakKeyDictionary()
@@ -227,15 +297,69 @@ def _row_usd(meter: _Meter, row: Mapping[str, Any]) -> float | None:
     kept = meter.priced.get(key)
     if kept is not None and kept[0] is row:
         return kept[1]
+    usd = _price(meter, row)
+    meter.priced[key] = (row, usd)
+    return usd
+
+
+def _price(meter: _Meter, row: Mapping[str, Any]) -> float | None:
     # lazy: genai-prices (pydantic and its table) loads with the first dollar budget checked
     from crewpoint.cost import load_prices, price_row
 
     if meter.prices is None:
         meter.prices = load_prices()
     cost = price_row(row, meter.prices)
-    usd = None if cost.usd is None else float(cost.usd)
-    meter.priced[key] = (row, usd)
-    return usd
+    return None if cost.usd is None else float(cost.usd)
+
+
+def _learn(meter: _Meter, rows: list[dict[str, Any]], part: str) -> None:
+    """Note what one call of each task (or method) and agent made at most, from what ``rows`` grew by since they
+    were last looked at: one call between two checks (calls are checked one by one), or a row's own average for
+    rows counted before (the chain's)."""
+    for row in rows:
+        unit, agent, requests = row.get("unit"), row.get("agent"), row.get("requests")
+        made = row.get("output_tokens", 0), row.get("reasoning_tokens", 0)  # what a call made: output, reasoning
+        if type(requests) is not int or {type(n) for n in made} != {int}:
+            continue
+        output = sum(made)
+        key = (part, unit, agent, row.get("model"), row.get("provider"), row.get("estimated"))
+        was_output, was_requests = meter.seen.get(key, (0, 0))
+        meter.seen[key] = (output, requests)
+        calls = requests - was_requests
+        if calls <= 0 or output < was_output:
+            continue
+        per_call = -(-(output - was_output) // calls)
+        for who in _whose(unit, agent):
+            meter.largest[who] = max(per_call, meter.largest.get(who, 0))
+
+
+def _whose(unit: object, agent: object) -> list[tuple[str, str]]:
+    return [(kind, name) for kind, name in (("unit", unit), ("agent", agent)) if isinstance(name, str)]
+
+
+def _bound(state: RuntimeState, meter: _Meter, call: Call, dollars: bool) -> Bound | None:
+    """The most ``call`` can cost (see :class:`Bound`), or None when nothing bounds its output (no ``max_tokens``,
+    no call of its task or agent so far): such a call may pass the budget, by itself at most."""
+    output = call.max_tokens
+    if output is None:
+        unit = getattr(state, "_usage_method", None) or call.task_id
+        roles = getattr(state, "_usage_roles", None)
+        role = call.agent_role or (roles.get(call.agent_id or "") if isinstance(roles, dict) else None)
+        seen = [meter.largest[who] for who in _whose(unit, role) if who in meter.largest]
+        if not seen:
+            return None
+        output = max(seen)
+    # lazy: the usage rules load with the first bounded call
+    from crewpoint.usage import estimate_tokens
+
+    prompt = estimate_tokens(call.prompt_chars)
+    usd = None
+    if dollars:
+        row: dict[str, Any] = {"unit": None, "label": "", "agent": None, "model": call.model, "provider": call.provider}
+        row |= {"input_tokens": prompt, "output_tokens": output, "cache_read_tokens": 0, "cache_write_tokens": 0}
+        row |= {"reasoning_tokens": 0, "requests": 1, "duration_s": 0.0, "estimated": True}
+        usd = _price(meter, row)
+    return Bound(prompt + output, usd)
 
 
 def spending_of(rows: list[dict[str, Any]], meter: _Meter | None = None, *, dollars: bool = True) -> Spending:
@@ -263,6 +387,10 @@ def _meter_of(state: RuntimeState, budget: Budget) -> _Meter:
         base = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
         meter.base_usd, meter.base_tokens = base.usd, base.tokens
         meter.warned.update(base.unpriced)
+        # lazy: the usage rules load with the first budget checked
+        from crewpoint.usage import row_dict
+
+        _learn(meter, [row for row in map(row_dict, state.usage.before) if row is not None], "before")
         _meters[state] = meter
     return meter
 
@@ -273,36 +401,56 @@ def budget_of(state: RuntimeState) -> Budget | None:
     return budget if isinstance(budget, Budget) else None
 
 
-def over_budget(state: RuntimeState | None) -> tuple[RuntimeState, Budget, Spending] | None:
-    """The run (this one or one it runs inside) whose spending has reached its budget, or None."""
+Over = tuple["RuntimeState", Budget, Spending, Bound | None]
+"""The run to stop, its budget, what it spent, and what the call not made could have cost (None: reached already)."""
+
+
+def over_budget(state: RuntimeState | None, call: Call | None = None) -> Over | None:
+    """The run (this one or one it runs inside) that ``call`` would take past its budget, or None: its spending has
+    reached the budget, or the most the call can cost (:func:`_bound`) added to it would pass the budget. A call
+    nothing bounds is let through: it may pass the budget, by itself at most."""
     while state is not None:
         budget = budget_of(state)
         if budget is not None:
+            dollars = budget.usd is not None
             meter = _meter_of(state, budget)
-            now = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
+            rows = state.usage.rows()
+            _learn(meter, rows, "run")
+            now = spending_of(rows, meter, dollars=dollars)
             spent = Spending(round(now.usd - meter.base_usd, 6), now.tokens - meter.base_tokens, now.unpriced)
             for model in spent.unpriced:
                 if model not in meter.warned:
                     meter.warned.add(model)
-                    # logging loads with the first warning, not with the API
-                    import logging
-
-                    logging.getLogger("crewpoint").warning(
-                        "budget: the price of model %r is unknown, so its dollars cannot be checked against the "
-                        "budget; its tokens are counted",
-                        model,
-                    )
+                    _warn_unpriced(model)
             if (budget.usd is not None and spent.usd >= budget.usd) or (
                 budget.tokens is not None and spent.tokens >= budget.tokens
             ):
-                return state, budget, spent
+                return state, budget, spent, None
+            bound = _bound(state, meter, call, dollars) if call is not None else None
+            if bound is not None and (
+                (budget.usd is not None and bound.usd is not None and spent.usd + bound.usd > budget.usd)
+                or (budget.tokens is not None and spent.tokens + bound.tokens > budget.tokens)
+            ):
+                return state, budget, spent, bound
         state = state.outer
     return None
 
 
-def stop(state: RuntimeState, budget: Budget, spent: Spending, call: Mapping[str, Any]) -> BudgetExceeded:
+def _warn_unpriced(model: str) -> None:
+    # logging loads with the first warning, not with the API
+    import logging
+
+    logging.getLogger("crewpoint").warning(
+        "budget: the price of model %r is unknown, so its dollars cannot be checked against the budget; its tokens "
+        "are counted",
+        model,
+    )
+
+
+def stop(state: RuntimeState, budget: Budget, spent: Spending, bound: Bound | None, call: Call) -> BudgetExceeded:
     """Stop ``state``'s run at its budget: emit ``budget_exceeded``, write its checkpoint (when the run has a store)
-    and answer the :class:`BudgetExceeded` to raise. ``call`` names the call that was not made (model, agent, task)."""
+    and answer the :class:`BudgetExceeded` to raise. ``call`` is the call that was not made (model, agent, task)
+    and ``bound`` what it could have cost (None when the spending had reached the budget already)."""
     # lazy: the event class and the runtime load only when a run stops at its budget
     from crewpoint.events import BudgetExceededEvent
 
@@ -315,7 +463,7 @@ def stop(state: RuntimeState, budget: Budget, spent: Spending, call: Mapping[str
         budget_usd=budget.usd,
         budget_tokens=budget.tokens,
         source_type="llm",
-        **call,
+        **call.fields(),
     )
     emit_in(state, event)
     ref: str | None = None
@@ -339,11 +487,12 @@ def stop(state: RuntimeState, budget: Budget, spent: Spending, call: Mapping[str
         budget=budget,
         command=command,
         problem=problem,
+        next_call=None if bound is None else bound.said(budget.usd is not None),
     )
 
 
-def check_before_call() -> tuple[RuntimeState, Budget, Spending] | None:
+def check_before_call(call: Call) -> Over | None:
     """Before an LLM call: the run to stop (see :func:`over_budget`), or None to go on. Cheap without a budget; a
     call outside any run (the runtime not even loaded) has none."""
     runtime = sys.modules.get("crewpoint.runtime")
-    return None if runtime is None else over_budget(runtime.current_state())
+    return None if runtime is None else over_budget(runtime.current_state(), call)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from crewpoint.providers.usage_meta import row_dict
+from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary, row_dict, usage_summary
 
 __all__ = [
     "PRICE_UNKNOWN",
@@ -40,6 +40,7 @@ __all__ = [
     "price_row",
     "price_rows",
     "table_version",
+    "usage_damage",
     "usage_rows",
 ]
 
@@ -121,6 +122,36 @@ def usage_rows(body: object, part: str = "rows") -> list[dict[str, Any]]:
     return [row for row in map(_row, raw) if row is not None]
 
 
+def usage_damage(body: object, summary: object = "") -> str | None:
+    """Why a checkpoint's usage cannot be priced as whole, or None: a stored row of its body that is not a usage row
+    (named by part and place), or its metadata's usage ``summary`` (what ``list`` and a store's ``cost`` price)
+    saying other than its body's rows. A checkpoint's cost has one source, its body: the summary is only ever a
+    copy of it, and a copy that differs is damage, never priced. "" (no summary: an older record) checks no copy."""
+    section = body.get("usage") if isinstance(body, Mapping) else None
+    if section is None:
+        return None if not summary else "its metadata records usage its body does not hold"
+    if not isinstance(section, Mapping):
+        return "usage: not a usage section"
+    parts: dict[str, list[Any]] = {}
+    for part in _PARTS:
+        raw = section.get(part, [])
+        if not isinstance(raw, list):
+            return f"usage.{part}: not a list of usage rows"
+        bad = next((at for at, stored in enumerate(raw) if _row(stored) is None), None)
+        if bad is not None:
+            return f"usage.{part}[{bad}]: not a usage row"
+        parts[part] = raw
+    if not summary:
+        return None
+    derived = usage_summary(parts["before"] + parts["rows"], parts["rows"])
+    same = (
+        summary == derived
+        if TOO_LONG in (summary, derived)
+        else read_usage_summary(summary) == read_usage_summary(derived)
+    )
+    return None if same else "its metadata's usage summary does not match the usage its body records"
+
+
 # -- prices --------------------------------------------------------------------------------------------------------
 
 
@@ -153,6 +184,11 @@ def _price_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+MAX_PRICE = Decimal(1_000_000)
+"""The highest price an override may set: a million dollars per million tokens (a dollar a token), far above any
+model's; a higher one is a typo, refused where it is read."""
+
+
 def _dollars(value: object, where: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PricesError(f"{where}: expected a number of dollars per million tokens, not {value!r}")
@@ -162,6 +198,8 @@ def _dollars(value: object, where: str) -> Decimal:
         raise PricesError(f"{where}: {value!r} is not a number") from exc
     if not amount.is_finite() or amount < 0:
         raise PricesError(f"{where}: a price is a finite number of dollars, 0 or more, not {value!r}")
+    if amount > MAX_PRICE:
+        raise PricesError(f"{where}: {value!r} is above the highest price crewpoint takes ({MAX_PRICE:,} per million)")
     return amount
 
 
@@ -392,15 +430,31 @@ def price_rows(rows: Iterable[Mapping[str, Any]], prices: Prices | None = None) 
     return summary
 
 
+_HUGE = Decimal(10**15)
+"""Dollars from here on are shown in powers of ten (``$1.0e+30``): a figure no run spends, told without raising."""
+
+
 def format_usd(usd: Decimal | float | None) -> str:
-    """Dollars for people: four decimals under a dollar (``$0.0042``), two above (``$12.34``), "price unknown"."""
+    """Dollars for people: four decimals under a dollar (``$0.0042``), two above (``$12.34``), "price unknown".
+    Never raises: a huge figure reads ``$1.0e+30``, one that is not a number ``$?``, an infinite one ``$inf``."""
     if usd is None:
         return PRICE_UNKNOWN
-    amount = Decimal(str(usd)) if not isinstance(usd, Decimal) else usd
-    if amount and abs(amount) < Decimal("0.0001"):
-        return "<$0.0001"
-    places = Decimal("0.01") if abs(amount) >= 1 else Decimal("0.0001")
-    return f"${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
+    try:
+        amount = usd if isinstance(usd, Decimal) else Decimal(usd if isinstance(usd, int) else repr(float(usd)))
+    except (ValueError, TypeError, OverflowError, InvalidOperation):
+        return "$?"
+    if amount.is_nan():
+        return "$?"
+    sign = "-" if amount.is_signed() and amount else ""
+    amount = abs(amount)
+    if amount.is_infinite():
+        return f"{sign}$inf"
+    if amount >= _HUGE:
+        return f"{sign}${amount:.1e}"
+    if amount and amount < Decimal("0.0001"):
+        return f"{sign}<$0.0001"
+    places = Decimal("0.01") if amount >= 1 else Decimal("0.0001")
+    return f"{sign}${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
 
 
 def table_version() -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from crewpoint.budget import check_before_call, stop
+from crewpoint.budget import Call, check_before_call, stop
 from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
 
@@ -131,9 +131,10 @@ class BaseLLM(BaseModel):
     ) -> str:
         """Call the model; emit ``llm_call_started``, then ``llm_call_completed`` or ``llm_call_failed``. A run whose
         spending has reached its budget stops here, before the call (:class:`crewpoint.budget.BudgetExceeded`)."""
-        over = check_before_call()
+        call = self._budget_call(messages, kwargs, agent_id, task_id, agent_role)
+        over = check_before_call(call)
         if over is not None:
-            raise stop(*over, self._call_fields(agent_id, task_id, agent_role))
+            raise stop(*over, call)
         ctx = _CallContext(
             _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
         )
@@ -160,11 +161,12 @@ class BaseLLM(BaseModel):
         **kwargs: Any,
     ) -> str:
         """The async twin of :meth:`invoke`."""
-        over = check_before_call()
+        call = self._budget_call(messages, kwargs, agent_id, task_id, agent_role)
+        over = check_before_call(call)
         if over is not None:
             import asyncio
 
-            raise await asyncio.to_thread(stop, *over, self._call_fields(agent_id, task_id, agent_role))
+            raise await asyncio.to_thread(stop, *over, call)
         ctx = _CallContext(
             _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
         )
@@ -180,6 +182,33 @@ class BaseLLM(BaseModel):
             return text
         finally:
             _current_call.reset(token)
+
+    def output_limit(self, kwargs: Mapping[str, Any]) -> int | None:
+        """The most output tokens a call may make (``max_tokens``, given to the call or set on the model), or None
+        when nothing limits it: a budget bounds a call's cost by it (:mod:`crewpoint.budget`)."""
+        for value in (kwargs.get("max_tokens"), getattr(self, "max_tokens", None)):
+            if type(value) is int and value > 0:
+                return value
+        return None
+
+    def _budget_call(
+        self,
+        messages: list[dict[str, str]],
+        kwargs: Mapping[str, Any],
+        agent_id: str | None,
+        task_id: str | None,
+        agent_role: str | None,
+    ) -> Call:
+        """The call about to be made, as a budget bounds it."""
+        return Call(
+            self.model,
+            self.provider_name(),
+            _characters(messages),
+            self.output_limit(kwargs),
+            agent_id=agent_id,
+            task_id=task_id,
+            agent_role=agent_role,
+        )
 
     def _call_fields(self, agent_id: str | None, task_id: str | None, agent_role: str | None) -> dict[str, Any]:
         return {"model": self.model, "agent_id": agent_id, "task_id": task_id, "agent_role": agent_role}

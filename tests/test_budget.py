@@ -100,7 +100,7 @@ def test_a_crew_stops_before_the_call_past_its_budget_and_a_larger_one_finishes_
 
 def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(server: LLMServer) -> None:
     server.usage = PER_CALL
-    crew = crew_of(server, budget=Budget(usd=0.5))
+    crew = crew_of(server, budget=Budget(usd=1.0))  # one $0.75 call fits, a second would pass it
     with pytest.raises(BudgetExceeded):
         crew.kickoff()
     with pytest.raises(BudgetExceeded):  # the same budget again: it counts from this kickoff, so one more task
@@ -114,7 +114,7 @@ def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(serv
 def test_a_program_without_a_budget_resumes_within_the_one_the_run_had(server: LLMServer) -> None:
     server.usage = PER_CALL
     with pytest.raises(BudgetExceeded):
-        crew_of(server, budget=Budget(usd=0.5)).kickoff()
+        crew_of(server, budget=Budget(usd=1.0)).kickoff()
     stopped = newest()
     assert stopped.meta.trigger == "budget_exceeded"
     with pytest.raises(BudgetExceeded):  # the same crew in code, with no budget of its own: the saved one counts
@@ -130,13 +130,14 @@ def test_a_token_budget_counts_input_output_and_reasoning_tokens(server: LLMServ
         "completion_tokens": 60,
         "completion_tokens_details": {"reasoning_tokens": 40},
     }
-    crew = crew_of(server, budget=Budget(tokens=300))  # 200 a call: passed by task 2's
+    crew = crew_of(server, budget=Budget(tokens=300))  # 200 a call: task 2's (its prompt and 100 out) would pass it
     with pytest.raises(BudgetExceeded) as stopped:
         crew.kickoff()
-    assert calls_per_task(server) == [1, 1, 0]
-    assert stopped.value.spent_tokens == 400
+    assert calls_per_task(server) == [1, 0, 0]
+    assert stopped.value.spent_tokens == 200
+    assert "(the next call, up to " in str(stopped.value) and "$" not in str(stopped.value)
     event = next(e for e in newest().body["events"] if e["type"] == "budget_exceeded")
-    assert (event["budget_tokens"], event["spent_tokens"]) == (300, 400)
+    assert (event["budget_tokens"], event["spent_tokens"]) == (300, 200)
     assert "spent_usd" not in event and "budget_usd" not in event  # a token budget prices nothing
     assert "--budget-tokens 600" in stopped.value.command
 
@@ -264,7 +265,7 @@ PROGRAM = textwrap.dedent(
             Task(name="t3", description="Write the post.", expected_output="text", agent=writer),
         ],
         checkpoint=CheckpointConfig(location=str(HERE / "store")),
-        budget=Budget(usd=0.5),
+        budget=Budget(usd=1.0),
     )
 
     if __name__ == "__main__":
@@ -288,7 +289,7 @@ def statuses(project: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def stopped_program(tmp_path: Path, server: LLMServer) -> tuple[Path, dict[str, str]]:
-    """:data:`PROGRAM` run as a user runs it, in ``tmp_path/project``, stopped by its $0.50 budget after task 1
+    """:data:`PROGRAM` run as a user runs it, in ``tmp_path/project``, stopped by its $1 budget after task 1
     (exit 76): the project and the environment its commands run in."""
     server.usage = PER_CALL
     project = tmp_path / "project"
@@ -314,17 +315,17 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
     assert "stopped: budget" in table.stdout
     info = cli("info", stopped_at.id, "--location", "store", cwd=project, env=env).stdout
     assert (
-        "stopped: budget: the run stopped here, before an LLM call: spent $0.7500 and 150,000 tokens of $0.5000" in info
+        "stopped: budget: the run stopped here, before an LLM call: spent $0.7500 and 150,000 tokens of $1.00" in info
     )
-    go_on = f"go on with a larger budget: crewpoint checkpoint resume --location store {stopped_at.id[:12]} --budget 1"
+    go_on = f"go on with a larger budget: crewpoint checkpoint resume --location store {stopped_at.id[:12]} --budget 2"
     assert go_on in info  # named as every view names a command: the store, since it is not the one found by default
 
     # the program's budget again, through the command line: one more task, then exit 76 with one line
     resumed = cli("resume", stopped_at.id, "--location", "store", "--app", "prog.py:crew", cwd=project, env=env)
     assert resumed.returncode == 76, resumed.stderr
     line = resumed.stderr.strip().splitlines()[-1]
-    assert line.startswith("crewpoint: stopped at its budget: spent $0.7500 and 150,000 tokens of $0.5000;")
-    assert "go on with: crewpoint checkpoint resume " in line and line.endswith("--app prog.py:crew --budget 1")
+    assert line.startswith("crewpoint: stopped at its budget: spent $0.7500 and 150,000 tokens of $1.00 (the next call")
+    assert "go on with: crewpoint checkpoint resume " in line and line.endswith("--app prog.py:crew --budget 2")
     assert calls_per_task(server) == [1, 1, 0]
     second = newest(str(project / "store")).meta
     assert second.trigger == "budget_exceeded" and second.tasks_done == 2
@@ -345,7 +346,7 @@ def test_a_plain_resume_rebuilt_from_the_checkpoint_keeps_the_runs_budget(tmp_pa
     (counting anew) instead of running on with no limit."""
     project, env = stopped_program(tmp_path, server)
     stopped_at = newest(str(project / "store"))
-    assert stopped_at.body["entity"]["budget"] == {"usd": 0.5, "tokens": None}
+    assert stopped_at.body["entity"]["budget"] == {"usd": 1.0, "tokens": None}
 
     # rebuilt from the checkpoint alone: the model is the one this machine names, the budget the run's own
     plain = {**env, "CREWPOINT_LLM": "gpt-4o", "CREWPOINT_BASE_URL": server.base_url}

@@ -95,9 +95,14 @@ def test_a_crew_whose_name_is_null_is_refused_before_any_task_runs(llm_calls: li
 @pytest.mark.parametrize(
     ("budget", "said"),
     [
-        ({"usd": -1}, "entity.budget.usd: expected a number of dollars above 0, not -1"),
-        ({"usd": True}, "entity.budget.usd: expected a number of dollars above 0 or null, not true/false"),
+        ({"usd": -1}, "entity.budget.usd: expected a number of dollars above 0, up to 1,000,000,000, not -1"),
+        ({"usd": 1e30}, "entity.budget.usd: expected a number of dollars above 0, up to 1,000,000,000, not 1e+30"),
+        (
+            {"usd": True},
+            "entity.budget.usd: expected a number of dollars above 0, up to 1,000,000,000 or null, not true/false",
+        ),
         ({"tokens": 0}, "entity.budget.tokens: expected a whole number from 1, not 0"),
+        ({"tokens": 10**16}, f"entity.budget.tokens: expected a whole number of tokens up to {10**15:,}, not {10**16}"),
         ("lots", "entity.budget: expected an object or null, not a string"),
     ],
 )

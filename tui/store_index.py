@@ -366,7 +366,8 @@ def budget_lines(meta: CheckpointMeta, events: list[Any]) -> list[str]:
 
         def number(key: str) -> float | None:
             value = event.get(key)
-            return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e16  # not nan, inf
+            return float(value) if ok and isinstance(value, int | float) else None
 
         spent_usd, spent_tokens = number("spent_usd"), number("spent_tokens")
         budget_usd, budget_tokens = number("budget_usd"), number("budget_tokens")

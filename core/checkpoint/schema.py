@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
+from crewpoint.budget import MAX_TOKENS, MAX_USD
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 from crewpoint.providers.formats import format_names
 from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
@@ -518,19 +519,29 @@ ANSWERED_FEEDBACK = ListOf(MapOf(ANY))
 
 
 class _Dollars(Spec):
-    """A number of dollars above 0 (a budget's ``usd``)."""
+    """A number of dollars above 0, up to the largest budget (a budget's ``usd``)."""
 
-    expected = "a number of dollars above 0"
+    expected = f"a number of dollars above 0, up to {MAX_USD:,.0f}"
 
     def check(self, value: Any, path: Path) -> Any:
         if type(value) not in (int, float):
             raise self.refuse(value, path)
-        if not 0 < value < float("inf"):  # NaN fails this too
+        if not 0 < value <= MAX_USD:  # NaN fails this too
             raise _Bad(path, f"expected {self.expected}, not {_shown(value)}", kind_taken=True)
         return value
 
 
-BUDGET = Nullable(Obj({"usd": (Nullable(_Dollars()), None), "tokens": (Nullable(Count(1)), None)}))
+class _Tokens(Count):
+    """A whole number of tokens from 1, up to the largest budget (a budget's ``tokens``)."""
+
+    def check(self, value: Any, path: Path) -> Any:
+        super().check(value, path)
+        if value > MAX_TOKENS:
+            raise _Bad(path, f"expected a whole number of tokens up to {MAX_TOKENS:,}, not {value}", kind_taken=True)
+        return value
+
+
+BUDGET = Nullable(Obj({"usd": (Nullable(_Dollars()), None), "tokens": (Nullable(_Tokens(1)), None)}))
 """What a run of the entity may spend (:class:`crewpoint.budget.Budget`); a rebuild from the checkpoint alone keeps
 it (optional: an entity without one has no limit)."""
 AGENT = Obj(

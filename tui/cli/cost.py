@@ -27,6 +27,7 @@ from crewpoint.cost import (
     price_row,
     price_rows,
     table_version,
+    usage_damage,
     usage_rows,
 )
 from crewpoint.providers import is_url, provider_for, split_ref
@@ -101,6 +102,9 @@ def cost(ctx: click.Context, ref: str | None, location: str | None, by: str, sin
                 what = f"--by {by}" if by in STORE_ONLY else "--since"
                 fail(f"{what} sums a store's runs: name the store, not one checkpoint")
             record = provider_for(reference).read(reference)
+            damage = usage_damage(record.body, record.meta.usage)
+            if damage is not None:  # never priced as whole: rows left out would make a smaller figure
+                fail(f"checkpoint {cli_id(record.meta.id)} is damaged: {damage}; its cost is not shown")
             _chain(record.meta, record.body, by, prices, as_json)
             return
         runs, unread = _runs(store, cutoff, by)
@@ -205,6 +209,9 @@ def _body_runs(provider: Any, store: str, metas: list[CheckpointMeta], cutoff: f
         try:
             body = provider.read(meta.location or f"{store}#{meta.id}").body
         except CheckpointError:
+            unread += 1
+            continue
+        if usage_damage(body, meta.usage) is not None:  # damaged usage counts for nothing, never as whole
             unread += 1
             continue
         block = body.get("lineage") if isinstance(body, Mapping) else None
@@ -330,7 +337,8 @@ def _store(
     scope = f" in the last {since}" if since else ""
     click.echo(f"\n{len(runs)} run{'s' if len(runs) != 1 else ''}{scope}, each counted once (its newest checkpoint)")
     if unread:
-        click.echo(f"{unread} checkpoint{'s' if unread != 1 else ''} could not be read and count for nothing")
+        some = f"{unread} checkpoint{'s' if unread != 1 else ''}"
+        click.echo(f"{some} could not be read or {'are' if unread != 1 else 'is'} damaged, and count for nothing")
     if runs and not total.rows:
         click.echo(NO_USAGE)
     _footer([total], prices)

@@ -66,7 +66,11 @@ def _say(text: str = "") -> None:
 
 
 def _print_info(
-    info: CheckpointInfo, lineage: list[CheckpointMeta], lone: str | None = None, costs: CostView | None = None
+    info: CheckpointInfo,
+    lineage: list[CheckpointMeta],
+    lone: str | None = None,
+    costs: CostView | None = None,
+    damage: str | None = None,
 ) -> None:
     meta = info.meta
     done, total = info.progress
@@ -126,7 +130,7 @@ def _print_info(
             _say(f"  {i + 1}. {name}: {clip(json.dumps(value, ensure_ascii=False, default=str), 200)}")
         if not info.method_outputs:
             _say("  (none yet)")
-    for line in _cost_lines(costs):
+    for line in _cost_lines(costs) if damage is None else ["", f"cost: damaged, not priced: {damage}"]:
         _say(line)
     for line in info.feedback_lines():  # the request the run waits on, and each answer given
         _say(line)
@@ -194,15 +198,20 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
         described = ops.describe(record)
         lone = _lone_problem(record)
         lineage = ops.ancestors(ops.store_of(record), record.meta.id) if lone is None else [record.meta]
-        costs = described.costs() if any(described.usage.values()) else None
+        # lazy: pricing loads decimal, needed only by a checkpoint that recorded usage
+        from crewpoint.cost import usage_damage
+
+        damage = usage_damage(record.body, record.meta.usage)  # damaged usage is said, never priced as whole
+        costs = described.costs() if damage is None and any(described.usage.values()) else None
     if as_json:
         data = described.to_dict()
         data["cost"] = costs.to_dict() if costs is not None else None
+        data["cost_damaged"] = damage
         data["ancestry"] = [m.id for m in lineage]
         data["lone"] = lone
         emit_json(data)
         return
-    _print_info(described, lineage, lone, costs)
+    _print_info(described, lineage, lone, costs, damage)
 
 
 def _lone_problem(record: Any) -> str | None:

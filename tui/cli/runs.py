@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crewpoint.budget import Budget, BudgetExceeded
+from crewpoint.budget import MAX_TOKENS, MAX_USD, Budget, BudgetExceeded
 from crewpoint.entities import kind_of
 from crewpoint.providers import split_ref
 from crewpoint.providers.base import CheckpointError
@@ -77,7 +77,7 @@ def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
         "--budget-tokens",
         "budget_tokens",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_TOKENS),
         default=None,
         metavar="N",
         help="Stop the run before an LLM call once it has spent N tokens (input + output + reasoning); exit 76.",
@@ -85,7 +85,7 @@ def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--budget",
         "budget_usd",
-        type=click.FloatRange(min=0, min_open=True),
+        type=click.FloatRange(min=0, min_open=True, max=MAX_USD),
         default=None,
         metavar="USD",
         help="Stop the run before an LLM call once it has spent USD dollars (what this run spends); exit 76.",
@@ -233,7 +233,7 @@ def _stopped_at_budget(
     stopped: BudgetExceeded, where: str | None, prepared: PreparedRun | None, given_app: str | None
 ) -> None:
     """The run stopped at its budget: one line on stderr and exit 76 (:data:`ExitCode.BUDGET`)."""
-    said = f"stopped at its budget: spent {stopped.spent()} of {stopped.budget}"
+    said = f"stopped at its budget: spent {stopped.spent()} of {stopped.budget}{stopped.why()}"
     if stopped.checkpoint_id is None:
         fail(f"{said}; no checkpoint holds it: {stopped.problem or 'nothing was written'}", ExitCode.BUDGET)
     hint = _resume_hint(stopped.checkpoint_id, where, prepared, given_app)

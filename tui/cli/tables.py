@@ -333,9 +333,10 @@ def aligned(rows: list[list[str]], widths: list[int] | None = None, indent: str 
 
 class ListingCosts:
     """What each listed checkpoint's chain cost up to it, from its usage summary (no body read): the COST cell
-    (``$0.0123``; ``~$0.0123`` when some tokens were estimated; ``?`` when a model's price is unknown, or the
-    summary was too long to keep; ``-`` when no usage was recorded) and ``list --json``'s figures. Prices are
-    loaded once, when the first summary is priced (a store without usage never loads them)."""
+    (``$0.0123``; ``~$0.0123`` when some tokens were estimated; ``$0.0123+?`` when a model's price is unknown,
+    ``?`` when no model's is, or the summary was too long to keep; ``-`` when no usage was recorded) and ``list
+    --json``'s figures. Prices are loaded once, when the first summary is priced (a store without usage never loads
+    them)."""
 
     def __init__(self, prices: Prices | None = None) -> None:
         self._prices = prices
@@ -370,13 +371,14 @@ class ListingCosts:
             summary = self.summary(usage)
             if summary is None:
                 cell = "?" if usage == TOO_LONG else "-"
-            elif not summary.complete:
+            elif not summary.priced:
                 cell = "?"
             else:
                 # lazy: see summary()
                 from crewpoint.cost import format_usd
 
-                cell = ("~" if summary.estimated else "") + format_usd(summary.usd)
+                known = ("~" if summary.estimated else "") + format_usd(summary.usd)
+                cell = known if summary.complete else f"{known}+?"  # the known part, and the mark of the rest
             self._cells[usage] = cell
         return cell
 

@@ -1,0 +1,104 @@
+"""A checkpoint's cost has one source, its body: the usage summary in its metadata (what a store's ``cost`` prices
+without reading every body) is checked against the body's rows, and a summary that says otherwise, or a usage row
+that is not one, is damage that is said and never priced. Real runs against the local test server, real files, the
+real CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import cost_runs
+
+from crewpoint.cost import usage_damage
+from crewpoint.providers import JsonProvider, SqliteProvider
+from crewpoint.providers.base import CheckpointRecord
+from crewpoint.providers.usage_meta import usage_summary
+
+CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+_PRICEY = {"model": "gpt-4o", "provider": "openai", "input_tokens": 400_000_000, "output_tokens": 0, "requests": 1}
+LIE = usage_summary([_PRICEY], [_PRICEY])
+"""A summary saying the chain spent $1,000.00 on gpt-4o."""
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    with cost_runs.usage_server() as server:
+        cost_runs.build(str(tmp_path / "store"), server.base_url, fork=False)
+    yield tmp_path / "store"
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def crafted(store: Path, *, usage: str | None = None, body_change: Any = None) -> str:
+    """A copy of the store's newest checkpoint on a branch of its own, its metadata's summary or body changed."""
+    provider = JsonProvider(fsync=False)
+    record = provider.read(str(store), provider.list(str(store))[0].id)
+    body = copy.deepcopy(record.body)
+    if body_change is not None:
+        body_change(body)
+    meta = record.meta.with_(
+        id="c0ffee" + record.meta.id[6:],
+        branch="crafted",
+        parent_id=None,
+        location="",
+        run_id="crafted-run",
+        usage=record.meta.usage if usage is None else usage,
+    )
+    provider.write(str(store), CheckpointRecord(meta=meta, body=body))
+    return meta.id
+
+
+def test_every_checkpoint_a_run_writes_has_a_summary_its_body_bears_out(tmp_path: Path) -> None:
+    with cost_runs.usage_server() as server:
+        for location, provider in (("j", JsonProvider()), ("s.db", SqliteProvider())):
+            cost_runs.build(str(tmp_path / location), server.base_url)
+            listed = provider.list(str(tmp_path / location))
+            assert len(listed) >= 4 and all(m.usage for m in listed)
+            for meta in listed:
+                record = provider.read(str(tmp_path / location), meta.id)
+                assert usage_damage(record.body, record.meta.usage) is None
+
+
+def test_a_summary_its_body_does_not_bear_out_is_damage_never_priced(store: Path) -> None:
+    crafted_id = crafted(store, usage=LIE)
+    project = store.parent
+    cost = cli("cost", crafted_id, "--location", "store", cwd=project)
+    assert cost.returncode == 2 and cost.stdout == ""
+    (line,) = cost.stderr.strip().splitlines()
+    assert "is damaged: its metadata's usage summary does not match the usage its body records" in line
+    assert "$" not in line
+
+    info = cli("info", crafted_id, "--location", "store", cwd=project)
+    assert info.returncode == 0, info.stderr
+    assert "cost: damaged, not priced: its metadata's usage summary does not match" in info.stdout
+    assert "$1,000" not in info.stdout
+    as_json = json.loads(cli("info", crafted_id, "--location", "store", "--json", cwd=project).stdout)
+    assert as_json["cost"] is None and "does not match" in as_json["cost_damaged"]
+
+    for by in ("task", "agent"):  # summed from the bodies: the lie is not priced
+        summed = cli("cost", "store", "--by", by, "--json", cwd=project)
+        assert summed.returncode == 0, summed.stderr
+        data = json.loads(summed.stdout)
+        assert data["runs"] == 1 and data["unreadable_checkpoints"] == 1, by
+        assert data["cost_usd"] < 1, by  # the real run's cents, not the crafted $1,000
+    shown = cli("cost", "store", "--by", "task", cwd=project).stdout
+    assert "1 checkpoint could not be read or is damaged, and count for nothing" in shown
+
+
+def test_a_usage_row_that_is_not_one_is_said_not_dropped(store: Path) -> None:
+    def spoil(body: dict[str, Any]) -> None:
+        body["usage"]["rows"][0][5] = -1  # a negative input count: not a usage row
+
+    crafted_id = crafted(store, body_change=spoil)
+    cost = cli("cost", crafted_id, "--location", "store", cwd=store.parent)
+    assert cost.returncode == 2 and "is damaged: usage.rows[0]: not a usage row" in cost.stderr
+    assert cost.stdout == ""  # not the other rows priced as if they were the whole
