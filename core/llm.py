@@ -36,6 +36,7 @@ __all__ = [
     "LLM",
     "BaseLLM",
     "LLMError",
+    "ModelNotNamed",
     "OfflineLLM",
     "default_llm",
     "llm_from_state",
@@ -296,14 +297,18 @@ def _check_text(llm: BaseLLM, value: object) -> str:
 # -- restoring from a checkpoint --------------------------------------------------------------------------
 
 
-def model_family(model: str) -> str:
-    """The family a model name belongs to: its provider prefix (``ollama/llama3`` → ``ollama``), else the
-    letters it starts with (``gpt-4o-mini`` → ``gpt``, ``llama3.1:8b`` → ``llama``)."""
-    name = model.strip().lower()
-    if "/" in name:
-        return name.split("/", 1)[0]
-    match = re.match(r"[a-z]+", name)
-    return match.group(0) if match else name
+class ModelNotNamed(ValueError):
+    """A checkpoint whose agent ran on a real model, rebuilt with no model named (no program, no ``CREWPOINT_LLM``):
+    it would go on with the offline model's text in place of the model's, so it does not go on."""
+
+    def __init__(self, agent: str, model: str) -> None:
+        self.agent, self.model = agent, model
+        who = f"agent {agent!r}" if agent else "an agent"
+        super().__init__(
+            f"the checkpoint's {who} ran on the model {model!r}; rebuilt from the checkpoint alone it would run on "
+            "the offline model: bind your program (kickoff(from_checkpoint=...) on your own crew, or --app on the "
+            "command line) or name the model (CREWPOINT_LLM, with CREWPOINT_BASE_URL for its server)"
+        )
 
 
 def _is_crewpoints(cls: type) -> bool:
@@ -314,12 +319,13 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     """Rebuild an agent's LLM saved by :meth:`BaseLLM.to_state` (or saved as a model name).
 
     Trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``, or ``allow_import``), it comes back exactly as saved, its class
-    imported if need be. Untrusted, the checkpoint never picks the class, the model family or anything that
-    reaches outside: a user class comes back when the running program defines it, with only its declared
-    checkpoint state (``Annotated[..., CheckpointState]``) read from the checkpoint; crewpoint's own models (and a
-    bare model name) come back as this program's default LLM (``CREWPOINT_LLM``/``CREWPOINT_BASE_URL``, else the
-    offline model), taking the saved model only within the default's family and the saved sampling settings
-    only for the same class. Raises ``ValueError`` with a one-line reason.
+    imported if need be. Untrusted, the checkpoint never picks the class, the model or anything that reaches
+    outside: a user class comes back when the running program defines it, with only its declared checkpoint state
+    (``Annotated[..., CheckpointState]``) read from the checkpoint; crewpoint's own models (and a bare model name)
+    come back as the model the user names (``CREWPOINT_LLM``/``CREWPOINT_BASE_URL``), with the saved sampling
+    settings only for the same class. A checkpoint that ran offline goes on offline when no model is named; one
+    that ran on a real model with none named raises :class:`ModelNotNamed`. Raises ``ValueError`` with a one-line
+    reason.
     """
     # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.serialize import callbacks_trusted, load_class, rebuild, state_fields
@@ -344,32 +350,39 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     return rebuild(cls, fields, "LLM class", trusted=False)
 
 
-_warned_switch: set[tuple[str, str, str]] = set()
+_said_switch: set[tuple[str, str, str]] = set()
 
 
 def _program_default(model: str, declared: dict[str, Any], agent: str, saved: type | None = None) -> BaseLLM:
-    """This program's default LLM, with what a checkpoint may set on it: the saved model when it is of the same
-    family, the saved sampling settings when the checkpoint's class is the default's."""
-    base = default_llm(say_offline=saved is not OfflineLLM)  # a checkpoint that ran offline goes on offline quietly
+    """The model the user names (``CREWPOINT_LLM``), with the saved sampling settings when the checkpoint's class is
+    the default's. The checkpoint's model is never taken: one that differs is said once, before anything runs. A
+    checkpoint that ran offline goes on offline (quietly) when the user names no model; one that ran on a real
+    model raises :class:`ModelNotNamed` (its run must not go on with the offline model's text)."""
+    ran_offline = saved is OfflineLLM if saved is not None else model.strip() in ("", "offline")
+    if not ran_offline and not _named_model():
+        raise ModelNotNamed(agent, model)
+    base = default_llm(say_offline=not ran_offline)
     cls = type(base)
     values = base.model_dump()
-    kept = saved is cls and (not model or model_family(model) == model_family(base.model))
-    if kept:
-        values.update(declared)
-    elif model and model != base.model:
+    if saved is cls:
+        values.update({k: v for k, v in declared.items() if k != "model"})
+    if model and model != base.model:
         key = (agent, model, base.model)
-        if key not in _warned_switch:
-            _warned_switch.add(key)
+        if key not in _said_switch:
+            _said_switch.add(key)
             who = f"agent {agent!r}" if agent else "an agent"
             log.warning(
-                "the checkpoint gives %s the LLM %r; this rebuild keeps the program's %r (bind your program, or set "
-                "%s=1 if you trust the checkpoint)",
-                who,
+                "the checkpoint names the model %r for %s; this run calls %r, the model CREWPOINT_LLM names",
                 model,
+                who,
                 base.model,
-                DESERIALIZE_ENV,
             )
     return cls.model_validate(values)
+
+
+def _named_model() -> str:
+    """The model the user names for a rebuild (``CREWPOINT_LLM``; ``offline`` names the offline model), or ""."""
+    return os.environ.get("CREWPOINT_LLM", "").strip()
 
 
 # -- the offline model ------------------------------------------------------------------------------------
