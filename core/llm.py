@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLM",
+    "PROVIDER_PREFIXES",
     "BaseLLM",
     "LLMError",
     "ModelNotNamed",
@@ -42,6 +43,7 @@ __all__ = [
     "llm_from_state",
     "parse_reply",
     "resolve_llm",
+    "split_provider",
 ]
 
 log = logging.getLogger("crewpoint")
@@ -292,6 +294,44 @@ def _check_text(llm: BaseLLM, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{type(llm).__qualname__}.call returned {type(value).__name__}, expected str")
     return value
+
+
+# -- model names as CrewAI writes them ----------------------------------------------------------------------
+
+PROVIDER_PREFIXES: Mapping[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "gemini": "google",
+    "vertex_ai": "google",
+    "bedrock": "aws",
+    "groq": "groq",
+    "mistral": "mistral",
+    "deepseek": "deepseek",
+    "cohere": "cohere",
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "openrouter": "openrouter",
+    "perplexity": "perplexity",
+    "xai": "x-ai",
+    "cerebras": "cerebras",
+    "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lm_studio",
+}
+"""The provider prefixes of CrewAI's (LiteLLM's) model names (``openai/gpt-4o-mini``), each with the provider its
+usage is recorded and priced under (genai-prices' name for it where it has one)."""
+
+
+def split_provider(model: str) -> tuple[str | None, str]:
+    """``("openai", "gpt-4o-mini")`` for ``"openai/gpt-4o-mini"``: the provider a CrewAI-style name starts with and
+    the model as that provider's server knows it (only the first part goes: ``openrouter/anthropic/claude-3`` →
+    ``("openrouter", "anthropic/claude-3")``); ``(None, model)`` when the first part names no provider (a Hugging
+    Face id such as ``meta-llama/Llama-3-8B`` is a model name as a whole)."""
+    head, sep, rest = model.partition("/")
+    provider = PROVIDER_PREFIXES.get(head.strip().lower()) if sep and rest.strip() else None
+    return (provider, rest.strip()) if provider is not None else (None, model)
 
 
 # -- restoring from a checkpoint --------------------------------------------------------------------------
@@ -693,12 +733,26 @@ class LLM(BaseLLM):
     timeout: float = 60
     stream: bool = False
     max_tokens: Annotated[int | None, CheckpointState] = None
-    provider: str = "openai"
+    provider: str | None = None
     """The provider usage and prices are recorded under (``"openai"``, ``"ollama"``, ``"groq"``, ...); set by the
-    program, never read from the server's URL."""
+    program, never read from the server's URL. Unset, a CrewAI-style name's prefix says it (``anthropic/claude-…``
+    is Anthropic's), else ``"openai"``."""
 
     def provider_name(self) -> str:
-        return self.provider
+        return self._named()[0]
+
+    @property
+    def server_model(self) -> str:
+        """The model as the server is asked for it: a CrewAI-style name without its provider prefix
+        (``openai/gpt-4o-mini`` → ``gpt-4o-mini``), unless ``provider`` names another provider, whose own id it is
+        then (Groq's ``openai/gpt-oss-20b``)."""
+        return self._named()[1]
+
+    def _named(self) -> tuple[str, str]:
+        prefix, rest = split_provider(self.model)
+        if prefix is None or self.provider not in (None, prefix, self.model.partition("/")[0].strip().lower()):
+            return self.provider or "openai", self.model
+        return prefix, rest
 
     @property
     def url(self) -> str:
@@ -715,7 +769,7 @@ class LLM(BaseLLM):
         return headers
 
     def _body(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": self.stream}
+        body: dict[str, Any] = {"model": self.server_model, "messages": messages, "stream": self.stream}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
