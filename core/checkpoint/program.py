@@ -299,13 +299,22 @@ def command_app(origin: object, given: str | None = None) -> str | None:
     if given:
         return given
     spec = origin_spec(origin)
-    if spec is not None:
-        return spec
     found = _project_setting()
     if found is None:
-        return None
+        return spec
     target, sep, attr = found[0].rpartition(":") if ":" in found[0] else (found[0], "", "")
-    return (_shown_path(target) if target.endswith(".py") else target) + sep + attr
+    default = (_shown_path(target) if target.endswith(".py") else target) + sep + attr
+    if spec is None or _same_file(spec, found[0]):  # the project's own spelling of the program that ran
+        return default
+    return spec
+
+
+def _same_file(spec: str, other: str) -> bool:
+    """Do two app specs name the same file (found without importing)?"""
+    try:
+        return os.path.realpath(app_file(spec)) == os.path.realpath(app_file(other))
+    except AppError:
+        return False
 
 
 def app_placeholder(kind: str, body: Mapping[str, Any] | None = None) -> str:
