@@ -263,6 +263,9 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
             f"{request['label']} waits for a person's feedback, but the run has no checkpoint store to wait in: "
             "pass checkpoint=True, or run it in a terminal to answer there"
         )
+    # lazy: finding the program the answer command names reads pyproject.toml and folders, only when a run waits
+    from crewpoint.checkpoint.program import command_app
+
     request["run_id"] = state.run_id
     ref = state.checkpoint(trigger=REQUESTED)
     state.waiting = True
@@ -278,17 +281,9 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
         request_id=str(request["request_id"]),
         method=request["label"] if kind != "task" else None,
         task=request["label"] if kind == "task" else None,
-        command=command_for("answer", checkpoint_id, _store_of(state.config), _program_of(state)),
+        command=command_for("answer", checkpoint_id, _store_of(state.config), command_app(state.origin)),
         kind=kind,
     )
-
-
-def _program_of(state: RuntimeState) -> str | None:
-    """The program the commands a run prints name: where its entity came from, or the project's default."""
-    # lazy: finding the program's spec reads pyproject.toml and folders, only when a command is named
-    from crewpoint.checkpoint.program import command_app
-
-    return command_app(state.origin)
 
 
 def _store_of(config: CheckpointConfig) -> str:
