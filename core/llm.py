@@ -405,6 +405,7 @@ def _program_default(model: str, declared: dict[str, Any], agent: str, saved: ty
     cls = type(base)
     values = base.model_dump()
     if saved is cls:
+        cls.model_validate({**values, **declared})  # the checkpoint's fields, checked by their class as ever
         values.update({k: v for k, v in declared.items() if k != "model"})
     if model and model != base.model:
         key = (agent, model, base.model)
