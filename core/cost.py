@@ -334,7 +334,8 @@ def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
     clean = _row(row)
     if clean is None:
         return Cost(None, note="usage not readable")
-    override = (prices or Prices()).override_for(clean["model"])
+    provider, model = _price_name(clean["model"], clean["provider"])
+    override = (prices or Prices()).override_for(clean["model"]) or (prices or Prices()).override_for(model)
     try:
         if override is not None:
             # lazy: genai-prices loads pydantic and its price table only when something is priced
@@ -349,12 +350,24 @@ def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
         # lazy: genai-prices loads pydantic and its price table only when something is priced
         from genai_prices import calc_price
 
-        calc = calc_price(_usage_of(clean), model_ref=clean["model"], provider_id=clean["provider"] or None)
+        calc = calc_price(_usage_of(clean), model_ref=model, provider_id=provider or None)
     except LookupError:
         return Cost(None, note=PRICE_UNKNOWN)
     except ValueError as exc:  # counts that do not add up (more cached tokens than input tokens)
         return Cost(None, note=f"usage does not add up ({' '.join(str(exc).split())})")
     return Cost(calc.total_price + _more_requests(calc.model_price, clean["requests"]), "genai-prices")
+
+
+def _price_name(model: str, provider: str) -> tuple[str, str]:
+    """The provider and model a row is priced as: a CrewAI-style name (``openai/gpt-4o-mini``) is its provider's
+    model, unless the row names another provider (Groq's ``openai/gpt-oss-20b`` is Groq's own id)."""
+    # lazy: model naming lives with the models, loaded (with pydantic) only when something is priced
+    from crewpoint.llm import split_provider
+
+    named, rest = split_provider(model)
+    if named is None or provider not in ("", "custom", "openai", named, model.partition("/")[0].strip().lower()):
+        return provider, model
+    return named, rest
 
 
 @dataclass

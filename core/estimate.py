@@ -205,13 +205,16 @@ def estimate_rerun(
     *,
     open_ended: bool = False,
     later: Mapping[str, Any] | None = None,
+    models: Mapping[str, tuple[str, str]] | None = None,
 ) -> Estimate:
     """The estimate for running ``units_to_run`` (task ids or flow method names) from the checkpoint ``body``: each
     unit's last recorded run on its chain, priced now (``prices``, else the working folder's overrides, which may
     raise :class:`crewpoint.cost.PricesError`). ``later`` is the body of a checkpoint after this one (the newest that
     descends from it, :func:`crewpoint.checkpoint.ops.newest_descendant`): its chain holds this one's and what ran
-    after it, so forking task 2 of a finished run estimates tasks 3 and 4 from that run. A body is data: malformed
-    usage rows are left out."""
+    after it, so forking task 2 of a finished run estimates tasks 3 and 4 from that run. ``models`` (agent role →
+    model and provider, :func:`crewpoint.checkpoint.plan.run_models`) are what the run will call: an agent's
+    recorded tokens are priced at its model there, not at the one that spent them. A body is data: malformed usage
+    rows are left out."""
     chain = [*usage_rows(body, "before"), *usage_rows(body, "rows")]
     if later is not None:  # this chain's rows, then what ran after the checkpoint (the newest run of a unit wins)
         chain = [*usage_rows(later, "before"), *usage_rows(later, "rows")] or chain
@@ -221,11 +224,17 @@ def estimate_rerun(
     units: list[UnitEstimate] = []
     history: list[dict[str, Any]] = []
     for unit in units_to_run:
-        rows = last_run(chain, unit)
+        rows = [_as_called(row, models) for row in last_run(chain, unit)]
         history += rows
         label = labels.get(unit or "") or (rows[-1]["label"] if rows and rows[-1]["label"] else str(unit or "?"))
         units.append(UnitEstimate(unit, label, tuple(rows), price_rows(rows, prices)))
     return Estimate(tuple(units), price_rows(history, prices), open_ended)
+
+
+def _as_called(row: dict[str, Any], models: Mapping[str, tuple[str, str]] | None) -> dict[str, Any]:
+    """``row`` with the model and provider its agent will call, when ``models`` names them."""
+    called = models.get(row.get("agent") or "") if models else None
+    return {**row, "model": called[0], "provider": called[1]} if called is not None else row
 
 
 def pending_tasks(body: Mapping[str, Any]) -> list[int]:

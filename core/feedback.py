@@ -269,6 +269,9 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
             f"{request['label']} waits for a person's feedback, but the run has no checkpoint store to wait in: "
             "pass checkpoint=True, or run it in a terminal to answer there"
         )
+    # lazy: finding the program the answer command names reads pyproject.toml and folders, only when a run waits
+    from crewpoint.checkpoint.program import command_app
+
     request["run_id"] = state.run_id
     ref = state.checkpoint(trigger=REQUESTED)
     state.waiting = True
@@ -284,7 +287,7 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
         request_id=str(request["request_id"]),
         method=request["label"] if kind != "task" else None,
         task=request["label"] if kind == "task" else None,
-        command=command_for("answer", checkpoint_id, _store_of(state.config)),
+        command=command_for("answer", checkpoint_id, _store_of(state.config), command_app(state.origin)),
         kind=kind,
     )
 
@@ -313,10 +316,13 @@ SHORT_ID = 12
 """How many characters of an id a command names (as ``info`` and ``list`` show it)."""
 
 
-def command_for(verb: str, checkpoint_id: str, store: str) -> str:
+def command_for(verb: str, checkpoint_id: str, store: str, app: str | None = None) -> str:
     """``crewpoint checkpoint VERB ID`` as a person types it, the one text every view shows: the short id when
     ``store`` is the one the command line finds by itself (``$CREWPOINT_CHECKPOINT_LOCATION``, else
-    ``./.checkpoints``, else ``./.checkpoints.db``), else ``--location STORE ID`` (a URL without its password)."""
+    ``./.checkpoints``, else ``./.checkpoints.db``), else ``--location STORE ID`` (a URL without its password);
+    then ``--app APP``, the program that runs it (:func:`crewpoint.checkpoint.program.command_app`), when given."""
+    import shlex
+
     # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers import shown_location
 
@@ -324,19 +330,22 @@ def command_for(verb: str, checkpoint_id: str, store: str) -> str:
     from crewpoint.providers.refs import short_id
 
     short = short_id(checkpoint_id, SHORT_ID, typeable=True)
+    program = f" --app {shlex.quote(app)}" if app else ""
     if _found_by_default(store):
-        return f"crewpoint checkpoint {verb} {short}"
-    import shlex
-
-    return f"crewpoint checkpoint {verb} --location {shlex.quote(shown_location(store))} {short}"
+        return f"crewpoint checkpoint {verb} {short}{program}"
+    return f"crewpoint checkpoint {verb} --location {shlex.quote(shown_location(store))} {short}{program}"
 
 
-def command_at(verb: str, meta: CheckpointMeta) -> str:
-    """:func:`command_for` the checkpoint ``meta`` describes, in the store it lies in."""
+def command_at(verb: str, meta: CheckpointMeta, origin: object = None) -> str:
+    """:func:`command_for` the checkpoint ``meta`` describes, in the store it lies in, naming the program its
+    recorded ``origin`` (the body's ``origin``) or the project names."""
+    # lazy: finding the program's spec reads pyproject.toml and folders, only when a command is named
+    from crewpoint.checkpoint.program import command_app
+
     # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers import provider_for
 
-    return command_for(verb, meta.id, provider_for(meta.location).store_of(meta))
+    return command_for(verb, meta.id, provider_for(meta.location).store_of(meta), command_app(origin))
 
 
 def _found_by_default(store: str) -> bool:

@@ -34,13 +34,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLM",
+    "PROVIDER_PREFIXES",
     "BaseLLM",
     "LLMError",
+    "ModelNotNamed",
     "OfflineLLM",
     "default_llm",
     "llm_from_state",
     "parse_reply",
     "resolve_llm",
+    "split_provider",
 ]
 
 log = logging.getLogger("crewpoint")
@@ -322,17 +325,59 @@ def _check_text(llm: BaseLLM, value: object) -> str:
     return value
 
 
+# -- model names as CrewAI writes them ----------------------------------------------------------------------
+
+PROVIDER_PREFIXES: Mapping[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "gemini": "google",
+    "vertex_ai": "google",
+    "bedrock": "aws",
+    "groq": "groq",
+    "mistral": "mistral",
+    "deepseek": "deepseek",
+    "cohere": "cohere",
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "openrouter": "openrouter",
+    "perplexity": "perplexity",
+    "xai": "x-ai",
+    "cerebras": "cerebras",
+    "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lm_studio",
+}
+"""The provider prefixes of CrewAI's (LiteLLM's) model names (``openai/gpt-4o-mini``), each with the provider its
+usage is recorded and priced under (genai-prices' name for it where it has one)."""
+
+
+def split_provider(model: str) -> tuple[str | None, str]:
+    """``("openai", "gpt-4o-mini")`` for ``"openai/gpt-4o-mini"``: the provider a CrewAI-style name starts with and
+    the model as that provider's server knows it (only the first part goes: ``openrouter/anthropic/claude-3`` →
+    ``("openrouter", "anthropic/claude-3")``); ``(None, model)`` when the first part names no provider (a Hugging
+    Face id such as ``meta-llama/Llama-3-8B`` is a model name as a whole)."""
+    head, sep, rest = model.partition("/")
+    provider = PROVIDER_PREFIXES.get(head.strip().lower()) if sep and rest.strip() else None
+    return (provider, rest.strip()) if provider is not None else (None, model)
+
+
 # -- restoring from a checkpoint --------------------------------------------------------------------------
 
 
-def model_family(model: str) -> str:
-    """The family a model name belongs to: its provider prefix (``ollama/llama3`` → ``ollama``), else the
-    letters it starts with (``gpt-4o-mini`` → ``gpt``, ``llama3.1:8b`` → ``llama``)."""
-    name = model.strip().lower()
-    if "/" in name:
-        return name.split("/", 1)[0]
-    match = re.match(r"[a-z]+", name)
-    return match.group(0) if match else name
+class ModelNotNamed(ValueError):
+    """A checkpoint whose agent ran on a real model, rebuilt with no model named (no program, no ``CREWPOINT_LLM``):
+    it would go on with the offline model's text in place of the model's, so it does not go on."""
+
+    def __init__(self, agent: str, model: str) -> None:
+        self.agent, self.model = agent, model
+        who = f"agent {agent!r}" if agent else "an agent"
+        super().__init__(
+            f"the checkpoint's {who} ran on the model {model!r}; rebuilt from the checkpoint alone it would run on "
+            "the offline model: bind your program (kickoff(from_checkpoint=...) on your own crew, or --app on the "
+            "command line) or name the model (CREWPOINT_LLM, with CREWPOINT_BASE_URL for its server)"
+        )
 
 
 def _is_crewpoints(cls: type) -> bool:
@@ -343,12 +388,13 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     """Rebuild an agent's LLM saved by :meth:`BaseLLM.to_state` (or saved as a model name).
 
     Trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``, or ``allow_import``), it comes back exactly as saved, its class
-    imported if need be. Untrusted, the checkpoint never picks the class, the model family or anything that
-    reaches outside: a user class comes back when the running program defines it, with only its declared
-    checkpoint state (``Annotated[..., CheckpointState]``) read from the checkpoint; crewpoint's own models (and a
-    bare model name) come back as this program's default LLM (``CREWPOINT_LLM``/``CREWPOINT_BASE_URL``, else the
-    offline model), taking the saved model only within the default's family and the saved sampling settings
-    only for the same class. Raises ``ValueError`` with a one-line reason.
+    imported if need be. Untrusted, the checkpoint never picks the class, the model or anything that reaches
+    outside: a user class comes back when the running program defines it, with only its declared checkpoint state
+    (``Annotated[..., CheckpointState]``) read from the checkpoint; crewpoint's own models (and a bare model name)
+    come back as the model the user names (``CREWPOINT_LLM``/``CREWPOINT_BASE_URL``), with the saved sampling
+    settings only for the same class. A checkpoint that ran offline goes on offline when no model is named; one
+    that ran on a real model with none named raises :class:`ModelNotNamed`. Raises ``ValueError`` with a one-line
+    reason.
     """
     # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.serialize import callbacks_trusted, load_class, rebuild, state_fields
@@ -373,32 +419,40 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     return rebuild(cls, fields, "LLM class", trusted=False)
 
 
-_warned_switch: set[tuple[str, str, str]] = set()
+_said_switch: set[tuple[str, str, str]] = set()
 
 
 def _program_default(model: str, declared: dict[str, Any], agent: str, saved: type | None = None) -> BaseLLM:
-    """This program's default LLM, with what a checkpoint may set on it: the saved model when it is of the same
-    family, the saved sampling settings when the checkpoint's class is the default's."""
-    base = default_llm(say_offline=saved is not OfflineLLM)  # a checkpoint that ran offline goes on offline quietly
+    """The model the user names (``CREWPOINT_LLM``), with the saved sampling settings when the checkpoint's class is
+    the default's. The checkpoint's model is never taken: one that differs is said once, before anything runs. A
+    checkpoint that ran offline goes on offline (quietly) when the user names no model; one that ran on a real
+    model raises :class:`ModelNotNamed` (its run must not go on with the offline model's text)."""
+    ran_offline = saved is OfflineLLM if saved is not None else model.strip() in ("", "offline")
+    if not ran_offline and not _named_model():
+        raise ModelNotNamed(agent, model)
+    base = default_llm(say_offline=not ran_offline)
     cls = type(base)
     values = base.model_dump()
-    kept = saved is cls and (not model or model_family(model) == model_family(base.model))
-    if kept:
-        values.update(declared)
-    elif model and model != base.model:
+    if saved is cls:
+        cls.model_validate({**values, **declared})  # the checkpoint's fields, checked by their class as ever
+        values.update({k: v for k, v in declared.items() if k != "model"})
+    if model and model != base.model:
         key = (agent, model, base.model)
-        if key not in _warned_switch:
-            _warned_switch.add(key)
+        if key not in _said_switch:
+            _said_switch.add(key)
             who = f"agent {agent!r}" if agent else "an agent"
             log.warning(
-                "the checkpoint gives %s the LLM %r; this rebuild keeps the program's %r (bind your program, or set "
-                "%s=1 if you trust the checkpoint)",
-                who,
+                "the checkpoint names the model %r for %s; this run calls %r, the model CREWPOINT_LLM names",
                 model,
+                who,
                 base.model,
-                DESERIALIZE_ENV,
             )
     return cls.model_validate(values)
+
+
+def _named_model() -> str:
+    """The model the user names for a rebuild (``CREWPOINT_LLM``; ``offline`` names the offline model), or ""."""
+    return os.environ.get("CREWPOINT_LLM", "").strip()
 
 
 # -- the offline model ------------------------------------------------------------------------------------
@@ -709,12 +763,26 @@ class LLM(BaseLLM):
     timeout: float = 60
     stream: bool = False
     max_tokens: Annotated[int | None, CheckpointState] = None
-    provider: str = "openai"
+    provider: str | None = None
     """The provider usage and prices are recorded under (``"openai"``, ``"ollama"``, ``"groq"``, ...); set by the
-    program, never read from the server's URL."""
+    program, never read from the server's URL. Unset, a CrewAI-style name's prefix says it (``anthropic/claude-…``
+    is Anthropic's), else ``"openai"``."""
 
     def provider_name(self) -> str:
-        return self.provider
+        return self._named()[0]
+
+    @property
+    def server_model(self) -> str:
+        """The model as the server is asked for it: a CrewAI-style name without its provider prefix
+        (``openai/gpt-4o-mini`` → ``gpt-4o-mini``), unless ``provider`` names another provider, whose own id it is
+        then (Groq's ``openai/gpt-oss-20b``)."""
+        return self._named()[1]
+
+    def _named(self) -> tuple[str, str]:
+        prefix, rest = split_provider(self.model)
+        if prefix is None or self.provider not in (None, prefix, self.model.partition("/")[0].strip().lower()):
+            return self.provider or "openai", self.model
+        return prefix, rest
 
     @property
     def url(self) -> str:
@@ -731,7 +799,7 @@ class LLM(BaseLLM):
         return headers
 
     def _body(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": self.stream}
+        body: dict[str, Any] = {"model": self.server_model, "messages": messages, "stream": self.stream}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:

@@ -16,7 +16,7 @@ from crewpoint._version import __version__
 from crewpoint.budget import STATUS as BUDGET_STATUS
 from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
-from crewpoint.checkpoint.program import origin_of, refuse_kickoff_while_loading
+from crewpoint.checkpoint.program import command_app, origin_of, refuse_kickoff_while_loading
 from crewpoint.checkpoint.prune_plan import prune_store
 from crewpoint.checkpoint.restore import load_record
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
@@ -578,14 +578,9 @@ def resume_command(state: RuntimeState) -> str | None:
         return None
     location = shlex.quote(shown_location(state.config.location))
     command = f"crewpoint checkpoint resume {state.written_id} --location {location}"
-    origin = state.origin or {}
-    attr = origin.get("attr")
-    program = origin.get("module") or origin.get("file")
-    if isinstance(attr, str) and isinstance(program, str):
-        if program == origin.get("file"):
-            relative = os.path.relpath(program)
-            program = program if relative.startswith(os.pardir) else relative
-        command += f" --app {shlex.quote(f'{program}:{attr}')}"
+    program = command_app(state.origin)
+    if program is not None:
+        command += f" --app {shlex.quote(program)}"
     return command
 
 

@@ -210,17 +210,20 @@ def load_callable(path: str, what: str = "callback", *, trusted: bool | None = N
     return obj  # type: ignore[no-any-return]
 
 
-def load_class(path: str, base: type[T], what: str, *, trusted: bool | None = None) -> type[T]:
+def load_class(
+    path: str, base: type[T], what: str, *, trusted: bool | None = None, ways_out: str = WAYS_OUT
+) -> type[T]:
     """The class a checkpoint names as ``what``, which must be a subclass of ``base``.
 
     Untrusted, it resolves only when the running program already defines it, and nothing is imported; trusted
-    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``), it is imported as saved.
+    (``CREWPOINT_DESERIALIZE_CALLBACKS=1``), it is imported as saved. ``ways_out`` ends the refusal: what the
+    user can do instead (the default names a crew's).
     """
     obj = defined(path)
     if obj is None:
         if not (callbacks_trusted() if trusted is None else trusted):
             raise ValueError(
-                f"this checkpoint names the {what} {path!r}, which this program does not define; {WAYS_OUT}"
+                f"this checkpoint names the {what} {path!r}, which this program does not define; {ways_out}"
             )
         obj = import_path(path)
     if not (isinstance(obj, type) and issubclass(obj, base)):

@@ -317,8 +317,9 @@ def test_the_command_line_stops_at_its_budget_with_exit_76_and_goes_on_with_a_la
     assert (
         "stopped: budget: the run stopped here, before an LLM call: spent $0.7500 and 150,000 tokens of $1.00" in info
     )
-    go_on = f"go on with a larger budget: crewpoint checkpoint resume --location store {stopped_at.id[:12]} --budget 2"
-    assert go_on in info  # named as every view names a command: the store, since it is not the one found by default
+    go_on = f"crewpoint checkpoint resume --location store {stopped_at.id[:12]} --app prog.py:crew --budget 2"
+    assert f"go on with a larger budget: {go_on}" in info  # as every view names a command: the store (not the one
+    # found by default) and the program that ran
 
     # the program's budget again, through the command line: one more task, then exit 76 with one line
     resumed = cli("resume", stopped_at.id, "--location", "store", "--app", "prog.py:crew", cwd=project, env=env)

@@ -115,7 +115,9 @@ def test_a_flow_waits_in_one_process_and_is_answered_from_another(tmp_path: Path
     run, pending = _pause(tmp_path, store)
     assert run.returncode == ExitCode.WAITING == 75, run.stderr
     record = provider_for(pending["ref"]).read(pending["ref"])
-    assert pending["command"] == f"crewpoint checkpoint answer --location {shlex.quote(store)} {record.meta.id[:12]}"
+    # the store, and the program that ran, as typed in the folder it ran in
+    expected = f"crewpoint checkpoint answer --location {shlex.quote(store)} {record.meta.id[:12]}"
+    assert pending["command"] == f"{expected} --app review_flow.py:Review"
     assert pending["command"] in run.stdout
     assert _statuses(store) == ["waiting"]
     assert record.meta.trigger == "human_feedback_requested"

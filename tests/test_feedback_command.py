@@ -43,12 +43,12 @@ def test_in_the_default_store_the_command_names_the_short_id_and_runs_as_written
     project = tmp_path / "project"
     command = _waiting(project, ".checkpoints")
     words = shlex.split(command)
-    assert words[:4] == ["crewpoint", "checkpoint", "answer", words[3]] and len(words) == 4
+    assert words == ["crewpoint", "checkpoint", "answer", words[3], "--app", "review:Review"]  # the program, too
     assert len(words[3]) == 12 and not words[3].strip("0123456789abcdef")
     assert _info(project) == command  # info of the store found here says the same
 
     done = subprocess.run(
-        [*CLI, *words[2:], "--outcome", "approved", "--app", "review.py:flow"],
+        [*CLI, *words[2:], "--outcome", "approved"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -62,9 +62,9 @@ def test_elsewhere_the_command_names_the_store(tmp_path: Path) -> None:
     project = tmp_path / "project"
     command = _waiting(project, "reviews")
     store = str(project / "reviews")
-    checkpoint_id = shlex.split(command)[-1]
-    assert command == f"crewpoint checkpoint answer --location {shlex.quote(store)} {checkpoint_id}"
+    checkpoint_id = shlex.split(command)[-3]
+    assert command == f"crewpoint checkpoint answer --location {shlex.quote(store)} {checkpoint_id} --app review:Review"
     assert _info(project, "--location", store) == command
 
     named = _info(project, "--location", store, CREWPOINT_CHECKPOINT_LOCATION=store)
-    assert named == f"crewpoint checkpoint answer {checkpoint_id}"  # the store the command line finds by itself
+    assert named == f"crewpoint checkpoint answer {checkpoint_id} --app review:Review"  # the store found by itself

@@ -29,6 +29,7 @@ from crewpoint.llm import (
     LLM,
     BaseLLM,
     LLMError,
+    ModelNotNamed,
     OfflineLLM,
     default_llm,
     llm_from_state,
@@ -446,17 +447,18 @@ def test_builtin_models_come_back_by_declaration_without_trust(monkeypatch: pyte
     remote = LLM(model="llama3", base_url="http://127.0.0.1:11434/v1", api_key_env="MY_KEY", stream=True, max_tokens=99)
     state = remote.to_state()
     assert state["class"] == "crewpoint.llm.LLM"
-    # with no model configured the program's default is the offline model: the checkpoint does not switch it
-    assert type(llm_from_state(state, allow_import=trusted())) is OfflineLLM
+    # with no model named, a model's run is not rebuilt onto the offline model (its text would pass for the model's)
+    with pytest.raises(ModelNotNamed, match=r"'llama3'.*offline model.*CREWPOINT_LLM"):
+        llm_from_state(state, allow_import=trusted(), agent="Writer")
     monkeypatch.setenv("CREWPOINT_LLM", "llama3.1")
     restored = llm_from_state(state, allow_import=trusted())
-    # untrusted, the base URL and key variable come from the program's environment, never the checkpoint
-    assert type(restored) is LLM and restored.model == "llama3" and restored.max_tokens == 99
+    # untrusted, the model, base URL and key variable come from the user's environment, never the checkpoint
+    assert type(restored) is LLM and restored.model == "llama3.1" and restored.max_tokens == 99
     assert restored.base_url == DEFAULT_BASE_URL and restored.api_key_env == "OPENAI_API_KEY"
     assert not restored.stream and restored.timeout == LLM.model_fields["timeout"].default
     monkeypatch.setenv("CREWPOINT_BASE_URL", "http://127.0.0.1:9/v1")
     assert llm_from_state(state).base_url == "http://127.0.0.1:9/v1"
-    monkeypatch.setenv("CREWPOINT_LLM", "gpt-4o-mini")  # another family: the program's model stays
+    monkeypatch.setenv("CREWPOINT_LLM", "gpt-4o-mini")  # another model: the one the user names runs
     assert llm_from_state(state).model == "gpt-4o-mini"
     monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")
     assert llm_from_state(state).model_dump() == remote.model_dump()

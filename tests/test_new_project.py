@@ -161,5 +161,6 @@ def test_an_answer_whose_run_waits_again_says_waiting_not_done(tmp_path: Path) -
     again = ops.list_checkpoints(store)[0]
     assert again.trigger == "human_feedback_requested" and again.id != waiting
     last = answered.stdout.strip().splitlines()[-1].split()
-    assert last[0] == "waiting" and again.id.startswith(last[-1]), answered.stdout
+    assert last[0] == "waiting" and again.id.startswith(last[-3]), answered.stdout
+    assert last[-2:] == ["--app", "drafts.crew:DraftsCrew"]  # the project's program, as its pyproject names it
     assert not any(line.startswith("done") for line in answered.stdout.splitlines())

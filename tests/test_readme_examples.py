@@ -388,8 +388,9 @@ def _line(command: str, cwd: Path, stdin: str | None = None) -> subprocess.Compl
 def _answer_command(waited: subprocess.CompletedProcess[str]) -> list[str]:
     """The answer command a waiting run printed (exit 75)."""
     assert waited.returncode == 75, waited.stderr
-    said = re.search(r"answer with: (crewpoint checkpoint answer [0-9a-f]{12})$", waited.stdout.strip())
-    assert said is not None, waited.stdout
+    printed = waited.stdout.strip()
+    said = re.search(r"answer with: (crewpoint checkpoint answer [0-9a-f]{12}) --app review.py:flow$", printed)
+    assert said is not None, waited.stdout  # the program named, as the README's answer line names it
     return shlex.split(said.group(1))
 
 

@@ -27,7 +27,7 @@ from crewpoint import Agent, CheckpointConfig, CheckpointState, Crew, Task
 from crewpoint.checkpoint import ops
 from crewpoint.llm import LLM, BaseLLM, OfflineLLM
 from crewpoint.providers import JsonProvider
-from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 from crewpoint.serialize import declared_state
 from crewpoint.tools import BaseTool
 
@@ -194,9 +194,11 @@ def test_a_model_named_by_the_checkpoint_does_not_turn_an_offline_crew_into_paid
     crew = _crew(tmp_path, Agent(role="Writer", goal="write"))  # the default: the offline model
     ref = _crafted(tmp_path, crew, lambda a: a.update(llm=copy.deepcopy(saved)))
 
-    rebuilt = Crew.from_checkpoint(CheckpointConfig(restore_from=ref))
-    assert type(_rebuilt_llm(rebuilt)) is OfflineLLM
-    rebuilt.kickoff()
+    # the checkpoint says its agent ran on gpt-4o: with no model named, the rebuild is refused, neither paid for
+    # nor finished with the offline model's text in that model's place
+    with pytest.raises(CheckpointError) as refused:
+        Crew.from_checkpoint(CheckpointConfig(restore_from=ref))
+    assert "\n" not in str(refused.value) and "'gpt-4o'" in str(refused.value) and "CREWPOINT_LLM" in str(refused.value)
     assert program.requests == [], "an offline crew made paid calls"
 
     monkeypatch.setenv("CREWPOINT_DESERIALIZE_CALLBACKS", "1")

@@ -347,9 +347,10 @@ def pending_request(body: object) -> dict[str, Any] | None:
     return request
 
 
-def budget_lines(meta: CheckpointMeta, events: list[Any]) -> list[str]:
+def budget_lines(meta: CheckpointMeta, events: list[Any], origin: object = None) -> list[str]:
     """What ``info`` says of a checkpoint a budget stopped: ``stopped: budget``, what the run spent of which budget
-    (its ``budget_exceeded`` event), and the resume command (:func:`~crewpoint.feedback.command_for`) that goes on."""
+    (its ``budget_exceeded`` event), and the resume command (:func:`~crewpoint.feedback.command_for`) that goes on,
+    naming the program the recorded ``origin`` (or the project) names."""
     if meta.trigger != "budget_exceeded":
         return []
     # lazy: crewpoint.cost loads decimal, which list (statuses only) never needs
@@ -380,7 +381,7 @@ def budget_lines(meta: CheckpointMeta, events: list[Any]) -> list[str]:
         suggested = [f"--budget {budget_usd * 2:g}"] if budget_usd is not None and budget_usd > 0 else []
         suggested += [f"--budget-tokens {int(budget_tokens) * 2}"] if budget_tokens is not None else []
         options = " ".join(suggested) or options
-    return ["", line, f"  go on with a larger budget: {command_at('resume', meta)} {options}"]
+    return ["", line, f"  go on with a larger budget: {command_at('resume', meta, origin)} {options}"]
 
 
 def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:

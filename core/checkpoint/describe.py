@@ -50,6 +50,8 @@ class CheckpointInfo:
     usage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The body's well-formed usage rows by part: ``rows`` (this run), ``before`` (the chain before it) and
     ``reused`` (what a resume or fork took over instead of paying again)."""
+    origin: Any = None
+    """Where the run's entity came from, as recorded (the program a printed command names)."""
 
     def costs(self, prices: Prices | None = None) -> CostView:
         """What the chain spent up to this checkpoint, this run, what it saved, and per task, priced now."""
@@ -109,7 +111,7 @@ class CheckpointInfo:
                 lines.append(f"  deadline: {_clock(deadline)}, then the default outcome")
             lines.append("  output under review:")
             lines += ["    " + line for line in clip(request.get("output", ""), 400, one_line=False).splitlines()]
-            lines.append(f"  answer with: {_answer_command(self.meta)}")
+            lines.append(f"  answer with: {_answer_command(self.meta, self.origin)}")
         if self.human_feedback:
             lines += ["", "feedback given"]
         for i, given in enumerate(self.human_feedback):
@@ -143,12 +145,12 @@ class CostView:
         }
 
 
-def _answer_command(meta: CheckpointMeta) -> str:
+def _answer_command(meta: CheckpointMeta, origin: Any = None) -> str:
     """The command that answers the checkpoint, as every view names it (:func:`crewpoint.feedback.command_for`)."""
     # lazy: naming a command reads the store's provider, only for a checkpoint that waits
     from crewpoint.feedback import command_at
 
-    return command_at("answer", meta)
+    return command_at("answer", meta, origin)
 
 
 def _clock(at: Any) -> str:
@@ -243,6 +245,7 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
         pending_feedback=dict(pending) if isinstance(pending, dict) else None,
         human_feedback=answered,
         usage={part: usage_rows(body, part) for part in ("rows", "before", "reused")},
+        origin=record.body.get("origin"),
     )
 
 

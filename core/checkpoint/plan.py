@@ -85,18 +85,26 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
 def flow_class(record: CheckpointRecord) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
+    # lazy: finding the program's spec reads pyproject.toml and folders, only for a flow's class
+    from crewpoint.checkpoint.program import app_placeholder
+
     # lazy: info loads no entity classes (pydantic)
     from crewpoint.flow import Flow
 
     # lazy: info loads no entity classes (pydantic)
-    from crewpoint.serialize import load_class
+    from crewpoint.serialize import TRUST_ENV, load_class
 
     entity = body_of(record)["entity"]
     path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
     if not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
+    name = path.rpartition(".")[2]
+    ways_out = (
+        f"name your program: --app {app_placeholder(entity['kind'], record.body)} (in Python, "
+        f"{name}().kickoff(from_checkpoint=...)), or set {TRUST_ENV}=1 if you trust this checkpoint"
+    )
     try:
-        return load_class(path, Flow, "flow class")
+        return load_class(path, Flow, "flow class", ways_out=ways_out)
     except ValueError as exc:
         raise CheckpointError(str(exc)) from None
 
@@ -114,6 +122,19 @@ class PreparedRun:
     inputs: dict[str, Any] | None = None
     task_ids: list[str] = field(default_factory=list)
     task_names: list[str] = field(default_factory=list)
+    models: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Agent role → the model and provider the run calls (a crew's agents, an agent; a flow's are its code's)."""
+    saved_models: dict[str, str] = field(default_factory=dict)
+    """Agent role → the model the checkpoint names for it."""
+
+    def model_lines(self) -> list[str]:
+        """One line per agent: the model the run calls, and the one the checkpoint names when it differs."""
+        lines = []
+        for role, (model, _) in self.models.items():
+            saved = self.saved_models.get(role)
+            said = f" (the checkpoint names {saved!r})" if saved is not None and saved != model else ""
+            lines.append(f"model:   agent {role!r} calls {model!r}{said}")
+        return lines
 
     @property
     def state(self) -> RuntimeState | None:
@@ -187,6 +208,7 @@ def prepare_run(
         entity = restore(source, kind, fork_branch=fork_branch, entity_cls=program_class)
     entity.apply_edits(inputs, outputs)
     tasks = list(getattr(entity, "tasks", None) or [])
+    models, saved_models = run_models(entity), saved_models_of(record.body["entity"])
     return PreparedRun(
         entity=entity,
         kind=kind,
@@ -197,7 +219,39 @@ def prepare_run(
         inputs=dict(inputs) if inputs else None,
         task_ids=[t.id for t in tasks],
         task_names=[t.label for t in tasks],
+        models=models,
+        saved_models=saved_models,
     )
+
+
+def _agents_of(entity: Any) -> list[Any]:
+    agents = getattr(entity, "agents", None)
+    if isinstance(agents, list):
+        return agents
+    return [entity] if callable(getattr(entity, "get_llm", None)) else []
+
+
+def run_models(entity: Any) -> dict[str, tuple[str, str]]:
+    """Agent role → ``(model, provider)`` the run of ``entity`` calls: each agent's LLM as the run has it (the
+    program's when bound, the one the user names on a rebuild). A flow's models are its methods': none here."""
+    found: dict[str, tuple[str, str]] = {}
+    for agent in _agents_of(entity):
+        llm = agent.get_llm()
+        found[str(agent.role)] = (str(llm.model), llm.provider_name())
+    return found
+
+
+def saved_models_of(entity: Mapping[str, Any]) -> dict[str, str]:
+    """Agent role → the model a checkpoint's entity names for it (a crew's agents, an agent)."""
+    agents = entity.get("agents") if "agents" in entity else [entity] if "llm" in entity else []
+    found: dict[str, str] = {}
+    for agent in agents if isinstance(agents, list) else []:
+        llm = agent.get("llm") if isinstance(agent, Mapping) else None
+        fields = llm.get("fields") if isinstance(llm, Mapping) else None
+        model = llm if isinstance(llm, str) else fields.get("model") if isinstance(fields, Mapping) else None
+        if isinstance(model, str) and isinstance(agent.get("role"), str):
+            found[agent["role"]] = model
+    return found
 
 
 def run_from(

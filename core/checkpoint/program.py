@@ -265,7 +265,16 @@ def suggested_app(record: CheckpointRecord) -> SuggestedApp | None:
         spec, pyproject = found
         return SuggestedApp(spec, f"[tool.crewpoint] app in {_shown_path(pyproject)}")
     body = record.body if isinstance(record.body, Mapping) else {}
-    origin = body.get("origin")
+    recorded = origin_spec(body.get("origin"))
+    if recorded is None:
+        return None
+    return SuggestedApp(recorded, "recorded in the checkpoint (a file of this project): check it is yours")
+
+
+def origin_spec(origin: object) -> str | None:
+    """The app spec of a recorded origin when it is a file inside the current project (:func:`project_file`), as
+    typed in the working folder: ``module:attr`` when the working folder imports the file by that name, else its
+    path from here. None for any other origin. Nothing is imported to decide."""
     if not isinstance(origin, Mapping):
         return None
     attr = origin.get("attr")
@@ -276,11 +285,48 @@ def suggested_app(record: CheckpointRecord) -> SuggestedApp | None:
     real = project_file(path)
     if real is None:
         return None
-    source = "recorded in the checkpoint (a file of this project): check it is yours"
     module = origin.get("module")
     if isinstance(module, str) and _MODULE_RE.match(module) and locate_module(module) == real:
-        return SuggestedApp(module + suffix, source)
-    return SuggestedApp(_shown_path(real) + suffix, source)
+        return module + suffix
+    return _shown_path(real) + suffix
+
+
+def command_app(origin: object, given: str | None = None) -> str | None:
+    """The program a command crewpoint prints names with ``--app``, so that it runs what the run ran when pasted in
+    the working folder: ``given`` (the ``--app`` the run was started with), else the recorded origin when it is a
+    file of the current project (:func:`origin_spec`), else the project's default (``[tool.crewpoint] app``).
+    None when there is none (a run rebuilt from its checkpoint alone goes on the same way)."""
+    if given:
+        return given
+    spec = origin_spec(origin)
+    found = _project_setting()
+    if found is None:
+        return spec
+    target, sep, attr = found[0].rpartition(":") if ":" in found[0] else (found[0], "", "")
+    default = (_shown_path(target) if target.endswith(".py") else target) + sep + attr
+    if spec is None or _same_file(spec, found[0]):  # the project's own spelling of the program that ran
+        return default
+    return spec
+
+
+def _same_file(spec: str, other: str) -> bool:
+    """Do two app specs name the same file (found without importing)?"""
+    try:
+        return os.path.realpath(app_file(spec)) == os.path.realpath(app_file(other))
+    except AppError:
+        return False
+
+
+def app_placeholder(kind: str, body: Mapping[str, Any] | None = None) -> str:
+    """``FILE.py:ATTR`` as a hint names the program of a ``kind`` checkpoint: the recorded origin's spec when it is
+    a file of this project, else ``FILE.py:crew``, ``FILE.py:agent`` or, for a flow, ``FILE.py:`` and its class."""
+    spec = command_app((body or {}).get("origin"))
+    if spec is not None:
+        return spec
+    entity = (body or {}).get("entity")
+    saved = entity.get("class") if isinstance(entity, Mapping) else None
+    name = saved.rpartition(".")[2] if isinstance(saved, str) else ""
+    return f"FILE.py:{name if _ATTR_RE.match(name) else kind}"
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:

@@ -16,6 +16,7 @@ from crewpoint.checkpoint.stores import resolve_id
 from crewpoint.entities import Entity, kind_of
 from crewpoint.events import CheckpointForkedEvent, CheckpointRestoredEvent, event_bus
 from crewpoint.events.record import EventRecord
+from crewpoint.llm import ModelNotNamed
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord
 from crewpoint.runtime import RuntimeState
@@ -69,7 +70,26 @@ def build_entity(record: CheckpointRecord, body: CheckpointBody, entity_cls: typ
         raise CheckpointError(f"restore a {kind.kind} through its class: MyFlow.from_checkpoint(...)")
     saved_state = entity.get("state_class")
     state_class = saved_state.rpartition(".")[2] if isinstance(saved_state, str) and saved_state else None
-    return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))  # type: ignore[no-any-return]
+    try:
+        return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))  # type: ignore[no-any-return]
+    except ModelNotNamed as exc:
+        raise CheckpointError(_model_not_named(record, body, exc)) from None
+
+
+def _model_not_named(record: CheckpointRecord, body: CheckpointBody, exc: ModelNotNamed) -> str:
+    """The one line refusing to rebuild a checkpoint whose agent ran on a real model when no model is named: both
+    ways out, the program (named as this checkpoint's kind takes it) and the model."""
+    # lazy: finding the program's spec reads pyproject.toml and folders, only when a rebuild is refused
+    from crewpoint.checkpoint.program import app_placeholder
+
+    kind = body["entity"]["kind"]
+    who = f"agent {exc.agent!r}" if exc.agent else "an agent"
+    return (
+        f"checkpoint {record.meta.id[:12]}: {who} ran on the model {exc.model!r}, and rebuilt from the checkpoint "
+        f"alone it would run on the offline model: name your program (--app {app_placeholder(kind, record.body)}, "
+        f"or app in [tool.crewpoint] of pyproject.toml; in Python, kickoff(from_checkpoint=...) on your own {kind}) "
+        "or the model (CREWPOINT_LLM=NAME, with CREWPOINT_BASE_URL for its server)"
+    )
 
 
 def _state_checked(record: CheckpointRecord, state_class: str | None, apply: Callable[[], Any]) -> Any:

@@ -134,7 +134,7 @@ def _print_info(
         _say(line)
     for line in info.feedback_lines():  # the request the run waits on, and each answer given
         _say(line)
-    for line in budget_lines(meta, info.events):  # a run stopped at its budget
+    for line in budget_lines(meta, info.events, info.origin):  # a run stopped at its budget
         _say(line)
     _say(f"\nevents recorded: {len(info.events)}")
 

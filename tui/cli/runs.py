@@ -164,7 +164,7 @@ def _run(
                 check_fork(record, prepared.plan, new_inputs)
             if budget is not None:
                 prepared.entity.budget = budget  # the program's own budget gives way to the one asked for here
-            estimate = _estimate(record, prepared.store, prepared.plan.rerun) if dry_run else None
+            estimate = _estimate(record, prepared.store, prepared.plan.rerun, prepared.models) if dry_run else None
         if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
             _print_plan(prepared, app)
             if estimate is not None:
@@ -224,8 +224,13 @@ def _resume_hint(latest: str, where: str | None, prepared: PreparedRun | None, g
     store = where if where is not None else prepared.store if prepared is not None else None
     if store is not None and (where is not None or not _found_by_default(store)):
         hint += f" --location {shlex.quote(store)}"
-    if given_app is not None:  # the program this run ran, which the resume must run too
-        hint += f" --app {shlex.quote(given_app)}"
+    # lazy: finding the user's program loads the engine; only resume and fork run one
+    from crewpoint.checkpoint.program import command_app
+
+    state = prepared.state if prepared is not None else None
+    program = command_app(state.origin if state is not None else None, given_app)
+    if program is not None:  # the program this run ran, which the resume must run too
+        hint += f" --app {shlex.quote(program)}"
     return hint
 
 
@@ -264,13 +269,16 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
         lines.append(f"{unit} to run: {listed or 'none'}")
     else:
         lines.append(f"{unit} to run: what is not done at the checkpoint")
+    lines += prepared.model_lines()  # the models the run calls, and a checkpoint's other one said
     for line in lines:
         click.echo(visible(line, one_line=True))
 
 
-def _estimate(record: CheckpointRecord, store: str, rerun: list[int]) -> Estimate:
+def _estimate(
+    record: CheckpointRecord, store: str, rerun: list[int], models: dict[str, tuple[str, str]] | None = None
+) -> Estimate:
     """What the tasks the plan runs cost when they last ran on the checkpoint's chain or after it, in the newest
-    checkpoint that descends from it (a bad price file: exit 2)."""
+    checkpoint that descends from it, priced at the models the run calls (a bad price file: exit 2)."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
@@ -283,7 +291,7 @@ def _estimate(record: CheckpointRecord, store: str, rerun: list[int]) -> Estimat
         newest = None
     later = ops.body_or_none(newest.location if newest is not None else None)
     units, open_ended = units_to_run(record.body, rerun)
-    return estimate_rerun(record.body, units, open_ended=open_ended, later=later)
+    return estimate_rerun(record.body, units, open_ended=open_ended, later=later, models=models)
 
 
 def _print_estimate(estimate: Estimate) -> None:
