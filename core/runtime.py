@@ -338,7 +338,8 @@ class RuntimeState:
     def _prune(self, provider: BaseProvider, location: str, keep: int) -> None:
         """``max_checkpoints``: keep the newest ``keep`` checkpoints of this run's entity on its branch (the
         seed's bound for repeated runs). Never the checkpoint it resumed from or the one it wrote last, never
-        another live run's, never a fork point or the first checkpoint of a fork (see ``PruneStrategy``).
+        another live run's, never one an unanswered request waits at, never a fork point or the first checkpoint
+        of a fork (see ``PruneStrategy``).
 
         ``keep`` comes only from the running program's configuration: a restored run never reads it from a
         checkpoint (``config_from_state``), so a checkpoint cannot make a run delete anything.
