@@ -228,8 +228,10 @@ class StoreIndex:
         this segment. A run whose latest checkpoint is older than the run is still at the checkpoint it started
         from: from a segment's head it continues that segment; from an earlier checkpoint it will start a segment
         of its own, so it marks none yet (a resume from an earlier checkpoint, cancelled at once, does not mark
-        the finished run it started from)."""
-        for run in self.runs.get((segment.lineage, segment.branch), ()):
+        the finished run it started from). Else the run that wrote the segment's newest checkpoint, when its record
+        is here: a run that wrote checkpoints to other stores between them leaves segments its latest is not in."""
+        runs = self.runs.get((segment.lineage, segment.branch), ())
+        for run in runs:
             key = self.segment_of.get(run.checkpoint_id) if run.checkpoint_id is not None else None
             if key is None:
                 return run  # its checkpoint is not in view (none yet, or filtered out): the newest run stands
@@ -239,17 +241,14 @@ class StoreIndex:
             if started_here and segment.head.id != run.checkpoint_id:
                 continue
             return run
-        return None
+        writer = segment.head.run_id
+        return next((run for run in runs if run.run_id == writer), None) if writer else None
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
-        """One of :data:`RUN_STATES` from the segment's run record; without one, "running" while its newest
-        checkpoint is recent and unfinished, "finished" once it finished, else None."""
+        """One of :data:`RUN_STATES` from the segment's run record; None without one (what its checkpoints say is
+        no word on whether their run goes on, or how it ended)."""
         run = self.run_of(segment)
-        if run is not None:
-            return classify(run, now)
-        if segment.is_live(now):
-            return "running"
-        return "finished" if segment.finished else None
+        return classify(run, now) if run is not None else None
 
     def statuses(self, now: float | None = None) -> dict[str, str]:
         """Checkpoint id → the status word of the run of its segment (ids without a known run are left out)."""
@@ -300,8 +299,8 @@ class ListingStatuses:
             elif (segment.lineage, segment.branch) in index.runs:
                 state = index.state_of(segment, now)
                 word = STATUS_WORDS.get(state, state) if state is not None else None
-            else:  # no run record: what its newest checkpoint says (as StoreIndex.state_of without a run)
-                word = STATUS_WORDS["running"] if _live(head, now) else _DONE if _finished(head) else None
+            else:  # no run record: no word (as StoreIndex.state_of without a run)
+                word = None
             if word is not None:
                 out.update(dict.fromkeys(map(_ID, segment.metas), word))
             if oldest.parent_id:
@@ -312,7 +311,6 @@ class ListingStatuses:
         return out
 
 
-_DONE = STATUS_WORDS["finished"]
 REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
 """What a pending request shows (``list --json``'s ``request``, the Answer dialog), read from a waiting body."""
 
