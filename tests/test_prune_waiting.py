@@ -99,3 +99,33 @@ def test_max_checkpoints_never_deletes_another_runs_request_nor_does_answering_o
     # answered, the requests' checkpoints are ordinary ones again: the bound holds
     again = run("prune", "store", "--keep", "2", "--dry-run", cwd=project)
     assert MARK not in again.stdout
+
+
+def test_a_crew_tasks_request_survives_the_next_runs_max_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Task(human_input=True)``: a second run of the crew with ``max_checkpoints=1`` keeps the first run's
+    request, which is then answered and finishes."""
+    from crewpoint import Agent, CheckpointConfig, Crew, Task
+    from crewpoint.feedback import FeedbackPending
+
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    store = str(tmp_path / "store")
+
+    def crew() -> Crew:
+        writer = Agent(role="Writer", goal="write well", llm="offline")
+        tasks = [
+            Task(description="Outline a post", expected_output="an outline", agent=writer, name="outline"),
+            Task(description="Write the post", expected_output="a post", agent=writer, name="post", human_input=True),
+        ]
+        return Crew(agents=[writer], tasks=tasks, checkpoint=CheckpointConfig(location=store, max_checkpoints=1))
+
+    first, second = crew().kickoff(inputs={}), crew().kickoff(inputs={})
+    assert isinstance(first, FeedbackPending) and isinstance(second, FeedbackPending)
+    from crewpoint.checkpoint import ops
+
+    kept = {m.id for m in ops.list_checkpoints(store)}
+    assert {first.checkpoint_id, second.checkpoint_id} <= kept
+    done = crew().kickoff(from_checkpoint=first.ref, feedback="")
+    assert not isinstance(done, FeedbackPending) and done.raw
+    assert second.checkpoint_id in {m.id for m in ops.list_checkpoints(store)}  # still there to be answered

@@ -1,5 +1,5 @@
-"""STATUS says what a run record says, and nothing else: every checkpoint of a finished run reads ``done`` in every
-store the run wrote to, as soon as its process has exited, and a checkpoint with no run record reads ``—``. The
+"""STATUS says what a run record says: every checkpoint of a finished run reads ``done`` in every store the run
+wrote to, as soon as its process has exited, and a checkpoint with no run record is never guessed live. The
 seed's own pattern: an event handler calling ``state.checkpoint("./my_checkpoints")`` beside the crew's
 ``CheckpointConfig(location="./store")``, run in its own process."""
 
@@ -82,17 +82,21 @@ def test_a_finished_run_reads_done_in_every_store_it_wrote_to_once_it_exited(
         assert {index.state_of(segment) for segment in index.segments.values()} == {"finished"}
 
 
-def test_a_checkpoint_with_no_run_record_reads_no_status_whatever_its_time_or_progress(tmp_path: Path) -> None:
-    """Neither a fresh unfinished checkpoint (once read ``live`` by the clock) nor a finished one (once read
-    ``done``) says how its run went when no record of the run exists."""
+def test_a_fresh_checkpoint_with_no_run_record_is_not_called_live(tmp_path: Path) -> None:
+    """How recent a checkpoint is says nothing of whether its run goes on: with no record of the run, an unfinished
+    checkpoint written a moment ago reads ``—`` (it once read ``live`` for the seconds after it was written); one
+    whose checkpoint says the work is complete reads ``done``."""
     store = str(tmp_path / "store")
     provider = provider_for(store)
     now = time.time()
     for n, (done, total, lineage) in enumerate([(1, 3, "a" * 32), (3, 3, "b" * 32)]):
-        meta = CheckpointMeta(f"{n:032x}", None, "main", lineage, 1, now, "task_completed", "crew", "c", done, total)
+        meta = CheckpointMeta(str(n) * 32, None, "main", lineage, 1, now, "task_completed", "crew", "c", done, total)
         provider.write(store, CheckpointRecord(meta, {"n": n}))
     assert read_runs(store) == []
-    rows = listed(store, tmp_path)
-    assert len(rows) == 2 and [row["status"] for row in rows] == [None, None]
+    rows = {row["id"]: row["status"] for row in listed(store, tmp_path)}
+    assert rows == {"0" * 32: None, "1" * 32: "done"}
     shown = subprocess.run([*CLI, "list", store], cwd=tmp_path, env=user_env(), capture_output=True, text=True)
-    assert [line.split()[-1] for line in shown.stdout.splitlines()[1:]] == ["-", "-"]
+    words = {line.split()[0]: line.split()[-1] for line in shown.stdout.splitlines()[1:]}
+    assert words == {"0" * 12: "-", "1" * 12: "done"}
+    index = StoreIndex.build(provider.list(store), "", [])
+    assert index.live_branches() == set()

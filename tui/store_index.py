@@ -245,10 +245,13 @@ class StoreIndex:
         return next((run for run in runs if run.run_id == writer), None) if writer else None
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
-        """One of :data:`RUN_STATES` from the segment's run record; None without one (what its checkpoints say is
-        no word on whether their run goes on, or how it ended)."""
+        """One of :data:`RUN_STATES` from the segment's run record; without one, "finished" when its newest
+        checkpoint says the work is complete, else None: how recent a checkpoint is says nothing of whether its
+        run goes on (a run that ended a second ago is not live)."""
         run = self.run_of(segment)
-        return classify(run, now) if run is not None else None
+        if run is not None:
+            return classify(run, now)
+        return "finished" if segment.finished else None
 
     def statuses(self, now: float | None = None) -> dict[str, str]:
         """Checkpoint id → the status word of the run of its segment (ids without a known run are left out)."""
@@ -299,8 +302,8 @@ class ListingStatuses:
             elif (segment.lineage, segment.branch) in index.runs:
                 state = index.state_of(segment, now)
                 word = STATUS_WORDS.get(state, state) if state is not None else None
-            else:  # no run record: no word (as StoreIndex.state_of without a run)
-                word = None
+            else:  # no run record: what its newest checkpoint says (as StoreIndex.state_of without a run)
+                word = _DONE if _finished(head) else None
             if word is not None:
                 out.update(dict.fromkeys(map(_ID, segment.metas), word))
             if oldest.parent_id:
@@ -311,6 +314,7 @@ class ListingStatuses:
         return out
 
 
+_DONE = STATUS_WORDS["finished"]
 REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
 """What a pending request shows (``list --json``'s ``request``, the Answer dialog), read from a waiting body."""
 
