@@ -28,7 +28,8 @@ WRITTEN_NOT_RUN = written_not_run()
 whose newest checkpoint is one of them is not live, however new it is."""
 
 LIVE_WINDOW = 10.0
-"""Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
+"""Seconds after its newest checkpoint during which an unfinished branch looks live by the clock alone
+(:meth:`Segment.is_live`); a status never takes it: only a run record says a run goes on."""
 
 RUN_STATES = ("running", "waiting", "answered", "budget", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
