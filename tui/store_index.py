@@ -28,8 +28,7 @@ WRITTEN_NOT_RUN = written_not_run()
 whose newest checkpoint is one of them is not live, however new it is."""
 
 LIVE_WINDOW = 10.0
-"""Seconds after its newest checkpoint during which an unfinished branch looks live by the clock alone
-(:meth:`Segment.is_live`); a status never takes it: only a run record says a run goes on."""
+"""Seconds an unfinished branch looks live by the clock (:meth:`Segment.is_live`); no status takes it from there."""
 
 RUN_STATES = ("running", "waiting", "answered", "budget", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
@@ -247,8 +246,7 @@ class StoreIndex:
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
         """One of :data:`RUN_STATES` from the segment's run record; without one, "finished" when its newest
-        checkpoint says the work is complete, else None: how recent a checkpoint is says nothing of whether its
-        run goes on (a run that ended a second ago is not live)."""
+        checkpoint says the work is complete, else None (how recent a checkpoint is says nothing of its run)."""
         run = self.run_of(segment)
         if run is not None:
             return classify(run, now)
