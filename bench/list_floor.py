@@ -21,7 +21,6 @@ COLUMNS = ("id", "parent_id", "branch", "lineage", "sequence", "created_at", "tr
 COLUMNS += ("entity_kind", "entity_name", "tasks_done", "tasks_total", "size", "usage")
 HEADER = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
 CHUNK = 2000  # crewpoint's columns are as wide as its first 2,000 rows need
-LIVE_WINDOW = 10.0  # an unfinished run whose newest checkpoint is this recent reads "live"
 TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
 
 
@@ -71,7 +70,7 @@ def sqlite_rows(path: str, checks: bool = False) -> list[tuple[Any, ...]]:
         con.close()
 
 
-def statuses(rows: list[tuple[Any, ...]], now: float) -> dict[tuple[Any, ...], str]:
+def statuses(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], str]:
     """(lineage, branch, kind, name) → the status word of that run's branch, from its newest checkpoint."""
     heads: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for row in rows:
@@ -82,9 +81,7 @@ def statuses(rows: list[tuple[Any, ...]], now: float) -> dict[tuple[Any, ...], s
     out = {}
     for key, head in heads.items():
         if head[6] in TERMINAL or (head[10] > 0 and head[9] >= head[10]):
-            out[key] = "done"
-        elif now - head[5] < LIVE_WINDOW and head[6] != "crewpoint_fork":
-            out[key] = "live"
+            out[key] = "done"  # with no run record, a checkpoint's age says nothing of whether its run goes on
     return out
 
 
@@ -116,7 +113,7 @@ def cost_text(usage: str) -> str:
 
 def table(rows: list[tuple[Any, ...]]) -> str:
     rows.sort(key=lambda r: (r[5], r[4], r[0]), reverse=True)
-    status = statuses(rows, time.time())
+    status = statuses(rows)
     costs = {usage: cost_text(usage) for usage in {r[12] for r in rows}}
     strftime, localtime = time.strftime, time.localtime
     cells = [

@@ -275,11 +275,12 @@ class RuntimeState:
                 self._write_failed(record, config.location, error)
                 return
             self._write_done(record, ref)
+            self._recorded_in(config.provider, config.location)
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
         if self.heartbeat is None and _current.get() is self:  # checkpoints by an agent's config alone
-            self.heartbeat = Heartbeat(self, config)  # the run is recorded, so it reads finished once it ends
+            self.heartbeat = Heartbeat(self, config.provider, config.location)  # so it reads finished once it ends
         self._started(record, config.location)
         writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
 
@@ -338,7 +339,8 @@ class RuntimeState:
     def _prune(self, provider: BaseProvider, location: str, keep: int) -> None:
         """``max_checkpoints``: keep the newest ``keep`` checkpoints of this run's entity on its branch (the
         seed's bound for repeated runs). Never the checkpoint it resumed from or the one it wrote last, never
-        another live run's, never a fork point or the first checkpoint of a fork (see ``PruneStrategy``).
+        another live run's, never one an unanswered request waits at, never a fork point or the first checkpoint
+        of a fork (see ``PruneStrategy``).
 
         ``keep`` comes only from the running program's configuration: a restored run never reads it from a
         checkpoint (``config_from_state``), so a checkpoint cannot make a run delete anything.
@@ -383,7 +385,17 @@ class RuntimeState:
             self._write_failed(record, loc, exc)
             raise
         self._write_done(record, ref)
+        self._recorded_in(provider, loc)
         return ref
+
+    def _recorded_in(self, provider: BaseProvider, location: str) -> None:
+        """The run's record is kept in ``location`` too from now on, a store it wrote a checkpoint to (a handler's
+        ``state.checkpoint("./elsewhere")``): each store it wrote to reads it running, then closed as it ends."""
+        heartbeat = self.heartbeat
+        if heartbeat is None and _current.get() is self:  # a run with no store of its own writes here
+            self.heartbeat = Heartbeat(self, provider, location)
+        elif heartbeat is not None:
+            heartbeat.include(provider, location)
 
     async def acheckpoint(self, location: str | Path | None = None, trigger: str = "manual") -> str:
         import asyncio
@@ -399,6 +411,7 @@ class RuntimeState:
             self._write_failed(record, loc, exc)
             raise
         self._write_done(record, ref)
+        self._recorded_in(provider, loc)
         return ref
 
     # -- events ----------------------------------------------------------------------------------------
@@ -496,7 +509,8 @@ class Running:
         state.outer = outer if outer is not state else None
         self._token = _current.set(state)
         state.run_started = time.time()
-        state.heartbeat = Heartbeat(state, state.config) if state.config is not None else None
+        config = state.config
+        state.heartbeat = Heartbeat(state, config.provider, config.location) if config is not None else None
         state.stopping = False
         held = state.pending_signal
         if held is not None:  # Ctrl+C while the run was being set up: it stops before any work
@@ -585,13 +599,16 @@ def resume_command(state: RuntimeState) -> str | None:
 
 
 class Heartbeat:
-    """Keeps a small record of the run in its store (pid, host, start, last beat, status) while it runs."""
+    """Keeps a small record of the run in its store (pid, host, start, last beat, status) while it runs, and in
+    every other store the run wrote a checkpoint to (:meth:`include`)."""
 
-    def __init__(self, state: RuntimeState, config: CheckpointConfig) -> None:
+    def __init__(self, state: RuntimeState, provider: BaseProvider, location: str) -> None:
 
         self.state = state
-        self.location = config.location
-        self.provider = config.provider
+        self.location = location
+        self.provider = provider
+        self.others: dict[str, BaseProvider] = {}
+        """The other stores the run wrote to, by location: their records beat and close with this one."""
         self.recorded = False
         self._beat_lock = threading.Lock()
         now = time.time()
@@ -619,10 +636,21 @@ class Heartbeat:
         with self._beat_lock:
             state = self.state
             self.info = self.info.beat(status=status, branch=state.branch, checkpoint_id=state.checkpoint_id)
-            try:
-                self.recorded = self.provider.write_run(self.location, self.info) or self.recorded
-            except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
-                log.debug("heartbeat for %s not written: %s", self.location, exc)
+            for location, provider in [(self.location, self.provider), *self.others.items()]:
+                try:
+                    written = provider.write_run(location, self.info)
+                except Exception as exc:  # a heartbeat is a convenience: never stop the run for it
+                    log.debug("heartbeat for %s not written: %s", location, exc)
+                    continue
+                self.recorded = self.recorded or (written and location == self.location)
+
+    def include(self, provider: BaseProvider, location: str) -> None:
+        """Keep the run's record in ``location`` too (written now, then at each beat and as the run ends)."""
+        if location == self.location or location in self.others:
+            return
+        with self._beat_lock:
+            self.others[location] = provider
+        self.beat()
 
     def _loop(self) -> None:
 

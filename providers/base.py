@@ -257,10 +257,24 @@ class BaseProvider(abc.ABC):
         deletes nothing. A read-only store refuses both."""
         self._refuse_if_read_only(location)
         with self._pruning(location):
-            plan = strategy.plan(self.list(location), self.read_runs(location))
+            plan = strategy.plan(
+                self.list(location), self.read_runs(location), lambda asking: self._waiting(location, asking)
+            )
             if plan.doomed and not dry_run:
                 self.delete(location, plan.ids)
         return plan
+
+    def _waiting(self, location: str, asking: builtins.list[CheckpointMeta]) -> set[str]:
+        """Ids of the checkpoints among ``asking`` an unanswered request waits at (the prune's
+        :data:`~crewpoint.providers.prune.Waiting`): their bodies hold a request, and the store no claim for it."""
+        # lazy: crewpoint.providers.prune imports this module back (cycle)
+        from crewpoint.providers.prune import unanswered
+
+        return unanswered(
+            asking,
+            lambda meta: self.read(location, meta.id).body,
+            lambda key: self.read_claim(location, key) is not None,
+        )
 
     def _pruning(self, location: str) -> AbstractContextManager[Any]:
         """The lock a prune holds while it plans and deletes. Default: one per provider in this process."""

@@ -40,7 +40,7 @@ from crewpoint.providers.base import (
     CheckpointNotFound,
     CheckpointRecord,
 )
-from crewpoint.providers.prune import PruneStrategy
+from crewpoint.providers.prune import REQUESTED, PruneStrategy
 from crewpoint.providers.refs import check_branch
 from crewpoint.providers.runs import RunInfo, classify, this_host
 from crewpoint.providers.usage_meta import read_usage_summary, usage_summary
@@ -750,3 +750,38 @@ async def watch_reports_a_claim(store: Store) -> None:
     chain(store, 1, 1)
     change = await _next_change(store, lambda: store.provider.claim(store.location, "req-1", {"token": "t"}))
     assert change.runs_only is False  # a request was answered: what a list view shows changed
+
+
+# -- pruning and claims: what a person's request waits at ----------------------------------------------------
+
+
+def _asking(store: Store, n: int, parent: int | None, request: str, lineage: str) -> None:
+    """A checkpoint a run wrote to wait for a person's answer: its trigger says so, its body holds the request."""
+    record = meta(n, parent, lineage=lineage).with_(trigger=REQUESTED)
+    waits = {**body(n), "entity": {"kind": "flow", "pending_feedback": {"request_id": request, "message": "ok?"}}}
+    store.provider.write(store.location, CheckpointRecord(record, waits))
+
+
+@check("claims")
+def prune_never_deletes_what_an_unanswered_request_waits_at(store: Store) -> None:
+    """Two runs wait for an answer, one of them answered: a count, an age and ``force`` delete the answered one's
+    and keep the other's request, and the dry run names it kept exactly as the prune keeps it."""
+    chain(store, 1, 2, lineage="run-a")
+    _asking(store, 3, 2, "req-a", "run-a")
+    chain(store, 11, 12, lineage="run-b")
+    _asking(store, 13, 12, "req-b", "run-b")
+    chain(store, 21, 23, lineage="run-c")
+    store.provider.claim(store.location, "req-b", {"token": "t-1", "who": "ana"})
+    provider, location = store.provider, store.location
+    for strategy in (PruneStrategy(keep=1, force=True), PruneStrategy(older_than=0, now=T0 + 1000)):
+        dry = provider.prune(location, strategy, dry_run=True)
+        assert dry.kept_waiting == {"cp0003"}, strategy
+        assert "cp0003" not in dry.ids and "cp0013" in dry.ids, strategy
+        assert len(ids(store)) == 9
+    dry = provider.prune(location, PruneStrategy(keep=1), dry_run=True)
+    plan = provider.prune(location, PruneStrategy(keep=1))
+    assert plan == dry and plan.kept_waiting == {"cp0003"}
+    assert sorted(ids(store)) == ["cp0003", "cp0023"]
+    assert provider.read(location, "cp0003").body["entity"]["pending_feedback"]["request_id"] == "req-a"
+    store.provider.claim(location, "req-a", {"token": "t-2", "who": "ben"})  # answered: an ordinary checkpoint now
+    assert provider.prune(location, PruneStrategy(keep=1)).ids == ["cp0003"]

@@ -79,7 +79,7 @@ from crewpoint.providers.pg_sql import (
     sound_bodies,
     steps_back_sql,
 )
-from crewpoint.providers.prune import PrunePlan, PruneStrategy
+from crewpoint.providers.prune import PrunePlan, PruneStrategy, unanswered
 from crewpoint.providers.refs import ID_RE, check_meta, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 
@@ -319,7 +319,6 @@ class PostgresProvider(BaseProvider):
         wanted = checkpoint_id or ref_id
         with self._conn(where) as conn:
             store = self._store(where, conn, create=False)
-            s = store.s
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 if wanted is None:
@@ -330,22 +329,7 @@ class PostgresProvider(BaseProvider):
                     meta = meta_of(conn, store, resolve(conn, store, wanted))
                     if meta is None:
                         raise CheckpointNotFound(f"no checkpoint {wanted!r} in {where.name}")
-                found = conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = %s", [meta.id]).fetchone()
-                if found is None:
-                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: the checkpoint body is missing")
-                meta = body_check(conn, store, meta)
-                try:
-                    manifest = zlib.decompress(found[0])
-                    if meta.digest and (
-                        len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest
-                    ):
-                        raise chunks.BadChunk("its manifest does not match the digest its row records")
-                    body = chunks.join(manifest, lambda hashes: load_chunks(conn, s, hashes), meta.size)
-                except chunks.MissingChunk as exc:
-                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data chunk {exc} is missing") from exc
-                except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
-                    raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data is corrupt ({exc})") from exc
-        return CheckpointRecord(meta, body)
+                return _record(conn, store, where, meta)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         where, _ = self._where(location)
@@ -436,7 +420,20 @@ class PostgresProvider(BaseProvider):
             store = self._store(where, conn, create=False)
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [where.lock_key])
-                plan = strategy.plan(sound_bodies(conn, store, list_metas(conn, store, None)), runs_of(conn, store))
+                s = store.s
+
+                def waiting(asking: builtins.list[CheckpointMeta]) -> set[str]:
+                    return unanswered(
+                        asking,
+                        lambda meta: _record(conn, store, where, meta).body,
+                        lambda key: (
+                            store.version >= CLAIMS_SINCE
+                            and conn.execute(f"SELECT 1 FROM {s}.claims WHERE key = %s", [key]).fetchone() is not None
+                        ),
+                    )
+
+                metas = sound_bodies(conn, store, list_metas(conn, store, None))
+                plan = strategy.plan(metas, runs_of(conn, store), waiting)
                 if plan.doomed and not dry_run:
                     delete_checkpoints(conn, store.s, plan.ids)
                     notify(conn, where, DELETE)
@@ -635,3 +632,22 @@ async def _read_notifies(conn: Any, queue: asyncio.Queue[str | None]) -> None:
     except Exception:
         pass
     queue.put_nowait(None)
+
+
+def _record(conn: psycopg.Connection[Any], store: PgStore, where: PgLocation, meta: CheckpointMeta) -> CheckpointRecord:
+    """The record of ``meta`` with its body, read and checked inside the caller's transaction on ``conn``."""
+    s = store.s
+    found = conn.execute(f"SELECT manifest FROM {s}.bodies WHERE id = %s", [meta.id]).fetchone()
+    if found is None:
+        raise DamagedCheckpoint(f"{where.name}#{meta.id}: the checkpoint body is missing")
+    meta = body_check(conn, store, meta)
+    try:
+        manifest = zlib.decompress(found[0])
+        if meta.digest and (len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest):
+            raise chunks.BadChunk("its manifest does not match the digest its row records")
+        body = chunks.join(manifest, lambda hashes: load_chunks(conn, s, hashes), meta.size)
+    except chunks.MissingChunk as exc:
+        raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data chunk {exc} is missing") from exc
+    except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data is corrupt ({exc})") from exc
+    return CheckpointRecord(meta, body)

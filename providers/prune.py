@@ -13,12 +13,20 @@ from __future__ import annotations
 import builtins
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.runs import RunInfo, classify
+
+REQUESTED = "human_feedback_requested"
+"""The trigger of a checkpoint a run wrote to wait for a person's answer: its metadata says so, so a prune reads the
+body (and the claim) only of checkpoints with this trigger that it would otherwise delete."""
+
+Waiting = Callable[[builtins.list[CheckpointMeta]], set[str]]
+"""Given checkpoints with the trigger :data:`REQUESTED`, the ids of those an unanswered request waits at: a
+provider's reader of their bodies and claims, under the same lock or transaction as the prune."""
 
 _BY_TIME = attrgetter("created_at", "sequence", "id")
 _BY_SEQUENCE = attrgetter("sequence", "created_at", "id")
@@ -92,6 +100,32 @@ def live_checkpoints(metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo], o
     return ids
 
 
+def request_key(body: object) -> str | None:
+    """The claim key of the request for a person's answer that ``body`` holds (its entity's ``pending_feedback``,
+    the key an answer claims), or None when it holds none."""
+    entity = body.get("entity") if isinstance(body, dict) else None
+    pending = entity.get("pending_feedback") if isinstance(entity, dict) else None
+    key = pending.get("request_id") if isinstance(pending, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def unanswered(
+    metas: Iterable[CheckpointMeta], body_of: Callable[[CheckpointMeta], object], claimed: Callable[[str], bool]
+) -> set[str]:
+    """Ids of the checkpoints among ``metas`` an unanswered request waits at: their body holds a request (see
+    :func:`request_key`) that nobody has claimed yet. What cannot be told (a body or a claim that cannot be read)
+    is kept: a prune never costs a person's request on a guess."""
+    waiting: set[str] = set()
+    for meta in metas:
+        try:
+            key = request_key(body_of(meta))
+            if key is not None and not claimed(key):
+                waiting.add(meta.id)
+        except Exception:  # unreadable: whether it waits cannot be told, and keeping it costs one record
+            waiting.add(meta.id)
+    return waiting
+
+
 Entity = tuple[str, str]
 """An entity's kind and name (``("crew", "research")``): the unit a count keeps its newest N of, per branch."""
 
@@ -110,6 +144,8 @@ class PrunePlan:
     """Checkpoints kept because another branch forks from them or a fork starts with them."""
     kept_live: frozenset[str] = frozenset()
     """Checkpoints kept because a live (or lost) run owns or stands on them."""
+    kept_waiting: frozenset[str] = frozenset()
+    """Checkpoints kept because a request for a person's answer waits at them, unanswered."""
     damaged: int = 0
     """Damaged records in the store: never counted, never deleted by a prune."""
 
@@ -130,8 +166,9 @@ class PruneStrategy:
 
     Never deleted: damaged records (they never count either), ids in ``protect`` (the checkpoint a run resumes
     from, the one it wrote last), the checkpoints of live runs other than ``own_run`` and every ancestor of their
-    newest checkpoint, and unless ``force`` (the command line's explicit word) every checkpoint another branch
-    forks from and the first checkpoint of each fork.
+    newest checkpoint, every checkpoint an unanswered request waits at (even with ``force``), and unless ``force``
+    (the command line's explicit word) every checkpoint another branch forks from and the first checkpoint of each
+    fork.
     """
 
     keep: int | None = None
@@ -152,8 +189,12 @@ class PruneStrategy:
         if self.older_than is not None and self.older_than < 0:
             raise ValueError(f"age must be 0 seconds or more, not {self.older_than}")
 
-    def plan(self, metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo] = ()) -> PrunePlan:
-        """The plan over a store's metadata and run records; reads and changes nothing."""
+    def plan(
+        self, metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo] = (), waiting: Waiting | None = None
+    ) -> PrunePlan:
+        """The plan over a store's metadata and run records; changes nothing. ``waiting`` (the store's reader of
+        requests, see :data:`Waiting`) is asked only about the checkpoints the plan would otherwise delete whose
+        trigger is :data:`REQUESTED`; without it, every such checkpoint is kept (whether it waits cannot be told)."""
         import time
 
         metas = builtins.list(metas)
@@ -163,10 +204,15 @@ class PruneStrategy:
         live = live_checkpoints(metas, runs, self.own_run) - self.protect
         structural = (fork_points(metas) | fork_roots(good)) - self.protect - live
         spared = self.protect | live | (set() if self.force else structural)
+        doomed = [m for m in ordered if m.id in chosen and m.id not in spared]
+        asking = [m for m in doomed if m.trigger == REQUESTED]
+        held = (waiting(asking) if waiting is not None else {m.id for m in asking}) if asking else set()
+        held &= {m.id for m in asking}
         return PrunePlan(
-            doomed=[m for m in ordered if m.id in chosen and m.id not in spared],
+            doomed=[m for m in doomed if m.id not in held],
             kept_fork_points=frozenset(set() if self.force else chosen & structural),
             kept_live=frozenset(chosen & live),
+            kept_waiting=frozenset(held),
             damaged=len(metas) - len(good),
         )
 

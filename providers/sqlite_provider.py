@@ -52,7 +52,7 @@ from crewpoint.providers.files import (
     temp_name,
 )
 from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
-from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first
+from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first, unanswered
 from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, meta_problem, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
 from crewpoint.providers.sqlite_schema import MIGRATIONS as MIGRATIONS  # the schema's names, importable here too
@@ -368,11 +368,6 @@ class SqliteProvider(BaseProvider):
                 yield from newest_rows(damaged)
 
     def read(self, location: str, checkpoint_id: str | None = None) -> CheckpointRecord:
-        import hashlib
-
-        # lazy: `checkpoint list` never loads providers.chunks
-        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
-
         path, ref_id = split_ref(location)
         wanted = checkpoint_id or ref_id
         with self._use(path, create=False) as store:
@@ -387,26 +382,36 @@ class SqliteProvider(BaseProvider):
                     meta = latest
                 else:
                     meta = self._meta(db, path, self._resolve(db, path, wanted))
-                found = db.execute("SELECT manifest FROM bodies WHERE id = ?", [meta.id]).fetchone()
-                if found is None:
-                    raise DamagedCheckpoint(f"{path}#{meta.id}: the checkpoint body is missing")
-                if store.version >= 3:
-                    length, digest = db.execute(
-                        "SELECT body_length, digest FROM checkpoints WHERE id = ?", [meta.id]
-                    ).fetchone()
-                    if type(length) is int and isinstance(digest, str):
-                        meta = checked(meta.with_(body_length=length, digest=digest))
-                try:
-                    manifest = zlib.decompress(found[0])
-                    if meta.digest and (
-                        len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest
-                    ):
-                        raise chunks.BadChunk("its manifest does not match the digest its row records")
-                    body = chunks.join(manifest, lambda hashes: _load(db, hashes), meta.size)
-                except chunks.MissingChunk as exc:
-                    raise DamagedCheckpoint(f"{path}#{meta.id}: body data chunk {exc} is missing") from exc
-                except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
-                    raise DamagedCheckpoint(f"{path}#{meta.id}: body data is corrupt ({exc})") from exc
+                return self._record(db, path, meta, store.version)
+
+    @staticmethod
+    def _record(db: Db, path: str, meta: CheckpointMeta, version: int) -> CheckpointRecord:
+        """The record of ``meta`` with its body, read and checked inside the caller's transaction."""
+        import hashlib
+
+        # lazy: `checkpoint list` never loads providers.chunks
+        from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
+
+        found = db.execute("SELECT manifest FROM bodies WHERE id = ?", [meta.id]).fetchone()
+        if found is None:
+            raise DamagedCheckpoint(f"{path}#{meta.id}: the checkpoint body is missing")
+        if version >= 3:
+            length, digest = db.execute(
+                "SELECT body_length, digest FROM checkpoints WHERE id = ?", [meta.id]
+            ).fetchone()
+            if type(length) is int and isinstance(digest, str):
+                meta = checked(meta.with_(body_length=length, digest=digest))
+        try:
+            manifest = zlib.decompress(found[0])
+            if meta.digest and (
+                len(manifest) != meta.body_length or hashlib.sha256(manifest).hexdigest() != meta.digest
+            ):
+                raise chunks.BadChunk("its manifest does not match the digest its row records")
+            body = chunks.join(manifest, lambda hashes: _load(db, hashes), meta.size)
+        except chunks.MissingChunk as exc:
+            raise DamagedCheckpoint(f"{path}#{meta.id}: body data chunk {exc} is missing") from exc
+        except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise DamagedCheckpoint(f"{path}#{meta.id}: body data is corrupt ({exc})") from exc
         return CheckpointRecord(meta, body)
 
     def latest(self, location: str, branch: str | None = None) -> CheckpointMeta | None:
@@ -507,8 +512,20 @@ class SqliteProvider(BaseProvider):
             if store.read_only is not None:
                 raise CheckpointError(f"cannot prune {path}: {store.read_only}")
             with immediate(store.db):
-                metas = _sound_bodies(store.db, self._list(store.db, path, None), store.version)
-                plan = strategy.plan(metas, _runs(store.db))
+                db, version = store.db, store.version
+                metas = _sound_bodies(db, self._list(db, path, None), version)
+
+                def waiting(asking: list[CheckpointMeta]) -> set[str]:
+                    claims = version >= SCHEMA_VERSION or "claims" in db.table_names()
+                    return unanswered(
+                        asking,
+                        lambda meta: self._record(db, path, meta, version).body,
+                        lambda key: (
+                            claims and db.execute("SELECT 1 FROM claims WHERE key = ?", [key]).fetchone() is not None
+                        ),
+                    )
+
+                plan = strategy.plan(metas, _runs(db), waiting)
                 if plan.doomed and not dry_run:
                     self._delete(store.db, plan.ids)
         return plan

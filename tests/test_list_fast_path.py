@@ -56,6 +56,13 @@ CASES = [
     ["checkpoint", "--location", "S", "list"],
     ["checkpoint", "-l", "DB", "list", "--limit", "4"],
     ["checkpoint", "--location=S", "list", "DB", "-n", "1"],
+    ["checkpoint", "list", "--location", "S"],
+    ["checkpoint", "list", "-l", "DB", "--json", "-n", "2"],
+    ["checkpoint", "list", "--location=DB", "-b", "fork-1"],
+    ["checkpoint", "-l", "S", "list", "-l", "DB"],
+    ["checkpoint", "list", "-l", "S", "DB"],
+    ["checkpoint", "list", "-l", "S", "-l", "DB"],
+    ["checkpoint", "list", "-l", "MISSING"],
     ["checkpoint", "list"],
     ["checkpoint", "list", "S", "--branch", "no-such-branch"],
     ["checkpoint", "list", "S", "--branch", "../up"],
@@ -108,6 +115,7 @@ def test_a_plain_listing_loads_no_click_and_anything_else_does(stores: dict[str,
 
     assert not loads_click("checkpoint", "list", stores["S"])
     assert not loads_click("checkpoint", "-l", stores["DB"], "list", "--json", "-n", "2")
+    assert not loads_click("checkpoint", "list", "--location", stores["S"])
     assert loads_click("checkpoint", "list", stores["S"], "--help")
     assert loads_click("checkpoint", "list", stores["S"], "--bogus")
     assert loads_click("checkpoint", "info", stores["S"])
@@ -118,6 +126,8 @@ def test_arguments_the_listing_reads_itself() -> None:
     assert listing_args(["checkpoint", "list", "s", "-b", "x", "--limit=3", "--json"]) == ("s", "x", 3, True)
     assert listing_args(["checkpoint", "-l", "g", "list", "--branch=y"]) == ("g", "y", None, False)
     assert listing_args(["checkpoint", "--location", "g", "list", "s", "-n", "007"]) == ("s", None, 7, False)
+    assert listing_args(["checkpoint", "list", "-l", "s", "--json"]) == ("s", None, None, True)
+    assert listing_args(["checkpoint", "-l", "g", "list", "--location=s"]) == ("s", None, None, False)
     for other in (
         ["checkpoint"],
         ["checkpoint", "info", "list"],
@@ -129,5 +139,23 @@ def test_arguments_the_listing_reads_itself() -> None:
         ["checkpoint", "list", "s", "t"],
         ["checkpoint", "-l", "a", "-l", "b", "list"],
         ["checkpoint", "list", "--json=1"],
+        ["checkpoint", "list", "-l", "s", "t"],
+        ["checkpoint", "list", "-l", "s", "--location", "t"],
     ):
         assert listing_args(other) is None, other
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_list_takes_its_store_with_location_as_every_other_command_does(
+    stores: dict[str, str], tmp_path: Path, fast: bool
+) -> None:
+    """``list -l STORE`` and ``list --location STORE`` list what ``list STORE`` lists; a store named twice is
+    refused in one line (exit 2)."""
+    env = {k: v for k, v in os.environ.items() if k != "CREWPOINT_CHECKPOINT_LOCATION"}
+    for store in (stores["S"], stores["DB"]):
+        plain = _run(["checkpoint", "list", store, "--json"], env, str(tmp_path), fast)
+        assert plain[0] == 0 and plain[1].startswith("[")
+        assert _run(["checkpoint", "list", "-l", store, "--json"], env, str(tmp_path), fast) == plain
+        assert _run(["checkpoint", "list", f"--location={store}", "--json"], env, str(tmp_path), fast) == plain
+    code, out, err = _run(["checkpoint", "list", "-l", stores["S"], stores["DB"]], env, str(tmp_path), fast)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and "not both" in err

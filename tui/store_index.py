@@ -28,7 +28,7 @@ WRITTEN_NOT_RUN = written_not_run()
 whose newest checkpoint is one of them is not live, however new it is."""
 
 LIVE_WINDOW = 10.0
-"""Seconds after its newest checkpoint during which an unfinished branch with no run record counts as live."""
+"""Seconds an unfinished branch looks live by the clock (:meth:`Segment.is_live`); no status takes it from there."""
 
 RUN_STATES = ("running", "waiting", "answered", "budget", "finished", "failed", "interrupted", "crashed", "lost")
 """What :meth:`StoreIndex.state_of` can say about a segment (None: nothing known)."""
@@ -228,8 +228,10 @@ class StoreIndex:
         this segment. A run whose latest checkpoint is older than the run is still at the checkpoint it started
         from: from a segment's head it continues that segment; from an earlier checkpoint it will start a segment
         of its own, so it marks none yet (a resume from an earlier checkpoint, cancelled at once, does not mark
-        the finished run it started from)."""
-        for run in self.runs.get((segment.lineage, segment.branch), ()):
+        the finished run it started from). Else the run that wrote the segment's newest checkpoint, when its record
+        is here: a run that wrote checkpoints to other stores between them leaves segments its latest is not in."""
+        runs = self.runs.get((segment.lineage, segment.branch), ())
+        for run in runs:
             key = self.segment_of.get(run.checkpoint_id) if run.checkpoint_id is not None else None
             if key is None:
                 return run  # its checkpoint is not in view (none yet, or filtered out): the newest run stands
@@ -239,16 +241,15 @@ class StoreIndex:
             if started_here and segment.head.id != run.checkpoint_id:
                 continue
             return run
-        return None
+        writer = segment.head.run_id
+        return next((run for run in runs if run.run_id == writer), None) if writer else None
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
-        """One of :data:`RUN_STATES` from the segment's run record; without one, "running" while its newest
-        checkpoint is recent and unfinished, "finished" once it finished, else None."""
+        """One of :data:`RUN_STATES` from the segment's run record; without one, "finished" when its newest
+        checkpoint says the work is complete, else None (how recent a checkpoint is says nothing of its run)."""
         run = self.run_of(segment)
         if run is not None:
             return classify(run, now)
-        if segment.is_live(now):
-            return "running"
         return "finished" if segment.finished else None
 
     def statuses(self, now: float | None = None) -> dict[str, str]:
@@ -301,7 +302,7 @@ class ListingStatuses:
                 state = index.state_of(segment, now)
                 word = STATUS_WORDS.get(state, state) if state is not None else None
             else:  # no run record: what its newest checkpoint says (as StoreIndex.state_of without a run)
-                word = STATUS_WORDS["running"] if _live(head, now) else _DONE if _finished(head) else None
+                word = _DONE if _finished(head) else None
             if word is not None:
                 out.update(dict.fromkeys(map(_ID, segment.metas), word))
             if oldest.parent_id:

@@ -10,7 +10,7 @@ import click
 from crewpoint.providers.base import CheckpointError, DamagedCheckpoint
 from crewpoint.providers.files import looking_once
 from crewpoint.text import clip
-from crewpoint.tui.cli.errors import bad_input, emit_json
+from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.listing_run import LIST_CHUNK, run_list
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -27,12 +27,18 @@ if TYPE_CHECKING:
 
 @checkpoint.command("list")
 @click.argument("location_arg", metavar="[LOCATION]", required=False)
+@location_option
 @click.option("--branch", "-b", default=None, help="Only this branch.")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=None, help="Show at most N checkpoints.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of checkpoint metadata.")
 @click.pass_context
 def list_command(
-    ctx: click.Context, location_arg: str | None, branch: str | None, limit: int | None, as_json: bool
+    ctx: click.Context,
+    location_arg: str | None,
+    location: str | None,
+    branch: str | None,
+    limit: int | None,
+    as_json: bool,
 ) -> None:
     """List checkpoints, newest first (reads no checkpoint bodies).
 
@@ -44,7 +50,9 @@ def list_command(
     "cost_estimated", and the checkpoint a waiting run waits at has a "request" (message, method or task,
     outcomes, id).
     """
-    run_list(ctx, location_of(ctx, location_arg), branch, limit, as_json, LIST_CHUNK)
+    if location_arg is not None and location is not None:
+        fail("list takes one store: name it as LOCATION or with --location, not both")
+    run_list(ctx, location_of(ctx, location_arg if location is None else location), branch, limit, as_json, LIST_CHUNK)
 
 
 # -- info ------------------------------------------------------------------------------------------------------

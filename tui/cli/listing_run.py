@@ -156,13 +156,21 @@ def _runs(store: str) -> list[Any]:
 # -- the entry point's fast path ---------------------------------------------------------------------------------
 
 _GROUP_OPTIONS = {"--location": "location", "-l": "location"}
-_LIST_OPTIONS = {"--branch": "branch", "-b": "branch", "--limit": "limit", "-n": "limit"}
+_LIST_OPTIONS = {
+    "--branch": "branch",
+    "-b": "branch",
+    "--limit": "limit",
+    "-n": "limit",
+    "--location": "list_location",
+    "-l": "list_location",
+}
 
 
 def listing_args(args: list[str]) -> tuple[str | None, str | None, int | None, bool] | None:
     """``crewpoint``'s arguments (``sys.argv[1:]``) as the location, branch, limit and ``--json`` of a listing,
-    when they are ``checkpoint [--location PATH] list [LOCATION] [--branch B] [--limit N] [--json]`` exactly as
-    click would read them; else ``None`` (click parses them, for help, errors and every other command)."""
+    when they are ``checkpoint [--location PATH] list [LOCATION | --location PATH] [--branch B] [--limit N]
+    [--json]`` exactly as click would read them; else ``None`` (click parses them, for help, errors and every
+    other command, and refuses a store named twice)."""
     if args[:1] != ["checkpoint"] or "_CREWPOINT_COMPLETE" in os.environ:
         return None
     given: dict[str, str] = {}
@@ -187,7 +195,10 @@ def listing_args(args: list[str]) -> tuple[str | None, str | None, int | None, b
     limit = given.get("limit")
     if limit is not None and not (limit.isascii() and limit.isdigit()):
         return None
-    where = positional[0] if positional else given.get("location", os.environ.get(LOCATION_ENV) or None)
+    if positional and "list_location" in given:
+        return None
+    where = positional[0] if positional else given.get("list_location") or given.get("location")
+    where = where if where is not None else os.environ.get(LOCATION_ENV) or None
     return where, given.get("branch"), None if limit is None else int(limit), as_json
 
 

@@ -46,8 +46,9 @@ def prune(
     \b
     --keep N keeps the newest N checkpoints of each entity (crew, flow or agent, by name) per branch;
     --older-than AGE deletes those older than AGE; with both, only checkpoints both name.
-    Never deleted: damaged records (they never count either), the checkpoints of live runs, and unless
-    --force the checkpoints another branch forks from and the first checkpoint of each fork.
+    Never deleted: damaged records (they never count either), the checkpoints of live runs, those a request
+    waits at for a person's answer, and unless --force the checkpoints another branch forks from and the first
+    checkpoint of each fork.
     --dry-run answers exactly as the real prune would, and deletes nothing.
     """
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
@@ -70,6 +71,7 @@ def prune(
                 "would_delete": [m.to_dict() for m in plan.doomed] if dry_run else [],
                 "kept_fork_points": sorted(plan.kept_fork_points),
                 "kept_live": sorted(plan.kept_live),
+                "kept_waiting": sorted(plan.kept_waiting),
                 "damaged": plan.damaged,
             }
         )
@@ -78,6 +80,9 @@ def prune(
     for meta in plan.doomed:
         line = f"{verb}  {cli_id(meta.id)}  {format_time(meta.created_at)}  {meta.branch}  {meta.trigger}"
         click.echo(visible(line, one_line=True))
+    for meta in (m for m in ops.list_checkpoints(store) if m.id in plan.kept_waiting) if plan.kept_waiting else ():
+        line = f"kept  {cli_id(meta.id)}  {format_time(meta.created_at)}  {meta.branch}  {meta.trigger}"
+        click.echo(visible(line, one_line=True) + "  (a request waits here for an answer)")
     count = len(plan.doomed) if dry_run else deleted
     summary = f"{count} checkpoint{'s' if count != 1 else ''} {'would be deleted' if dry_run else 'deleted'} in {store}"
     if plan.kept_fork_points:
@@ -85,6 +90,9 @@ def prune(
         summary += f"; kept {n} fork point{'s' if n != 1 else ''} (--force deletes them)"
     if plan.kept_live:
         summary += f"; kept {len(plan.kept_live)} of running runs"
+    if plan.kept_waiting:
+        n = len(plan.kept_waiting)
+        summary += f"; kept {n} waiting for an answer (answer {'it' if n == 1 else 'them'} first to prune)"
     if plan.damaged:
         summary += f"; {plan.damaged} damaged left as they are (see list)"
     click.echo(summary, err=True)

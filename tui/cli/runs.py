@@ -106,9 +106,11 @@ def _run(
     dry_run: bool = False,
     start: Starter | None = None,
     budget: Budget | None = None,
+    force: bool = False,
 ) -> None:
     """Resume or fork (``fork``) the checkpoint ``ref`` with progress; ``start`` (``answer``) checks the
-    checkpoint first and runs it its own way. ``budget`` stops the run at it (exit 76, :data:`ExitCode.BUDGET`)."""
+    checkpoint first and runs it its own way. ``budget`` stops the run at it (exit 76, :data:`ExitCode.BUDGET`).
+    A resume beside a live run of the same branch is refused unless ``force``."""
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
@@ -142,6 +144,8 @@ def _run(
             edits = ops.parse_assignments(outputs, "--set-output")
             full = ops.resolve_id(where, ref)
             record = ops.load(full, where)
+            if not fork and start is None and not force:  # as the app: never the same tasks twice, side by side
+                _refuse_beside_live_run(record, ops.store_of(record), where, given_app)
             kickoff: Kickoff = start(record, ops.store_of(record)) if start is not None else _kickoff
             if is_demo_checkpoint(record):  # the bundled demo's crew, tools and flow: for its own checkpoints only
                 # lazy: importing the bundled demo registers its crew, tools and flow for its own checkpoints
@@ -218,10 +222,42 @@ def _run(
         sys.exit(ExitCode.WAITING)
 
 
-def _resume_hint(latest: str, where: str | None, prepared: PreparedRun | None, given_app: str | None) -> str:
-    """``crewpoint checkpoint resume ID`` with the store (unless found by default) and the program this run ran."""
-    hint = f"crewpoint checkpoint resume {latest}"
-    store = where if where is not None else prepared.store if prepared is not None else None
+def _refuse_beside_live_run(record: CheckpointRecord, store: str, where: str | None, given_app: str | None) -> None:
+    """One line (exit 2) when a live run (fresh beat, its process alive) writes the branch of ``record`` now:
+    resuming would run its remaining tasks a second time beside it. It names the run and offers a fork."""
+    # lazy: run records are read only by a resume, when it starts
+    from crewpoint.providers import provider_for
+    from crewpoint.providers.runs import classify
+
+    meta = record.meta
+    try:
+        runs = provider_for(store).read_runs(store)
+    except CheckpointError:  # a store that cannot tell keeps no live run to refuse beside
+        return
+    run = next(
+        (r for r in runs if (r.lineage, r.branch) == (meta.lineage, meta.branch) and classify(r) == "running"), None
+    )
+    if run is not None:
+        fork = _resume_hint(cli_id(meta.id), where, None, given_app, verb="fork", store=store)
+        fail(
+            f"run {meta.lineage[:8]} of {meta.entity_kind} {meta.entity_name} on branch {meta.branch} is live "
+            f"(pid {run.pid} on {run.host}): resuming {cli_id(meta.id)} would run its tasks a second time beside "
+            f"it; fork it instead: `{fork}` (or resume with --force)"
+        )
+
+
+def _resume_hint(
+    latest: str,
+    where: str | None,
+    prepared: PreparedRun | None,
+    given_app: str | None,
+    verb: str = "resume",
+    store: str | None = None,
+) -> str:
+    """``crewpoint checkpoint resume ID`` (or ``verb``) with the store (unless found by default) and the program
+    this run ran."""
+    hint = f"crewpoint checkpoint {verb} {latest}"
+    store = where if where is not None else store if store is not None else prepared.store if prepared else None
     if store is not None and (where is not None or not _found_by_default(store)):
         hint += f" --location {shlex.quote(store)}"
     # lazy: finding the user's program loads the engine; only resume and fork run one
@@ -397,6 +433,7 @@ def _found_by_default(store: str) -> bool:
 @location_option
 @run_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--force", is_flag=True, help="Resume even beside a live run of the same branch (its tasks run twice).")
 @click.pass_context
 def resume(
     ctx: click.Context,
@@ -407,15 +444,17 @@ def resume(
     budget_tokens: int | None,
     progress: str,
     dry_run: bool,
+    force: bool,
 ) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
     The run's result is printed on stdout. Exit 1 if the run fails, 76 if it stops at its budget, 130 if
-    interrupted.
+    interrupted. A checkpoint of a live run (its process running now) is refused with exit 2: fork it, or
+    --force.
     """
     budget = Budget.of(budget_usd, budget_tokens)
-    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run, budget=budget)
+    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run, budget=budget, force=force)
 
 
 @checkpoint.command()
