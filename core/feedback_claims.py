@@ -242,10 +242,7 @@ def going_on(provider: BaseProvider, store: str, claim: Mapping[str, Any], check
 def refusal(claim: Mapping[str, Any], reason: str) -> str:
     """The one line refusing to answer, or go on with, a request ``claim`` answered: who, when, what, and where
     the answer is (a line that suggests nothing doing the work again)."""
-    said = claim.get("outcome") or claim.get("feedback") or "accepted"
-    who = claim.get("who") or "someone"
-    by = "the deadline (its default outcome)" if who == DEADLINE else str(who)
-    return f"already answered by {by} at {_when(claim.get('at'))}: {said}; {reason}"
+    return f"already {answered_words(claim)}; {reason}"
 
 
 def answered_line(provider: BaseProvider, store: str, claim: Mapping[str, Any], checkpoint_id: str) -> str:
@@ -302,3 +299,28 @@ def _short(checkpoint_id: str) -> str:
 
 def _when(at: Any) -> str:
     return time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
+
+
+def answer_at(record: CheckpointRecord, store: str) -> dict[str, Any] | None:
+    """The claimed answer to the request the checkpoint ``record`` holds (who, when, what), or None: unanswered,
+    no request, or a store that cannot tell."""
+    # lazy: the store's provider, only for a checkpoint that holds a request
+    from crewpoint.providers import provider_for
+
+    entity = record.body.get("entity") if isinstance(record.body, dict) else None
+    request = entity.get("pending_feedback") if isinstance(entity, dict) else None
+    if not isinstance(request, dict):
+        return None
+    try:
+        claim, _ = request_claim(provider_for(store), store, request, record.meta.id)
+    except (CheckpointError, OSError):
+        return None
+    return claim
+
+
+def answered_words(claim: Mapping[str, Any]) -> str:
+    """``answered by WHO at HH:MM: WHAT``, as ``info`` and the app say it."""
+    said = claim.get("outcome") or claim.get("feedback") or "accepted"
+    who = claim.get("who") or "someone"
+    by = "the deadline (its default outcome)" if who == DEADLINE else str(who)
+    return f"answered by {by} at {_when(claim.get('at'))}: {said}"

@@ -203,3 +203,21 @@ def claim_files(store: str) -> dict[str, dict[str, Any]]:
         if value is not None:
             found[key] = value
     return found
+
+
+def copy_claims(reader: Any, source: str, writer: Any, target: str) -> tuple[list[str], list[str]]:
+    """Carry every claim of the store ``source`` (read by the provider ``reader``) into ``target`` (``writer``), so a
+    copied request answered in the source is answered in the copy. A claim already in the target wins: another
+    answer there is never overwritten, and comes back as one line among the conflicts. Returns (copied keys,
+    conflicts)."""
+    copied: list[str] = []
+    conflicts: list[str] = []
+    for key, value in reader.claims(source).items():
+        stood = writer.claim(target, key, value)
+        if stood == value:
+            copied.append(key)
+            continue
+        mine = f"{value.get('who') or 'someone'}: {value.get('outcome') or value.get('feedback') or 'accepted'}"
+        kept = f"{stood.get('who') or 'someone'}: {stood.get('outcome') or stood.get('feedback') or 'accepted'}"
+        conflicts.append(f"claim {key}: the target's answer ({kept}) stands; the source's ({mine}) was not copied")
+    return copied, conflicts
