@@ -324,3 +324,11 @@ def answered_words(claim: Mapping[str, Any]) -> str:
     who = claim.get("who") or "someone"
     by = "the deadline (its default outcome)" if who == DEADLINE else str(who)
     return f"answered by {by} at {_when(claim.get('at'))}: {said}"
+
+
+def is_claimed(provider: BaseProvider, store: str, request: Mapping[str, Any], checkpoint_id: str) -> bool:
+    """Has ``request`` held at ``checkpoint_id`` an answer? (A store that cannot tell has none.)"""
+    try:
+        return request_claim(provider, store, request, checkpoint_id)[0] is not None
+    except Exception:  # a store that cannot tell has no claims: the run records stand
+        return False
