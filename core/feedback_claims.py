@@ -106,9 +106,13 @@ def claim_request(
         try:
             won = provider.claim(store, key, {**value, "key": key})
         except CheckpointError as exc:
-            if provider.read_claim(store, key) is None:
+            try:
+                stood = provider.read_claim(store, key)
+            except CheckpointError:
+                stood = {}  # a damaged value stands under this key
+            if stood is None:
                 raise  # nothing stands there: the store itself refused (read-only, gone)
-            _damaged(key, str(exc))  # a damaged value stands under this key: the next one takes the answer
+            _damaged(key, str(exc))  # the next key takes the answer
             continue
         problem = claim_problem(won, request)
         if problem is None:
