@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.review import REVIEW, listed, ran, run, wait_in
@@ -17,9 +18,10 @@ from support.waiting import wait_for
 from test_feedback_crash import STOP_AT_WRITE
 
 from crewpoint.checkpoint.schema import load_body
-from crewpoint.providers import provider_for
+from crewpoint.providers import JsonProvider, provider_for
 from crewpoint.providers.base import CheckpointError, DamagedCheckpoint
 from crewpoint.providers.claims import MAX_CLAIM_BYTES, claim_key
+from crewpoint.tui.store_index import waiting_requests
 
 APP = ["--app", "review.py:flow"]
 
@@ -214,9 +216,24 @@ def test_claims_are_read_bounded_and_list_reads_only_the_waiting_requests_claims
     provider = provider_for(location)
     with pytest.raises(CheckpointError, match=f"damaged claim: {400 * 1024 * 1024} bytes, over {MAX_CLAIM_BYTES}"):
         provider.read_claim(location, huge.name[: -len(".json")])
-    unreadable = folder / "other-request:elsewhere.json"
-    unreadable.write_text("{not json")
-    os.chmod(unreadable, 0)  # a claim of no waiting request: list never opens it
+    for n in range(2000):  # answers of other requests: the listing never reads them
+        (folder / f"other-{n}:elsewhere.json").write_text('{"token": "t"}')
+    read: list[str] = []
+    real = JsonProvider.read_claim
+
+    def counted(self: JsonProvider, location: str, key: str) -> dict[str, Any] | None:
+        read.append(key)
+        return real(self, location, key)
+
+    def every_claim(self: JsonProvider, location: str) -> dict[str, dict[str, Any]]:
+        raise AssertionError("the listing read every claim")
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(JsonProvider, "read_claim", counted)
+        patched.setattr(JsonProvider, "claims", every_claim)
+        _, requests = waiting_requests(location, provider.read_runs(location))
+    assert list(requests) == [row["id"]] and all(key.startswith(row["request"]["request_id"]) for key in read)
+    assert 0 < len(read) <= 8, read  # the waiting request's keys (past the damaged one), and no other
     rows = listed(project, "store")
     assert [r["id"] for r in rows if r["status"] == "waiting" and r["request"]] == [
         row["id"]
