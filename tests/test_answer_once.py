@@ -286,3 +286,23 @@ def test_a_resume_is_refused_while_the_answer_runs_and_after_it_went_on(tmp_path
     assert info.returncode == 0, info.stderr
     assert "request draft: answered by " in info.stdout and ": approved" in info.stdout
     assert "waiting for" not in info.stdout and "answer with" not in info.stdout
+
+
+def test_a_sqlite_claim_over_the_cap_is_told_by_its_size_and_hides_no_other(tmp_path: Path) -> None:
+    import sqlite3
+
+    project = tmp_path / "project"
+    row = wait_in(project, "store.db")
+    location = str(project / "store.db")
+    with provider_for(location) as provider:
+        provider.claim(location, "small", {"token": "t"})  # the store has its claims table
+    key = claim_key(row["request"]["request_id"], row["id"])
+    with sqlite3.connect(location) as db:  # as a crafted store could hold it
+        db.execute("INSERT INTO claims (key, value, created_at) VALUES (?, ?, 0)", [key, '"' + "x" * 10**6 + '"'])
+    with provider_for(location) as provider:
+        with pytest.raises(CheckpointError, match=f"damaged claim: {10**6 + 2} bytes, over {MAX_CLAIM_BYTES}"):
+            provider.read_claim(location, key)
+        assert provider.claims(location) == {"small": {"token": "t"}}
+    done = run("answer", row["id"], "--location", "store.db", "--outcome", "rejected", *APP, cwd=project)
+    assert done.returncode == 0 and "damaged claim ignored" in done.stderr, done.stderr
+    assert ran(project) == ["draft", "redone"]
