@@ -306,3 +306,21 @@ def test_a_sqlite_claim_over_the_cap_is_told_by_its_size_and_hides_no_other(tmp_
     done = run("answer", row["id"], "--location", "store.db", "--outcome", "rejected", *APP, cwd=project)
     assert done.returncode == 0 and "damaged claim ignored" in done.stderr, done.stderr
     assert ran(project) == ["draft", "redone"]
+
+
+def test_a_claim_stored_before_keys_named_checkpoints_answers_only_the_checkpoint_it_names(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    row = wait_in(project, "store")
+    location = str(project / "store")
+    old = {"token": "old", "who": "ann@old", "outcome": "rejected", "at": 0.0, "checkpoint_id": "another-checkpoint"}
+    with provider_for(location) as provider:
+        provider.claim(location, row["request"]["request_id"], old)  # a request id alone, naming another checkpoint
+    assert [r["id"] for r in listed(project, "store") if r["status"] == "waiting" and r["request"]] == [row["id"]]
+
+    other = tmp_path / "other"
+    row2 = wait_in(other, "store")
+    with provider_for(str(other / "store")) as provider:
+        provider.claim(str(other / "store"), row2["request"]["request_id"], {**old, "checkpoint_id": row2["id"]})
+    assert not [r for r in listed(other, "store") if r["status"] == "waiting" and r["request"]]
+    late = run("answer", row2["id"], "--location", "store", "--outcome", "approved", *APP, cwd=other)
+    assert late.returncode == 2 and "already answered by ann@old" in late.stderr, late.stderr
