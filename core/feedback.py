@@ -272,7 +272,7 @@ def wait_here(state: RuntimeState | None, request: dict[str, Any]) -> FeedbackPe
     # lazy: finding the program the answer command names reads pyproject.toml and folders, only when a run waits
     from crewpoint.checkpoint.program import command_app
 
-    request["run_id"] = state.run_id
+    request["run_id"], request["branch"] = state.run_id, state.branch  # a fork's copy names its source's
     ref = state.checkpoint(trigger=REQUESTED)
     state.waiting = True
     checkpoint_id = state.written_id or ""
@@ -306,10 +306,6 @@ def write_received(state: RuntimeState | None) -> None:
 
 
 # -- answering ----------------------------------------------------------------------------------------------------
-
-
-def _when(at: Any) -> str:
-    return time.strftime("%H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
 
 
 SHORT_ID = 12
@@ -365,13 +361,13 @@ def _found_by_default(store: str) -> bool:
 
 
 def already_answered(claim: Mapping[str, Any], checkpoint_id: str, store: str) -> str:
-    """The one line refusing a second answer: who answered, when, what, and the command that goes on with it
-    (the answer is kept in the store, so a plain resume takes it even when its own run stopped before going on)."""
-    said = claim.get("outcome") or claim.get("feedback") or "accepted"
-    return (
-        f"already answered by {claim.get('who') or 'someone'} at {_when(claim.get('at'))}: {said}; "
-        f"`{command_for('resume', checkpoint_id, store)}` goes on with that answer"
-    )
+    """The one line refusing a second answer: who answered, when, what, and where that answer is now (going on,
+    gone on, or, when its process died before its first new checkpoint, the resume that goes on with it)."""
+    # lazy: the claims and run records are read only for an answered request
+    from crewpoint.feedback_claims import answered_line
+    from crewpoint.providers import provider_for
+
+    return answered_line(provider_for(store), store, claim, checkpoint_id)
 
 
 def answer_of(claim: Mapping[str, Any], who: str = "") -> Answer:
@@ -387,21 +383,20 @@ def answer_of(claim: Mapping[str, Any], who: str = "") -> Answer:
 
 
 def claimed_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> Answer | None:
-    """The answer claimed in the run's store for ``request``, or None. An answer whose process stopped after its
-    claim (killed before its first new checkpoint) left the request answered but the run not gone on: a plain
-    resume of the waiting checkpoint goes on with that answer, recorded as given by its who."""
-    if state is None or state.config is None:
-        return None
-    provider = state.config.provider
-    try:
-        store = provider.store_at(str(state.config.location))
-        claim = provider.read_claim(store, str(request.get("request_id")))
-    except (CheckpointError, OSError):
-        return None  # a store that cannot say: the run waits again, and the answer's retry goes on
-    if claim is None:
-        return None
-    _mark_answered(provider, store, request.get("run_id"))
-    return answer_of(claim)
+    """The answer claimed for ``request`` at the checkpoint the run ``state`` resumes on its own branch (see
+    :func:`crewpoint.feedback_claims.claimed_answer`), or None; a fork asks anew."""
+    # lazy: the claims load with the first resumed request
+    from crewpoint.feedback_claims import claimed_answer as claimed
+
+    return claimed(state, request)
+
+
+def deadline_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> Answer | None:
+    """The default answer of a request past its deadline, claimed (who: ``deadline``); None before it."""
+    # lazy: the claims load with the first resumed request
+    from crewpoint.feedback_claims import deadline_answer as by_deadline
+
+    return by_deadline(state, request)
 
 
 def answer(
@@ -469,35 +464,14 @@ def answer(
             request.get("default_outcome"),
             spec.llm if spec is not None else None,
         )
+    # lazy: the claims load with the first answer
+    from crewpoint.feedback_claims import answer_value, claim_request, mark_answered
+
     mine_token = token or uuid.uuid4().hex
-    claimed = provider.claim(
-        store,
-        str(request["request_id"]),
-        {
-            "token": mine_token,
-            "feedback": mine.feedback,
-            "outcome": outcome,
-            "who": mine.who,
-            "at": mine.at,
-            "default": default,
-            "checkpoint_id": record.meta.id,
-        },
-    )
+    value = answer_value(mine, outcome, record.meta, state, mine_token)
+    claimed = claim_request(provider, store, request, record.meta.id, value)
     if claimed.get("token") != mine_token:
         raise CheckpointError(already_answered(claimed, record.meta.id, store))
-    _mark_answered(provider, store, request.get("run_id"))
+    mark_answered(provider, store, record.meta.run_id)  # the run that wrote the request's checkpoint
     entity.accept_answer(answer_of(claimed, mine.who))
     return entity.resume()
-
-
-def _mark_answered(provider: Any, store: str, run_id: Any) -> None:
-    """The waiting run's record reads ``answered`` from now on (best effort: a record is a convenience)."""
-    if not isinstance(run_id, str):
-        return
-    try:
-        for run in provider.read_runs(store):
-            if run.run_id == run_id:
-                provider.write_run(store, run.beat(status="answered"))
-                return
-    except Exception:  # a run record never stops an answer
-        return

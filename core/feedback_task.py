@@ -12,9 +12,9 @@ from crewpoint.feedback import (
     FeedbackWait,
     ask_terminal,
     claimed_answer,
+    deadline_answer,
     mode,
     new_request,
-    past_deadline,
     wait_here,
     who_am_i,
     write_received,
@@ -59,9 +59,8 @@ def review_task(crew: ReviewedCrew, index: int, task: Any, candidate: str, revis
         given, durable = None, False
         if request is not None:
             given = crew._take_answer() or claimed_answer(crew.runtime_state, request)
+            given = given or deadline_answer(crew.runtime_state, request)
             durable = given is not None
-            if given is None and past_deadline(request):
-                given, durable = Answer(who="deadline", default=True), True
         if given is None:
             how = mode()
             if how == "accept":

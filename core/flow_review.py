@@ -135,9 +135,7 @@ def ask(flow: Flow[Any], prompt: str, timeout: float | None = None) -> str | Non
     given = flow._answer if request is not None else None
     flow._answer = None if given is not None else flow._answer
     if given is None and request is not None:
-        given = hf.claimed_answer(flow._runtime, request)
-    if given is None and request is not None and hf.past_deadline(request):
-        given = hf.Answer(who="deadline", default=True)
+        given = hf.claimed_answer(flow._runtime, request) or hf.deadline_answer(flow._runtime, request)
     if given is None:
         how = hf.mode()
         if how == "wait":
@@ -184,9 +182,7 @@ def review(flow: Flow[Any], name: str, index: int, output: Any, spec: FeedbackSp
     if request is not None and flow._answer is not None:
         given, durable, flow._answer = flow._answer, True, None
     elif request is not None:
-        given = hf.claimed_answer(flow._runtime, request)
-        if given is None and hf.past_deadline(request):
-            given = hf.Answer(who="deadline", default=True)
+        given = hf.claimed_answer(flow._runtime, request) or hf.deadline_answer(flow._runtime, request)
         durable = given is not None
     if given is None:
         how = hf.mode()

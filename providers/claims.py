@@ -22,7 +22,7 @@ from crewpoint.providers.files import (
     O_NOFOLLOW,
     NotRegular,
     fsync_dir,
-    read_regular,
+    open_regular,
     remove_stale_temp_files,
     temp_name,
     utf8_text,
@@ -35,6 +35,29 @@ MAX_CLAIM_BYTES = 64 * 1024
 CLAIMS = ".claims"
 """The folder of a JSON store's claims."""
 _SUFFIX = ".json"
+REQUEST_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""What a request id may be: a part of a claim key (no ``:``, which joins it to its checkpoint)."""
+_CHECKPOINT_PART = 56
+"""The most characters of a checkpoint id a claim key names as they are (a longer id is named by its digest)."""
+
+
+def claim_key(request_id: str, checkpoint_id: str, attempt: int = 0) -> str:
+    """The claim key of the request ``request_id`` held at the checkpoint ``checkpoint_id``: a request is identified
+    by both, so the same request id copied into a fork's or a resume's checkpoint is another request. ``attempt``
+    counts the keys tried after a damaged claim (``.1``, ``.2``): a damaged claim never leaves a request stuck."""
+    if not isinstance(request_id, str) or REQUEST_ID_RE.fullmatch(request_id) is None:
+        raise CheckpointError(f"{repr(request_id)[:60]} is not a request id (1 to 64 of A-Z a-z 0-9 _ . -)")
+    part = checkpoint_id
+    if len(part) > _CHECKPOINT_PART or KEY_RE.fullmatch(part) is None:
+        import hashlib
+
+        part = hashlib.sha256(checkpoint_id.encode("utf-8", "surrogatepass")).hexdigest()[:_CHECKPOINT_PART]
+    return f"{request_id}:{part}" + (f".{attempt}" if attempt else "")
+
+
+def too_big(where: str, size: int) -> CheckpointError:
+    """The error of a stored claim over :data:`MAX_CLAIM_BYTES`, told before its value is read."""
+    return CheckpointError(f"{where}: damaged claim: {size} bytes, over {MAX_CLAIM_BYTES} (it is not read)")
 
 
 def check_claim_key(key: object) -> str:
@@ -145,13 +168,20 @@ def read_claim_file(store: str, key: str) -> dict[str, Any] | None:
         return None
     path = os.path.join(folder, key + _SUFFIX)
     try:
-        data = read_regular(path, follow=False)
+        fd = open_regular(path, follow=False)
+        with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_CLAIM_BYTES:  # told by its size: a huge file is never read into memory
+                raise too_big(path, size)
+            data = handle.read(MAX_CLAIM_BYTES + 1)
     except FileNotFoundError:
         return None
     except NotRegular:
         raise CheckpointError(f"{path}: damaged claim: not a regular file") from None
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read the claim: {exc.strerror}") from None
+    if len(data) > MAX_CLAIM_BYTES:  # it grew while it was read
+        raise too_big(path, len(data))
     return decode_claim(data, path)
 
 
@@ -173,3 +203,21 @@ def claim_files(store: str) -> dict[str, dict[str, Any]]:
         if value is not None:
             found[key] = value
     return found
+
+
+def copy_claims(reader: Any, source: str, writer: Any, target: str) -> tuple[list[str], list[str]]:
+    """Carry every claim of the store ``source`` (read by the provider ``reader``) into ``target`` (``writer``), so a
+    copied request answered in the source is answered in the copy. A claim already in the target wins: another
+    answer there is never overwritten, and comes back as one line among the conflicts. Returns (copied keys,
+    conflicts)."""
+    copied: list[str] = []
+    conflicts: list[str] = []
+    for key, value in reader.claims(source).items():
+        stood = writer.claim(target, key, value)
+        if stood == value:
+            copied.append(key)
+            continue
+        mine = f"{value.get('who') or 'someone'}: {value.get('outcome') or value.get('feedback') or 'accepted'}"
+        kept = f"{stood.get('who') or 'someone'}: {stood.get('outcome') or stood.get('feedback') or 'accepted'}"
+        conflicts.append(f"claim {key}: the target's answer ({kept}) stands; the source's ({mine}) was not copied")
+    return copied, conflicts

@@ -40,6 +40,7 @@ from crewpoint.providers.base import (
     CheckpointNotFound,
     CheckpointRecord,
 )
+from crewpoint.providers.claims import claim_key, copy_claims
 from crewpoint.providers.prune import REQUESTED, PruneStrategy
 from crewpoint.providers.refs import check_branch
 from crewpoint.providers.runs import RunInfo, classify, this_host
@@ -705,6 +706,47 @@ def threads_claiming_one_key_at_once_have_one_winner(store: Store) -> None:
     assert not failed, failed
     assert len(got) == count and len({each["token"] for each in got}) == 1, got  # every claimer got the winner's
     assert store.provider.read_claim(store.location, "req-1") == got[0]
+
+
+@check("claims")
+def a_request_is_claimed_at_each_checkpoint_that_holds_it(store: Store) -> None:
+    """The same request id held by two checkpoints (a fork's copy, a resume that asked again) is two requests:
+    each takes its own answer, and the longest request id with the longest checkpoint id still makes a key."""
+    chain(store, 1, 1)
+    provider, location = store.provider, store.location
+    here, there = claim_key("r1", "cp0001"), claim_key("r1", "cp0002")
+    assert here != there
+    assert provider.claim(location, here, {"token": "main"}) == {"token": "main"}
+    assert provider.claim(location, there, {"token": "fork"}) == {"token": "fork"}  # not taken by main's
+    assert provider.read_claim(location, here) == {"token": "main"}
+    longest = claim_key("r" * 64, "c" * 128, MAX_CLAIM_ATTEMPT)
+    assert provider.claim(location, longest, {"token": "t"}) == {"token": "t"}
+
+
+MAX_CLAIM_ATTEMPT = 7
+"""The last key a request tries past damaged claims (``.7``)."""
+
+
+@check("claims")
+def copied_claims_never_overwrite_the_targets(store: Store) -> None:
+    """``copy`` carries claims: the source's are claimed in the target, where a claim already there stands and
+    the source's other answer comes back as one line, never written over it."""
+    # lazy: an in-memory store is the source, whatever the provider under test
+    from crewpoint.providers.memory_provider import MemoryProvider
+
+    chain(store, 1, 1)
+    source, name = MemoryProvider(), f"memory://conformance-copy-{os.getpid()}-{time.monotonic_ns()}"
+    source.write(name, CheckpointRecord(meta(1, None), body(1)))
+    kept, other, new = claim_key("r1", "cp0001"), {"token": "src-1", "who": "ben"}, claim_key("r2", "cp0001")
+    source.claim(name, kept, other)
+    source.claim(name, new, {"token": "src-2", "who": "ann"})
+    store.provider.claim(store.location, kept, {"token": "dst-1", "who": "cy"})
+    copied, conflicts = copy_claims(source, name, store.provider, store.location)
+    assert copied == [new] and len(conflicts) == 1 and kept in conflicts[0] and "\n" not in conflicts[0]
+    assert store.provider.read_claim(store.location, kept) == {"token": "dst-1", "who": "cy"}
+    assert store.provider.read_claim(store.location, new) == {"token": "src-2", "who": "ann"}
+    assert copy_claims(source, name, store.provider, store.location)[0] == [new]  # copying again changes nothing
+    source.delete(name, ["cp0001"])
 
 
 CLAIMER = r"""

@@ -219,7 +219,13 @@ class MemoryProvider(BaseProvider):
         with _lock:
             store = _stores.get(_name(location))
             stored = dict(store.claims) if store is not None else {}
-        return {key: decode_claim(text, key) for key, text in sorted(stored.items())}
+        found: dict[str, dict[str, Any]] = {}
+        for key, text in sorted(stored.items()):
+            try:
+                found[key] = decode_claim(text, f"{_name(location)} claim {key}")
+            except CheckpointError:
+                continue  # damaged: reading its key says what is wrong
+        return found
 
     # change notification
 

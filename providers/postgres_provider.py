@@ -46,7 +46,7 @@ from crewpoint.providers.base import (
     meta_row,
     walk_parents,
 )
-from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
+from crewpoint.providers.claims import MAX_CLAIM_BYTES, check_claim_key, decode_claim, encode_claim, too_big
 from crewpoint.providers.pg_location import BadLocation, PgLocation, parse
 from crewpoint.providers.pg_sql import (
     CHECKPOINT,
@@ -542,13 +542,20 @@ class PostgresProvider(BaseProvider):
         check_claim_key(key)
         where, _ = self._where(location)
         text = self._claim_rows(location, key).get(key)
-        return None if text is None else decode_claim(text, f"{where.name} claim {key}")
+        return None if text is None else _decoded(text, f"{where.name} claim {key}")
 
     def claims(self, location: str) -> dict[str, dict[str, Any]]:
         where, _ = self._where(location)
-        return {k: decode_claim(v, f"{where.name} claim {k}") for k, v in self._claim_rows(location, None).items()}
+        found: dict[str, dict[str, Any]] = {}
+        for key, text in self._claim_rows(location, None).items():
+            try:
+                found[key] = _decoded(text, f"{where.name} claim {key}")
+            except CheckpointError:
+                continue  # damaged: reading its key says what is wrong
+        return found
 
-    def _claim_rows(self, location: str, key: str | None) -> dict[str, str]:
+    def _claim_rows(self, location: str, key: str | None) -> dict[str, str | int]:
+        """Each claim's text by key; a value over :data:`MAX_CLAIM_BYTES` as its size alone (never read)."""
         where, _ = self._where(location)
         with self._conn(where) as conn:
             try:
@@ -557,9 +564,12 @@ class PostgresProvider(BaseProvider):
                 return {}  # no store: nothing is claimed
             if store.version < CLAIMS_SINCE:
                 return {}  # an older store: nothing claimed yet
-            sql = f"SELECT key, value::text FROM {store.s}.claims" + ("" if key is None else " WHERE key = %s")
-            rows = conn.execute(sql + " ORDER BY key", [] if key is None else [key]).fetchall()
-        return {str(k): str(v) for k, v in rows}
+            size = "octet_length(value::text)"
+            sql = f"SELECT key, {size}, CASE WHEN {size} <= %s THEN value::text END FROM {store.s}.claims"
+            sql += "" if key is None else " WHERE key = %s"
+            given: list[Any] = [MAX_CLAIM_BYTES] + ([] if key is None else [key])
+            rows = conn.execute(sql + " ORDER BY key", given).fetchall()
+        return {str(k): str(v) if v is not None else int(n) for k, n, v in rows}
 
     # change notification
 
@@ -651,3 +661,10 @@ def _record(conn: psycopg.Connection[Any], store: PgStore, where: PgLocation, me
     except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
         raise DamagedCheckpoint(f"{where.name}#{meta.id}: body data is corrupt ({exc})") from exc
     return CheckpointRecord(meta, body)
+
+
+def _decoded(stored: str | int, where: str) -> dict[str, Any]:
+    """A claim row's value (:meth:`PostgresProvider._claim_rows`): its size alone is a value too big to read."""
+    if isinstance(stored, int):
+        raise too_big(where, stored)
+    return decode_claim(stored, where)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.claims import claim_key
 from crewpoint.providers.runs import RunInfo, classify
 
 REQUESTED = "human_feedback_requested"
@@ -100,13 +101,14 @@ def live_checkpoints(metas: Iterable[CheckpointMeta], runs: Iterable[RunInfo], o
     return ids
 
 
-def request_key(body: object) -> str | None:
-    """The claim key of the request for a person's answer that ``body`` holds (its entity's ``pending_feedback``,
-    the key an answer claims), or None when it holds none."""
+def request_key(body: object, checkpoint_id: str) -> str | None:
+    """The claim key of the request for a person's answer that ``body``, the body of the checkpoint
+    ``checkpoint_id``, holds (its entity's ``pending_feedback``: a request is identified by its id and the checkpoint
+    holding it, :func:`~crewpoint.providers.claims.claim_key`), or None when it holds none."""
     entity = body.get("entity") if isinstance(body, dict) else None
     pending = entity.get("pending_feedback") if isinstance(entity, dict) else None
-    key = pending.get("request_id") if isinstance(pending, dict) else None
-    return key if isinstance(key, str) else None
+    request_id = pending.get("request_id") if isinstance(pending, dict) else None
+    return claim_key(request_id, checkpoint_id) if isinstance(request_id, str) else None
 
 
 def unanswered(
@@ -118,7 +120,7 @@ def unanswered(
     waiting: set[str] = set()
     for meta in metas:
         try:
-            key = request_key(body_of(meta))
+            key = request_key(body_of(meta), meta.id)
             if key is not None and not claimed(key):
                 waiting.add(meta.id)
         except Exception:  # unreadable: whether it waits cannot be told, and keeping it costs one record

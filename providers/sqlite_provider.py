@@ -43,7 +43,7 @@ from crewpoint.providers.base import (
     new_meta,
     walk_parents,
 )
-from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
+from crewpoint.providers.claims import MAX_CLAIM_BYTES, check_claim_key, decode_claim, encode_claim, too_big
 from crewpoint.providers.files import (
     make_private_dirs,
     nearest_existing,
@@ -655,28 +655,31 @@ class SqliteProvider(BaseProvider):
     def read_claim(self, location: str, key: str) -> dict[str, Any] | None:
         check_claim_key(key)
         found = self._claim_rows(location, key)
-        return decode_claim(found[key], f"{split_ref(location)[0]} claim {key}") if key in found else None
+        return _decoded(found[key], f"{split_ref(location)[0]} claim {key}") if key in found else None
 
     def claims(self, location: str) -> dict[str, dict[str, Any]]:
         path, _ = split_ref(location)
         found: dict[str, dict[str, Any]] = {}
         for key, text in self._claim_rows(location, None).items():
             try:
-                found[key] = decode_claim(text, f"{path} claim {key}")
+                found[key] = _decoded(text, f"{path} claim {key}")
             except CheckpointError:
                 continue  # damaged: reading its key says what is wrong
         return found
 
-    def _claim_rows(self, location: str, key: str | None) -> dict[str, str]:
+    def _claim_rows(self, location: str, key: str | None) -> dict[str, str | int]:
+        """Each claim's text by key; a value over :data:`MAX_CLAIM_BYTES` as its size alone (never read)."""
         path, _ = split_ref(location)
         if not os.path.exists(path):
             return {}  # no store: nothing is claimed
         with self._use(path, create=False) as store:
             if store.version < SCHEMA_VERSION and "claims" not in store.db.table_names():
                 return {}  # an older store: nothing claimed yet (its first claim migrates it)
-            sql = "SELECT key, value FROM claims" + ("" if key is None else " WHERE key = ?")
-            rows = store.db.execute(sql + " ORDER BY key", [] if key is None else [key]).fetchall()
-        return {str(k): v if isinstance(v, str) else repr(v) for k, v in rows}
+            sql = "SELECT key, length(CAST(value AS BLOB)), CASE WHEN length(CAST(value AS BLOB)) <= ? THEN value END"
+            sql += " FROM claims" + ("" if key is None else " WHERE key = ?")
+            given = [MAX_CLAIM_BYTES] + ([] if key is None else [key])
+            rows = store.db.execute(sql + " ORDER BY key", given).fetchall()
+        return {str(k): (v if isinstance(v, str) else repr(v)) if v is not None else int(n) for k, n, v in rows}
 
     def watch_spec(self, location: str) -> WatchSpec:
         # lazy: `checkpoint list` never loads providers.watch
@@ -936,3 +939,10 @@ def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:
     if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
         return DamagedCheckpoint(f"{path} is damaged: {text}")
     return CheckpointError(f"{path}: SQLite error: {text}")
+
+
+def _decoded(stored: str | int, where: str) -> dict[str, Any]:
+    """A claim row's value (:meth:`SqliteProvider._claim_rows`): its size alone is a value too big to read."""
+    if isinstance(stored, int):
+        raise too_big(where, stored)
+    return decode_claim(stored, where)

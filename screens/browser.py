@@ -102,8 +102,8 @@ class BrowserScreen(Screen[None]):
         yield KeyFooter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "answer" and not self.chosen_waits():
-            return False  # offered on the checkpoint a run waits at, only
+        if action == "answer" and not self.chosen_waits() and not self._chosen_holds_request():
+            return False  # offered on the checkpoint a run waits at; on an answered request it says who answered
         return allows(self, action)  # read-only hides resume, fork, answer and cancel from the footer
 
     @property
@@ -241,6 +241,12 @@ class BrowserScreen(Screen[None]):
         if state in (None, "waiting"):
             return None
         return f"The run of this checkpoint is {STATUS_WORDS.get(state, state)}: it waits for no answer."
+
+    def _chosen_holds_request(self) -> bool:
+        shown = self.selected
+        if shown is None or not shown.ready or shown.record is None or shown.meta.id != self.ckpt_tree.chosen_id:
+            return False
+        return pending_request(shown.record.body) is not None
 
     def chosen_waits(self) -> bool:
         """Does the chosen checkpoint hold a request its run still waits on?"""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from crewpoint.checkpoint.program import suggested_app
-from crewpoint.checkpoint.stores import newest_descendant
+from crewpoint.checkpoint.stores import newest_descendant, store_of
 from crewpoint.providers.base import CheckpointError
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
@@ -112,6 +112,18 @@ class BrowserDialogs:
         assert shown is not None and shown.record is not None
         meta = shown.meta
         request = pending_request(shown.record.body)
+        claim = None
+        if request is not None:
+            # lazy: the request's claim (one small, bounded read) only when Answer is pressed on a request
+            from crewpoint.feedback_claims import answer_at, answered_words
+
+            try:
+                claim = answer_at(shown.record, store_of(shown.record))
+            except CheckpointError:
+                claim = None  # a checkpoint outside any store: nothing can be claimed for it
+            if claim is not None:  # said, not silence: who answered, when and what
+                browser.notify(f"This request was {answered_words(claim)}.", severity="warning", markup=False)
+                return
         refusal = browser.waiting_refusal(meta.id, request is not None)
         if request is None or refusal is not None:
             browser.notify(refusal or "This checkpoint waits for no answer.", severity="warning", markup=False)

@@ -21,6 +21,7 @@ from support.waiting import wait_for
 from test_answer_cli import one_line_refusal, paused
 
 from crewpoint.providers import provider_for
+from crewpoint.providers.claims import claim_key
 
 STOP_AT_WRITE = textwrap.dedent(
     """
@@ -105,7 +106,7 @@ def test_an_answer_killed_after_its_claim_goes_on_with_a_plain_resume(tmp_path: 
 
     assert ran(project) == ["draft"]  # killed before anything ran on
     location = str(project / store)
-    claim = provider_for(location).read_claim(location, row["request"]["request_id"])
+    claim = provider_for(location).read_claim(location, claim_key(row["request"]["request_id"], waiting))
     assert claim is not None and claim["outcome"] == "approved" and "@" in claim["who"]
     assert not any(r["trigger"] == "human_feedback_received" for r in listed(project, store))
 
@@ -179,7 +180,7 @@ def test_a_crew_task_review_whose_answer_died_after_its_claim_goes_on_with_a_pla
         patched.setattr(Crew, "resume", die)
         with pytest.raises(_Died):
             answer(pending.ref, feedback=None, outcome=None, who="carol@host3", app=_crew())
-    assert provider_for(store).read_claim(store, pending.request_id) is not None
+    assert provider_for(store).read_claim(store, claim_key(pending.request_id, pending.checkpoint_id)) is not None
 
     done = _crew().kickoff(from_checkpoint=pending.ref)  # no feedback given: the claimed answer (accept) goes on
     assert not isinstance(done, FeedbackPending)

@@ -1,6 +1,7 @@
-"""One request, one waiting entry: a plain resume that waits again holds the request its source held, and its
-source's run record still says ``waiting``; ``list``, ``list --json``, the tree and the app's title show the
-request waiting once, at the newest checkpoint that holds it. Real flows paused in real processes."""
+"""One request, one waiting entry: a plain resume that waits again holds the request its source held, asked anew
+at its own checkpoint, and its source's run record still says ``waiting``; ``list``, ``list --json``, the tree and
+the app's title show the request waiting once, at the newest checkpoint that holds it. An answer is claimed for the
+checkpoint it was given at. Real flows paused in real processes."""
 
 from __future__ import annotations
 
@@ -50,11 +51,15 @@ def test_list_shows_each_request_waiting_once_at_its_newest_checkpoint(tmp_path:
     status_of = {line.split()[0]: line.split()[-1] for line in table.stdout.splitlines()[1:]}
     assert [short for short, word in status_of.items() if word == "waiting"] == [third[:12]]
 
-    done = run("answer", second, "--location", "store", "--outcome", "rejected", "--app", "review.py:flow", cwd=project)
-    assert done.returncode == 0, done.stderr  # any checkpoint holding the request takes its one answer
+    answer = ["--location", "store", "--outcome", "rejected", "--app", "review.py:flow"]
+    done = run("answer", third, *answer, cwd=project)
+    assert done.returncode == 0, done.stderr  # the newest checkpoint's request takes its one answer
     after = listed(project, "store")
     assert all(row["request"] is None for row in after)
     assert "waiting" not in {row["status"] for row in after}
+    again = run("answer", third, *answer, cwd=project)
+    assert again.returncode == 2 and "already answered by " in again.stderr, again.stderr
+    assert ran(project) == ["draft", "redone"]
 
 
 async def test_the_tree_and_the_title_count_the_request_once(tmp_path: Path) -> None:

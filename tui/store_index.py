@@ -387,21 +387,21 @@ def budget_lines(meta: CheckpointMeta, events: list[Any], origin: object = None)
 
 def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], dict[str, dict[str, Any]]]:
     """Settle the ``waiting`` run records of ``store`` so that each request shows waiting once: a run whose
-    request someone has claimed (answered, its record not yet rewritten) reads ``answered``; of the runs waiting on
-    one request (a plain resume that waited again holds the request its source held), the one at the newest
-    checkpoint waits and the others read ``interrupted`` (they stopped, and resuming them goes on as well); the
-    requests come back by the id of the checkpoint that holds them. Reads only the bodies of waiting runs'
-    checkpoints, and the store's claims."""
+    request was claimed at its checkpoint reads ``answered``; of the runs of one branch holding one request (a
+    plain resume that waited again asked it anew at its own checkpoint), the one at the newest checkpoint waits and
+    the others read ``interrupted``; a fork's copy is its own. The requests come back by the id of the checkpoint
+    holding them. Reads the bodies of waiting runs' checkpoints and their requests' claims, no other claim."""
     waiting = [run for run in runs if run.status == "waiting" and run.checkpoint_id]
     if not waiting:
         return runs, {}
+    # lazy: a request's claims are read by the engine's rule (its key, its damage), only when a run waits
+    from crewpoint.feedback_claims import is_claimed
+
     provider = provider_for(store)
-    try:
-        claimed = provider.claims(store)
-    except Exception:  # a store that cannot tell has no claims: its records stand
-        claimed = {}
-    holders: dict[str, list[tuple[tuple[int, float, float], RunInfo, dict[str, Any]]]] = defaultdict(list)
-    for run in waiting:
+    holders: dict[tuple[str, str, str], list[tuple[Any, RunInfo, dict[str, Any]]]] = defaultdict(list)
+    spots = {(run.lineage, run.branch) for run in waiting}
+    answered = [r for r in runs if r.status == "answered" and r.checkpoint_id and (r.lineage, r.branch) in spots]
+    for run in waiting + answered:  # an answered request newer than a waiting one supersedes it too
         try:
             record = provider.read(store, run.checkpoint_id)
         except Exception:  # a damaged or vanished checkpoint: the record stands, with no request to show
@@ -409,18 +409,20 @@ def waiting_requests(store: str, runs: list[RunInfo]) -> tuple[list[RunInfo], di
         request = pending_request(record.body)
         if request is not None:
             order = (record.meta.sequence, record.meta.created_at, run.started_at)
-            holders[request["request_id"]].append((order, run, request))
+            holders[(request["request_id"], record.meta.lineage, record.meta.branch)].append((order, run, request))
     requests: dict[str, dict[str, Any]] = {}
     settled: dict[str, str] = {}
-    for request_id, held in holders.items():
+    for held in holders.values():
         held.sort(key=lambda h: h[0])
-        for _, run, _ in held[:-1]:
-            settled[run.run_id] = "interrupted"  # a newer checkpoint holds its request
-        _, newest, request = held[-1]
-        if request_id in claimed:
-            settled.update((run.run_id, "answered") for _, run, _ in held)
-        else:
-            requests[newest.checkpoint_id or ""] = request
+        for at, (_, run, request) in enumerate(held):
+            if run.status != "waiting":
+                continue
+            if is_claimed(provider, store, request, run.checkpoint_id or ""):
+                settled[run.run_id] = "answered"
+            elif at < len(held) - 1:
+                settled[run.run_id] = "interrupted"  # a newer checkpoint holds its request, asked anew
+            else:
+                requests[run.checkpoint_id or ""] = request
     return [replace(run, status=settled[run.run_id]) if run.run_id in settled else run for run in runs], requests
 
 

@@ -47,6 +47,8 @@ class CheckpointInfo:
     """The request the run waits on (a person's review), or None."""
     human_feedback: list[dict[str, Any]] = field(default_factory=list)
     """Every answered review of the run so far, oldest first."""
+    answered: str | None = None
+    """Who answered the pending request, when and what (``answered by …``), once someone has: it waits no more."""
     usage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The body's well-formed usage rows by part: ``rows`` (this run), ``before`` (the chain before it) and
     ``reused`` (what a resume or fork took over instead of paying again)."""
@@ -93,13 +95,16 @@ class CheckpointInfo:
             "events": len(self.events),
             "pending_feedback": self.pending_feedback,
             "human_feedback": self.human_feedback,
+            "answered": self.answered,
         }
 
     def feedback_lines(self) -> list[str]:
         """What ``info`` says of the run's reviews: the request it waits on, then each answer given so far."""
         lines: list[str] = []
         request = self.pending_feedback
-        if request is not None:
+        if request is not None and self.answered is not None:
+            lines += ["", f"request {request.get('label')}: {self.answered}"]
+        elif request is not None:
             what = {"method": "feedback on method", "input": "input to method"}.get(request["kind"], "feedback on task")
             lines += ["", f"waiting for {what} {request.get('label')}: {request.get('message')}"]
             outcomes = list(request.get("outcomes") or [])

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from crewpoint.budget import MAX_TOKENS, MAX_USD
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
+from crewpoint.providers.claims import REQUEST_ID_RE
 from crewpoint.providers.formats import format_names
 from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
 
@@ -84,6 +85,8 @@ class PendingFeedbackState(TypedDict):
     requested_at: float
     deadline: float | None
     run_id: str | None
+    branch: str | None
+    """The run and branch that wrote the checkpoint holding the request (a fork's copy names its source's)."""
 
 
 class TaskState(TypedDict):
@@ -497,10 +500,24 @@ TASK = Obj(
         "human_input": (BOOL, False),
     }
 )
+
+
+class _RequestId(Spec):
+    """A request id: part of the key its answer is claimed under, so one that could not be claimed is damaged."""
+
+    expected = "a request id (1 to 64 of A-Z a-z 0-9 _ . -)"
+
+    def check(self, value: Any, path: Path) -> Any:
+        if not isinstance(value, str) or REQUEST_ID_RE.fullmatch(value) is None:
+            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}")
+        return value
+
+
+REQUEST_ID = _RequestId()
 PENDING_FEEDBACK = Nullable(
     Obj(
         {
-            "request_id": (STR, REQUIRED),
+            "request_id": (REQUEST_ID, REQUIRED),
             "kind": (OneValue("method", "task", "input"), REQUIRED),
             "label": (STR, ""),
             "message": (STR, ""),
@@ -510,6 +527,7 @@ PENDING_FEEDBACK = Nullable(
             "requested_at": (NUM, 0.0),
             "deadline": (Nullable(NUM), None),
             "run_id": (OPT_STR, None),
+            "branch": (OPT_STR, None),
         }
     )
 )

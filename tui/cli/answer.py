@@ -17,6 +17,7 @@ import click
 
 from crewpoint.budget import Budget
 from crewpoint.feedback import already_answered
+from crewpoint.feedback_claims import request_claim
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
@@ -78,7 +79,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
             offered = ", ".join(outcomes) or "none (this request takes feedback only)"
             raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {offered}")
         provider = provider_for(store)
-        claim = provider.read_claim(store, request["request_id"])
+        claim, _ = request_claim(provider, store, request, record.meta.id)
         if claim is not None:
             raise CheckpointError(already_answered(claim, record.meta.id, store))
         if accept and outcome is None and outcomes:
@@ -108,7 +109,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
                     token=token,
                 )
             except CheckpointError as exc:
-                won = provider.read_claim(store, request["request_id"])
+                won, _ = request_claim(provider, store, request, record.meta.id)
                 if won is not None and won.get("token") != token:  # someone else answered first
                     raise RunRefused(already_answered(won, record.meta.id, store)) from exc
                 raise

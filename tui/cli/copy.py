@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from crewpoint.providers import is_url
+from crewpoint.providers import is_url, provider_for
 from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.claims import copy_claims
 from crewpoint.providers.formats import copy_store
 from crewpoint.tui.cli.errors import bad_input, emit_json
 from crewpoint.tui.cli.root import checkpoint
@@ -22,7 +23,8 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     \b
     SRC is any store: crewpoint's JSON folder or SQLite file, or CrewAI's own JSON folder or SQLite file.
     DST is a crewpoint store (a folder, or a .db file for SQLite), made if missing; copying again adds only
-    what is new. Keys (api_key values and key-looking strings) are masked on the way. CrewAI ids become
+    what is new. Answers claimed in SRC are carried; an answer already in DST stands (a conflict is said on
+    stderr, never written over). Keys (api_key values and key-looking strings) are masked on the way. CrewAI ids become
     crewpoint ids with '-' for '_'.
     """
     # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
@@ -32,6 +34,9 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
         store = ops.store_named(source)
         _refuse_inside(store, target)
         report = copy_store(store, target)
+        claims, conflicts = _copy_claims(store, target)
+    for line in conflicts:  # a claim already in the target wins: the source's answer is said, never written over
+        click.echo(f"crewpoint: {line}", err=True)
     if as_json:
         emit_json(
             {
@@ -40,6 +45,8 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
                 "copied": report.copied,
                 "already_there": report.existing,
                 "damaged_skipped": report.damaged,
+                "claims": claims,
+                "claim_conflicts": conflicts,
             }
         )
         return
@@ -48,7 +55,18 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
         summary += f"; {len(report.existing)} already there"
     if report.damaged:
         summary += f"; skipped {len(report.damaged)} damaged: {', '.join(report.damaged[:5])}"
+    if claims:
+        summary += f"; {len(claims)} answer{'s' if len(claims) != 1 else ''} carried"
     click.echo(summary, err=True)
+
+
+def _copy_claims(store: str, target: str) -> tuple[list[str], list[str]]:
+    """The answers claimed in ``store`` carried into ``target`` (:func:`~crewpoint.providers.claims.copy_claims`);
+    a target with no checkpoint copied (nothing to answer there) takes none."""
+    reader, writer = provider_for(store), provider_for(target)
+    if not reader.claims(store):
+        return [], []
+    return copy_claims(reader, store, writer, target)
 
 
 def _refuse_inside(store: str, target: str) -> None:

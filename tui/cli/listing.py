@@ -205,6 +205,12 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
         record = ops.load(ref if ref is not None else ops.find_store(where), where)
         described = ops.describe(record)
         lone = _lone_problem(record)
+        if described.pending_feedback is not None and lone is None:
+            # lazy: the request's claim is read only for a checkpoint that holds one
+            from crewpoint.feedback_claims import answer_at, answered_words
+
+            claim = answer_at(record, ops.store_of(record))
+            described.answered = answered_words(claim) if claim is not None else None
         lineage = ops.ancestors(ops.store_of(record), record.meta.id) if lone is None else [record.meta]
         # lazy: pricing loads decimal, needed only by a checkpoint that recorded usage
         from crewpoint.cost import usage_damage

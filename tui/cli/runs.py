@@ -175,6 +175,12 @@ def _run(
                 _print_estimate(estimate)
             return
         if not fork and start is None:  # (an answer's checkpoint is claimed: a second answer is refused, not beside)
+            # lazy: the claims of a request are read only by a resume
+            from crewpoint.feedback_claims import resume_refusal
+
+            refused = resume_refusal(record, prepared.store)
+            if refused is not None:  # its answer runs, or went on: going on here would do the work twice
+                fail(refused)
             later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
             if later:
                 click.echo(
