@@ -101,9 +101,9 @@ def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
         done = continuations(rows)
         for row in (r for r in rows if r["trigger"] == "human_feedback_requested"):
             if not done[(row["id"], row["branch"])]:
-                code, err = finish(cli(project, "answer", row["id"], "--location", where, "--accept", *APP))
+                code, err = finish(cli(project, "answer", row["id"], "--location", where, "--default", *APP))
                 assert code == 0, err
-            again = finish(cli(project, "answer", row["id"], "--location", where, "--accept", *APP))
+            again = finish(cli(project, "answer", row["id"], "--location", where, "--default", *APP))
             assert again[0] == 2 and "already answered by " in again[1], again
 
     received: set[str] = set()
