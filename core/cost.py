@@ -358,12 +358,47 @@ def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
     return Cost(calc.total_price + _more_requests(calc.model_price, clean["requests"]), "genai-prices")
 
 
+# -- model names as CrewAI writes them: the LLM sends the model part, a row is priced by both --------------------
+
+PROVIDER_PREFIXES: Mapping[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "gemini": "google",
+    "vertex_ai": "google",
+    "bedrock": "aws",
+    "groq": "groq",
+    "mistral": "mistral",
+    "deepseek": "deepseek",
+    "cohere": "cohere",
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "openrouter": "openrouter",
+    "perplexity": "perplexity",
+    "xai": "x-ai",
+    "cerebras": "cerebras",
+    "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lm_studio",
+}
+"""The provider prefixes of CrewAI's (LiteLLM's) model names (``openai/gpt-4o-mini``), each with the provider its
+usage is recorded and priced under (genai-prices' name for it where it has one)."""
+
+
+def split_provider(model: str) -> tuple[str | None, str]:
+    """``("openai", "gpt-4o-mini")`` for ``"openai/gpt-4o-mini"``: the provider a CrewAI-style name starts with and
+    the model as that provider's server knows it (only the first part goes: ``openrouter/anthropic/claude-3`` →
+    ``("openrouter", "anthropic/claude-3")``); ``(None, model)`` when the first part names no provider (a Hugging
+    Face id such as ``meta-llama/Llama-3-8B`` is a model name as a whole)."""
+    head, sep, rest = model.partition("/")
+    provider = PROVIDER_PREFIXES.get(head.strip().lower()) if sep and rest.strip() else None
+    return (provider, rest.strip()) if provider is not None else (None, model)
+
+
 def _price_name(model: str, provider: str) -> tuple[str, str]:
     """The provider and model a row is priced as: a CrewAI-style name (``openai/gpt-4o-mini``) is its provider's
     model, unless the row names another provider (Groq's ``openai/gpt-oss-20b`` is Groq's own id)."""
-    # lazy: model naming lives with the models, loaded (with pydantic) only when something is priced
-    from crewpoint.llm import split_provider
-
     named, rest = split_provider(model)
     if named is None or provider not in ("", "custom", "openai", named, model.partition("/")[0].strip().lower()):
         return provider, model

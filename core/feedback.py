@@ -365,6 +365,8 @@ def already_answered(claim: Mapping[str, Any], checkpoint_id: str, store: str) -
     gone on, or, when its process died before its first new checkpoint, the resume that goes on with it)."""
     # lazy: the claims and run records are read only for an answered request
     from crewpoint.feedback_claims import answered_line
+
+    # lazy: the claims and run records are read only for an answered request
     from crewpoint.providers import provider_for
 
     return answered_line(provider_for(store), store, claim, checkpoint_id)

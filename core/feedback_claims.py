@@ -220,6 +220,8 @@ def going_on(provider: BaseProvider, store: str, claim: Mapping[str, Any], check
     before its first new checkpoint (a plain resume then goes on with it)."""
     # lazy: run records and processes are looked at only for a claimed request
     from crewpoint.providers.files import pid_alive
+
+    # lazy: run records and processes are looked at only for a claimed request
     from crewpoint.providers.runs import STALE_AFTER, classify, this_host
 
     branch = claim.get("branch")
@@ -296,6 +298,8 @@ def mark_answered(provider: BaseProvider, store: str, run_id: Any) -> None:
 def _short(checkpoint_id: str) -> str:
     # lazy: ids by the providers' rule
     from crewpoint.feedback import SHORT_ID
+
+    # lazy: ids by the providers' rule
     from crewpoint.providers.refs import short_id
 
     return short_id(checkpoint_id, SHORT_ID, typeable=True)

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from crewpoint.budget import Call, check_before_call, stop
+from crewpoint.cost import PROVIDER_PREFIXES as PROVIDER_PREFIXES
+from crewpoint.cost import split_provider as split_provider
 from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
 
@@ -323,44 +325,6 @@ def _check_text(llm: BaseLLM, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{type(llm).__qualname__}.call returned {type(value).__name__}, expected str")
     return value
-
-
-# -- model names as CrewAI writes them ----------------------------------------------------------------------
-
-PROVIDER_PREFIXES: Mapping[str, str] = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "azure": "azure",
-    "gemini": "google",
-    "vertex_ai": "google",
-    "bedrock": "aws",
-    "groq": "groq",
-    "mistral": "mistral",
-    "deepseek": "deepseek",
-    "cohere": "cohere",
-    "together_ai": "together",
-    "fireworks_ai": "fireworks",
-    "openrouter": "openrouter",
-    "perplexity": "perplexity",
-    "xai": "x-ai",
-    "cerebras": "cerebras",
-    "ollama": "ollama",
-    "ollama_chat": "ollama",
-    "hosted_vllm": "vllm",
-    "lm_studio": "lm_studio",
-}
-"""The provider prefixes of CrewAI's (LiteLLM's) model names (``openai/gpt-4o-mini``), each with the provider its
-usage is recorded and priced under (genai-prices' name for it where it has one)."""
-
-
-def split_provider(model: str) -> tuple[str | None, str]:
-    """``("openai", "gpt-4o-mini")`` for ``"openai/gpt-4o-mini"``: the provider a CrewAI-style name starts with and
-    the model as that provider's server knows it (only the first part goes: ``openrouter/anthropic/claude-3`` →
-    ``("openrouter", "anthropic/claude-3")``); ``(None, model)`` when the first part names no provider (a Hugging
-    Face id such as ``meta-llama/Llama-3-8B`` is a model name as a whole)."""
-    head, sep, rest = model.partition("/")
-    provider = PROVIDER_PREFIXES.get(head.strip().lower()) if sep and rest.strip() else None
-    return (provider, rest.strip()) if provider is not None else (None, model)
 
 
 # -- restoring from a checkpoint --------------------------------------------------------------------------

@@ -813,7 +813,7 @@ def prune_never_deletes_what_an_unanswered_request_waits_at(store: Store) -> Non
     chain(store, 11, 12, lineage="run-b")
     _asking(store, 13, 12, "req-b", "run-b")
     chain(store, 21, 23, lineage="run-c")
-    store.provider.claim(store.location, "req-b", {"token": "t-1", "who": "ana"})
+    store.provider.claim(store.location, claim_key("req-b", "cp0013"), {"token": "t-1", "who": "ana"})
     provider, location = store.provider, store.location
     for strategy in (PruneStrategy(keep=1, force=True), PruneStrategy(older_than=0, now=T0 + 1000)):
         dry = provider.prune(location, strategy, dry_run=True)
@@ -825,5 +825,7 @@ def prune_never_deletes_what_an_unanswered_request_waits_at(store: Store) -> Non
     assert plan == dry and plan.kept_waiting == {"cp0003"}
     assert sorted(ids(store)) == ["cp0003", "cp0023"]
     assert provider.read(location, "cp0003").body["entity"]["pending_feedback"]["request_id"] == "req-a"
-    store.provider.claim(location, "req-a", {"token": "t-2", "who": "ben"})  # answered: an ordinary checkpoint now
+    store.provider.claim(
+        location, claim_key("req-a", "cp0003"), {"token": "t-2", "who": "ben"}
+    )  # answered: an ordinary checkpoint now
     assert provider.prune(location, PruneStrategy(keep=1)).ids == ["cp0003"]

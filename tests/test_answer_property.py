@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from support.review import CLI, REVIEW, listed, ran, wait_in
 
@@ -49,14 +49,19 @@ def continuations(rows: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
 
 
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["answer", "fork", "copy", "resume"]), st.integers(1, 3), st.integers(0, 99)),
+    st.tuples(st.sampled_from(["answer", "fork", "copy", "prune", "resume"]), st.integers(1, 3), st.integers(0, 99)),
     min_size=2,
     max_size=4,
 )
 
 
 @pytest.mark.parametrize("kind", ["json", "sqlite", "postgres"])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],  # each example runs processes for seconds: a failure is shown as found
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(steps=STEPS, deadline=st.booleans(), outcomes=st.lists(st.sampled_from(["approved", "rejected"]), min_size=3))
 def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest, steps: list[Any], deadline: bool, outcomes: list[str]
@@ -73,6 +78,7 @@ def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
     if deadline:  # the same program, its request past its deadline from here on
         (project / "review.py").write_text(DEADLINED)
     stores = [store]
+    side_routes = 0
     for n, (step, many, pick) in enumerate(steps):
         where = stores[pick % len(stores)]
         held = requests_of(project, where)
@@ -92,6 +98,22 @@ def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
             code, err = finish(cli(project, "copy", where, target))
             assert code == 0, err
             stores.append(target)
+        elif step == "prune":  # of a copy (the counts below read the stores whole): keeps the newest checkpoint
+            # of each branch, and every checkpoint a request still waits at, which then takes its answer
+            rows = listed(project, where)
+            done = continuations(rows)
+            waiting = {
+                r["id"] for r in rows if r["trigger"] == "human_feedback_requested" and not done[(r["id"], r["branch"])]
+            }
+            pruned = f"pruned{n}.db"
+            assert finish(cli(project, "copy", where, pruned))[0] == 0
+            code, err = finish(cli(project, "prune", "--location", pruned, "--keep", "1"))
+            assert code == 0, err
+            assert waiting <= {r["id"] for r in listed(project, pruned)}, err
+            for held_id in sorted(waiting)[:1]:
+                code, err = finish(cli(project, "answer", held_id, "--location", pruned, "--default", *APP))
+                assert code == 0, err
+                side_routes += 1  # its route ran once, in a store the counts below do not read
         else:
             code, err = finish(cli(project, "resume", row["id"], "--location", where, *APP))
             assert code in (0, 2, 75), err  # goes on, is refused (answered, gone on), or asks anew
@@ -117,5 +139,5 @@ def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
         received |= {r["id"] for r in rows if r["trigger"] == RECEIVED}  # a copy keeps ids: counted once
     assert received  # at least the last sweep answered one
     routes = [word for word in ran(project) if word in ROUTES]
-    assert len(routes) == len(received), (routes, sorted(received))
+    assert len(routes) == len(received) + side_routes, (routes, sorted(received))
     assert ran(project).count("draft") == 1  # the reviewed method ran once, before the first wait

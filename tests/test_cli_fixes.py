@@ -173,8 +173,8 @@ def test_a_damaged_reason_or_a_huge_field_cannot_widen_the_table(tmp_path: Path)
     ("args", "fragment"),
     [
         (
-            ["checkpoint", "list", "--location", "x"],
-            "no such option '--location' (see `crewpoint checkpoint list --help`)",
+            ["checkpoint", "list", "--since", "x"],
+            "no such option '--since'",
         ),
         (["checkpoint", "lst"], "did you mean 'list'?"),
         (["checkpoint", "resume"], "missing argument 'ID'"),

@@ -34,8 +34,10 @@ def server() -> Iterator[LLMServer]:
         yield running
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+def cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
 
 
 def run_two_models(server: LLMServer, project: Path) -> None:
@@ -85,7 +87,8 @@ def test_a_price_override_above_the_ceiling_is_refused_in_one_line_naming_the_ke
         ("cost", checkpoint, "--location", "store"),
         ("fork", first, "--location", "store", "--dry-run", "-b", "other"),
     ):
-        done = cli(*args, cwd=tmp_path)
+        named = {"CREWPOINT_LLM": "gpt-4o"} if args[0] == "fork" else {}  # a rebuild runs the model the user names
+        done = cli(*args, cwd=tmp_path, **named)
         said = [line for line in done.stderr.splitlines() if "gpt-4o.input_mtok" in line]
         assert done.returncode == 2 and len(said) == 1, (args, done.stderr)
         assert "above the highest price" in said[0] and str(tmp_path / "pyproject.toml") in said[0], args

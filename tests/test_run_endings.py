@@ -106,7 +106,7 @@ async def test_a_budget_stop_in_the_run_panel_reads_stopped_at_budget_not_failed
     assert title == "■ resume abc on main: stopped at budget; resume (e) with a larger budget to go on"
     assert "failed" not in title and "exit" not in title
     assert panel.has_class("-paused") and not panel.has_class("-failed")
-    assert "■ stopped at budget: spent $0.7500" in log
+    assert "■ stopped at budget: spent $0.0000" in log  # its first call, bounded by task 1 ($0.75), was not made
 
 
 async def test_a_run_that_waits_again_in_the_run_panel_reads_waiting_for_feedback(
@@ -126,12 +126,12 @@ def test_the_command_line_says_a_budget_stop_as_such_in_its_progress_and_its_rec
     command = [*CLI, "resume", checkpoint_id, "--location", "store", "--app", "crew.py:crew"]
     shown = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert shown.returncode == ExitCode.BUDGET, shown.stderr
-    assert "stopped at budget  spent $0.7500" in shown.stderr
+    assert "stopped at budget  spent $0.0000" in shown.stderr  # the call that would pass $0.50 was not made
     assert "fail" not in shown.stderr and "interrupted" not in shown.stderr
     recorded = subprocess.run([*command, "--progress", "json"], cwd=tmp_path, capture_output=True, text=True)
     assert recorded.returncode == ExitCode.BUDGET, recorded.stderr
     last = ProgressRecord.parse(recorded.stdout.strip().splitlines()[-1])
-    assert last.event == "stopped_at_budget" and (last.text or "").startswith("spent $0.7500")
+    assert last.event == "stopped_at_budget" and (last.text or "").startswith("spent $0.0000")
 
 
 def test_each_exit_code_ends_a_run_in_its_own_words() -> None:

@@ -24,4 +24,4 @@ def test_resume_fork_and_answer_take_the_run_options_alike() -> None:
     run_lines = {c: [line for line in lines if line.split()[0] in RUN_OPTIONS] for c, lines in shown.items()}
     assert run_lines["resume"] == run_lines["fork"] == run_lines["answer"]
     assert any("[default: rich]" in line for line in run_lines["resume"])
-    assert [line.split()[0] for line in shown["resume"]][-1] == "--dry-run"
+    assert [line.split()[0] for line in shown["resume"]][-2:] == ["--dry-run", "--force"]

@@ -233,6 +233,8 @@ def _refuse_beside_live_run(record: CheckpointRecord, store: str, where: str | N
     resuming would run its remaining tasks a second time beside it. It names the run and offers a fork."""
     # lazy: run records are read only by a resume, when it starts
     from crewpoint.providers import provider_for
+
+    # lazy: run records are read only by a resume, when it starts
     from crewpoint.providers.runs import classify
 
     meta = record.meta
