@@ -107,7 +107,7 @@ def test_every_request_ends_with_one_answer_and_its_continuation_ran_once(
             }
             pruned = f"pruned{n}.db"
             assert finish(cli(project, "copy", where, pruned))[0] == 0
-            code, err = finish(cli(project, "prune", "--location", pruned, "--keep", "1"))
+            code, err = finish(cli(project, "prune", pruned, "--keep", "1"))
             assert code == 0, err
             assert waiting <= {r["id"] for r in listed(project, pruned)}, err
             for held_id in sorted(waiting)[:1]:
