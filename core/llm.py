@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from crewpoint.budget import Call, check_before_call, stop
-from crewpoint.cost import PROVIDER_PREFIXES as PROVIDER_PREFIXES
-from crewpoint.cost import split_provider as split_provider
 from crewpoint.serialize import CheckpointState
 from crewpoint.text import clip
 
@@ -36,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLM",
-    "PROVIDER_PREFIXES",
     "BaseLLM",
     "LLMError",
     "ModelNotNamed",
@@ -45,7 +42,6 @@ __all__ = [
     "llm_from_state",
     "parse_reply",
     "resolve_llm",
-    "split_provider",
 ]
 
 log = logging.getLogger("crewpoint")
@@ -743,6 +739,9 @@ class LLM(BaseLLM):
         return self._named()[1]
 
     def _named(self) -> tuple[str, str]:
+        # lazy: model names live with the prices, which building an agent does not load
+        from crewpoint.cost import split_provider
+
         prefix, rest = split_provider(self.model)
         if prefix is None or self.provider not in (None, prefix, self.model.partition("/")[0].strip().lower()):
             return self.provider or "openai", self.model

@@ -14,10 +14,10 @@ from llm_server import LLMServer
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
-from crewpoint.cost import PRICE_UNKNOWN, price_row
+from crewpoint.cost import PRICE_UNKNOWN, price_row, split_provider
 from crewpoint.estimate import chain_cost
 from crewpoint.events import BaseEvent, LLMCallCompletedEvent, event_bus
-from crewpoint.llm import LLM, split_provider
+from crewpoint.llm import LLM
 
 USAGE = {"prompt_tokens": 1_000, "completion_tokens": 500, "total_tokens": 1_500}
 
