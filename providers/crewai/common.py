@@ -24,7 +24,6 @@ MASK = "••••"
 FORMAT = "crewai"
 """The name CrewAI's format is registered under (:mod:`crewpoint.providers.formats`)."""
 
-ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}")
 FILE_RE = re.compile(r"(\d{8}T\d{6})_([0-9a-f]{8})_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
 
 _SECRET_NAME = re.compile(
