@@ -28,7 +28,6 @@ from crewpoint.providers.base import (
     StoreChange,
     UnsupportedSchema,
 )
-from crewpoint.providers.formats import register_format, register_store_copy
 from crewpoint.providers.refs import split_ref
 
 if TYPE_CHECKING:
@@ -318,6 +317,4 @@ register_provider(
     read_only=True,
 )
 
-
-register_format("crewai", "crewpoint.providers.crewai.adapter:CREWAI")
-register_store_copy("crewpoint.providers.crewai.copy:copy_store")  # it reads crewpoint's stores and CrewAI's
+# CrewAI's format (its translation, forks and runs) sits above the schema: crewpoint.formats registers it.

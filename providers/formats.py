@@ -1,9 +1,9 @@
 """Checkpoint formats: which tool a record's body, id or store belongs to, and the adapter that answers for it.
 
-crewpoint's own format is run by the engine. Another tool's format (registered in :mod:`crewpoint.providers`, in
-its own package) is read through its read-only providers, translated into crewpoint's typed body, and forked
-and run by its adapter. The engine, the command line and the app ask this registry; none of them compares a
-format's name or parses another tool's ids.
+crewpoint's own format is run by the engine. Another tool's format is read through its read-only providers (in
+this package), translated into crewpoint's typed body, and forked and run by its adapter, which sits above the
+schema (:mod:`crewpoint.formats` registers it here by name). The engine, the command line, the app and the
+read-only providers ask this registry; none of them compares a format's name or parses another tool's ids.
 
 Importing this module is cheap (no first-party import): an adapter loads on first use, and its own imports
 (its fork planner, its runner) load only when one of those is asked for.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from crewpoint.providers.base import BaseProvider
+    from crewpoint.providers.base import BaseProvider, CheckpointMeta
 
 NATIVE = "crewpoint"
 """The format crewpoint writes and its engine runs; a body without a ``format`` is in it."""
@@ -79,6 +79,11 @@ class Format(Protocol):
         """The provider reading ``location`` when it is one of this format's stores, else None."""
         ...
 
+    def to_body(self, dump: Any, meta: CheckpointMeta) -> dict[str, Any]:
+        """A checkpoint as this format's read-only provider read it (``dump``, keys masked) as a body in
+        crewpoint's schema, the original kept under the format's name: a provider reads, its format translates."""
+        ...
+
     def plan_fork(self, body: Mapping[str, Any], inputs: dict[str, Any], outputs: dict[int, str]) -> ForeignFork:
         """What a fork of ``body`` with these edits changes and runs; nothing is written."""
         ...
@@ -127,6 +132,9 @@ class _Native:
 
     def provider_for(self, location: str) -> BaseProvider | None:
         return None
+
+    def to_body(self, dump: Any, meta: CheckpointMeta) -> dict[str, Any]:
+        raise NotImplementedError("crewpoint's stores hold its bodies as they are")
 
     def plan_fork(self, body: Mapping[str, Any], inputs: dict[str, Any], outputs: dict[int, str]) -> ForeignFork:
         raise NotImplementedError("crewpoint's engine plans its own forks (crewpoint.checkpoint.plan)")

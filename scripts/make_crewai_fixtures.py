@@ -334,7 +334,7 @@ def shapes_check(crewpoint: str) -> list[str]:
         "knowledge_config": KnowledgeConfig,
     }  # fmt: skip
     python = os.path.join(os.path.dirname(crewpoint), "python")
-    code = "import json; from crewpoint.providers.crewai.allowlist import SHAPES; print(json.dumps(SHAPES))"
+    code = "import json; from crewpoint.formats.crewai.allowlist import SHAPES; print(json.dumps(SHAPES))"
     shapes = json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
     missing = [f"{name}.{f}" for name, model in models.items() for f in model.model_fields if f not in shapes[name]]
     print(f"[allow-list] {len(missing)} field(s) of CrewAI's models without a rule", file=sys.stderr)

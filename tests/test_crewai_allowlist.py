@@ -20,10 +20,10 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
+from crewpoint.formats.crewai.allowlist import CODE, ENTITY_SHAPES, KEEP, SHAPES
+from crewpoint.formats.crewai.rebuild import models_of, rebuild
+from crewpoint.formats.crewai.runner import endpoints, handoff, left_out_line
 from crewpoint.providers.base import CheckpointError
-from crewpoint.providers.crewai.allowlist import CODE, ENTITY_SHAPES, KEEP, SHAPES
-from crewpoint.providers.crewai.rebuild import models_of, rebuild
-from crewpoint.providers.crewai.runner import endpoints, handoff, left_out_line
 from crewpoint.tui.cli import main
 
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3

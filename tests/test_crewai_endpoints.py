@@ -17,8 +17,8 @@ from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
-from crewpoint.providers.crewai.rebuild import models_of
-from crewpoint.providers.crewai.runner import endpoint_safe_copy, endpoints, handoff
+from crewpoint.formats.crewai.rebuild import models_of
+from crewpoint.formats.crewai.runner import endpoint_safe_copy, endpoints, handoff
 from crewpoint.tui.cli import main
 
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3

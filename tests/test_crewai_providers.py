@@ -17,6 +17,7 @@ from crewai_fixtures import FAKE_KEY, FIXTURES, PLACEHOLDER
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
+from crewpoint.checkpoint.schema import SCHEMA_VERSION, load_body
 from crewpoint.providers import (
     AmbiguousCheckpoint,
     BaseProvider,
@@ -131,7 +132,8 @@ def test_every_checkpoint_lists_and_reads(store: tuple[BaseProvider, str]) -> No
     for meta in metas:
         record = provider.read(location, meta.id)
         assert record.meta.id == meta.id
-        assert record.body["schema_version"] == 1
+        assert record.body["schema_version"] == SCHEMA_VERSION  # translated as it is read, so current
+        assert load_body(record.body, meta.id)["format"] == "crewai"
         assert record.body["entity"]["kind"] == meta.entity_kind
         assert record.body["lineage"]["parent_id"] == meta.parent_id
 
@@ -301,13 +303,32 @@ def test_the_crewai_modules_load_neither_textual_nor_the_engine() -> None:
     code = (
         "import sys\n"
         "import crewpoint.providers.crewai.json_store, crewpoint.providers.crewai.sqlite_store\n"
-        "import crewpoint.providers.crewai.fork, crewpoint.providers.crewai.copy, crewpoint.providers.crewai.detect\n"
+        "import crewpoint.formats.crewai.fork, crewpoint.formats.crewai.copy, crewpoint.providers.crewai.detect\n"
         "layers = ('textual', 'crewpoint.checkpoint', 'crewpoint.crew', 'crewpoint.runtime', 'crewpoint.tui',"
         " 'crewpoint.screens', 'pydantic')\n"
         "print(sorted(m for m in sys.modules if m.startswith(layers)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_store_reads_a_body_translated_above_the_schema_without_pydantic(store: tuple[BaseProvider, str]) -> None:
+    """A CrewAI store only reads; the body comes from CrewAI's format (crewpoint.formats.crewai), reached through
+    the format registry, and reading it loads no model library."""
+    _, location = store
+    code = (
+        "import sys\n"
+        "from crewpoint.providers import provider_for\n"
+        f"provider = provider_for({location!r})\n"
+        f"meta = next(m for m in provider.list({location!r}) if m.entity_kind == 'crew')\n"
+        f"body = provider.read({location!r}, meta.id).body\n"
+        "print(body['schema_version'], body['format'], body['entity']['kind'], len(body['entity']['tasks']))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'textual', 'crewpoint.formats.crewai.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, loaded = out.stdout.strip().splitlines()
+    assert first == f"{SCHEMA_VERSION} crewai crew 3"  # the research crew's three tasks, at the schema's version
+    assert loaded == "['crewpoint.formats.crewai.adapter', 'crewpoint.formats.crewai.body']"
 
 
 def _holds_key(location: Path) -> bool:

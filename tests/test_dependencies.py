@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crewpoint import Agent, Crew, Task
-from crewpoint.providers.crewai.fork import dependents as crewai_dependents
+from crewpoint.formats.crewai.fork import dependents as crewai_dependents
 from crewpoint.providers.dependencies import readers, reads_of
 
 

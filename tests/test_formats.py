@@ -1,5 +1,6 @@
-"""Checkpoint formats: the registry answers for crewpoint's format and CrewAI's, and no module outside the CrewAI
-adapter (providers/crewai/) compares a string to CrewAI's names, parses CrewAI's ids or imports the adapter."""
+"""Checkpoint formats: the registry answers for crewpoint's format and CrewAI's, and no module outside CrewAI's
+(its stores in providers/crewai/, its format in core/formats/crewai/) compares a string to CrewAI's names, parses
+CrewAI's ids or imports one of them."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ from crewpoint.providers.refs import short_id
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = ("core", "providers", "tui", "screens")
-ADAPTER = ROOT / "providers" / "crewai"
-REGISTRATION = "providers/__init__.py"
-"""Where the CrewAI format and its read-only providers are registered: the one module outside the adapter that
-names its modules (it compares no string and parses no id either)."""
+CREWAI_FOLDERS = (ROOT / "providers" / "crewai", ROOT / "core" / "formats" / "crewai")
+"""CrewAI's read-only stores, and its format above the schema (translation, forks, runs)."""
+CREWAI_MODULES = ("crewpoint.providers.crewai", "crewpoint.formats.crewai")
+REGISTRATIONS = ("providers/__init__.py", "core/formats/__init__.py")
+"""Where CrewAI's read-only providers and its format are registered: the modules outside CrewAI's that name its
+modules (they compare no string and parse no id either)."""
 _STAMP_SHAPE = re.compile(r"\\d\{6\}(_|\[_-\])")
 """A CrewAI id's shape in a pattern: its time stamp, then ``_`` (``-`` in crewpoint's copies)."""
 CREWAI_ID = "20261130T150422_db37a9ed"
@@ -39,7 +42,7 @@ CREWPOINT_ID = "3f9a0c1e5b7d4a2e8c6f1b0d9e7a5c3b"
 
 def _production_modules() -> list[Path]:
     files = [p for part in PRODUCTION for p in (ROOT / part).rglob("*.py")]
-    return sorted(p for p in files if ADAPTER not in p.parents)
+    return sorted(p for p in files if not any(folder in p.parents for folder in CREWAI_FOLDERS))
 
 
 def _strings_in(node: ast.AST) -> list[str]:
@@ -61,13 +64,13 @@ def _knows_crewai(source: str, where: str) -> list[str]:
                 words = [s for arg in node.args for s in _strings_in(arg)]
                 if any("crewai" in w.lower() or _STAMP_SHAPE.search(w) for w in words):
                     found.append(f"{where}:{node.lineno} {node.func.attr}({words})")
-        elif where == REGISTRATION:
-            continue  # the registration names the adapter's modules
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("crewpoint.providers.crewai"):
+        elif where in REGISTRATIONS:
+            continue  # a registration names CrewAI's modules
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(CREWAI_MODULES):
             found.append(f"{where}:{node.lineno} imports {node.module}")
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("crewpoint.providers.crewai"):
+                if alias.name.startswith(CREWAI_MODULES):
                     found.append(f"{where}:{node.lineno} imports {alias.name}")
     return found
 
@@ -82,14 +85,15 @@ def test_no_module_outside_the_adapter_compares_to_crewai_or_parses_its_ids() ->
 def test_the_scan_finds_a_comparison_an_id_shape_and_an_import() -> None:
     sample = (
         "import re\n"
-        "from crewpoint.providers.crewai.fork import plan_body\n"
+        "from crewpoint.formats.crewai.fork import plan_body\n"
+        "import crewpoint.providers.crewai.detect\n"
         "def f(body, version, ref):\n"
         "    if body['format'] == 'crewai':\n"
         "        return version.startswith(('crewai ', 'x'))\n"
         "    return re.fullmatch(r'\\d{8}T\\d{6}_[0-9a-f]{8}', ref)\n"
     )
     found = _knows_crewai(sample, "probe.py")
-    assert sorted(hit.split()[0] for hit in found) == ["probe.py:2", "probe.py:4", "probe.py:5", "probe.py:6"], found
+    assert sorted(hit.split()[0] for hit in found) == [f"probe.py:{n}" for n in (2, 3, 5, 6, 7)], found
 
 
 def test_the_registry_names_both_formats_and_which_one_crewpoint_runs() -> None:

@@ -69,6 +69,7 @@ def test_every_layer_rule_of_the_design_has_a_contract() -> None:
     assert ("crewpoint.providers", "textual") in rules
     assert {("crewpoint.agent", "crewpoint.tui"), ("crewpoint.agent", "crewpoint.screens")} <= rules
     assert ("crewpoint.runtime", "textual") in rules
+    assert {(layer, "crewpoint.formats.crewai") for layer in ("crewpoint.checkpoint", "crewpoint.tui")} <= rules
     assert ("crewpoint.tui.widgets", "crewpoint.screens") in rules
     assert ("crewpoint.tui.cli.**", "textual") in rules
     (layers,) = [c["layers"] for c in contracts() if c["type"] == "layers"]
@@ -94,6 +95,9 @@ def tree(tmp_path: Path) -> Path:
         ("crewpoint/providers/refs.py", "from crewpoint.crew import Crew", "providers import nothing above them"),
         ("crewpoint/providers/refs.py", "from crewpoint import Crew", "providers import no name from the crewpoint"),
         ("crewpoint/providers/files.py", "import textual", "providers import nothing above them"),
+        ("crewpoint/providers/crewai/json_store.py", "from crewpoint.formats.crewai import body", "providers import"),
+        ("crewpoint/checkpoint/plan.py", "from crewpoint.formats.crewai.fork import plan_body", "formats sit above"),
+        ("crewpoint/tui/cli/runs.py", "def _later():\n    import crewpoint.formats.crewai.runner", "formats sit above"),
         ("crewpoint/text.py", "import textual.app", "the engine (core/) imports"),
         ("crewpoint/runtime.py", "def _later():\n    from crewpoint.tui import diagnostics", "the engine (core/)"),
         ("crewpoint/events/bus.py", "from crewpoint.screens import help", "the engine (core/) imports"),

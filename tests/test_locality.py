@@ -162,7 +162,7 @@ def test_a_checkpoint_file_inside_its_store_still_names_that_store(project: Path
 def test_a_crewai_fork_is_written_under_the_store_it_came_from(tmp_path: Path) -> None:
     from crewai_fixtures import json_store
 
-    from crewpoint.providers.crewai.fork import fork_checkpoint
+    from crewpoint.formats.crewai.fork import fork_checkpoint
 
     store = json_store(tmp_path / "outer" / "crewai")
     crafted = sorted(store.rglob("*.json"))[0]

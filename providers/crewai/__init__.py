@@ -1,6 +1,6 @@
-"""CrewAI's own checkpoint stores, read and forked in CrewAI's format: the one place crewpoint knows CrewAI.
+"""CrewAI's own checkpoint stores, read-only: the one place the storage layer knows CrewAI.
 
 detect (which location is a CrewAI store), json_store and sqlite_store (the read-only providers), listing and
-common (translation into crewpoint's typed body), fork (a fork written in CrewAI's format), copy (a masked copy of
-a store) and runner (handing a fork to CrewAI with endpoints from the user's environment).
+common (the facts a listing shows, masking keys on the way). The translation into crewpoint's body, forks, copies
+and runs are CrewAI's format, above the schema (:mod:`crewpoint.formats.crewai`).
 """

@@ -1,13 +1,13 @@
-"""CrewAI 1.15 checkpoints: recognising its stores, masking keys, and reading a dump as a crewpoint record.
+"""CrewAI 1.15 checkpoints as its stores hold them: masking keys, parsing a dump, and the facts a listing reads.
 
 CrewAI writes a ``RuntimeState`` dump per checkpoint: ``crewai_version``, ``parent_id``, ``branch``, ``trigger``,
 ``entities`` (dumps with ``entity_type`` crew, flow or agent; a crew's agent executors follow it as flows) and
 ``event_record`` (``nodes``: ``{event_id: {"event": {...}, "edges": {...}}}``). Its ids are
 ``<YYYYmmddTHHMMSS>_<uuid8>``.
 
-Reading turns a dump into a body in crewpoint's schema (``entity``, ``inputs``, ``events``, ``lineage``) so
-every view works on it, and keeps the dump itself under ``crewai`` for the raw view. Keys are masked on the
-way in (:func:`mask_text`): nothing read from a CrewAI store shows an ``api_key`` or a key-looking string.
+Keys are masked on the way in (:func:`mask_text`): nothing read from a CrewAI store shows an ``api_key`` or a
+key-looking string. Turning a dump into a body in crewpoint's schema is the CrewAI format's job, above the schema
+(:mod:`crewpoint.formats.crewai`); the stores reach it through the format registry (:func:`to_body`).
 """
 
 from __future__ import annotations
@@ -15,18 +15,16 @@ from __future__ import annotations
 import functools
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.providers.formats import format_named
 
 MASK = "••••"
-SCHEMA_VERSION = 1
-"""The crewpoint body schema the translated bodies follow."""
+FORMAT = "crewai"
+"""The name CrewAI's format is registered under (:mod:`crewpoint.providers.formats`)."""
 
-ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{8}")
 FILE_RE = re.compile(r"(\d{8}T\d{6})_([0-9a-f]{8})_p-(none|\d{8}T\d{6}_[0-9a-f]{8})\.json")
-_TIME = "%Y%m%dT%H%M%S"
 
 _SECRET_NAME = re.compile(
     r"(?:api[_\-]?key|secret|password|passwd|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token"
@@ -157,15 +155,6 @@ def _midnight(day: str) -> float:
     return float(calendar.timegm((year, month, date, 0, 0, 0, 0, 0, 0)))
 
 
-def new_id(now: float | None = None) -> str:
-    """A fresh checkpoint id in CrewAI's form."""
-    import time
-    import uuid
-
-    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime(_TIME)
-    return f"{stamp}_{uuid.uuid4().hex[:8]}"
-
-
 def main_entity(dump: dict[str, Any]) -> dict[str, Any]:
     """The entity a checkpoint is about: the first crew, else the first entity (agent executors follow a crew as
     flows, so the first one wins)."""
@@ -188,21 +177,6 @@ def events_of(dump: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(events, key=lambda e: (e.get("emission_sequence") or 0, str(e.get("timestamp") or "")))
 
 
-def _output_text(output: Any) -> str | None:
-    if output is None:
-        return None
-    if isinstance(output, dict):
-        raw = output.get("raw")
-        return "" if raw is None else str(raw)
-    return str(output)
-
-
-def _agent_id(agent: Any) -> str:
-    if isinstance(agent, dict):
-        return str(agent.get("id") or agent.get("role") or "")
-    return "" if agent is None else str(agent)
-
-
 def context_ids(task: dict[str, Any]) -> list[str] | None:
     """The ids of the tasks ``task`` names as context; None when it takes the crew's default (every task before
     it in a sequential crew, CrewAI's ``NOT_SPECIFIED``)."""
@@ -212,83 +186,13 @@ def context_ids(task: dict[str, Any]) -> list[str] | None:
     return [str(c.get("id")) if isinstance(c, dict) else str(c) for c in context]
 
 
-def translate_crew(entity: dict[str, Any]) -> dict[str, Any]:
-    agents = []
-    for agent in entity.get("agents") or []:
-        if isinstance(agent, dict):
-            agents.append({k: agent.get(k, "") for k in ("role", "goal", "backstory")} | {"id": _agent_id(agent)})
-    tasks = []
-    for task in entity.get("tasks") or []:
-        if not isinstance(task, dict):
-            continue
-        output = _output_text(task.get("output"))
-        tasks.append(
-            {
-                "id": str(task.get("id", "")),
-                "name": task.get("name"),
-                "description": task.get("checkpoint_original_description") or task.get("description", ""),
-                "expected_output": task.get("checkpoint_original_expected_output") or task.get("expected_output", ""),
-                "agent": _agent_id(task.get("agent")),
-                "output": None if output is None else {"raw": output},
-                "context": context_ids(task),
-            }
-        )
-    return {
-        "kind": "crew",
-        "name": entity.get("name") or "crew",
-        "id": str(entity.get("id", "")),
-        "process": entity.get("process"),
-        "agents": agents,
-        "tasks": tasks,
-    }
-
-
-def _flow_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def flow_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
     if entity.get("name"):
         return str(entity["name"])
     for event in events:
         if event.get("flow_name"):
             return str(event["flow_name"])
     return "flow"
-
-
-def translate_flow(entity: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    outputs = []
-    for item in entity.get("checkpoint_method_outputs") or []:
-        if isinstance(item, dict) and "method" in item:
-            outputs.append([str(item["method"]), item.get("output")])
-        else:
-            outputs.append(["", item])
-    return {
-        "kind": "flow",
-        "name": _flow_name(entity, events),
-        "state": entity.get("checkpoint_state"),
-        "method_outputs": outputs,
-        "completed_methods": sorted(entity.get("checkpoint_completed_methods") or []),
-    }
-
-
-def translate_agent(entity: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    result = None
-    for event in events:
-        if event.get("type") in ("lite_agent_execution_completed", "agent_execution_completed"):
-            result = event.get("output")
-    asked: list[dict[str, Any]] = []
-    for event in events:
-        messages = event.get("messages") if event.get("type") == "lite_agent_execution_started" else None
-        if isinstance(messages, str):
-            asked = [{"role": "user", "content": messages}]
-        elif isinstance(messages, list):
-            asked = [m for m in messages if isinstance(m, dict)]
-    return {
-        "kind": "agent",
-        "id": str(entity.get("id", "")),
-        "role": entity.get("role") or "agent",
-        "goal": entity.get("goal") or "",
-        "backstory": entity.get("backstory") or "",
-        "pending": asked,
-        "result": result,
-    }
 
 
 def progress(entity: dict[str, Any], events: list[dict[str, Any]] | None = None) -> tuple[int, int]:
@@ -309,7 +213,7 @@ def progress(entity: dict[str, Any], events: list[dict[str, Any]] | None = None)
 def entity_name(entity: dict[str, Any], events: list[dict[str, Any]]) -> str:
     kind = entity.get("entity_type")
     if kind == "flow":
-        return _flow_name(entity, events)
+        return flow_name(entity, events)
     if kind == "agent":
         return str(entity.get("role") or "agent")
     return str(entity.get("name") or kind or "")
@@ -373,35 +277,6 @@ def _skip_space(text: str, at: int) -> int:
 
 
 def to_body(dump: dict[str, Any], meta: CheckpointMeta) -> dict[str, Any]:
-    """A masked dump as a body in crewpoint's schema; the dump itself stays under ``crewai``."""
-    entity = main_entity(dump)
-    events = events_of(dump)
-    kind = entity.get("entity_type")
-    if kind == "crew":
-        translated = translate_crew(entity)
-        inputs = dict(entity.get("checkpoint_inputs") or {})
-    elif kind == "flow":
-        translated = translate_flow(entity, events)
-        inputs = {}
-    elif kind == "agent":
-        translated = translate_agent(entity, events)
-        inputs = {}
-    else:
-        raise ValueError(f"unknown CrewAI entity type {kind!r}")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "format": "crewai",
-        "entity": translated,
-        "inputs": inputs,
-        "events": events,
-        "lineage": {
-            "id": meta.id,
-            "parent_id": meta.parent_id,
-            "branch": meta.branch,
-            "lineage": meta.lineage,
-            "sequence": meta.sequence,
-            "resumed_from": None,
-        },
-        "crewai": {k: v for k, v in dump.items() if k != "event_record"},  # its events are under "events"
-        "usage": {"rows": usage_of(entity), "before": [], "reused": []},
-    }
+    """A masked dump as a body in crewpoint's schema, by the CrewAI format registered above the schema (a store
+    only reads: the translation is the format's, :mod:`crewpoint.formats.crewai.body`)."""
+    return format_named(FORMAT).to_body(dump, meta)

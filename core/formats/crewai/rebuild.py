@@ -1,7 +1,7 @@
-"""Rebuilding a CrewAI checkpoint by the allow-list of :mod:`crewpoint.providers.crewai.allowlist`, and finding the
+"""Rebuilding a CrewAI checkpoint by the allow-list of :mod:`crewpoint.formats.crewai.allowlist`, and finding the
 models it names where CrewAI builds an LLM.
 
-The walk follows :data:`~crewpoint.providers.crewai.allowlist.SHAPES` from the checkpoint's root: each field's
+The walk follows :data:`~crewpoint.formats.crewai.allowlist.SHAPES` from the checkpoint's root: each field's
 rule says whether its value is kept, rebuilt (a model, an embedder, a memory, a checkpoint setting, a nested
 shape) or left out. What is left out is recorded by its path in the checkpoint (a name that is not a plain
 identifier shows as ``?``), so the user is told.
@@ -14,8 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crewpoint.providers.base import CheckpointError
-from crewpoint.providers.crewai.allowlist import (
+from crewpoint.formats.crewai.allowlist import (
     CHECKPOINT,
     CODE,
     EMBEDDER,
@@ -30,6 +29,7 @@ from crewpoint.providers.crewai.allowlist import (
     rebuild_embedder,
     rebuild_llm,
 )
+from crewpoint.providers.base import CheckpointError
 
 _SHOWN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}")
 

@@ -1,8 +1,8 @@
 """The CrewAI format as the rest of crewpoint sees it: its ids, its stores, its forks and its runs.
 
-Registered in :mod:`crewpoint.providers` as the format ``crewai``; the engine, the command line and the app ask
-:mod:`crewpoint.providers.formats`, never this module by name. Importing it is cheap: the fork planner, the
-stores and the runner load when asked for.
+Registered as the format ``crewai`` by :mod:`crewpoint.formats`; the engine, the command line, the app and CrewAI's
+read-only stores ask :mod:`crewpoint.providers.formats`, never this module by name. Importing it is cheap (a
+listing asks it about every id): the translation, the fork planner, the stores and the runner load when asked for.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from crewpoint.providers.formats import ForeignFork, ForeignRun
 from crewpoint.providers.refs import match_prefix, split_ref
 
 if TYPE_CHECKING:
-    from crewpoint.providers.base import BaseProvider
+    from crewpoint.providers.base import BaseProvider, CheckpointMeta
 
 REF_ID_RE = re.compile(r"\d{8}T\d{6}_[0-9a-f]{1,8}")
 """CrewAI's ids (``<YYYYmmddTHHMMSS>_<uuid8>``, or a prefix) in ``db#id`` references to its stores."""
@@ -68,9 +68,15 @@ class CrewAIFormat:
             return None
         return provider_named(kind) if kind in _KINDS else None
 
+    def to_body(self, dump: Any, meta: CheckpointMeta) -> dict[str, Any]:
+        # lazy: the translation loads the schema, which a listing never needs
+        from crewpoint.formats.crewai.body import to_body
+
+        return to_body(dump, meta)
+
     def plan_fork(self, body: Mapping[str, Any], inputs: dict[str, Any], outputs: dict[int, str]) -> ForeignFork:
-        # lazy: crewpoint.providers.crewai.fork imports this module back (cycle)
-        from crewpoint.providers.crewai.fork import plan_body
+        # lazy: crewpoint.formats.crewai.fork imports this module back (cycle)
+        from crewpoint.formats.crewai.fork import plan_body
 
         return ForeignFork(*plan_body(dict(body), inputs, outputs))
 
@@ -87,13 +93,13 @@ class CrewAIFormat:
         forked: Callable[[dict[str, str]], None],
     ) -> ForeignRun:
         """A fork is written in CrewAI's format; the user's CrewAI runs it. CrewAI gets a copy rebuilt by
-        allow-list, whose endpoints come from the user's environment (:mod:`crewpoint.providers.crewai.runner`);
+        allow-list, whose endpoints come from the user's environment (:mod:`crewpoint.formats.crewai.runner`);
         the endpoints, and what the copy left out, are said first."""
-        # lazy: crewpoint.providers.crewai.fork imports this module back (cycle)
-        from crewpoint.providers.crewai.fork import crewai_environment, fork_checkpoint, resume_command
+        # lazy: crewpoint.formats.crewai.fork imports this module back (cycle)
+        from crewpoint.formats.crewai.fork import crewai_environment, fork_checkpoint, resume_command
 
-        # lazy: `checkpoint list` never loads providers.crewai.runner
-        from crewpoint.providers.crewai.runner import handoff, left_out_line
+        # lazy: `checkpoint list` never loads formats.crewai.runner
+        from crewpoint.formats.crewai.runner import handoff, left_out_line
 
         path, ref_id = split_ref(store)
         is_file = os.path.isfile(path) and path.endswith(".json")
@@ -130,7 +136,7 @@ class CrewAIFormat:
                 raise ValueError(f"name the checkpoint to resume in {path}")
             target = match_prefix([m.id for m in metas], wanted, path)
             if is_file:
-                # lazy: `checkpoint list` never loads providers.crewai.common, providers.crewai.json_store
+                # lazy: `checkpoint list` never loads providers.crewai.json_store
                 from crewpoint.providers.crewai.json_store import store_root
 
                 store = store_root(path)
@@ -155,4 +161,4 @@ class CrewAIFormat:
 
 
 CREWAI = CrewAIFormat()
-"""The adapter :mod:`crewpoint.providers` registers for the format ``crewai``."""
+"""The adapter :mod:`crewpoint.formats` registers for the format ``crewai``."""

@@ -4,7 +4,7 @@ CrewAI rebuilds every LLM of a checkpoint from the fields saved in it, ``base_ur
 imports the tools, callbacks and classes a checkpoint names; resuming a crafted checkpoint as it is would send the
 user's key to the checkpoint's server, or run the checkpoint's choice of code. crewpoint hands CrewAI a copy
 instead, written in a private temporary store (folder 0700, file 0600) that is removed when the run ends, rebuilt
-by the allow-list of :mod:`crewpoint.providers.crewai.allowlist`:
+by the allow-list of :mod:`crewpoint.formats.crewai.allowlist`:
 
 - every mapping CrewAI would build an LLM from keeps only the model and its sampling settings; its base URL, API
   base, key, headers, query, client parameters, timeouts and retries are left out, so CrewAI takes them from the
@@ -31,10 +31,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crewpoint.providers.crewai.allowlist import rebuild_llm
+from crewpoint.formats.crewai.allowlist import rebuild_llm
+from crewpoint.formats.crewai.rebuild import models_of, rebuild
 from crewpoint.providers.crewai.common import mask_text
 from crewpoint.providers.crewai.json_store import read_dump as read_file
-from crewpoint.providers.crewai.rebuild import models_of, rebuild
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 from crewpoint.providers.refs import split_ref
 

@@ -4,7 +4,7 @@ CrewAI rebuilds a checkpoint by validating it into its models, and several field
 a mapping in a model's place becomes an LLM whose ``base_url`` the user's key is sent to, a tool's ``tool_type`` or
 a callback's dotted path is imported, a file name is read or written, a server or a repository is contacted. So the
 copy is rebuilt, field by field, from what each model is known to hold safely (:data:`SHAPES`, the walk is
-:mod:`crewpoint.providers.crewai.rebuild`). Each field has a rule:
+:mod:`crewpoint.formats.crewai.rebuild`). Each field has a rule:
 
 - :data:`KEEP`: data CrewAI reads as a value (text, numbers, flags, ids, outputs, a run's state);
 - :data:`LLM`: a model. CrewAI builds an LLM from a model name, or from a mapping with ``llm_type``, ``model``,

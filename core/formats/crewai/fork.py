@@ -1,7 +1,7 @@
 """Forking a CrewAI checkpoint with edits, in CrewAI's own format, for CrewAI to resume.
 
 The source is read as CrewAI wrote it and never changed. The copy is rebuilt by the allow-list CrewAI's runs are
-handed (:mod:`crewpoint.providers.crewai.allowlist`: no endpoint, key, tool, callback or file the checkpoint names,
+handed (:mod:`crewpoint.formats.crewai.allowlist`: no endpoint, key, tool, callback or file the checkpoint names,
 unless ``CREWPOINT_DESERIALIZE_CALLBACKS=1`` trusts it), gets the edits, a new id, ``parent_id`` = the source and
 the new branch, and is written atomically beside it: a new file under ``<store>/<branch>/`` or a new row. Edited
 task outputs are kept; every task that depends on an edited one, or whose text uses a changed input, is reset (no
@@ -19,14 +19,15 @@ import os
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from crewpoint.formats.crewai.adapter import CREWAI, FORK_TRIGGER
+from crewpoint.formats.crewai.runner import rebuilt_copy, trusted
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
-from crewpoint.providers.crewai.adapter import CREWAI, FORK_TRIGGER
-from crewpoint.providers.crewai.common import context_ids, main_entity, new_id
+from crewpoint.providers.crewai.common import context_ids, main_entity
 from crewpoint.providers.crewai.detect import crewai_kind
 from crewpoint.providers.crewai.json_store import read_dump as read_file
-from crewpoint.providers.crewai.runner import rebuilt_copy, trusted
 from crewpoint.providers.crewai.sqlite_store import _errors, connect
 from crewpoint.providers.crewai.sqlite_store import read_dump as read_row
 from crewpoint.providers.dependencies import readers, reads_of
@@ -35,6 +36,8 @@ from crewpoint.providers.json_provider import JsonProvider
 from crewpoint.providers.refs import check_branch, match_prefix, split_ref
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
+_TIME = "%Y%m%dT%H%M%S"
+"""The time part of a CrewAI id (UTC)."""
 
 
 @dataclass
@@ -255,6 +258,14 @@ def fork_checkpoint(
         changed_inputs=changed,
         left_out=left_out,
     )
+
+
+def new_id(now: float | None = None) -> str:
+    """A fresh checkpoint id in CrewAI's form."""
+    import time
+
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime(_TIME)
+    return f"{stamp}_{uuid.uuid4().hex[:8]}"
 
 
 def _json_store_root(named: str, source: str, branch: str) -> str:

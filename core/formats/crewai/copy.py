@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from crewpoint.formats.crewai.adapter import CREWAI
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
-from crewpoint.providers.crewai.adapter import CREWAI
 from crewpoint.providers.crewai.common import mask_value
 
 
