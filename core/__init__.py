@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crewpoint import formats as _formats  # registers other tools' formats by name: each loads when first asked for
 from crewpoint._version import __version__
 
 _EXPORTS: dict[str, str] = {

@@ -156,12 +156,28 @@ class _Native:
 
 NATIVE_FORMAT: Format = _Native()
 
+FORMAT_PACKAGES: tuple[str, ...] = ("crewpoint.formats",)
+"""Packages that register other tools' formats (each calls :func:`register_format` when imported), imported on
+the registry's first lookup, as entry points are: ``import crewpoint`` loads no store code, and the stores name no
+module above them."""
+_packages_loaded = False
+
 _targets: dict[str, str] = {}
 _loaded: dict[str, Format] = {NATIVE: NATIVE_FORMAT}
 _foreign: tuple[Format, ...] | None = None
 """The loaded foreign adapters, kept: :func:`format_of_id` runs once per row of a listing."""
 _store_copy: str | None = None
 _lock = threading.Lock()
+
+
+def _load_packages() -> None:
+    """Import the format packages once, before the registry is first read."""
+    global _packages_loaded
+    if _packages_loaded:
+        return
+    _packages_loaded = True
+    for package in FORMAT_PACKAGES:
+        importlib.import_module(package)
 
 
 def register_format(name: str, target: str) -> None:
@@ -176,6 +192,7 @@ def register_format(name: str, target: str) -> None:
 
 def format_named(name: str) -> Format:
     """The adapter of the format ``name``; raise LookupError for a format nobody registered."""
+    _load_packages()
     with _lock:
         known = _loaded.get(name)
         target = _targets.get(name)
@@ -192,6 +209,7 @@ def format_named(name: str) -> Format:
 
 def format_names() -> list[str]:
     """Every format: crewpoint's first, then the registered ones in the order they were registered."""
+    _load_packages()
     with _lock:
         return [NATIVE, *_targets]
 
@@ -201,6 +219,7 @@ def foreign_formats() -> tuple[Format, ...]:
     global _foreign
     known = _foreign
     if known is None:
+        _load_packages()
         with _lock:
             names = list(_targets)
         known = _foreign = tuple(format_named(name) for name in names)
@@ -255,6 +274,7 @@ def register_store_copy(target: str) -> None:
 def copy_store(source: str, target: str) -> Any:
     """Copy every checkpoint of the store ``source`` into the crewpoint store ``target`` (made if missing), by
     the registered copy; returns its report (``source``, ``target``, ``copied``, ``existing``, ``damaged``)."""
+    _load_packages()
     if _store_copy is None:
         raise LookupError("no store copy is registered")
     module, _, attribute = _store_copy.partition(":")

@@ -39,6 +39,12 @@ def test_import_crewpoint_loads_no_pydantic_until_a_name_is_used() -> None:
     assert out.stdout.split() == ["False", "True"]
 
 
+def test_import_crewpoint_loads_no_store_code() -> None:
+    code = "import sys, crewpoint; print(*sorted(m for m in sys.modules if m.startswith('crewpoint.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert [m for m in out.stdout.split() if m.startswith(("crewpoint.providers", "crewpoint.formats"))] == []
+
+
 def test_every_public_name_resolves() -> None:
     import crewpoint
 

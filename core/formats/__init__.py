@@ -3,8 +3,9 @@ body, forking them in their own format and handing them to their own tool.
 
 A format's translation targets the body the engine reads (:mod:`crewpoint.checkpoint.schema`: its types and its
 version), so it sits above the schema; its read-only stores sit below, with crewpoint's own, and reach the
-translation through the format registry (:mod:`crewpoint.providers.formats`) by name. Importing this package,
-which ``import crewpoint`` does, registers each format by name only: an adapter loads when first asked for.
+translation through the format registry (:mod:`crewpoint.providers.formats`) by name. The registry imports this package
+when it is first read (:data:`crewpoint.providers.formats.FORMAT_PACKAGES`); it registers each format by name
+only: an adapter loads when first asked for.
 """
 
 from __future__ import annotations
