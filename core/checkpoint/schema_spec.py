@@ -297,12 +297,13 @@ class Obj(Spec):
     ) -> None:
         self.fields, self.checks, self.name, self.doc = fields, checks, name, doc
         self.python = name or "dict[str, Any]"
+        self._known = [(key, field[0], field[1]) for key, field in fields.items()]
 
     def check(self, value: Any, path: Path) -> Any:
         if not isinstance(value, dict):
             raise self.refuse(value, path)
         out = dict(value)
-        for name, (spec, default, *_) in self.fields.items():
+        for name, spec, default in self._known:
             if name in value:
                 out[name] = spec.check(value[name], (*path, name))
             elif default is REQUIRED:
