@@ -84,6 +84,7 @@ from crewpoint.checkpoint.schema_spec import (
     shown,
     type_name,
 )
+from crewpoint.generated import write_or_check
 from crewpoint.providers.base import UnsupportedSchema
 from crewpoint.providers.claims import REQUEST_ID_RE
 from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
@@ -117,9 +118,11 @@ def __getattr__(name: str) -> Any:
     """The body's types (:class:`CheckpointBody`, :class:`CrewState`, ...), read from the generated module when first
     asked for, so the generator runs whatever that file holds."""
     if name in {spec.name for spec in named(BODY)}:
+        # lazy: the generator runs whatever the generated file holds, so it repairs a broken one
         from crewpoint.checkpoint import schema_types
 
-        return getattr(schema_types, name)
+        value = globals()[name] = getattr(schema_types, name)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -660,15 +663,7 @@ def main(argv: Sequence[str]) -> int:
     """``python -m crewpoint.checkpoint.schema`` writes ``schema_types.py``; with ``--check`` it only says whether it
     is current."""
     path = FilePath(__file__).resolve().with_name("schema_types.py")
-    text = render_types()
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return 0
-    if "--check" in argv:
-        print(f"{path} is out of date: run python -m crewpoint.checkpoint.schema", file=sys.stderr)
-        return 1
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
-    return 0
+    return write_or_check(path, render_types(), "python -m crewpoint.checkpoint.schema", argv)
 
 
 if __name__ == "__main__":
