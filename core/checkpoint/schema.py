@@ -92,21 +92,8 @@ from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-    from crewpoint.checkpoint.schema_types import AgentState as AgentState
-    from crewpoint.checkpoint.schema_types import BudgetState as BudgetState
-    from crewpoint.checkpoint.schema_types import CheckpointBody as CheckpointBody
-    from crewpoint.checkpoint.schema_types import CrewState as CrewState
-    from crewpoint.checkpoint.schema_types import EntityState as EntityState
-    from crewpoint.checkpoint.schema_types import FlowState as FlowState
-    from crewpoint.checkpoint.schema_types import KickoffHooksState as KickoffHooksState
-    from crewpoint.checkpoint.schema_types import LineageState as LineageState
-    from crewpoint.checkpoint.schema_types import MessageState as MessageState
-    from crewpoint.checkpoint.schema_types import OriginState as OriginState
-    from crewpoint.checkpoint.schema_types import PendingFeedbackState as PendingFeedbackState
-    from crewpoint.checkpoint.schema_types import TaskOutputState as TaskOutputState
-    from crewpoint.checkpoint.schema_types import TaskState as TaskState
-    from crewpoint.checkpoint.schema_types import UsageRow as UsageRow
-    from crewpoint.checkpoint.schema_types import UsageSection as UsageSection
+    from crewpoint.checkpoint.schema_types import *  # noqa: F403  (the body's types, for type checkers)
+    from crewpoint.checkpoint.schema_types import CheckpointBody
 
 SCHEMA_VERSION = 2
 """The body schema this crewpoint writes and reads; the one place it is set."""
