@@ -372,39 +372,38 @@ class Agent(BaseModel, CheckpointedEntity):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.tools import tool_from_state
 
-        llm_data = data.get("llm")
-        llm = None if llm_data is None else llm_from_state(llm_data, agent=str(data.get("role", "")))
-        step = data.get("step_callback")
-        if data.get("step_callback_unsaved"):
+        llm_data = data["llm"]
+        llm = None if llm_data is None else llm_from_state(llm_data, agent=data["role"])
+        step = data["step_callback"]
+        if data["step_callback_unsaved"]:
             # lazy: importing the API builds no event class, store or runtime it does not use yet
             from crewpoint.task import _warn_not_saved
 
-            _warn_not_saved(f"agent {data.get('role')!r} step_callback")
+            _warn_not_saved(f"agent {data['role']!r} step_callback")
         agent = cls(
             id=data["id"],
             role=data["role"],
-            goal=data.get("goal", ""),
-            backstory=data.get("backstory", ""),
+            goal=data["goal"],
+            backstory=data["backstory"],
             llm=llm,
-            tools=[tool_from_state(t) for t in data.get("tools", [])],
-            memory=data.get("memory", True),
-            knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
-            checkpoint=_config_from_state(data.get("checkpoint")),
+            tools=[tool_from_state(t) for t in data["tools"]],
+            memory=data["memory"],
+            knowledge_sources=[knowledge_source_from_state(s) for s in data["knowledge_sources"]],
+            checkpoint=_config_from_state(data["checkpoint"]),
             # a loop bound is the program's, like a delay or a timeout: the class default unless trusted
-            max_iter=data.get("max_iter", 5) if callbacks_trusted() else cls.model_fields["max_iter"].default,
-            step_callback=load_callable(step, f"step_callback of agent {data.get('role')!r}") if step else None,
+            max_iter=data["max_iter"] if callbacks_trusted() else cls.model_fields["max_iter"].default,
+            step_callback=load_callable(step, f"step_callback of agent {data['role']!r}") if step else None,
             budget=budget_from_state(data),
         )
         agent._apply_run_state(data)
         return agent
 
     def _apply_run_state(self, data: Mapping[str, Any]) -> None:
-        if data.get("conversation") is not None:
+        if data["conversation"] is not None:
             self._conversation = ShortTermMemory.from_state(data["conversation"])
-        pending = data.get("pending")
-        self._pending = [dict(m) for m in pending] if isinstance(pending, list) else None
-        result = data.get("result")
-        self._result = None if result is None else str(result)
+        pending = data["pending"]
+        self._pending = [dict(m) for m in pending] if pending is not None else None
+        self._result = data["result"]
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
         """Why the saved agent ``data`` is not this agent, or None when it is."""

@@ -478,27 +478,28 @@ class Crew(BaseModel, CheckpointedEntity):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
-        """Rebuild a crew from its saved state, code under the trust rule of :mod:`crewpoint.serialize`."""
+        """Rebuild a crew from its checked state (``load_body``'s, every field there), code under the trust rule of
+        :mod:`crewpoint.serialize`."""
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.knowledge import knowledge_source_from_state
 
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import load_callable
 
-        agents = [Agent.from_state(a) for a in data.get("agents", [])]
+        agents = [Agent.from_state(a) for a in data["agents"]]
         by_id = {a.id: a for a in agents}
-        tasks = [Task.from_state(t, by_id) for t in data.get("tasks", [])]
+        tasks = [Task.from_state(t, by_id) for t in data["tasks"]]
         tasks_by_id = {t.id: t for t in tasks}
-        for task, saved in zip(tasks, data.get("tasks", []), strict=True):
-            if saved.get("context") is not None:
+        for task, saved in zip(tasks, data["tasks"], strict=True):
+            if saved["context"] is not None:
                 task.context = [tasks_by_id[c] for c in saved["context"]]
-        callback = data.get("task_callback")
-        if data.get("task_callback_unsaved"):
+        callback = data["task_callback"]
+        if data["task_callback_unsaved"]:
             # lazy: importing the API builds no event class, store or runtime it does not use yet
             from crewpoint.task import _warn_not_saved
 
             _warn_not_saved("the crew's task_callback")
-        if data.get("kickoff_hooks"):
+        if data["kickoff_hooks"]:
             # lazy: crewpoint.project is read only for a project crew's checkpoint
             from crewpoint.project import warn_hooks_not_run
 
@@ -506,25 +507,25 @@ class Crew(BaseModel, CheckpointedEntity):
         crew = cls.model_construct(
             agents=agents,
             tasks=tasks,
-            process=data.get("process", "sequential"),
-            name=data.get("name", "crew"),
-            memory=data.get("memory", False),
-            knowledge_sources=[knowledge_source_from_state(s) for s in data.get("knowledge_sources", [])],
+            process=data["process"],
+            name=data["name"],
+            memory=data["memory"],
+            knowledge_sources=[knowledge_source_from_state(s) for s in data["knowledge_sources"]],
             task_callback=load_callable(callback, "crew task_callback") if callback else None,
-            checkpoint=_config_from_state(data.get("checkpoint")),
+            checkpoint=_config_from_state(data["checkpoint"]),
             verbose=False,
             id=data["id"],
             budget=budget_from_state(data),
         )
-        if data.get("crew_memory") is not None:
+        if data["crew_memory"] is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])
         crew._take_review_state(data)
         return crew
 
     def _take_review_state(self, data: Mapping[str, Any]) -> None:
-        pending = data.get("pending_feedback")
-        self._pending = dict(pending) if isinstance(pending, Mapping) else None
-        self._answered = [dict(a) for a in data.get("human_feedback") or [] if isinstance(a, Mapping)]
+        pending = data["pending_feedback"]
+        self._pending = dict(pending) if pending is not None else None
+        self._answered = [dict(a) for a in data["human_feedback"]]
         self._answer = None
 
     def _matched_tasks(self, saved: list[Mapping[str, Any]]) -> tuple[list[int], str | None]:
@@ -567,7 +568,7 @@ class Crew(BaseModel, CheckpointedEntity):
         return problem
 
     def bind_state(self, data: Mapping[str, Any]) -> None:
-        """Apply a checkpoint's state to this crew: task outputs, ids, conversations and crew memory.
+        """Apply a checkpoint's checked state to this crew: task outputs, ids, conversations and crew memory.
 
         The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
         matched by name, then position; agents by role. A crew of another shape is refused with one line.
@@ -575,8 +576,8 @@ class Crew(BaseModel, CheckpointedEntity):
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.providers.base import CheckpointError
 
-        saved_tasks = list(data.get("tasks") or [])
-        saved_agents = list(data.get("agents") or [])
+        saved_tasks = list(data["tasks"])
+        saved_agents = list(data["agents"])
         task_order, problem = self._matched_tasks(saved_tasks)
         agent_order: list[int | None] = []
         if problem is None:
@@ -589,7 +590,7 @@ class Crew(BaseModel, CheckpointedEntity):
         for agent, k in zip(self.agents, agent_order, strict=True):
             if k is not None:
                 agent.bind_state(saved_agents[k])
-        if data.get("crew_memory") is not None:
+        if data["crew_memory"] is not None:
             self._memory = CrewMemory.from_state(data["crew_memory"])
         self._take_review_state(data)
         if self.budget is None:  # the program's own budget, else the one the run had
@@ -642,11 +643,11 @@ class Crew(BaseModel, CheckpointedEntity):
 
         plain: dict[str, Any] = copy.deepcopy(dict(data))
         plain.update(task_callback=None, task_callback_unsaved=False, knowledge_sources=[], checkpoint=None)
-        plain.pop("kickoff_hooks", None)
-        for agent in plain.get("agents", []):
+        plain["kickoff_hooks"] = None
+        for agent in plain["agents"]:
             agent.update(llm=None, tools=[], knowledge_sources=[], checkpoint=None, step_callback=None)
             agent["step_callback_unsaved"] = False
-        for task in plain.get("tasks", []):
+        for task in plain["tasks"]:
             task.update(callback=None, callback_unsaved=False, guardrail=None, checkpoint=None)
         crew = cls.from_state(plain)
         crew._inputs = dict(inputs)

@@ -477,7 +477,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
 
         with event_bus.scoped_handlers():
             flow = cls.__new__(cls)
-            Flow.__init__(flow, checkpoint=_config_from_state(data.get("checkpoint")))
+            Flow.__init__(flow, checkpoint=_config_from_state(data["checkpoint"]))
         if flow.budget is None:  # the class's own budget, else the one the run had
             flow.budget = budget_from_state(data)
         flow._apply_run_state(data)
@@ -485,23 +485,20 @@ class Flow(CheckpointedEntity, Generic[StateT]):
 
     def _apply_run_state(self, data: Mapping[str, Any]) -> None:
         self.id = str(data["id"])
-        saved = data.get("state") or {}
+        saved = data["state"] or {}
         state_cls = self._state_class()
         self._state = state_cls.model_validate(saved) if state_cls is not None else dict(saved)
-        self._log = [(str(n), o) for n, o in data.get("method_outputs", [])]
+        self._log = [(n, o) for n, o in data["method_outputs"]]
         self._replay = list(self._log)
-        self._finished = bool(data.get("finished"))
-        self._result = data.get("result")
-        pending = data.get("pending_feedback")
-        self._pending = dict(pending) if isinstance(pending, Mapping) else None
+        self._finished = data["finished"]
+        self._result = data["result"]
+        pending = data["pending_feedback"]
+        self._pending = dict(pending) if pending is not None else None
         self._feedback = {
-            int(r["index"]): HumanFeedbackResult.from_state(r)
-            for r in data.get("human_feedback") or []
-            if isinstance(r, Mapping) and type(r.get("index")) is int
+            r["index"]: HumanFeedbackResult.from_state(r) for r in data["human_feedback"] if type(r.get("index")) is int
         }
         self._answer = None
-        given = data.get("flow_inputs")
-        self._given = {str(k): v for k, v in given.items()} if isinstance(given, Mapping) else {}
+        self._given = dict(data["flow_inputs"])
         self._ran_here = False
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:

@@ -205,47 +205,47 @@ class Task(BaseModel):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any], agents: Mapping[str, Agent]) -> Task:
-        """Rebuild a task (context is linked by the caller once every task exists).
+        """Rebuild a task from its checked state (context is linked by the caller once every task exists).
 
         A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
         """
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import load_callable
 
-        label = str(data.get("name") or clip(data.get("description", ""), 48))
+        label = data["name"] or clip(data["description"], 48)
         guardrail: Any = None
-        g = data.get("guardrail")
-        if g:
-            if "text" in g:
-                guardrail = str(g["text"])
-            elif g.get("path"):
+        g = data["guardrail"]
+        if g is not None:
+            if g["text"] is not None:
+                guardrail = g["text"]
+            elif g["path"]:
                 guardrail = load_callable(g["path"], f"guardrail of task {label!r}")
-            elif g.get("unsaved"):
+            elif g["unsaved"]:
                 _warn_not_saved(f"task {label!r} guardrail")
-        callback = load_callable(data["callback"], f"callback of task {label!r}") if data.get("callback") else None
-        if data.get("callback_unsaved"):
+        callback = load_callable(data["callback"], f"callback of task {label!r}") if data["callback"] else None
+        if data["callback_unsaved"]:
             _warn_not_saved(f"task {label!r} callback")
-        output = data.get("output")
+        output = data["output"]
         return cls.model_construct(
-            id=str(data["id"]),
-            name=data.get("name"),
-            description=str(data["description"]),
-            expected_output=str(data.get("expected_output", "")),
-            agent=agents.get(data["agent"]) if data.get("agent") else None,
+            id=data["id"],
+            name=data["name"],
+            description=data["description"],
+            expected_output=data["expected_output"],
+            agent=agents.get(data["agent"]) if data["agent"] else None,
             context=None,
             callback=callback,
             guardrail=guardrail,
-            guardrail_max_retries=int(data.get("guardrail_max_retries", 2)),
-            checkpoint=config_from_state(data.get("checkpoint")),
-            output=TaskOutput(**output) if output else None,
-            human_input=data.get("human_input") is True,
+            guardrail_max_retries=data["guardrail_max_retries"],
+            checkpoint=config_from_state(data["checkpoint"]),
+            output=TaskOutput(**output) if output is not None else None,
+            human_input=data["human_input"],
         )
 
     def bind_state(self, data: Mapping[str, Any]) -> None:
         """Take the saved task's id and output; keep this task's code (callback, guardrail, agent)."""
-        self.id = str(data["id"])
-        output = data.get("output")
-        self.output = TaskOutput(**output) if output else None
+        self.id = data["id"]
+        output = data["output"]
+        self.output = TaskOutput(**output) if output is not None else None
 
 
 def _inside(name: str) -> bool:

@@ -18,6 +18,7 @@ from support.processes import done_counts, kill_when, user_env, words
 
 from crewpoint import Crew
 from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.schema import ENTITY
 from crewpoint.project import ConfigKeyError, ProjectError, hooks_not_run
 
 CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
@@ -165,7 +166,7 @@ def test_a_crew_rebuilt_from_its_state_warns_that_the_hooks_are_not_run(tmp_path
     crew.kickoff(inputs={"topic": "tides"})
     module.EVENTS.clear()
     with pytest.warns(UserWarning) as caught:
-        rebuilt = Crew.from_state(crew.to_state())
+        rebuilt = Crew.from_state(ENTITY.check(crew.to_state(), ("entity",)))
     (message,) = [str(w.message) for w in caught if "not run" in str(w.message)]
     assert message == (
         "not run: before_kickoff hooks prepare(), check(); after_kickoff hooks report(), seal() of MyCrew live in "
@@ -176,7 +177,7 @@ def test_a_crew_rebuilt_from_its_state_warns_that_the_hooks_are_not_run(tmp_path
     assert module.EVENTS == []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Crew.planning_copy(crew.to_state(), {})  # planning a fork is not a rebuild to run: no warning
+        Crew.planning_copy(ENTITY.check(crew.to_state(), ("entity",)), {})  # planning is not a rebuild: no warning
 
 
 def test_hook_names_from_a_checkpoint_are_shown_only_when_they_are_names() -> None:

@@ -58,7 +58,7 @@ def plan_fork(
         planned = adapter.plan_fork(record.body, inputs or {}, outputs or {})
         return ForkPlan(planned.changed_inputs, planned.edited_outputs, planned.rerun)
     cls = entity_class(body["entity"]["kind"])
-    data = record.body["entity"]
+    data = body["entity"]
     cls.check_edits(data, inputs, outputs)
     planning = cls.planning_copy(data, dict(body["inputs"]))
     if planning is not None:

@@ -71,7 +71,7 @@ def build_entity(record: CheckpointRecord, body: CheckpointBody, entity_cls: typ
     saved_state = entity.get("state_class")
     state_class = saved_state.rpartition(".")[2] if isinstance(saved_state, str) and saved_state else None
     try:
-        return _state_checked(record, state_class, lambda: cls.from_state(record.body["entity"]))  # type: ignore[no-any-return]
+        return _state_checked(record, state_class, lambda: cls.from_state(entity))  # type: ignore[no-any-return]
     except ModelNotNamed as exc:
         raise CheckpointError(_model_not_named(record, body, exc)) from None
 
@@ -164,7 +164,7 @@ def restore(
     check_events(body, record.meta.id)  # the history the run takes on, each event by its class
     if target is not None:
         bound = target
-        _state_checked(record, _live_state_class(bound), lambda: bound.bind_state(record.body["entity"]))
+        _state_checked(record, _live_state_class(bound), lambda: bound.bind_state(body["entity"]))
         entity = bound
     else:
         entity = build_entity(record, body, entity_cls)

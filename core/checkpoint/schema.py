@@ -1,10 +1,18 @@
-"""The checkpoint body: one typed schema, its version, the migration chain and the one door every reader uses.
+"""The checkpoint body, declared once: its fields and their defaults, its version, the migration chain and the one
+door every reader uses.
 
-:func:`load_body` is that door. It migrates a raw body up to :data:`SCHEMA_VERSION` (a body from a newer
+The declaration below (:data:`BODY` and the objects it is made of, in the words of
+:mod:`crewpoint.checkpoint.schema_spec`) is the one place the body is said. The types readers see
+(:class:`CheckpointBody`, :class:`CrewState`, ...) are generated from it into :mod:`crewpoint.checkpoint.schema_types`
+by ``python -m crewpoint.checkpoint.schema`` (``--check`` only says whether that file is current; a test fails until
+it is).
+
+:func:`load_body` is the door. It migrates a raw body up to :data:`SCHEMA_VERSION` (a body from a newer
 crewpoint is refused, never half-read) and validates it in full against :data:`BODY`: meta facts, lineage, the
 entity's state (crew, agents, tasks, flow, agent), events and origin. It returns the body as a
-:class:`CheckpointBody` (typed dicts, every field the schema knows filled in) for readers to read by name. A body
-that does not validate is damaged, and :class:`DamagedBody` names the first field that is wrong
+:class:`CheckpointBody` with every field the declaration names filled in (its default where the body has none), so
+readers, and each entity's ``from_state``, read fields by name and never repeat a default. A body that does not
+validate is damaged, and :class:`DamagedBody` names the first field that is wrong
 (``entity.tasks.2.output: expected an object, not a string``) so a command says it in one line and exits 2 before
 anything acts on the checkpoint.
 
@@ -20,8 +28,9 @@ each event by its event class before a run takes the history on (:func:`check_ev
 is named as a field of the body too (:func:`refused_by_class`).
 
 The schema is plain data checked by plain code, so reading a checkpoint (``info``) imports no model library.
-To change the body: change its spec and its typed dict here; if old bodies need rewriting, bump
-:data:`SCHEMA_VERSION` and add the step to :data:`MIGRATIONS`.
+To change the body: change its declaration here and the entity's ``to_state``/``from_state``, then run
+``python -m crewpoint.checkpoint.schema``; if old bodies need rewriting, bump :data:`SCHEMA_VERSION` and add the
+step to :data:`MIGRATIONS`.
 
 Version history:
 
@@ -31,407 +40,80 @@ Version history:
   ``sequence``. Later, with no version bump (an optional section: a body without it reads as spending nothing):
   ``usage`` with ``rows``, ``before`` and ``reused`` (:data:`USAGE`).
 * 2 — a usage row is stored as the list of its values in ``ROW_KEYS`` order (every checkpoint repeats every row
-  of its run, so its keys are not repeated with it); a version-1 row, a dict, reads the same.
+  of its run, so its keys are not repeated with it); a version-1 row, a dict, reads the same. Later, with no
+  version bump (optional fields, read as absent): an entity's ``budget``, a crew's ``kickoff_hooks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path as FilePath
+from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.budget import MAX_TOKENS, MAX_USD
-from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
+from crewpoint.checkpoint.schema_spec import (
+    ANY,
+    BOOL,
+    INT,
+    NULL,
+    NUM,
+    REQUIRED,
+    STR,
+    Bad,
+    Bounded,
+    ByKind,
+    Converted,
+    Count,
+    DamagedBody,
+    KnownFormat,
+    ListOf,
+    MapOf,
+    Matching,
+    Nullable,
+    Obj,
+    OneOf,
+    OneValue,
+    Pair,
+    Path,
+    Spec,
+    declaration,
+    dotted,
+    named,
+    shown,
+    type_name,
+)
+from crewpoint.generated import write_or_check
+from crewpoint.providers.base import UnsupportedSchema
 from crewpoint.providers.claims import REQUEST_ID_RE
-from crewpoint.providers.formats import format_names
 from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+    from crewpoint.checkpoint.schema_types import *  # noqa: F403  (the body's types, for type checkers)
+    from crewpoint.checkpoint.schema_types import CheckpointBody
+
 SCHEMA_VERSION = 2
 """The body schema this crewpoint writes and reads; the one place it is set."""
 
 Body = dict[str, Any]
-Path = tuple[str | int, ...]
 
 
-# -- the body, as readers see it -----------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    """The body's types (:class:`CheckpointBody`, :class:`CrewState`, ...), read from the generated module when first
+    asked for, so the generator runs whatever that file holds."""
+    if name in {spec.name for spec in named(BODY)}:
+        # lazy: the generator runs whatever the generated file holds, so it repairs a broken one
+        from crewpoint.checkpoint import schema_types
 
-
-class MessageState(TypedDict):
-    role: str
-    content: str
-
-
-class TaskOutputState(TypedDict):
-    description: str
-    raw: str
-    expected_output: str
-    name: str | None
-    agent: str
-    summary: str
-
-
-class PendingFeedbackState(TypedDict):
-    """A request a person has not answered yet: the run waits on it (see :mod:`crewpoint.feedback`)."""
-
-    request_id: str
-    kind: Literal["method", "task", "input"]
-    label: str
-    message: str
-    output: str
-    outcomes: list[str]
-    default_outcome: str | None
-    requested_at: float
-    deadline: float | None
-    run_id: str | None
-    branch: str | None
-    """The run and branch that wrote the checkpoint holding the request (a fork's copy names its source's)."""
-
-
-class TaskState(TypedDict):
-    id: str
-    name: str | None
-    description: str
-    expected_output: str
-    agent: str | None
-    context: list[str] | None
-    callback: str | None
-    callback_unsaved: bool
-    guardrail: dict[str, Any] | None
-    guardrail_max_retries: int
-    checkpoint: dict[str, Any] | bool | None
-    output: TaskOutputState | None
-    human_input: bool
-
-
-class AgentState(TypedDict):
-    kind: Literal["agent"]
-    id: str
-    role: str
-    goal: str
-    backstory: str
-    llm: dict[str, Any] | str | None
-    tools: list[dict[str, Any]]
-    memory: bool
-    conversation: dict[str, Any] | None
-    knowledge_sources: list[dict[str, Any]]
-    checkpoint: dict[str, Any] | bool | None
-    max_iter: int
-    step_callback: str | None
-    step_callback_unsaved: bool
-    pending: list[MessageState] | None
-    result: str | None
-
-
-class CrewState(TypedDict):
-    kind: Literal["crew"]
-    id: str
-    name: str
-    process: Literal["sequential"]
-    memory: bool
-    agents: list[AgentState]
-    tasks: list[TaskState]
-    crew_memory: dict[str, Any] | None
-    knowledge_sources: list[dict[str, Any]]
-    task_callback: str | None
-    task_callback_unsaved: bool
-    checkpoint: dict[str, Any] | bool | None
-    pending_feedback: PendingFeedbackState | None
-    human_feedback: list[dict[str, Any]]
-
-
-FlowState = TypedDict(
-    "FlowState",
-    {
-        "kind": Literal["flow"],
-        "id": str,
-        "name": str,
-        "class": str | None,
-        "state_class": str | None,
-        "state": dict[str, Any] | None,
-        "method_outputs": list[list[Any]],
-        "finished": bool,
-        "result": Any,
-        "checkpoint": dict[str, Any] | bool | None,
-        "pending_feedback": PendingFeedbackState | None,
-        "human_feedback": list[dict[str, Any]],
-        "flow_inputs": dict[str, str | None],
-    },
-)
-
-EntityState = CrewState | FlowState | AgentState
-
-
-class LineageState(TypedDict):
-    id: str
-    parent_id: str | None
-    branch: str
-    lineage: str
-    sequence: int
-    resumed_from: str | None
-
-
-class OriginState(TypedDict):
-    file: str | None
-    module: str | None
-    attr: str | None
-
-
-class UsageRow(TypedDict):
-    """What LLM calls used, summed for one (unit, agent, model, provider, estimated)."""
-
-    unit: str | None
-    label: str
-    agent: str | None
-    model: str
-    provider: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    reasoning_tokens: int
-    requests: int
-    duration_s: float
-    estimated: bool
-
-
-class UsageSection(TypedDict):
-    rows: list[UsageRow]
-    before: list[UsageRow]
-    reused: list[UsageRow]
-
-
-class CheckpointBody(TypedDict):
-    """A whole checkpoint body at :data:`SCHEMA_VERSION`, as :func:`load_body` returns it."""
-
-    schema_version: int
-    version: str
-    format: str
-    """``crewpoint``, or the registered format a body was translated from (the original sits under its name)."""
-    entity: EntityState
-    inputs: dict[str, Any]
-    events: list[dict[str, Any]]
-    lineage: LineageState
-    trigger: str
-    created_at: float
-    origin: OriginState | None
-    usage: UsageSection
-
-
-# -- checking, in plain code ---------------------------------------------------------------------------------
-
-
-class _Bad(Exception):
-    """A value at ``path`` that does not fit; ``problem`` says how, in a few words. ``kind_taken``: the value was of
-    the right kind and failed on its value (a count below its least), which says more than its kind would."""
-
-    def __init__(self, path: Path, problem: str, *, kind_taken: bool = False) -> None:
-        super().__init__(problem)
-        self.path, self.problem, self.kind_taken = path, problem, kind_taken
-
-
-def _type_name(value: Any) -> str:
-    names = {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "a string"}
-    names.update({list: "a list", tuple: "a list", dict: "an object"})
-    return names.get(type(value), type(value).__name__)
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, (int, float, str)) and len(repr(value)) <= 24 else _type_name(value)
-
-
-class Spec:
-    """What a value must be: :meth:`check` returns it (objects with their defaults filled in) or raises."""
-
-    expected = "a value"
-
-    def check(self, value: Any, path: Path) -> Any:
-        raise NotImplementedError
-
-    def refuse(self, value: Any, path: Path) -> _Bad:
-        return _Bad(path, f"expected {self.expected}, not {_type_name(value)}")
-
-
-class _Scalar(Spec):
-    def __init__(self, expected: str, fits: Callable[[Any], bool]) -> None:
-        self.expected, self._fits = expected, fits
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not self._fits(value):
-            raise self.refuse(value, path)
+        value = globals()[name] = getattr(schema_types, name)
         return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _Anything(Spec):
-    expected = "any value"
-
-    def check(self, value: Any, path: Path) -> Any:
-        return value
-
-
-STR = _Scalar("a string", lambda v: isinstance(v, str))
-INT = _Scalar("a whole number", lambda v: type(v) is int)
-NUM = _Scalar("a number", lambda v: type(v) in (int, float))
-BOOL = _Scalar("true/false", lambda v: type(v) is bool)
-ANY = _Anything()
-
-
-class Count(Spec):
-    def __init__(self, least: int = 0) -> None:
-        self.least = least
-        self.expected = "a whole number" if least == 0 else f"a whole number from {least}"
-
-    def check(self, value: Any, path: Path) -> Any:
-        if type(value) is not int:
-            raise self.refuse(value, path)
-        if value < self.least:
-            raise _Bad(path, f"expected a whole number from {self.least}, not {value}", kind_taken=True)
-        return value
-
-
-class OneOf(Spec):
-    """A value that fits one of ``specs``; when none takes it, the first that failed inside the value (an object
-    or a list of the right kind with a wrong field) names that field, else the value is named here."""
-
-    def __init__(self, *specs: Spec) -> None:
-        self.specs = specs
-        self.expected = " or ".join(dict.fromkeys(s.expected for s in specs))
-
-    def check(self, value: Any, path: Path) -> Any:
-        deeper: _Bad | None = None
-        for spec in self.specs:
-            try:
-                return spec.check(value, path)
-            except _Bad as bad:  # a member that took the value's kind and failed inside says most
-                if deeper is None and (len(bad.path) > len(path) or bad.kind_taken):
-                    deeper = bad
-        raise deeper if deeper is not None else self.refuse(value, path)
-
-
-def Nullable(spec: Spec) -> Spec:
-    return OneOf(spec, NULL)
-
-
-class _Null(Spec):
-    expected = "null"
-
-    def check(self, value: Any, path: Path) -> Any:
-        if value is not None:
-            raise self.refuse(value, path)
-        return None
-
-
-NULL = _Null()
-
-
-class OneValue(Spec):
-    def __init__(self, *values: str) -> None:
-        self.values = values
-        self.expected = " or ".join(repr(v) for v in values)
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, str) or value not in self.values:
-            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}")
-        return value
-
-
-class KnownFormat(Spec):
-    """crewpoint's format or one registered with :func:`crewpoint.providers.formats.register_format`."""
-
-    def check(self, value: Any, path: Path) -> Any:
-        names = format_names()
-        if not isinstance(value, str) or value not in names:
-            raise _Bad(path, f"expected {' or '.join(repr(n) for n in names)}, not {_shown(value)}")
-        return value
-
-
-class ListOf(Spec):
-    expected = "a list"
-
-    def __init__(self, item: Spec, least: int = 0) -> None:
-        self.item, self.least = item, least
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, (list, tuple)):
-            raise self.refuse(value, path)
-        if len(value) < self.least:
-            raise _Bad(path, f"expected a list of at least {self.least}, not an empty one")
-        return [self.item.check(v, (*path, i)) for i, v in enumerate(value)]
-
-
-class Pair(Spec):
-    expected = "a list of two"
-
-    def __init__(self, first: Spec, second: Spec) -> None:
-        self.first, self.second = first, second
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, (list, tuple)) or len(value) != 2:
-            raise self.refuse(value, path) if not isinstance(value, (list, tuple)) else _Bad(path, "expected a pair")
-        return [self.first.check(value[0], (*path, 0)), self.second.check(value[1], (*path, 1))]
-
-
-class MapOf(Spec):
-    expected = "an object"
-
-    def __init__(self, item: Spec) -> None:
-        self.item = item
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, dict):
-            raise self.refuse(value, path)
-        return {k: self.item.check(v, (*path, k)) for k, v in value.items()}
-
-
-REQUIRED: Any = object()
-"""A field's default when the field must be there."""
-
-
-class Obj(Spec):
-    """An object with known fields (``name: (spec, default)``; a default may be a callable making it) and any
-    other keys, kept as they are. ``checks`` run on the filled-in object (cross-field rules)."""
-
-    expected = "an object"
-
-    def __init__(self, fields: Mapping[str, tuple[Spec, Any]], *checks: Callable[[dict[str, Any], Path], None]):
-        self.fields, self.checks = fields, checks
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, dict):
-            raise self.refuse(value, path)
-        out = dict(value)
-        for name, (spec, default) in self.fields.items():
-            if name in value:
-                out[name] = spec.check(value[name], (*path, name))
-            elif default is REQUIRED:
-                raise _Bad((*path, name), "missing")
-            else:
-                out[name] = default() if callable(default) else default
-        for rule in self.checks:
-            rule(out, path)
-        return out
-
-
-class ByKind(Spec):
-    """An object whose ``kind`` picks its spec."""
-
-    expected = "an object"
-
-    def __init__(self, kinds: Mapping[str, Obj]) -> None:
-        self.kinds = kinds
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, dict):
-            raise self.refuse(value, path)
-        kind = value.get("kind")
-        if not isinstance(kind, str) or kind not in self.kinds:
-            names = ", ".join(list(self.kinds)[:-1]) + " or " + list(self.kinds)[-1]
-            raise _Bad((*path, "kind"), f"expected {names}, not {_shown(kind)}")
-        return self.kinds[kind].check(value, path)
-
-
-# -- the spec ------------------------------------------------------------------------------------------------
+# -- the declaration -----------------------------------------------------------------------------------------
 
 OPT_STR = Nullable(STR)
 CHECKPOINT_SETTING = OneOf(
@@ -446,9 +128,8 @@ CHECKPOINT_SETTING = OneOf(
     BOOL,
     NULL,
 )
-MESSAGE = Obj({"role": (STR, REQUIRED), "content": (STR, REQUIRED)})
-CLASS_AND_FIELDS = {"class": (STR, REQUIRED), "fields": (MapOf(ANY), dict)}
-LLM = Obj(CLASS_AND_FIELDS)
+MESSAGE = Obj({"role": (STR, REQUIRED), "content": (STR, REQUIRED)}, name="MessageState")
+LLM = Obj({"class": (STR, REQUIRED), "fields": (MapOf(ANY), dict)})
 TOOL = Obj(
     {
         "kind": (STR, "class"),
@@ -481,7 +162,8 @@ TASK_OUTPUT = Obj(
         "name": (OPT_STR, None),
         "agent": (STR, ""),
         "summary": (STR, ""),
-    }
+    },
+    name="TaskOutputState",
 )
 TASK = Obj(
     {
@@ -498,22 +180,11 @@ TASK = Obj(
         "checkpoint": (CHECKPOINT_SETTING, None),
         "output": (Nullable(TASK_OUTPUT), None),
         "human_input": (BOOL, False),
-    }
+    },
+    name="TaskState",
 )
-
-
-class _RequestId(Spec):
-    """A request id: part of the key its answer is claimed under, so one that could not be claimed is damaged."""
-
-    expected = "a request id (1 to 64 of A-Z a-z 0-9 _ . -)"
-
-    def check(self, value: Any, path: Path) -> Any:
-        if not isinstance(value, str) or REQUEST_ID_RE.fullmatch(value) is None:
-            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}")
-        return value
-
-
-REQUEST_ID = _RequestId()
+REQUEST_ID = Matching(REQUEST_ID_RE, "a request id (1 to 64 of A-Z a-z 0-9 _ . -)")
+"""A request id: part of the key its answer is claimed under, so one that could not be claimed is damaged."""
 PENDING_FEEDBACK = Nullable(
     Obj(
         {
@@ -527,8 +198,19 @@ PENDING_FEEDBACK = Nullable(
             "requested_at": (NUM, 0.0),
             "deadline": (Nullable(NUM), None),
             "run_id": (OPT_STR, None),
-            "branch": (OPT_STR, None),
-        }
+            "branch": (
+                OPT_STR,
+                None,
+                "The run and branch that wrote the checkpoint holding the request (a fork's copy names its source's).",
+            ),
+            "task_index": (Nullable(Count()), None, "A crew task's request: the task's place in the crew."),
+            "task_id": (OPT_STR, None),
+            "method": (OPT_STR, None, "A method's review: the method."),
+            "index": (Nullable(Count()), None, "A flow's request: the place of the method run that asks."),
+            "key": (OPT_STR, None, "A flow's ``ask``: which ask of that method run (``<index>:<number>``)."),
+        },
+        name="PendingFeedbackState",
+        doc="A request a person has not answered yet: the run waits on it (see :mod:`crewpoint.feedback`).",
     )
 )
 """The request a waiting run holds (optional: a body without one is not waiting; no migration needed)."""
@@ -540,12 +222,13 @@ class _Dollars(Spec):
     """A number of dollars above 0, up to the largest budget (a budget's ``usd``)."""
 
     expected = f"a number of dollars above 0, up to {MAX_USD:,.0f}"
+    python = "float"
 
     def check(self, value: Any, path: Path) -> Any:
         if type(value) not in (int, float):
             raise self.refuse(value, path)
         if not 0 < value <= MAX_USD:  # NaN fails this too
-            raise _Bad(path, f"expected {self.expected}, not {_shown(value)}", kind_taken=True)
+            raise Bad(path, f"expected {self.expected}, not {shown(value)}", kind_taken=True)
         return value
 
 
@@ -555,13 +238,15 @@ class _Tokens(Count):
     def check(self, value: Any, path: Path) -> Any:
         super().check(value, path)
         if value > MAX_TOKENS:
-            raise _Bad(path, f"expected a whole number of tokens up to {MAX_TOKENS:,}, not {value}", kind_taken=True)
+            raise Bad(path, f"expected a whole number of tokens up to {MAX_TOKENS:,}, not {value}", kind_taken=True)
         return value
 
 
-BUDGET = Nullable(Obj({"usd": (Nullable(_Dollars()), None), "tokens": (Nullable(_Tokens(1)), None)}))
+BUDGET = Nullable(
+    Obj({"usd": (Nullable(_Dollars()), None), "tokens": (Nullable(_Tokens(1)), None)}, name="BudgetState")
+)
 """What a run of the entity may spend (:class:`crewpoint.budget.Budget`); a rebuild from the checkpoint alone keeps
-it (optional: an entity without one has no limit)."""
+it (optional: an entity without one has no limit; its ``to_state`` then writes none)."""
 AGENT = Obj(
     {
         "kind": (OneValue("agent"), "agent"),
@@ -581,8 +266,17 @@ AGENT = Obj(
         "pending": (Nullable(ListOf(MESSAGE)), None),
         "result": (OPT_STR, None),
         "budget": (BUDGET, None),
-    }
+    },
+    name="AgentState",
 )
+KICKOFF_HOOKS = Nullable(
+    Obj(
+        {"class": (STR, ""), "before_kickoff": (ListOf(STR), list), "after_kickoff": (ListOf(STR), list)},
+        name="KickoffHooksState",
+    )
+)
+"""A project crew's kickoff hooks, by name alone (:mod:`crewpoint.project`): they live in the program, so a rebuild
+from the checkpoint alone says they are not run (optional: a crew without hooks writes none)."""
 
 
 def _references_resolve(crew: dict[str, Any], path: Path) -> None:
@@ -591,10 +285,10 @@ def _references_resolve(crew: dict[str, Any], path: Path) -> None:
     tasks = {t["id"] for t in crew["tasks"]}
     for i, task in enumerate(crew["tasks"]):
         if task["agent"] and agents and task["agent"] not in agents:
-            raise _Bad((*path, "tasks", i, "agent"), f"names agent {task['agent']!r}, which this crew does not have")
+            raise Bad((*path, "tasks", i, "agent"), f"names agent {task['agent']!r}, which this crew does not have")
         for j, ref in enumerate(task["context"] or []):
             if ref not in tasks:
-                raise _Bad((*path, "tasks", i, "context", j), f"names task {ref!r}, which this crew does not have")
+                raise Bad((*path, "tasks", i, "context", j), f"names task {ref!r}, which this crew does not have")
 
 
 CREW = Obj(
@@ -611,11 +305,13 @@ CREW = Obj(
         "task_callback": (OPT_STR, None),
         "task_callback_unsaved": (BOOL, False),
         "checkpoint": (CHECKPOINT_SETTING, None),
+        "kickoff_hooks": (KICKOFF_HOOKS, None),
         "pending_feedback": (PENDING_FEEDBACK, None),
         "human_feedback": (ANSWERED_FEEDBACK, list),
         "budget": (BUDGET, None),
     },
     _references_resolve,
+    name="CrewState",
 )
 FLOW = Obj(
     {
@@ -633,8 +329,10 @@ FLOW = Obj(
         "human_feedback": (ANSWERED_FEEDBACK, list),
         "flow_inputs": (MapOf(OPT_STR), dict),
         "budget": (BUDGET, None),
-    }
+    },
+    name="FlowState",
 )
+ENTITY = ByKind({"crew": CREW, "flow": FLOW, "agent": AGENT}, name="EntityState")
 EVENT = Obj(
     {
         "type": (STR, "event"),
@@ -673,54 +371,18 @@ def _runnable(body: dict[str, Any], path: Path) -> None:
         agents = {a["id"] for a in entity["agents"]}
         for i, task in enumerate(entity["tasks"]):
             if task["agent"] not in agents:
-                raise _Bad(
+                raise Bad(
                     ("entity", "tasks", i, "agent"),
-                    f"expected the id of one of the crew's agents, not {_shown(task['agent'])}",
+                    f"expected the id of one of the crew's agents, not {shown(task['agent'])}",
                 )
     elif entity["kind"] == "flow" and not entity["class"]:
-        raise _Bad(("entity", "class"), f"expected the flow's class path, not {_shown(entity['class'])}")
+        raise Bad(("entity", "class"), f"expected the flow's class path, not {shown(entity['class'])}")
     elif entity["kind"] == "agent" and entity["pending"] is None:
-        raise _Bad(("entity", "pending"), "expected the list of messages the agent was given, not null")
+        raise Bad(("entity", "pending"), "expected the list of messages the agent was given, not null")
 
 
-class _Bounded(Spec):
-    """A string of at most ``limit`` characters, a whole number from 0 to ``limit``, or a number from 0 to ``limit``
-    (``kind``: ``"str"``, ``"int"``, ``"num"``): a figure of the usage section, of a size a real run records."""
-
-    def __init__(self, kind: Literal["str", "int", "num"], limit: int) -> None:
-        self.kind, self.limit = kind, limit
-        self.expected = {"str": "a string", "int": "a whole number", "num": "a number"}[kind]
-
-    def check(self, value: Any, path: Path) -> Any:
-        if self.kind == "str":
-            if not isinstance(value, str):
-                raise self.refuse(value, path)
-            if len(value) > self.limit:
-                raise _Bad(path, f"expected a string of at most {self.limit} characters, not {len(value)}")
-            return value
-        if type(value) is not int and (self.kind == "int" or type(value) is not float):
-            raise self.refuse(value, path)
-        if not 0 <= value <= self.limit:  # NaN fails this too
-            raise _Bad(path, f"expected {self.expected} from 0 to {self.limit}, not {_shown(value)}")
-        return value
-
-
-class _Rows(Spec):
-    """A list of at most ``limit`` usage rows."""
-
-    expected = "a list"
-
-    def __init__(self, row: Spec, limit: int) -> None:
-        self.row, self.limit = row, limit
-
-    def check(self, value: Any, path: Path) -> Any:
-        if isinstance(value, (list, tuple)) and len(value) > self.limit:
-            raise _Bad(path, f"expected at most {self.limit} rows, not {len(value)}")
-        return ListOf(self.row).check(value, path)
-
-
-_NAME = _Bounded("str", 500)
-_TOKENS = _Bounded("int", 10**15)
+_NAME = Bounded("str", 500)
+_TOKENS = Bounded("int", 10**15)
 USAGE_ROW = Obj(
     {
         "unit": (Nullable(_NAME), None),
@@ -733,58 +395,62 @@ USAGE_ROW = Obj(
             for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
         },
         "requests": (_TOKENS, 0),
-        "duration_s": (_Bounded("num", 10**9), 0.0),
+        "duration_s": (Bounded("num", 10**9), 0.0),
         "estimated": (BOOL, False),
-    }
+    },
+    name="UsageRow",
+    doc="What LLM calls used, summed for one (unit, agent, model, provider, estimated).",
 )
 
 
-class _StoredRow(Spec):
-    """A usage row as a body stores it, the list of its values in ``ROW_KEYS`` order (an older body's dict is read
-    too), checked as the object :data:`USAGE_ROW` and read as that object."""
-
-    expected = f"a list of {len(ROW_KEYS)} values or an object"
-
-    def check(self, value: Any, path: Path) -> Any:
-        if isinstance(value, list):
-            if len(value) != len(ROW_KEYS):
-                raise _Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
-            value = row_dict(value)
-        return USAGE_ROW.check(value, path)
+def _row_values(value: list[Any], path: Path) -> Any:
+    if len(value) != len(ROW_KEYS):
+        raise Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
+    return row_dict(value)
 
 
-USAGE_ROWS = _Rows(_StoredRow(), 100_000)
-USAGE = Obj({"rows": (USAGE_ROWS, list), "before": (USAGE_ROWS, list), "reused": (USAGE_ROWS, list)})
+_STORED_ROW = Converted(USAGE_ROW, list, _row_values, f"a list of {len(ROW_KEYS)} values or an object")
+USAGE_ROWS = ListOf(_STORED_ROW, most=100_000)
+"""At most 100,000 usage rows, each stored as the list of its values in ``ROW_KEYS`` order (an older body's dict is
+read too) and read as the object :data:`USAGE_ROW`."""
+USAGE = Obj(
+    {"rows": (USAGE_ROWS, list), "before": (USAGE_ROWS, list), "reused": (USAGE_ROWS, list)}, name="UsageSection"
+)
 """The ``usage`` section: what the run spent (``rows``), what its chain spent before it (``before``) and the rows
 of ``before`` whose task or method the run took over instead of running again (``reused``)."""
-
+LINEAGE = Obj(
+    {
+        "id": (STR, ""),
+        "parent_id": (OPT_STR, None),
+        "branch": (STR, "main"),
+        "lineage": (STR, ""),
+        "sequence": (Count(), 0),
+        "resumed_from": (OPT_STR, None),
+    },
+    name="LineageState",
+)
+ORIGIN = Obj({"file": (OPT_STR, None), "module": (OPT_STR, None), "attr": (OPT_STR, None)}, name="OriginState")
 BODY = Obj(
     {
         "schema_version": (INT, SCHEMA_VERSION),
         "version": (STR, ""),
-        "format": (KnownFormat(), "crewpoint"),
-        "entity": (ByKind({"crew": CREW, "flow": FLOW, "agent": AGENT}), REQUIRED),
+        "format": (
+            KnownFormat(),
+            "crewpoint",
+            "``crewpoint``, or the registered format a body was translated from (the original sits under its name).",
+        ),
+        "entity": (ENTITY, REQUIRED),
         "inputs": (MapOf(ANY), dict),
         "events": (ListOf(MapOf(ANY)), list),  # crewpoint's own: EVENT each (see _runnable); others: their own
-        "lineage": (
-            Obj(
-                {
-                    "id": (STR, ""),
-                    "parent_id": (OPT_STR, None),
-                    "branch": (STR, "main"),
-                    "lineage": (STR, ""),
-                    "sequence": (Count(), 0),
-                    "resumed_from": (OPT_STR, None),
-                }
-            ),
-            REQUIRED,
-        ),
+        "lineage": (LINEAGE, REQUIRED),
         "trigger": (STR, ""),
         "created_at": (NUM, 0.0),
-        "origin": (Nullable(Obj({"file": (OPT_STR, None), "module": (OPT_STR, None), "attr": (OPT_STR, None)})), None),
+        "origin": (Nullable(ORIGIN), None),
         "usage": (USAGE, lambda: {"rows": [], "before": [], "reused": []}),
     },
     _runnable,
+    name="CheckpointBody",
+    doc="A whole checkpoint body at :data:`SCHEMA_VERSION`, as :func:`load_body` returns it.",
 )
 """The whole body at :data:`SCHEMA_VERSION` (what :class:`CheckpointBody` types)."""
 
@@ -825,7 +491,7 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
     """Bring ``body`` up to :data:`SCHEMA_VERSION`, or raise :class:`UnsupportedSchema` (no validation here:
     :func:`load_body` validates what this returns)."""
     if not isinstance(body, dict):
-        raise DamagedBody(source, "", f"expected an object, not {_type_name(body)}")
+        raise DamagedBody(source, "", f"expected an object, not {type_name(body)}")
     # A body translated from another format (CrewAI's) is made by this crewpoint as it reads, so it is current;
     # crewpoint's own bodies carry their version, the oldest (0) told by its shape too (``state``, no ``entity``).
     if body.get("format", "crewpoint") != "crewpoint":
@@ -835,7 +501,7 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
     else:
         raise DamagedBody(source, "schema_version", "missing")
     if type(raw) is not int or raw < 0:
-        raise DamagedBody(source, "schema_version", f"expected a version number, not {_shown(raw)}")
+        raise DamagedBody(source, "schema_version", f"expected a version number, not {shown(raw)}")
     if raw > SCHEMA_VERSION:
         raise UnsupportedSchema(
             f"{source} was written by a newer crewpoint (schema {raw}, this one reads up to {SCHEMA_VERSION}): "
@@ -851,20 +517,6 @@ def migrate(body: Body, source: str = "checkpoint") -> Body:
 # -- the door ----------------------------------------------------------------------------------------------
 
 
-class DamagedBody(DamagedCheckpoint):
-    """A body that does not validate. ``field`` is the dotted path of the first wrong field (``""``: the body
-    itself); the message is one line: ``checkpoint <id> is damaged: <field>: <what is wrong>``."""
-
-    def __init__(self, source: str, field: str, problem: str) -> None:
-        self.source, self.field, self.problem = source, field, problem
-        where = f"{field}: " if field else ""
-        super().__init__(f"checkpoint {source} is damaged: {where}{problem}")
-
-
-def _dotted(parts: Sequence[str | int]) -> str:
-    return ".".join(str(p) for p in parts)
-
-
 def load_body(raw: Any, source: str = "checkpoint") -> CheckpointBody:
     """The one door: migrate ``raw`` and validate all of it, or raise :class:`DamagedBody` naming the field
     (:class:`UnsupportedSchema` for a newer schema). ``source`` names the checkpoint in messages (its id).
@@ -873,9 +525,9 @@ def load_body(raw: Any, source: str = "checkpoint") -> CheckpointBody:
     """
     body = migrate(raw, source)
     try:
-        return cast(CheckpointBody, BODY.check(body, ()))
-    except _Bad as bad:
-        raise DamagedBody(source, _dotted(bad.path), bad.problem) from None
+        return cast("CheckpointBody", BODY.check(body, ()))
+    except Bad as bad:
+        raise DamagedBody(source, dotted(bad.path), bad.problem) from None
     except RecursionError:
         raise DamagedBody(source, "", "nested too deeply to read") from None
 
@@ -923,11 +575,11 @@ def refused_by_class(error: ValidationError, source: str, where: Sequence[str | 
     if kind == "missing":
         problem = "missing"
     elif kind in _EXPECTED:
-        problem = f"expected {_EXPECTED[kind]}, not {_type_name(first.get('input'))}"
+        problem = f"expected {_EXPECTED[kind]}, not {type_name(first.get('input'))}"
     else:
         text = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
         problem = text[:1].lower() + text[1:]
-    return DamagedBody(source, _dotted((*where, *first["loc"])), problem)
+    return DamagedBody(source, dotted((*where, *first["loc"])), problem)
 
 
 def owner_of(error: ValidationError, body: Body) -> Path | None:
@@ -966,3 +618,40 @@ def _value_at(data: Any, path: Sequence[str | int]) -> tuple[Any, bool]:
         else:
             return None, False
     return here, True
+
+
+# -- the types readers see, generated ------------------------------------------------------------------------
+
+_TYPES_HEADER = '''\
+"""The checkpoint body's types, written from its declaration in ``crewpoint.checkpoint.schema`` by
+``python -m crewpoint.checkpoint.schema``.
+
+Do not edit: change the declaration and run that command (a test fails until this file matches). Every field is
+there in a body :func:`crewpoint.checkpoint.schema.load_body` returns: the declaration's default where the stored
+body had none.
+"""
+
+from __future__ import annotations
+
+from typing import {imports}
+
+'''
+
+
+def render_types() -> str:
+    """The text of ``schema_types.py`` for the declaration as it is."""
+    blocks = [declaration(spec) for spec in named(BODY)]
+    text = "\n\n".join(blocks)
+    imports = ", ".join(name for name in ("Any", "Literal", "TypedDict") if re.search(rf"\b{name}\b", text))
+    return _TYPES_HEADER.format(imports=imports) + "\n" + text
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m crewpoint.checkpoint.schema`` writes ``schema_types.py``; with ``--check`` it only says whether it
+    is current."""
+    path = FilePath(__file__).resolve().with_name("schema_types.py")
+    return write_or_check(path, render_types(), "python -m crewpoint.checkpoint.schema", argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

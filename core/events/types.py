@@ -183,17 +183,13 @@ if TYPE_CHECKING:  # every event class, for type checkers (at run time a family 
 
 def main(argv: list[str]) -> int:
     """``python -m crewpoint.events`` writes ``index.py``; with ``--check`` it only says whether it is current."""
+    # lazy: a module only this command reads
+    from crewpoint.generated import write_or_check
+
     path = Path(__file__).resolve().with_name("index.py")
     try:
         text = render_index()
     except ValueError as error:
         print(f"crewpoint.events: {error}", file=sys.stderr)
         return 2
-    if path.read_text(encoding="utf-8") == text:
-        return 0
-    if "--check" in argv:
-        print(f"{path} is out of date: run python -m crewpoint.events", file=sys.stderr)
-        return 1
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
-    return 0
+    return write_or_check(path, text, "python -m crewpoint.events", argv)
