@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -251,6 +252,30 @@ def run_models(entity: Any) -> dict[str, tuple[str, str]]:
     for agent in _agents_of(entity):
         llm = agent.get_llm()
         found[str(agent.role)] = (str(llm.model), llm.provider_name())
+    return found
+
+
+def rebuild_models(entity: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Agent role → ``(model, provider)`` a run rebuilt from the checkpoint alone (no program) calls in place of the
+    model the checkpoint names: crewpoint's own models (and bare model names) come back as the one ``CREWPOINT_LLM``
+    names (:func:`crewpoint.llm.llm_from_state`). Empty when none is named or the checkpoint is trusted (its models
+    come back as saved). Nothing is imported or rebuilt: what a dialog's estimate prices before anything runs."""
+    # lazy: the model the user names is read only when an estimate is priced
+    from crewpoint.llm import default_llm
+    from crewpoint.serialize import callbacks_trusted
+
+    if callbacks_trusted() or not os.environ.get("CREWPOINT_LLM", "").strip():
+        return {}
+    llm = default_llm(say_offline=False)
+    called = (str(llm.model), llm.provider_name())
+    agents = entity.get("agents") if "agents" in entity else [entity] if "llm" in entity else []
+    found: dict[str, tuple[str, str]] = {}
+    for agent in agents if isinstance(agents, list) else []:
+        saved = agent.get("llm") if isinstance(agent, Mapping) else None
+        path = saved.get("class") if isinstance(saved, Mapping) else None
+        ours = isinstance(saved, str) or (isinstance(path, str) and path.split(".", 1)[0] == "crewpoint")
+        if ours and isinstance(agent.get("role"), str):  # a user's own LLM class keeps its saved model
+            found[agent["role"]] = called
     return found
 
 

@@ -25,7 +25,6 @@ from crewpoint.checkpoint.stores import (
     list_checkpoints,
     load_checked,
     newest_descendant,
-    resolve_id,
     store_of,
 )
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
@@ -179,8 +178,7 @@ def plan_run(options: RunOptions) -> PlannedRun:
     from crewpoint.checkpoint.program import is_demo_checkpoint, project_app
 
     app = options.app or project_app()
-    full = resolve_id(options.location, options.ref)
-    record, body = load_checked(full, options.location)
+    record, body = load_checked(options.ref, options.location)  # the one read and the one check of the body
     store = store_of(record)
     if not options.fork and options.start is None and not options.force:  # never the same tasks twice, side by side
         refusal = live_run_refusal(record, store, options)
@@ -193,7 +191,7 @@ def plan_run(options: RunOptions) -> PlannedRun:
     inputs = dict(options.inputs)
     outputs = {resolve_task(record, key, body): text for key, text in options.outputs.items()}
     prepared = prepare_run(
-        full,
+        record.meta.location or options.ref,
         fork=options.fork,
         branch=options.branch,
         inputs=inputs or None,

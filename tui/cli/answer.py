@@ -23,7 +23,7 @@ from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.runs import run_command, run_options, run_options_of
+from crewpoint.tui.cli.runs import run_cli, run_options, run_options_of
 from crewpoint.tui.cli.tables import cli_id
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -166,4 +166,4 @@ def answer(
         fail(f"give one of {' or '.join(given)}, not both")
     budget = Budget.of(budget_usd, budget_tokens)
     start = _starter(outcome, feedback, accept, use_default)
-    run_command(ctx, run_options_of(ctx, ref, location, app=app, budget=budget, start=start), progress)
+    run_cli(ctx, run_options_of(ctx, ref, location, app=app, budget=budget, start=start), progress)

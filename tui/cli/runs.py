@@ -80,7 +80,7 @@ def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-def run_command(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: bool = False) -> None:
+def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: bool = False) -> None:
     """Resume, fork or answer (``options``) with progress, and end as the run did: the result on stdout, exit 0;
     75 waiting for an answer, 76 at its budget, 130 interrupted, 1 failed (each with the command that goes on),
     2 for what is refused before anything runs. ``dry_run`` prints the plan and exits 0."""
@@ -283,7 +283,7 @@ def resume(
     """
     budget = Budget.of(budget_usd, budget_tokens)
     options = run_options_of(ctx, ref, location, app=app, budget=budget, force=force)
-    run_command(ctx, options, progress, dry_run=dry_run)
+    run_cli(ctx, options, progress, dry_run=dry_run)
 
 
 @checkpoint.command()
@@ -321,4 +321,4 @@ def fork(
     """
     budget = Budget.of(budget_usd, budget_tokens)
     options = run_options_of(ctx, ref, location, inputs, outputs, fork=True, branch=branch, app=app, budget=budget)
-    run_command(ctx, options, progress, dry_run=dry_run)
+    run_cli(ctx, options, progress, dry_run=dry_run)
