@@ -222,27 +222,35 @@ def run_checkpoint(
     try:
         if planned is None:
             planned = plan_run(options)
+        _may_go_on(planned, say)
     except KeyboardInterrupt:
-        return interrupted(options)
+        return interrupted(options, planned.prepared if planned is not None else None)
     prepared = planned.prepared
-    if not options.fork and options.start is None:  # (an answer's checkpoint is claimed: a second is refused)
-        # lazy: the claims of a request are read only by a resume
-        from crewpoint.feedback_claims import resume_refusal
-
-        refused = resume_refusal(planned.record, prepared.store)
-        if refused is not None:  # its answer runs, or went on: going on here would do the work twice
-            raise CheckpointError(refused)
-        later = [m for m in children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
-        if later and say is not None:
-            say(
-                f"note: {shown_id(prepared.source.id)} already continues on branch {prepared.branch} "
-                f"(next: {shown_id(later[0].id)}); this run writes beside it. Use fork for a separate branch."
-            )
     reporter = report(prepared) if report is not None else None
     try:
         return _run(planned, reporter)
     except KeyboardInterrupt:
         return interrupted(options, prepared)
+
+
+def _may_go_on(planned: PlannedRun, say: Callable[[str], None] | None) -> None:
+    """A plain resume is refused when its request's answer goes, or went, on elsewhere (it would do the work twice);
+    beside a later checkpoint of its branch it goes on, saying so."""
+    options, prepared = planned.options, planned.prepared
+    if options.fork or options.start is not None:  # (an answer's checkpoint is claimed: a second is refused)
+        return
+    # lazy: the claims of a request are read only by a resume
+    from crewpoint.feedback_claims import resume_refusal
+
+    refused = resume_refusal(planned.record, prepared.store)
+    if refused is not None:
+        raise CheckpointError(refused)
+    later = [m for m in children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
+    if later and say is not None:
+        say(
+            f"note: {shown_id(prepared.source.id)} already continues on branch {prepared.branch} "
+            f"(next: {shown_id(later[0].id)}); this run writes beside it. Use fork for a separate branch."
+        )
 
 
 def _run(planned: PlannedRun, reporter: Reporter | None) -> Outcome:

@@ -107,8 +107,9 @@ def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: 
                 planned = plan_run(options)
             except KeyboardInterrupt:
                 _end(ctx, interrupted(options), progress)
+            estimate = planned.estimate()  # (a bad price file: exit 2, before any line of the plan)
             _print_plan(planned.prepared, planned.app)
-            _print_estimate(planned.estimate())
+            _print_estimate(estimate)
             return
         outcome = run_checkpoint(
             options, lambda prepared: make_progress(progress, prepared), lambda note: click.echo(note, err=True)
