@@ -21,16 +21,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
 from crewpoint.estimate import pending_tasks
-from crewpoint.screens.resume_confirm import BudgetField
+from crewpoint.screens.resume_confirm import RunDialog
 from crewpoint.tui.run_controller import Answer
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.app_field import AppField
-from crewpoint.tui.widgets.cost_view import EstimateView
 from crewpoint.tui.widgets.task_card import clip_note, clipped
 
 ACCEPT_ID = "answer-accept"
@@ -41,7 +38,7 @@ MAX_BUTTONS = 6
 """Outcomes shown as buttons; the others are typed (a request may offer thousands)."""
 
 
-class AnswerScreen(ModalScreen[Answer | None]):
+class AnswerScreen(RunDialog[Answer | None]):
     """Answer the ``request`` (:func:`crewpoint.tui.store_index.pending_request`) of the checkpoint ``checkpoint``.
 
     With outcomes, each outcome is a button (the feedback text goes with it); without (a task's review), Accept
@@ -61,16 +58,11 @@ class AnswerScreen(ModalScreen[Answer | None]):
         later: str | None = None,
         see_all: str = "",
     ) -> None:
-        super().__init__()
-        self.body = body
-        """The checkpoint's body: the estimate of what runs on after the answer is priced from its chain's usage."""
-        self.later = later
-        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
+        super().__init__(app, body, later)
         self.checkpoint = checkpoint
         self.see_all = see_all
         """The command that prints the checkpoint whole, named under a clipped output."""
         self.request = request
-        self.app_spec = app
         self.outcomes: list[str] = [str(o) for o in request.get("outcomes") or []]
         offered = set(self.outcomes)
         default = request.get("default_outcome")
@@ -108,10 +100,8 @@ class AnswerScreen(ModalScreen[Answer | None]):
                         id=OTHER_ID,
                     )
                 yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
-                if self.body is not None:
-                    yield EstimateView(self.body, pending_tasks(self.body), later=self.later, id="answer-estimate")
-                yield AppField(self.app_spec, id="answer-app")
-                yield BudgetField(self.body, id="answer-budget")
+                yield from self.estimate_field("answer", pending_tasks(self.body or {}))
+                yield from self.run_fields("answer")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n in self.buttons:
@@ -139,18 +129,16 @@ class AnswerScreen(ModalScreen[Answer | None]):
 
     def answer(self, outcome: str | None = None, *, accept: bool = False) -> None:
         """Give the answer: an outcome (with the feedback written), or accept, or the feedback alone."""
-        field = self.query_one(AppField)
-        if not field.confirmed():
+        chosen = self.program_and_budget()
+        if chosen is None:
             return
-        ok, budget = self.query_one(BudgetField).verify()
-        if not ok:
-            return
+        app, budget = chosen
         feedback = None if accept else self.feedback or None
         if outcome is None and not accept and feedback is None:
             self.query_one("#answer-feedback", TextArea).focus()
             self.notify("Write the feedback first, or Accept.", severity="warning")
             return
-        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=field.spec, budget=budget))
+        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=app, budget=budget))
 
     def action_send(self) -> None:
         """The default answer, with the feedback written: the default outcome; without outcomes, the feedback, or

@@ -8,7 +8,7 @@ browser shows to any part: the chosen checkpoint, the feed, the edits, the run p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -27,6 +27,7 @@ from crewpoint.tui.widgets.task_card import info_command
 
 if TYPE_CHECKING:
     from crewpoint.screens.browser import BrowserScreen
+    from crewpoint.tui.widgets.detail_state import Detail
 
 
 class BrowserDialogs:
@@ -104,30 +105,50 @@ class BrowserDialogs:
         )
 
     def answer(self) -> None:
-        """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does."""
+        """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does.
+        Whether someone answered it already is a read of the store: it is made in a thread, and the dialog (or who
+        answered) follows."""
         if not self._can_start():
             return
         browser = self.browser
         shown = browser.selected
         assert shown is not None and shown.record is not None
-        meta = shown.meta
         request = pending_request(shown.record.body)
-        claim = None
-        if request is not None:
+        if request is None:
+            browser.notify("This checkpoint waits for no answer.", severity="warning", markup=False)
+            return
+        record = shown.record
+
+        def read_claim() -> None:
             # lazy: the request's claim (one small, bounded read) only when Answer is pressed on a request
-            from crewpoint.feedback_claims import answer_at, answered_words
+            from crewpoint.feedback_claims import answer_at
 
             try:
-                claim = answer_at(shown.record, store_of(shown.record))
+                claim = answer_at(record, store_of(record))
             except CheckpointError:
                 claim = None  # a checkpoint outside any store: nothing can be claimed for it
-            if claim is not None:  # said, not silence: who answered, when and what
-                browser.notify(f"This request was {answered_words(claim)}.", severity="warning", markup=False)
-                return
-        refusal = browser.waiting_refusal(meta.id, request is not None)
-        if request is None or refusal is not None:
-            browser.notify(refusal or "This checkpoint waits for no answer.", severity="warning", markup=False)
+            browser.app.call_from_thread(self._ask_answer, shown, request, claim)
+
+        browser.run_worker(read_claim, thread=True, exclusive=True, group="answer-claim", exit_on_error=False)
+
+    def _ask_answer(self, shown: Detail, request: dict[str, Any], claim: dict[str, Any] | None) -> None:
+        """With the claim read: who answered (said, not silence), why it cannot be answered here, or the Answer
+        dialog."""
+        browser = self.browser
+        if claim is not None:
+            # lazy: the claim's words, only once one is found
+            from crewpoint.feedback_claims import answered_words
+
+            browser.notify(f"This request was {answered_words(claim)}.", severity="warning", markup=False)
             return
+        meta = shown.meta
+        refusal = browser.waiting_refusal(meta.id, True)
+        if refusal is not None:
+            browser.notify(refusal, severity="warning", markup=False)
+            return
+        if not self._can_start():  # a run started while the claim was read
+            return
+        assert shown.record is not None
 
         def answered(answer: Answer | None) -> None:
             if answer is not None:

@@ -13,18 +13,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import branch_problem
-from crewpoint.screens.resume_confirm import BudgetField
+from crewpoint.screens.resume_confirm import RunDialog
 from crewpoint.text import clip
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.visible import visible
-from crewpoint.tui.widgets.app_field import AppField
-from crewpoint.tui.widgets.cost_view import EstimateView
 from crewpoint.tui.widgets.overview_view import plain, shown
 
 
@@ -51,7 +48,7 @@ def short(text: str, limit: int = 160) -> str:
     return clip(visible(" ".join(text.split()), one_line=True), limit)
 
 
-class ForkScreen(ModalScreen[ForkRequest | None]):
+class ForkScreen(RunDialog[ForkRequest | None]):
     """Confirm a fork. ``y``/enter starts it, ``n``/escape cancels."""
 
     CSS_PATH = "fork_confirm.tcss"
@@ -74,17 +71,12 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
     ) -> None:
-        super().__init__()
-        self.body = body
-        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
-        self.later = later
-        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
+        super().__init__(app, body, later)
         self.meta = meta
         self.info = info
         self.plan = plan
         self.branch = branch or default_branch_name()
         self.taken = taken or set()
-        self.app_spec = app
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fork-dialog"):
@@ -92,14 +84,13 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             with VerticalScroll(id="fork-body"):  # what it runs first: a short terminal shows the top
                 yield Static(self._source(), markup=False, id="fork-source")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
-                if self.body is not None and self.plan.rerun:
-                    yield EstimateView(self.body, self.plan.rerun, later=self.later, id="fork-estimate")
+                if self.plan.rerun:
+                    yield from self.estimate_field("fork", self.plan.rerun)
                 yield Label("Branch name", id="fork-branch-label")
                 yield Input(value=self.branch, id="fork-branch", compact=True, select_on_focus=False)
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")
                 yield Static(self._changes(), markup=False, id="fork-changes")
-                yield AppField(self.app_spec, id="fork-app")
-                yield BudgetField(self.body, id="fork-budget")
+                yield from self.run_fields("fork")
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
                 yield Button("Cancel (n)", id="fork-cancel", compact=True)
@@ -176,12 +167,10 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             body.scroll_to_widget(self.query_one("#fork-branch", Input), animate=False)
             self.query_one("#fork-branch", Input).focus()
             return None
-        app_field = self.query_one(AppField)
-        if not app_field.confirmed():
+        chosen = self.program_and_budget()
+        if chosen is None:
             return None
-        ok, budget = self.query_one(BudgetField).verify()
-        if not ok:
-            return None
+        app, budget = chosen
         error.update("")
         error.add_class("-empty")
         plan = self.plan
@@ -191,7 +180,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             inputs={k: plain(v) for k, v in plan.changed_inputs.items()},
             outputs=dict(plan.edited_outputs),
             rerun=list(plan.rerun),
-            app=app_field.spec,
+            app=app,
             budget=budget,
         )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual import on
@@ -15,10 +15,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from crewpoint.budget import budget_from_state, parse_usd
+from crewpoint.checkpoint.plan import rebuild_models
 from crewpoint.estimate import pending_tasks
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.cost_view import EstimateView
+
+T = TypeVar("T")
 
 
 class BudgetField(Vertical):
@@ -57,6 +60,47 @@ class BudgetField(Vertical):
         return True, budget
 
 
+class RunDialog(ModalScreen[T]):
+    """A dialog that starts a run from a checkpoint (Resume, Fork, Answer): one block for what they share, the
+    estimate of what will run, the program that runs it (App) and what it may spend (Budget)."""
+
+    def __init__(self, app: str | None, body: Mapping[str, Any] | None = None, later: str | None = None) -> None:
+        super().__init__()
+        self.app_spec = app
+        """The program the App field starts from (a suggestion), or None."""
+        self.body = body
+        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
+        self.later = later
+        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
+
+    def run_models(self) -> dict[str, tuple[str, str]]:
+        """The models the run will call, as the command line's dry run prices them: rebuilt from the checkpoint
+        alone (the App field empty), crewpoint's models are the one ``CREWPOINT_LLM`` names; a program's own models
+        are known only once it is loaded, which nothing does before the run (their recorded models are priced)."""
+        if self.app_spec or not isinstance(self.body, Mapping) or not isinstance(self.body.get("entity"), Mapping):
+            return {}
+        return rebuild_models(self.body["entity"])
+
+    def estimate_field(self, name: str, rerun: Sequence[int]) -> ComposeResult:
+        """The estimate of the tasks ``rerun`` (0-based) at the models the run calls, when the body is known."""
+        if self.body is not None:
+            yield EstimateView(self.body, rerun, later=self.later, models=self.run_models(), id=f"{name}-estimate")
+
+    def run_fields(self, name: str) -> ComposeResult:
+        """The App and Budget fields (ids ``{name}-app`` and ``{name}-budget``)."""
+        yield AppField(self.app_spec, id=f"{name}-app")
+        yield BudgetField(self.body, id=f"{name}-budget")
+
+    def program_and_budget(self) -> tuple[str, float | None] | None:
+        """The program (``""``: rebuilt from the checkpoint) and the budget in dollars (None: the run's own), or
+        None when either is refused (the reason is shown and the field focused)."""
+        field = self.query_one(AppField)
+        if not field.confirmed():
+            return None
+        ok, budget = self.query_one(BudgetField).verify()
+        return (field.spec, budget) if ok else None
+
+
 @dataclass(frozen=True, slots=True)
 class ResumeAnswer:
     """What the user confirmed: the program to run (``""``: rebuilt from the checkpoint) and its budget in dollars
@@ -66,7 +110,7 @@ class ResumeAnswer:
     budget: float | None = None
 
 
-class ResumeScreen(ModalScreen[ResumeAnswer | None]):
+class ResumeScreen(RunDialog[ResumeAnswer | None]):
     """Answers the app spec to resume with ("" for none) and a budget, or None when cancelled. ``y`` resumes,
     ``n``/escape cancels; a bad spec or budget is refused with its reason."""
 
@@ -80,22 +124,15 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
     def __init__(
         self, question: Text, app: str | None, body: Mapping[str, Any] | None = None, later: str | None = None
     ) -> None:
-        super().__init__()
-        self.body = body
-        """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
-        self.later = later
-        """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
+        super().__init__(app, body, later)
         self.question = question
-        self.app_spec = app
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
             yield Label("Resume the run", id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
-            if self.body is not None:
-                yield EstimateView(self.body, pending_tasks(self.body), later=self.later, id="resume-estimate")
-            yield AppField(self.app_spec, id="resume-app")
-            yield BudgetField(self.body, id="resume-budget")
+            yield from self.estimate_field("resume", pending_tasks(self.body or {}))
+            yield from self.run_fields("resume")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)
                 yield Button("Cancel (n)", id="confirm-no", compact=True)
@@ -105,12 +142,9 @@ class ResumeScreen(ModalScreen[ResumeAnswer | None]):
         self.query_one("#confirm-yes", Button).focus()
 
     def action_confirm(self) -> None:
-        field = self.query_one(AppField)
-        if not field.confirmed():
-            return
-        ok, budget = self.query_one(BudgetField).verify()
-        if ok:
-            self.dismiss(ResumeAnswer(field.spec, budget))
+        chosen = self.program_and_budget()
+        if chosen is not None:
+            self.dismiss(ResumeAnswer(*chosen))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

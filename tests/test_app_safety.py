@@ -276,7 +276,8 @@ async def test_no_control_character_from_a_checkpoint_reaches_the_screen(tmp_pat
 
 
 async def test_the_fork_dialog_shows_the_program_it_runs_and_refuses_a_bad_one(store: Path, tmp_path: Path) -> None:
-    from crewpoint.tui.launcher import fork_command
+    from crewpoint.tui.edits import EditsModel
+    from crewpoint.tui.run_controller import RunController
 
     app = make_app(str(store), watch=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -307,9 +308,10 @@ async def test_the_fork_dialog_shows_the_program_it_runs_and_refuses_a_bad_one(s
         assert pilot.app.screen is dialog  # refused: nothing runs
         assert not screen.run_panel.has_class("-shown")
         await pilot.press("escape")
-    argv = fork_command("abc", "store", "b", {"topic": "x"}, {1: "text"}, app="prog.py:crew")
+    controller = RunController("store", EditsModel())
+    argv = controller.fork_request("abc", "b", {"topic": "x"}, {1: "text"}, "prog.py:crew", 1).argv
     assert argv[-2:] == ["--app", "prog.py:crew"] and "--set-output" in argv and "2=text" in argv
-    assert "--app" not in fork_command("abc", "store", "b")
+    assert "--app" not in controller.fork_request("abc", "b", {}, {}, "", 0).argv
 
 
 # -- layout and keys -------------------------------------------------------------------------------------------

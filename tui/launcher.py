@@ -1,16 +1,23 @@
-"""The command lines of the runs the app starts: a child ``crewpoint checkpoint resume|fork`` reporting progress
-as JSON lines (:mod:`crewpoint.tui.run_protocol`). Headless."""
+"""The command lines of the runs the app starts: a child ``crewpoint checkpoint resume|fork|answer`` reporting
+progress as JSON lines (:mod:`crewpoint.tui.run_protocol`), which runs :func:`crewpoint.checkpoint.run.run_checkpoint`
+as the command line does. Headless."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.run import RunOptions
+
+CHILD = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+"""The command the app's runs start, before the subcommand."""
 
 
 def cli_command(*args: str, app: str = "", budget: float | None = None) -> list[str]:
     """The child command; ``app`` (a program spec) is passed as ``--app`` and ``budget`` (dollars) as ``--budget``
     when given."""
-    argv = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint", *args, "--progress", "json"]
+    argv = [*CHILD, *args, "--progress", "json"]
     if app.strip():
         argv += ["--app", app.strip()]
     if budget is not None:
@@ -18,24 +25,16 @@ def cli_command(*args: str, app: str = "", budget: float | None = None) -> list[
     return argv
 
 
+def run_command(options: RunOptions) -> list[str]:
+    """The child ``crewpoint checkpoint resume|fork`` that runs ``options``, reporting JSON lines."""
+    return [*CHILD, *options.argv(progress="json")]
+
+
 def resume_command(source_id: str, location: str, app: str = "", budget: float | None = None) -> list[str]:
-    return cli_command("resume", source_id, "--location", location, app=app, budget=budget)
+    """The child resume of ``source_id`` in ``location`` with the program ``app`` (none: the project's), stopping
+    at ``budget`` dollars when given."""
+    # lazy: the run's options live with the engine's run, loaded only when a run starts
+    from crewpoint.budget import Budget
+    from crewpoint.checkpoint.run import RunOptions
 
-
-def fork_command(
-    source_id: str,
-    location: str,
-    branch: str,
-    inputs: Mapping[str, str] | None = None,
-    outputs: Mapping[int, str] | None = None,
-    app: str = "",
-    budget: float | None = None,
-) -> list[str]:
-    """A fork onto ``branch`` with changed inputs and edited outputs (0-based task index → text), stopping at
-    ``budget`` dollars when given."""
-    args = ["fork", source_id, "--location", location, "--branch", branch]
-    for key, value in (inputs or {}).items():
-        args += ["--input", f"{key}={value}"]
-    for index, text in sorted((outputs or {}).items()):
-        args += ["--set-output", f"{index + 1}={text}"]
-    return cli_command(*args, app=app, budget=budget)
+    return run_command(RunOptions(source_id, location, app=app or None, budget=Budget.of(budget)))

@@ -15,15 +15,17 @@ from typing import Any, Literal
 
 from rich.text import Text
 
+from crewpoint.budget import Budget
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
 from crewpoint.checkpoint.plan import check_fork
+from crewpoint.checkpoint.run import RunOptions
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.runs import RunInfo, this_host
 from crewpoint.tui import run_control
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.edits import EditsModel
-from crewpoint.tui.launcher import cli_command, fork_command, resume_command
+from crewpoint.tui.launcher import cli_command, resume_command, run_command
 from crewpoint.tui.store_index import Segment, run_label
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import Detail
@@ -128,7 +130,17 @@ class RunController:
     ) -> RunRequest:
         """The run of a confirmed fork; its edits now live on in the new branch, so they are no longer kept.
         ``budget``: the dollars the run may spend (``--budget``), None for no limit."""
-        argv = fork_command(source_id, self.location, branch, inputs, outputs, app, budget)
+        options = RunOptions(
+            source_id,
+            self.location,
+            fork=True,
+            branch=branch,
+            inputs=dict(inputs),
+            outputs={str(index + 1): text for index, text in sorted(outputs.items())},  # counted from 1, as typed
+            app=app or None,
+            budget=Budget.of(budget),
+        )
+        argv = run_command(options)
         self.edits.discard(source_id)
         return RunRequest(argv, f"fork {source_id[:8]} → {branch}", branch, rerun, source_id)
 

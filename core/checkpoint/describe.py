@@ -168,11 +168,13 @@ def _label(task: TaskState) -> str:
     return clip(task["description"], 48)
 
 
-def describe(record: CheckpointRecord) -> CheckpointInfo:
+def describe(record: CheckpointRecord, body: CheckpointBody | None = None) -> CheckpointInfo:
     """Everything the views show about one checkpoint, read from its typed body without rebuilding anything.
 
-    A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field."""
-    return _describe(record, body_of(record))
+    A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field;
+    ``body`` is the record's body already checked (:func:`~crewpoint.checkpoint.restore.read_checked`), when the
+    caller has it: it is not checked again."""
+    return _describe(record, body if body is not None else body_of(record))
 
 
 def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
@@ -254,9 +256,10 @@ def _describe(record: CheckpointRecord, body: CheckpointBody) -> CheckpointInfo:
     )
 
 
-def resolve_task(record: CheckpointRecord, ref: str) -> int:
-    """The 0-based index of the task ``ref`` names: a number counted from 1, a task name, or an id prefix."""
-    info = describe(record)
+def resolve_task(record: CheckpointRecord, ref: str, body: CheckpointBody | None = None) -> int:
+    """The 0-based index of the task ``ref`` names: a number counted from 1, a task name, or an id prefix
+    (``body``: the record's checked body, when the caller has it)."""
+    info = describe(record, body)
     if not kind_of(info.kind).has_tasks:
         raise ValueError(f"task outputs can be edited in crew checkpoints only; this one holds a {info.kind}")
     text = ref.strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from crewpoint.checkpoint.describe import describe
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody
-from crewpoint.checkpoint.stores import _provider, load, store_of
+from crewpoint.checkpoint.stores import _provider, load_checked, store_of
 from crewpoint.entities import entity_class, kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
 from crewpoint.providers.formats import format_of
@@ -46,13 +47,17 @@ def _plan(
 
 
 def plan_fork(
-    record: CheckpointRecord, inputs: dict[str, Any] | None = None, outputs: dict[int, str] | None = None
+    record: CheckpointRecord,
+    inputs: dict[str, Any] | None = None,
+    outputs: dict[int, str] | None = None,
+    body: CheckpointBody | None = None,
 ) -> ForkPlan:
     """What a fork with these edits changes and which tasks it runs; nothing is run or written.
 
     ``rerun`` lists the crew tasks that will run: those not done at the checkpoint and those the edits reset.
+    ``body``: the record's checked body, when the caller has it.
     """
-    body = body_of(record)
+    body = body if body is not None else body_of(record)
     adapter = format_of(record)
     if adapter.foreign:  # another tool's checkpoint: planned by its adapter, run by that tool
         planned = adapter.plan_fork(record.body, inputs or {}, outputs or {})
@@ -66,10 +71,16 @@ def plan_fork(
     return _plan(body, planning, inputs, outputs)
 
 
-def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, Any] | None = None) -> None:
+def check_fork(
+    record: CheckpointRecord,
+    plan: ForkPlan,
+    inputs: Mapping[str, Any] | None = None,
+    body: CheckpointBody | None = None,
+) -> None:
     """Refuse, with one line, a crew fork that names an input the crew does not know or that would run nothing
-    (every task done and no edit changing that): such a fork would make no branch."""
-    info = describe(record)
+    (every task done and no edit changing that): such a fork would make no branch. ``body``: the record's checked
+    body, when the caller has it."""
+    info = describe(record, body)
     if not kind_of(info.kind).has_tasks:
         return
     problem = unknown_inputs(inputs or {}, info.placeholders)
@@ -82,7 +93,7 @@ def check_fork(record: CheckpointRecord, plan: ForkPlan, inputs: Mapping[str, An
         )
 
 
-def flow_class(record: CheckpointRecord) -> type[Any]:
+def flow_class(record: CheckpointRecord, body: CheckpointBody | None = None) -> type[Any]:
     """The flow class a flow checkpoint names, under the trust rule: the running program must define it, or the
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
     # lazy: finding the program's spec reads pyproject.toml and folders, only for a flow's class
@@ -94,7 +105,7 @@ def flow_class(record: CheckpointRecord) -> type[Any]:
     # lazy: info loads no entity classes (pydantic)
     from crewpoint.serialize import TRUST_ENV, load_class
 
-    entity = body_of(record)["entity"]
+    entity = (body if body is not None else body_of(record))["entity"]
     path = cast("FlowState", entity)["class"] if kind_of(entity["kind"]).named_by_class else None
     if not path:
         raise DamagedCheckpoint(f"{record.meta.location or record.meta.id}: the flow checkpoint names no class")
@@ -173,20 +184,22 @@ def prepare_run(
     location: str | None = None,
     record: CheckpointRecord | None = None,
     app: str | None = None,
+    body: CheckpointBody | None = None,
 ) -> PreparedRun:
     """Restore the checkpoint ``ref`` names (onto a new branch with ``fork``) and apply the edits; no run yet.
 
     ``app`` names the user's program (``FILE.py:attr`` or ``module:attr``): its entity is built and the
     checkpoint's state bound to it, so its LLMs, tools and callbacks run. Without it the entity is rebuilt from
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
-    has it.
+    has it, and ``body`` its checked body: the checkpoint is then neither read nor checked again.
     """
     # lazy: info loads no entity classes (pydantic)
     from crewpoint.checkpoint.restore_entities import restore
 
     if record is None:
-        record = load(ref, location)
-    body = body_of(record)
+        record, body = load_checked(ref, location)
+    elif body is None:
+        body = body_of(record)
     kind = body["entity"]["kind"]
     entity_class(kind).check_edits(record.body["entity"], inputs, outputs)
     store = store_of(record)
@@ -197,15 +210,16 @@ def prepare_run(
     _provider(store).check_writable(store)  # a store that cannot be written: refused before anything runs
     source = record.meta.location or ref
     fork_branch = (branch or "") if fork else None
+    checked = (record, body)  # read and checked once: restore takes the pair, not the store again
     if app:
         # lazy: only --app loads a program
         from crewpoint.checkpoint.program import load_app
 
         target = load_app(app, kind)
-        entity = restore(source, kind, fork_branch=fork_branch, target=target)
+        entity = restore(source, kind, fork_branch=fork_branch, target=target, checked=checked)
     else:
-        program_class = flow_class(record) if kind_of(kind).named_by_class else None
-        entity = restore(source, kind, fork_branch=fork_branch, entity_cls=program_class)
+        program_class = flow_class(record, body) if kind_of(kind).named_by_class else None
+        entity = restore(source, kind, fork_branch=fork_branch, entity_cls=program_class, checked=checked)
     entity.apply_edits(inputs, outputs)
     tasks = list(getattr(entity, "tasks", None) or [])
     models, saved_models = run_models(entity), saved_models_of(record.body["entity"])
@@ -238,6 +252,30 @@ def run_models(entity: Any) -> dict[str, tuple[str, str]]:
     for agent in _agents_of(entity):
         llm = agent.get_llm()
         found[str(agent.role)] = (str(llm.model), llm.provider_name())
+    return found
+
+
+def rebuild_models(entity: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Agent role → ``(model, provider)`` a run rebuilt from the checkpoint alone (no program) calls in place of the
+    model the checkpoint names: crewpoint's own models (and bare model names) come back as the one ``CREWPOINT_LLM``
+    names (:func:`crewpoint.llm.llm_from_state`). Empty when none is named or the checkpoint is trusted (its models
+    come back as saved). Nothing is imported or rebuilt: what a dialog's estimate prices before anything runs."""
+    # lazy: the model the user names is read only when an estimate is priced
+    from crewpoint.llm import default_llm
+    from crewpoint.serialize import callbacks_trusted
+
+    if callbacks_trusted() or not os.environ.get("CREWPOINT_LLM", "").strip():
+        return {}
+    llm = default_llm(say_offline=False)
+    called = (str(llm.model), llm.provider_name())
+    agents = entity.get("agents") if "agents" in entity else [entity] if "llm" in entity else []
+    found: dict[str, tuple[str, str]] = {}
+    for agent in agents if isinstance(agents, list) else []:
+        saved = agent.get("llm") if isinstance(agent, Mapping) else None
+        path = saved.get("class") if isinstance(saved, Mapping) else None
+        ours = isinstance(saved, str) or (isinstance(path, str) and path.split(".", 1)[0] == "crewpoint")
+        if ours and isinstance(agent.get("role"), str):  # a user's own LLM class keeps its saved model
+            found[agent["role"]] = called
     return found
 
 

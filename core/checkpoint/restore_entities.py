@@ -146,14 +146,16 @@ def restore(
     fork_branch: str | None,
     entity_cls: type[Entity] | None = None,
     target: Entity | None = None,
+    checked: tuple[CheckpointRecord, CheckpointBody] | None = None,
 ) -> Entity:
     """Restore the entity of ``kind`` saved at ``config`` (``fork_branch``: "" = auto-named fork).
 
     With ``target`` (the caller's own crew, flow or agent) the checkpoint's state is bound to it and it keeps its
     code; without, the entity is rebuilt from the checkpoint under the trust rule, as ``entity_cls`` (see
-    :func:`build_entity`).
+    :func:`build_entity`). ``checked`` is the checkpoint ``config`` names, already read and checked
+    (:func:`~crewpoint.checkpoint.restore.read_checked`): it is not read again.
     """
-    record, body = read_checked(reference_of(config))
+    record, body = checked if checked is not None else read_checked(reference_of(config))
     if body["format"] != "crewpoint":  # a translation of another tool's checkpoint is for reading: that tool runs it
         raise CheckpointError(
             f"checkpoint {record.meta.id} is in {body['format']}'s format: {body['format']} runs it, not "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import (
@@ -18,6 +18,9 @@ from crewpoint.providers.base import (
     CheckpointRecord,
     DamagedCheckpoint,
 )
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.schema import CheckpointBody
 
 DEFAULT_STORES = ("./.checkpoints", "./.checkpoints.db")
 
@@ -140,13 +143,19 @@ def _names_a_store(ref: str) -> bool:
 def load(ref: str, location: str | None = None) -> CheckpointRecord:
     """Read and migrate one checkpoint: ``ref`` is a file, a folder or database (its latest), ``db#id``, or
     an id or id prefix looked up in ``location``."""
+    return load_checked(ref, location)[0]
+
+
+def load_checked(ref: str, location: str | None = None) -> tuple[CheckpointRecord, CheckpointBody]:
+    """:func:`load` with the typed body it was checked into: read once and checked once, the pair a command hands
+    on to plan, restore, fork check and describe."""
     # lazy: `checkpoint list` never loads checkpoint.restore, checkpoint.schema
-    from crewpoint.checkpoint.restore import load_record
+    from crewpoint.checkpoint.restore import read_checked
 
     ref = os.fspath(ref)
     if _names_a_store(ref):
-        return load_record(ref)
-    return load_record(resolve_id(location, ref))
+        return read_checked(ref)
+    return read_checked(resolve_id(location, ref))
 
 
 def body_or_none(ref: str | None) -> dict[str, Any] | None:

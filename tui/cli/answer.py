@@ -23,13 +23,14 @@ from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
-from crewpoint.tui.cli.runs import Kickoff, RunRefused, Starter, _run, run_options
+from crewpoint.tui.cli.runs import run_cli, run_options, run_options_of
 from crewpoint.tui.cli.tables import cli_id
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.checkpoint.run import Kickoff, Starter
     from crewpoint.providers.base import CheckpointRecord
 
 RULE = "-" * 60
@@ -97,6 +98,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
 
         def kickoff(prepared: PreparedRun) -> Any:
             # lazy: answering loads the engine's feedback machinery, which only a run needs
+            from crewpoint.checkpoint.run import RunRefused
             from crewpoint.feedback import answer
 
             try:
@@ -162,13 +164,6 @@ def answer(
     given = [name for name, on in chosen if on]
     if len(given) > 1:
         fail(f"give one of {' or '.join(given)}, not both")
-    _run(
-        ctx,
-        ref,
-        location,
-        progress,
-        fork=False,
-        app=app,
-        start=_starter(outcome, feedback, accept, use_default),
-        budget=Budget.of(budget_usd, budget_tokens),
-    )
+    budget = Budget.of(budget_usd, budget_tokens)
+    start = _starter(outcome, feedback, accept, use_default)
+    run_cli(ctx, run_options_of(ctx, ref, location, app=app, budget=budget, start=start), progress)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from crewpoint.budget import MAX_TOKENS, MAX_USD, Budget, BudgetExceeded
+from crewpoint.budget import MAX_TOKENS, MAX_USD, Budget
 from crewpoint.entities import kind_of
 from crewpoint.providers import split_ref
 from crewpoint.providers.base import CheckpointError
@@ -22,8 +22,7 @@ from crewpoint.tui.cli.errors import (
     EXIT_INTERRUPTED,
     bad_input,
     fail,
-    fail_from,
-    one_line,
+    wants_traceback,
 )
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -33,20 +32,9 @@ from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
+    from crewpoint.checkpoint.run import Outcome, RunOptions
     from crewpoint.estimate import Estimate
-    from crewpoint.providers.base import CheckpointRecord
     from crewpoint.providers.formats import Format
-
-Kickoff = Callable[["PreparedRun"], Any]
-"""What runs a prepared run (``prepared.kickoff()`` for resume and fork)."""
-
-Starter = Callable[["CheckpointRecord", str], Kickoff]
-"""A command's own checks of the checkpoint (its record and store), before any program loads: it raises a
-one-line error (exit 2), or answers what runs the prepared run."""
-
-
-class RunRefused(Exception):
-    """Raised by a :data:`Kickoff` before its run started anything: one line on stderr and exit 2 (bad input)."""
 
 
 PROGRESS_HELP = "rich: a progress display on stderr; json: one JSON object per event on stdout."
@@ -92,207 +80,85 @@ def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-def _run(
-    ctx: click.Context,
-    ref: str,
-    location: str | None,
-    progress: str,
-    *,
-    fork: bool,
-    branch: str | None = None,
-    inputs: tuple[str, ...] = (),
-    outputs: tuple[str, ...] = (),
-    app: str | None = None,
-    dry_run: bool = False,
-    start: Starter | None = None,
-    budget: Budget | None = None,
-    force: bool = False,
-) -> None:
-    """Resume or fork (``fork``) the checkpoint ``ref`` with progress; ``start`` (``answer``) checks the
-    checkpoint first and runs it its own way. ``budget`` stops the run at it (exit 76, :data:`ExitCode.BUDGET`).
-    A resume beside a live run of the same branch is refused unless ``force``."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
-    from crewpoint.checkpoint import ops
+def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: bool = False) -> None:
+    """Resume, fork or answer (``options``) with progress, and end as the run did: the result on stdout, exit 0;
+    75 waiting for an answer, 76 at its budget, 130 interrupted, 1 failed (each with the command that goes on),
+    2 for what is refused before anything runs. ``dry_run`` prints the plan and exits 0."""
+    # lazy: running a checkpoint loads the body schema, which the headless list never needs
+    from crewpoint.checkpoint.run import interrupted, plan_run, run_checkpoint
 
-    # lazy: finding the user's program loads the engine; only resume and fork run one
-    from crewpoint.checkpoint.program import is_demo_checkpoint, project_app
+    # lazy: run progress loads the event catalogue; only a run draws it
+    from crewpoint.tui.progress import make_progress
 
-    # lazy: run progress loads the event catalogue; only resume and fork draw it
-    from crewpoint.tui.progress import make_progress, result_text
-
-    where = location_of(ctx, location)
-    foreign = _foreign_store(where, ref)
+    foreign = _foreign_store(options.location, options.ref)
     if foreign is not None:
         adapter, foreign_store = foreign
-        if start is not None:
+        if options.start is not None:
             fail(f"only crewpoint's own runs wait for an answer; {foreign_store} is a {adapter.title} store")
         if dry_run:
             fail(f"--dry-run is for crewpoint's own checkpoints; {foreign_store} is a {adapter.title} store")
-        if budget is not None:
+        if options.budget is not None:
             fail(f"--budget is for crewpoint's own runs; {foreign_store} is a {adapter.title} store")
-        _foreign_run(
-            ctx, adapter, foreign_store, ref, progress, fork=fork, branch=branch, inputs=inputs, outputs=outputs
-        )
+        _foreign_run(ctx, adapter, foreign_store, options, progress)
         return
-    prepared: PreparedRun | None = None
-    stopped: BudgetExceeded | None = None
-    given_app = app
-    try:
-        with bad_input(ctx):
-            app = app or project_app()
-            new_inputs = ops.parse_assignments(inputs, "--input")
-            edits = ops.parse_assignments(outputs, "--set-output")
-            full = ops.resolve_id(where, ref)
-            record = ops.load(full, where)
-            if not fork and start is None and not force:  # as the app: never the same tasks twice, side by side
-                _refuse_beside_live_run(record, ops.store_of(record), where, given_app)
-            kickoff: Kickoff = start(record, ops.store_of(record)) if start is not None else _kickoff
-            if is_demo_checkpoint(record):  # the bundled demo's crew, tools and flow: for its own checkpoints only
-                # lazy: importing the bundled demo registers its crew, tools and flow for its own checkpoints
-                import crewpoint.demo  # noqa: F401
-            new_outputs = {ops.resolve_task(record, key): text for key, text in edits.items()}
-            prepared = ops.prepare_run(
-                full,
-                fork=fork,
-                branch=branch,
-                inputs=new_inputs or None,
-                outputs=new_outputs or None,
-                location=where,
-                record=record,
-                app=app,
-            )
-            if fork:
-                # lazy: fork planning loads the body schema; only a fork plans
-                from crewpoint.checkpoint.plan import check_fork
-
-                check_fork(record, prepared.plan, new_inputs)
-            if budget is not None:
-                prepared.entity.budget = budget  # the program's own budget gives way to the one asked for here
-            estimate = _estimate(record, prepared.store, prepared.plan.rerun, prepared.models) if dry_run else None
+    with bad_input(ctx):
         if dry_run:  # planned and checked exactly as the run would be: nothing runs, nothing is written
-            _print_plan(prepared, app)
-            if estimate is not None:
-                _print_estimate(estimate)
-            return
-        if not fork and start is None:  # (an answer's checkpoint is claimed: a second answer is refused, not beside)
-            # lazy: the claims of a request are read only by a resume
-            from crewpoint.feedback_claims import resume_refusal
-
-            refused = resume_refusal(record, prepared.store)
-            if refused is not None:  # its answer runs, or went on: going on here would do the work twice
-                fail(refused)
-            later = [m for m in ops.children(prepared.store, prepared.source.id) if m.branch == prepared.branch]
-            if later:
-                click.echo(
-                    f"note: {cli_id(prepared.source.id)} already continues on branch {prepared.branch} "
-                    f"(next: {cli_id(later[0].id)}); this run writes beside it. Use fork for a separate branch.",
-                    err=True,
-                )
-        reporter = make_progress(progress, prepared)
-        with reporter:
             try:
-                result = kickoff(prepared)
+                planned = plan_run(options)
             except KeyboardInterrupt:
-                reporter.interrupted()
-                raise
-            except RunRefused as exc:
-                reporter.failed(exc)
-                fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
-            except BudgetExceeded as exc:
-                reporter.stopped_at_budget(f"spent {exc.spent()} of {exc.budget}")
-                stopped = exc
-            except Exception as exc:
-                reporter.failed(exc)
-                fail_from(ctx, f"the run failed: {one_line(exc)}", EXIT_FAILED)
-            else:
-                reporter.finished(result)
-    except KeyboardInterrupt:
-        latest = prepared.latest_id if prepared is not None else ref
-        hint = _resume_hint(latest, where, prepared, given_app)
-        click.echo(f"interrupted; resume with: {hint}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if stopped is not None:  # one line: what it spent, its budget, and the command that goes on
-        _stopped_at_budget(stopped, where, prepared, given_app)
-    if progress != "json":
-        text = result_text(result)  # it can hold outputs read from the checkpoint: escapes are shown, not sent
-        click.echo(visible(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)))
-    state = prepared.state if prepared is not None else None
-    lost = state.failure_summary() if state is not None else None
-    if lost is not None:  # the run finished, but not every checkpoint reached the store
-        fail(lost, EXIT_FAILED)
-    # lazy: the engine's feedback module is loaded by the run that just ended; list and info never need it
-    from crewpoint.feedback import FeedbackPending
+                _end(ctx, interrupted(options), progress)
+            estimate = planned.estimate()  # (a bad price file: exit 2, before any line of the plan)
+            _print_plan(planned.prepared, planned.app)
+            _print_estimate(estimate)
+            return
+        outcome = run_checkpoint(
+            options, lambda prepared: make_progress(progress, prepared), lambda note: click.echo(note, err=True)
+        )
+    _end(ctx, outcome, progress)
 
-    if isinstance(result, FeedbackPending):  # the run waits for a person again: come back later
-        click.echo(f"waiting for feedback; answer with: {result.command}", err=True)
+
+def _end(ctx: click.Context, outcome: Outcome, progress: str) -> None:
+    """Say how the run ended, and exit with its code (:class:`ExitCode`)."""
+    # lazy: run progress loads the event catalogue; only a run draws it
+    from crewpoint.tui.progress import result_text
+
+    if outcome.kind == "interrupted":
+        click.echo(outcome.message, err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if outcome.kind == "budget":  # one line: what it spent, its budget, and the command that goes on
+        fail(outcome.message, ExitCode.BUDGET)
+    if outcome.kind == "failed":
+        if outcome.error is not None and wants_traceback(ctx):
+            traceback.print_exception(outcome.error)
+        fail(outcome.message, EXIT_BAD_INPUT if outcome.refused else EXIT_FAILED)
+    if progress != "json":
+        text = result_text(outcome.result)  # it can hold outputs read from the checkpoint: escapes are shown, not sent
+        click.echo(visible(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)))
+    if outcome.lost is not None:  # the run finished, but not every checkpoint reached the store
+        fail(outcome.lost, EXIT_FAILED)
+    if outcome.kind == "waiting":  # the run waits for a person again: come back later
+        click.echo(outcome.message, err=True)
         sys.exit(ExitCode.WAITING)
 
 
-def _refuse_beside_live_run(record: CheckpointRecord, store: str, where: str | None, given_app: str | None) -> None:
-    """One line (exit 2) when a live run (fresh beat, its process alive) writes the branch of ``record`` now:
-    resuming would run its remaining tasks a second time beside it. It names the run and offers a fork."""
-    # lazy: run records are read only by a resume, when it starts
-    from crewpoint.providers import provider_for
+def run_options_of(
+    ctx: click.Context,
+    ref: str,
+    location: str | None,
+    inputs: tuple[str, ...] = (),
+    outputs: tuple[str, ...] = (),
+    **given: Any,
+) -> RunOptions:
+    """The :class:`RunOptions` a command's arguments give: the store (``--location``, or the root's), the parsed
+    ``--input KEY=VALUE`` and ``--set-output N=TEXT`` (a bad one: exit 2), and the rest as given."""
+    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
+    from crewpoint.checkpoint import ops
+    from crewpoint.checkpoint.run import RunOptions
 
-    # lazy: run records are read only by a resume, when it starts
-    from crewpoint.providers.runs import classify
-
-    meta = record.meta
-    try:
-        runs = provider_for(store).read_runs(store)
-    except CheckpointError:  # a store that cannot tell keeps no live run to refuse beside
-        return
-    run = next(
-        (r for r in runs if (r.lineage, r.branch) == (meta.lineage, meta.branch) and classify(r) == "running"), None
-    )
-    if run is not None:
-        fork = _resume_hint(cli_id(meta.id), where, None, given_app, verb="fork", store=store)
-        fail(
-            f"run {meta.lineage[:8]} of {meta.entity_kind} {meta.entity_name} on branch {meta.branch} is live "
-            f"(pid {run.pid} on {run.host}): resuming {cli_id(meta.id)} would run its tasks a second time beside "
-            f"it; fork it instead: `{fork}` (or resume with --force)"
-        )
-
-
-def _resume_hint(
-    latest: str,
-    where: str | None,
-    prepared: PreparedRun | None,
-    given_app: str | None,
-    verb: str = "resume",
-    store: str | None = None,
-) -> str:
-    """``crewpoint checkpoint resume ID`` (or ``verb``) with the store (unless found by default) and the program
-    this run ran."""
-    hint = f"crewpoint checkpoint {verb} {latest}"
-    store = where if where is not None else store if store is not None else prepared.store if prepared else None
-    if store is not None and (where is not None or not _found_by_default(store)):
-        hint += f" --location {shlex.quote(store)}"
-    # lazy: finding the user's program loads the engine; only resume and fork run one
-    from crewpoint.checkpoint.program import command_app
-
-    state = prepared.state if prepared is not None else None
-    program = command_app(state.origin if state is not None else None, given_app)
-    if program is not None:  # the program this run ran, which the resume must run too
-        hint += f" --app {shlex.quote(program)}"
-    return hint
-
-
-def _stopped_at_budget(
-    stopped: BudgetExceeded, where: str | None, prepared: PreparedRun | None, given_app: str | None
-) -> None:
-    """The run stopped at its budget: one line on stderr and exit 76 (:data:`ExitCode.BUDGET`)."""
-    said = f"stopped at its budget: spent {stopped.spent()} of {stopped.budget}{stopped.why()}"
-    if stopped.checkpoint_id is None:
-        fail(f"{said}; no checkpoint holds it: {stopped.problem or 'nothing was written'}", ExitCode.BUDGET)
-    hint = _resume_hint(stopped.checkpoint_id, where, prepared, given_app)
-    fail(
-        f"{said}; go on with: {' '.join([hint, *map(shlex.quote, stopped.budget.larger().options())])}", ExitCode.BUDGET
-    )
-
-
-def _kickoff(prepared: PreparedRun) -> Any:
-    return prepared.kickoff()
+    with bad_input(ctx):
+        new_inputs = ops.parse_assignments(inputs, "--input")
+        edits = ops.parse_assignments(outputs, "--set-output")
+    return RunOptions(ref, location_of(ctx, location), inputs=new_inputs, outputs=edits, **given)
 
 
 def _print_plan(prepared: PreparedRun, app: str | None) -> None:
@@ -316,26 +182,6 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
     lines += prepared.model_lines()  # the models the run calls, and a checkpoint's other one said
     for line in lines:
         click.echo(visible(line, one_line=True))
-
-
-def _estimate(
-    record: CheckpointRecord, store: str, rerun: list[int], models: dict[str, tuple[str, str]] | None = None
-) -> Estimate:
-    """What the tasks the plan runs cost when they last ran on the checkpoint's chain or after it, in the newest
-    checkpoint that descends from it, priced at the models the run calls (a bad price file: exit 2)."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
-    from crewpoint.checkpoint import ops
-
-    # lazy: estimating prices usage with genai-prices, which only a dry run needs
-    from crewpoint.estimate import estimate_rerun, units_to_run
-
-    try:
-        newest = ops.newest_descendant(ops.list_checkpoints(store), record.meta.id)
-    except (CheckpointError, OSError, ValueError):  # what ran after it cannot be listed: the chain alone
-        newest = None
-    later = ops.body_or_none(newest.location if newest is not None else None)
-    units, open_ended = units_to_run(record.body, rerun)
-    return estimate_rerun(record.body, units, open_ended=open_ended, later=later, models=models)
 
 
 def _print_estimate(estimate: Estimate) -> None:
@@ -367,26 +213,12 @@ def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
     return (adapter, store) if adapter.foreign else None
 
 
-def _foreign_run(
-    ctx: click.Context,
-    adapter: Format,
-    store: str,
-    ref: str,
-    progress: str,
-    *,
-    fork: bool,
-    branch: str | None,
-    inputs: tuple[str, ...],
-    outputs: tuple[str, ...],
-) -> None:
+def _foreign_run(ctx: click.Context, adapter: Format, store: str, options: RunOptions, progress: str) -> None:
     """Resume or fork another tool's checkpoint (CrewAI's): its adapter writes a fork in that tool's format and
     the user's copy of the tool runs it.
 
     With ``--progress json`` (the app's run panel) notes are JSON ``log`` events on stdout, the fork is a
     ``checkpoint`` event, and the tool's own output follows line by line."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
-    from crewpoint.checkpoint import ops
-
     streaming = progress == "json"
 
     def say(text: str) -> None:
@@ -405,11 +237,11 @@ def _foreign_run(
         with bad_input(ctx):
             outcome = adapter.run(
                 store,
-                ref,
-                fork=fork,
-                branch=branch,
-                inputs=ops.parse_assignments(inputs, "--input"),
-                outputs=ops.parse_assignments(outputs, "--set-output"),
+                options.ref,
+                fork=options.fork,
+                branch=options.branch,
+                inputs=dict(options.inputs),
+                outputs=dict(options.outputs),
                 say=say,
                 forked=forked,
             )
@@ -417,23 +249,12 @@ def _foreign_run(
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if outcome.problem is not None:
-        if fork:  # the fork is written: the user runs it where the tool is installed
+        if options.fork:  # the fork is written: the user runs it where the tool is installed
             say(f"note: {outcome.problem}")
             return
         fail(outcome.problem, EXIT_FAILED)
     if outcome.exit_code:
         fail(f"the {adapter.title} run failed (exit {outcome.exit_code})", EXIT_FAILED)
-
-
-def _found_by_default(store: str) -> bool:
-    """Would ``crewpoint checkpoint`` find ``store`` without ``--location``?"""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
-    from crewpoint.checkpoint import ops
-
-    try:
-        return os.path.abspath(ops.find_store(None)) == os.path.abspath(store)
-    except CheckpointError:
-        return False
 
 
 @checkpoint.command()
@@ -462,7 +283,8 @@ def resume(
     --force.
     """
     budget = Budget.of(budget_usd, budget_tokens)
-    _run(ctx, ref, location, progress, fork=False, app=app, dry_run=dry_run, budget=budget, force=force)
+    options = run_options_of(ctx, ref, location, app=app, budget=budget, force=force)
+    run_cli(ctx, options, progress, dry_run=dry_run)
 
 
 @checkpoint.command()
@@ -498,16 +320,6 @@ def fork(
     Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
     that depend on them are the only ones run again. The original branch is left untouched.
     """
-    _run(
-        ctx,
-        ref,
-        location,
-        progress,
-        fork=True,
-        branch=branch,
-        inputs=inputs,
-        outputs=outputs,
-        app=app,
-        dry_run=dry_run,
-        budget=Budget.of(budget_usd, budget_tokens),
-    )
+    budget = Budget.of(budget_usd, budget_tokens)
+    options = run_options_of(ctx, ref, location, inputs, outputs, fork=True, branch=branch, app=app, budget=budget)
+    run_cli(ctx, options, progress, dry_run=dry_run)

@@ -153,13 +153,22 @@ class EstimateView(Static):
     """
 
     def __init__(
-        self, body: Mapping[str, Any], rerun: Sequence[int], *, later: str | None = None, id: str | None = None
+        self,
+        body: Mapping[str, Any],
+        rerun: Sequence[int],
+        *,
+        later: str | None = None,
+        models: Mapping[str, tuple[str, str]] | None = None,
+        id: str | None = None,
     ) -> None:
         super().__init__(Text("Estimating what will run…", style="italic"), id=id, markup=False)
         self.body = body
         self.rerun = list(rerun)
         self.later = later
         """Where the newest checkpoint after this one is (its chain holds what ran after it), None for none."""
+        self.models = dict(models or {})
+        """Agent role → the model and provider the run will call: its recorded tokens are priced there (an agent
+        not named here, at the model that spent them)."""
         self.estimate: Estimate | None = None
         self.problem: str | None = None
 
@@ -170,7 +179,9 @@ class EstimateView(Static):
         try:
             units, open_ended = units_to_run(self.body, self.rerun)
             later = body_or_none(self.later)  # what ran after the checkpoint, read in this thread
-            estimate = estimate_rerun(self.body, units, prices_now(), open_ended=open_ended, later=later)
+            estimate = estimate_rerun(
+                self.body, units, prices_now(), open_ended=open_ended, later=later, models=self.models
+            )
         except PricesError as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return

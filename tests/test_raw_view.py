@@ -1,0 +1,63 @@
+"""The Raw tab shows a checkpoint's body as JSON and, for a huge one, formats only what it shows: memory stays bounded
+by what is drawn, and a note says what was cut."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from typing import Any
+
+from rich.syntax import Syntax
+from support.stores import make_store
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from crewpoint.checkpoint import ops
+from crewpoint.tui.widgets.raw_view import RAW_LIMIT, RawView, raw_text
+
+HUGE = 30_000_000
+"""Characters of the output under test: 75 times what the tab shows."""
+
+
+def test_a_body_is_shown_as_the_json_it_is() -> None:
+    store = make_store()
+    for meta in ops.list_checkpoints(store):
+        body = ops.load(meta.location or meta.id).body
+        text, cut = raw_text(body)
+        assert not cut
+        assert text == json.dumps(body, indent=2, ensure_ascii=False, default=str)
+    odd: dict[str, Any] = {"empty": {}, "none": [], "n": [1, 2.5, True, None], 3: "three", "text": 'a "quoted"\nline'}
+    assert raw_text(odd)[0] == json.dumps(odd, indent=2, ensure_ascii=False, default=str)
+
+
+def test_a_huge_output_costs_no_more_memory_than_what_is_shown() -> None:
+    body = {"entity": {"tasks": [{"output": {"raw": "é" * HUGE}}, {"output": {"raw": "after"}}]}, "inputs": {}}
+    tracemalloc.start()
+    try:
+        text, cut = raw_text(body)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert cut and len(text) == RAW_LIMIT
+    assert text.startswith('{\n  "entity": {\n    "tasks": [\n      {\n        "output": {\n          "raw": "éé')
+    assert peak < 20 * RAW_LIMIT  # formatting all 30 million characters would take far more than this
+
+
+class RawApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RawView()
+
+
+async def test_the_tab_says_what_it_cut() -> None:
+    body = {"output": "x" * (2 * RAW_LIMIT)}
+    async with RawApp().run_test() as pilot:
+        view = pilot.app.query_one(RawView)
+        view.show(body, stored=2 * RAW_LIMIT + 20)
+        await pilot.pause()
+        shown = view.query_one("#raw-body", Static).content
+        assert isinstance(shown, Syntax)
+        assert shown.code.startswith('{\n  "output": "xxx')
+        last = shown.code.splitlines()[-1]
+        said = f"the first {RAW_LIMIT:,} characters of 781.3 KiB are shown; open the file to see the rest"
+        assert last == f"… (cut: {said})"
+        assert len(shown.code) < RAW_LIMIT + len(last) + 2
