@@ -113,8 +113,8 @@ class StoreFeed:
         self, node: DOMNode, meta: CheckpointMeta, base: CheckpointMeta | None, marked: bool, request: int
     ) -> None:
         try:
-            record = ops.load(meta.location or meta.id, self.location)
-            info = ops.describe(record)
+            record, body = ops.load_checked(meta.location or meta.id, self.location)
+            info = ops.describe(record, body)
         except CheckpointError as exc:
             node.post_message(DetailFailed(meta, str(exc), request))
             return
