@@ -79,6 +79,7 @@ class PostgresProvider(SqlProvider[PgDialect]):
     """
 
     kind = "postgres"
+    SETTINGS = {"pool_size": 4, "connect_timeout": 10.0}
 
     def __init__(self, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
         self.pool_size = pool_size
@@ -92,26 +93,6 @@ class PostgresProvider(SqlProvider[PgDialect]):
         self._secrets: dict[str, PgLocation] = {}
         self._memos = {}
         self._pid = os.getpid()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"pool_size": self.pool_size, "connect_timeout": self.connect_timeout}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.pool_size = int(state.get("pool_size", 4))
-        self.connect_timeout = float(state.get("connect_timeout", 10.0))
-        self._reset()
-
-    def __repr__(self) -> str:
-        return f"PostgresProvider(pool_size={self.pool_size}, connect_timeout={self.connect_timeout})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PostgresProvider) and (other.pool_size, other.connect_timeout) == (
-            self.pool_size,
-            self.connect_timeout,
-        )
-
-    def __hash__(self) -> int:
-        return hash((PostgresProvider, self.pool_size, self.connect_timeout))
 
     def close(self) -> None:
         """Close this provider's connections (it opens them again when used)."""

@@ -11,7 +11,7 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from crewpoint.providers.base import (
     BaseProvider,
@@ -64,8 +64,32 @@ class SqlProvider(BaseProvider, Generic[D]):
     """Checkpoints in a SQL database, through the dialect ``D`` of its engine."""
 
     newest_is_cheap = True
+    SETTINGS: ClassVar[dict[str, float]] = {}
+    """The provider's settings with their defaults (its constructor's arguments): what a copy or a pickle of it
+    keeps, what it is equal by. Its connections are never kept: a copy opens its own."""
     _memos: dict[str, chunks.Memo]
     """Per store, the list items of the last body written: the next write encodes only what changed."""
+
+    def _reset(self) -> None:
+        """Forget every connection and memo (a new process, or a copy)."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.SETTINGS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, default in self.SETTINGS.items():
+            setattr(self, name, type(default)(state.get(name, default)))
+        self._reset()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.__getstate__().items())})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.__getstate__() == other.__getstate__()
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__getstate__().values()))
 
     def _open(self, location: str, mode: Mode = "read") -> AbstractContextManager[D]:
         """The store ``location`` names over one connection, its schema version known. A store that does not

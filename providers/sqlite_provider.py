@@ -67,7 +67,6 @@ from crewpoint.providers.sqlite_schema import Migration as Migration
 from crewpoint.providers.sqlite_schema import read_schema_version as read_schema_version
 
 if TYPE_CHECKING:
-    from crewpoint.providers import chunks
     from crewpoint.providers.watch import WatchSpec
 
 
@@ -113,6 +112,7 @@ class SqliteProvider(SqlProvider[SqliteDialect]):
     """
 
     kind = "sqlite"
+    SETTINGS = {"busy_timeout": 10.0}
 
     def __init__(self, busy_timeout: float = 10.0) -> None:
         self.busy_timeout = busy_timeout
@@ -121,25 +121,8 @@ class SqliteProvider(SqlProvider[SqliteDialect]):
     def _reset(self) -> None:
         self._lock = threading.RLock()
         self._stores: dict[str, _Store] = {}
-        # Per database, the list items of the last body written: the next write encodes only what changed.
-        self._memos: dict[str, chunks.Memo] = {}
+        self._memos = {}
         self._pid = os.getpid()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"busy_timeout": self.busy_timeout}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.busy_timeout = float(state.get("busy_timeout", 10.0))
-        self._reset()
-
-    def __repr__(self) -> str:
-        return f"SqliteProvider(busy_timeout={self.busy_timeout})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SqliteProvider) and other.busy_timeout == self.busy_timeout
-
-    def __hash__(self) -> int:
-        return hash((SqliteProvider, self.busy_timeout))
 
     def close(self) -> None:
         """Close this provider's connections (it reopens them when used again)."""
