@@ -3,12 +3,15 @@ does not exist answers alike in every kind (nothing to delete, no run records, n
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_kinds import KINDS, Kind
 
-from crewpoint.providers import PostgresProvider, SqliteProvider
+from crewpoint.providers import CheckpointMeta, CheckpointRecord, PostgresProvider, SqliteProvider
 from crewpoint.providers.conformance import Store
+from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.runs import RunInfo, this_host
 from crewpoint.providers.sql_provider import SqlProvider
 
@@ -30,3 +33,40 @@ def test_a_store_that_does_not_exist_answers_alike(store: Store) -> None:
     assert provider.write_run(location, run) is False
     assert provider.claims(location) == {}
     assert provider.read_claim(location, "a-request") is None
+
+
+SQL_KINDS = [k for k in KINDS if k.name in ("sqlite", "postgres")]
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS, ids=[k.name for k in SQL_KINDS])
+def test_pruning_and_deleting_release_every_shared_chunk(kind: Kind, tmp_path: Path) -> None:
+    """The chunks' reference counts, kept once for both engines: what a prune leaves still reads whole, and a
+    store emptied by deletes keeps no chunk and no body."""
+    made = kind.store(tmp_path)
+    provider, location = made.provider, made.location
+    try:
+        events: list[dict[str, Any]] = []
+        for n in range(1, 41):
+            events.append({"type": "llm_call_completed", "n": n, "text": f"answer {n} " * 20})
+            meta = CheckpointMeta(
+                id=f"cp{n:04d}",
+                parent_id=f"cp{n - 1:04d}" if n > 1 else None,
+                branch="main",
+                lineage="run-1",
+                sequence=n,
+                created_at=1_790_000_000.0 + n,
+                trigger="task_completed",
+                entity_kind="crew",
+                entity_name="c",
+            )
+            provider.write(location, CheckpointRecord(meta, {"events": list(events), "n": n}))
+        before = provider.stats(location)
+        provider.prune(location, PruneStrategy(keep=5))
+        after = provider.stats(location)
+        assert after["checkpoints"] == 5 and 0 < after["chunks"] < before["chunks"]
+        assert provider.read(location, "cp0036").body == {"events": events[:36], "n": 36}
+
+        assert provider.delete(location, [m.id for m in provider.list(location)]) == 5
+        assert provider.stats(location) == {"checkpoints": 0, "chunks": 0, "chunk_bytes": 0, "manifest_bytes": 0}
+    finally:
+        kind.drop(made)
