@@ -40,11 +40,9 @@ from crewpoint.providers.base import (
     new_meta,
 )
 from crewpoint.providers.files import (
-    make_private_dirs,
     nearest_existing,
     probe_file,
     remove_stale_temp_files,
-    temp_name,
 )
 from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
 from crewpoint.providers.prune import newest_first
@@ -57,6 +55,7 @@ from crewpoint.providers.sqlite_schema import (
     Conn,
     Db,
     SqliteDialect,
+    create_store,
     immediate,
     migrate,
     old_columns,
@@ -170,7 +169,7 @@ class SqliteProvider(SqlProvider[SqliteDialect]):
         if not os.path.exists(path):
             if not create:
                 raise CheckpointNotFound(f"no checkpoint store at {path}")
-            self._guard(path, lambda: _create_store(path))
+            self._guard(path, lambda: create_store(path))
         elif os.path.getsize(path) and not has_sqlite_header(path):
             raise CheckpointError(f"{path} is not a crewpoint SQLite store")
         try:
@@ -456,46 +455,6 @@ def _rows(db: Db, rows: builtins.list[Any], path: str, sound: set[str]) -> built
         else row_of(_checked_meta(db, row[:width], path, sound))
         for row in made
     ]
-
-
-def _create_store(path: str) -> int:
-    """Make a new store at ``path`` all at once: built under a temporary name, then linked into place.
-
-    Nobody ever sees a half-made store, and of several processes creating it at once exactly one wins.
-    """
-    from sqlite_utils import Database
-
-    folder, name = os.path.split(os.path.abspath(path))
-    make_private_dirs(folder)
-    temp = os.path.join(folder, temp_name(name, "new"))
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    except OSError as exc:
-        raise CheckpointError(f"cannot create {path}: {exc.strerror}") from exc
-    try:
-        os.fchmod(fd, 0o600)
-        os.close(fd)
-        conn = sqlite3.connect(temp)
-        try:
-            db = Database(conn, execute_plugins=False)
-            migrate(db, path)
-            db.enable_wal()
-        finally:
-            conn.close()
-        try:
-            os.link(temp, path)
-        except FileExistsError:
-            pass  # another process made it first: use theirs
-        except OSError:
-            if not os.path.exists(path):
-                os.replace(temp, path)
-    finally:
-        for leftover in (temp, temp + "-wal", temp + "-shm"):
-            try:
-                os.unlink(leftover)
-            except FileNotFoundError:
-                pass
-    return SCHEMA_VERSION
 
 
 def _as_error(path: str, exc: sqlite3.Error) -> CheckpointError:

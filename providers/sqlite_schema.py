@@ -1,6 +1,6 @@
-"""The SQLite store's schema: its tables, the migration chain between versions, and its dialect of the one SQL
-store (:class:`SqliteDialect`): the transactions and connection type its reads and writes run in
-(:mod:`crewpoint.providers.sqlite_provider`).
+"""The SQLite store's schema: its tables, the migration chain between versions, a new store made whole
+(:func:`create_store`), and its dialect of the one SQL store (:class:`SqliteDialect`): the transactions and
+connection type its reads and writes run in (:mod:`crewpoint.providers.sqlite_provider`).
 
 Reading never migrates: an older store is read as it is, and the first write brings it up to
 :data:`SCHEMA_VERSION` in one transaction. A newer store is refused; a database that is no crewpoint store is left
@@ -10,12 +10,14 @@ untouched.
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from crewpoint.providers.base import CheckpointError, UnsupportedSchema
+from crewpoint.providers.files import make_private_dirs, temp_name
 from crewpoint.providers.sql_store import Dialect
 
 if TYPE_CHECKING:
@@ -215,6 +217,46 @@ def refuse_newer(path: str, version: int, known: int) -> None:
             f"{path} uses crewpoint SQLite schema v{version}, this crewpoint knows up to v{known}:"
             " upgrade crewpoint to open it"
         )
+
+
+def create_store(path: str) -> int:
+    """Make a new store at ``path`` all at once: built under a temporary name, then linked into place.
+
+    Nobody ever sees a half-made store, and of several processes creating it at once exactly one wins.
+    """
+    from sqlite_utils import Database
+
+    folder, name = os.path.split(os.path.abspath(path))
+    make_private_dirs(folder)
+    temp = os.path.join(folder, temp_name(name, "new"))
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as exc:
+        raise CheckpointError(f"cannot create {path}: {exc.strerror}") from exc
+    try:
+        os.fchmod(fd, 0o600)
+        os.close(fd)
+        conn = sqlite3.connect(temp)
+        try:
+            db = Database(conn, execute_plugins=False)
+            migrate(db, path)
+            db.enable_wal()
+        finally:
+            conn.close()
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        except OSError:
+            if not os.path.exists(path):
+                os.replace(temp, path)
+    finally:
+        for leftover in (temp, temp + "-wal", temp + "-shm"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+    return SCHEMA_VERSION
 
 
 @contextmanager
