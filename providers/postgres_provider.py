@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -87,22 +86,14 @@ class PostgresProvider(SqlProvider[PgDialect]):
         self._reset()
 
     def _reset(self) -> None:
-        self._lock = threading.RLock()
+        super()._reset()
         self._pools: dict[str, ConnectionPool[Any]] = {}
         self._stores: dict[str, PgStore] = {}
         self._secrets: dict[str, PgLocation] = {}
-        self._memos = {}
-        self._pid = os.getpid()
 
-    def close(self) -> None:
-        """Close this provider's connections (it opens them again when used)."""
-        with self._lock:
-            pools, self._pools = self._pools, {}
-            self._stores = {}
-            self._memos = {}
-            if os.getpid() == self._pid:
-                for pool in pools.values():
-                    pool.close()
+    def _let_go(self) -> builtins.list[ConnectionPool[Any]]:
+        pools, self._pools, self._stores = self._pools, {}, {}
+        return builtins.list(pools.values())
 
     # locations and connections
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import os
+import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping
@@ -71,8 +73,24 @@ class SqlProvider(BaseProvider, Generic[D]):
     """Per store, the list items of the last body written: the next write encodes only what changed."""
 
     def _reset(self) -> None:
-        """Forget every connection and memo (a new process, or a copy)."""
+        """Forget every connection and memo (a new process, or a copy); an engine adds what it holds."""
+        self._lock = threading.RLock()
+        self._memos = {}
+        self._pid = os.getpid()
+
+    def _let_go(self) -> builtins.list[Any]:
+        """Forget this process's connections (or pools); those to close."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Close this provider's connections (it opens them again when used). A process forked from the one
+        that opened them only forgets them: closing would end the parent's sessions on the shared sockets."""
+        with self._lock:
+            held = self._let_go()
+            self._memos = {}
+            if os.getpid() == self._pid:
+                for each in held:
+                    each.close()
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.SETTINGS}

@@ -23,7 +23,6 @@ import builtins
 import itertools
 import os
 import sqlite3
-import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -118,19 +117,12 @@ class SqliteProvider(SqlProvider[SqliteDialect]):
         self._reset()
 
     def _reset(self) -> None:
-        self._lock = threading.RLock()
+        super()._reset()
         self._stores: dict[str, _Store] = {}
-        self._memos = {}
-        self._pid = os.getpid()
 
-    def close(self) -> None:
-        """Close this provider's connections (it reopens them when used again)."""
-        with self._lock:
-            stores, self._stores = self._stores, {}
-            self._memos = {}
-            if os.getpid() == self._pid:
-                for store in stores.values():
-                    store.db.close()
+    def _let_go(self) -> builtins.list[Db]:
+        stores, self._stores = self._stores, {}
+        return [store.db for store in stores.values()]
 
     # connections
 
