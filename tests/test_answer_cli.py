@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.review import CLI, listed, ran, run, wait_in
+from support.cli import CHECKPOINT
+from support.review import listed, ran, run, wait_in
 
 
 def paused(tmp_path: Path, store: str = "store") -> tuple[Path, dict[str, Any]]:
@@ -105,7 +106,7 @@ def test_in_a_terminal_the_request_is_shown_literally_and_enter_sends_the_defaul
     project, row = paused(tmp_path)
     leader, follower = os.openpty()
     child = subprocess.Popen(
-        [*CLI, "answer", row["id"], "--location", "store", "--app", "review.py:flow"],
+        [*CHECKPOINT, "answer", row["id"], "--location", "store", "--app", "review.py:flow"],
         cwd=project,
         stdin=follower,
         stdout=subprocess.PIPE,

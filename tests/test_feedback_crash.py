@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.review import CLI, listed, ran, run
+from support.cli import CHECKPOINT
+from support.review import listed, ran, run
 from support.waiting import wait_for
 from test_answer_cli import one_line_refusal, paused
 
@@ -121,7 +122,7 @@ def test_an_answer_killed_after_its_claim_goes_on_with_a_plain_resume(tmp_path: 
     env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
     if resume == "cli":  # the command the refusal names, with the program as the answer had it
         words = [*shlex.split(command.group(1))[2:], "--app", "review.py:flow"]
-        done = subprocess.run([*CLI, *words], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*CHECKPOINT, *words], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     else:
         (project / "resume_api.py").write_text(RESUME_API)
         ref = f"{project / store}#{waiting}" if store.endswith(".db") else str(_file_of(project / store, waiting))

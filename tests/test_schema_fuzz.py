@@ -26,12 +26,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llm_server import LLMServer
+from support.cli import CREWPOINT
 
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.tui.cli import load_commands, main
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 PROGRAM = """
 from pydantic import BaseModel

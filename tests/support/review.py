@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+from support.cli import checkpoint
 
 REVIEW = textwrap.dedent(
     """
@@ -60,7 +60,7 @@ REVIEW = textwrap.dedent(
 
 def run(*args: str, cwd: Path, stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
     """``crewpoint checkpoint ARGS`` in ``cwd``, as a user runs it."""
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, stdin=stdin, timeout=120)
+    return checkpoint(*args, cwd=cwd, stdin=stdin)
 
 
 def ran(project: Path) -> list[str]:
