@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import CHECKPOINT
+from support.cli import CHECKPOINT, one_line_error
 from support.review import listed, ran, run, wait_in
 
 
@@ -21,11 +21,9 @@ def paused(tmp_path: Path, store: str = "store") -> tuple[Path, dict[str, Any]]:
 
 
 def one_line_refusal(done: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), done.stderr
+    line = one_line_error(done)
     for fragment in fragments:
-        assert fragment in lines[0]
+        assert fragment in line, line
 
 
 @pytest.mark.parametrize("kind", ["json", "sqlite", "postgres"])

@@ -17,9 +17,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from support.cli import CHECKPOINT
-from support.review import REVIEW, listed, ran, wait_in
+from support.review import DEADLINED, listed, ran, wait_in
 
-DEADLINED = REVIEW.replace('default_outcome="approved")', 'default_outcome="approved", timeout=0.001)')
 APP = ["--app", "review.py:flow"]
 ROUTES = ("published", "redone")
 RECEIVED = "human_feedback_received"
