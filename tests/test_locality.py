@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.cli import CREWPOINT
+from support.cli import crewpoint
 from support.cli import one_line_error as refused
 from support.stores import make_store
 
@@ -22,10 +22,7 @@ from crewpoint.providers import CheckpointError, JsonProvider
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [CREWPOINT, "checkpoint", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
-    )
+    return crewpoint("checkpoint", *args, cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=300)
 
 
 def tree(folder: Path) -> set[str]:
