@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price
 from llm_server import LLMServer
+from support.cli import checkpoint as cli
 
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Flow, Task, listen, start
 from crewpoint.cost import usage_rows
@@ -25,7 +26,6 @@ from crewpoint.providers import JsonProvider
 PER_CALL = {"prompt_tokens": 100_000, "completion_tokens": 50_000}
 """What each answer reports: at gpt-4o's price, $0.75 a call."""
 TASKS = ("Research owls.", "Outline the post.", "Write the post.")
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 
 @pytest.fixture
@@ -276,10 +276,6 @@ PROGRAM = textwrap.dedent(
             sys.exit(76)
     """
 )
-
-
-def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def statuses(project: Path, env: dict[str, str]) -> dict[str, str]:

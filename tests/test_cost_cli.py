@@ -19,20 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from support.cli import cli
 from support.prices import genai_usd
 from support.stores import demo_records
 
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
-from crewpoint.tui.cli import main
 
 DAY = 86_400.0
 KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def row(

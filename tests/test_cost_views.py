@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from genai_prices import Usage, calc_price
 from llm_server import LLMServer
+from support.cli import cli
 
 from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
 from crewpoint.cost import TOKEN_KINDS, format_usd, load_prices, price_rows, usage_rows
 from crewpoint.events import event_bus
 from crewpoint.providers import JsonProvider, SqliteProvider, provider_for
 from crewpoint.providers.base import BaseProvider
-from crewpoint.tui.cli import main
 
 PER_CALL = {"prompt_tokens": 1200, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 200}}
 TASKS = ("Research owls.", "Outline the post.", "Write the post.")
@@ -37,10 +36,6 @@ def server() -> Iterator[LLMServer]:
     with LLMServer() as running:
         running.usage = PER_CALL
         yield running
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def crew_of(server: LLMServer, location: str, provider: BaseProvider) -> Crew:

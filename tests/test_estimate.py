@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import CHECKPOINT
 from support.cost_runs import APP, USAGE, build, usage_server
 from support.prices import genai_usd
 
@@ -21,8 +21,6 @@ from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, format_usd, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, estimate_rerun, last_run, units_to_run
 from crewpoint.providers import JsonProvider
-
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +43,7 @@ def main_checkpoints(metas: list[Any]) -> list[Any]:
 
 
 def dry_run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args, "--dry-run"], capture_output=True, text=True, check=False)
+    return subprocess.run([*CHECKPOINT, *args, "--dry-run"], capture_output=True, text=True, check=False)
 
 
 def test_a_fork_that_edits_task_2_estimates_task_3_from_its_recorded_run(store: tuple[str, list[Any]]) -> None:
