@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.visible import visible
 
@@ -96,6 +95,9 @@ def wants_traceback(ctx: click.Context | None) -> bool:
 @contextmanager
 def bad_input(ctx: click.Context | None) -> Iterator[None]:
     """Errors a user can meet become one line on stderr and exit 2 (a traceback with ``--debug``)."""
+    # lazy: the providers are the commands' to load; ``crewpoint --help`` loads none
+    from crewpoint.providers.base import CheckpointError
+
     try:
         yield
     except BrokenPipeError:  # the reader went away: not the user's input (the root group ends quietly)
