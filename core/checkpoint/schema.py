@@ -43,7 +43,7 @@ from crewpoint.budget import MAX_TOKENS, MAX_USD
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 from crewpoint.providers.claims import REQUEST_ID_RE
 from crewpoint.providers.formats import format_names
-from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
+from crewpoint.providers.usage_meta import ROW_KEYS, UsageRow
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -178,25 +178,9 @@ class OriginState(TypedDict):
     attr: str | None
 
 
-class UsageRow(TypedDict):
-    """What LLM calls used, summed for one (unit, agent, model, provider, estimated)."""
-
-    unit: str | None
-    label: str
-    agent: str | None
-    model: str
-    provider: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    reasoning_tokens: int
-    requests: int
-    duration_s: float
-    estimated: bool
-
-
 class UsageSection(TypedDict):
+    """A body's ``usage``; each row read as the one row type (:class:`~crewpoint.providers.usage_meta.UsageRow`)."""
+
     rows: list[UsageRow]
     before: list[UsageRow]
     reused: list[UsageRow]
@@ -741,7 +725,7 @@ USAGE_ROW = Obj(
 
 class _StoredRow(Spec):
     """A usage row as a body stores it, the list of its values in ``ROW_KEYS`` order (an older body's dict is read
-    too), checked as the object :data:`USAGE_ROW` and read as that object."""
+    too), checked as the object :data:`USAGE_ROW` and read as a :class:`UsageRow`."""
 
     expected = f"a list of {len(ROW_KEYS)} values or an object"
 
@@ -749,8 +733,9 @@ class _StoredRow(Spec):
         if isinstance(value, list):
             if len(value) != len(ROW_KEYS):
                 raise _Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
-            value = row_dict(value)
-        return USAGE_ROW.check(value, path)
+            value = dict(zip(ROW_KEYS, value, strict=True))
+        checked = USAGE_ROW.check(value, path)
+        return UsageRow._make(checked[name] for name in ROW_KEYS)
 
 
 USAGE_ROWS = _Rows(_StoredRow(), 100_000)
