@@ -196,17 +196,59 @@ def _types_of(values: Iterable[object]) -> set[type]:
     return set(map(type, values))
 
 
+@dataclass(slots=True, eq=False)
+class _Tally:
+    """One row as a ledger counts it: what the row is, the calls summed so far, and the row as a checkpoint last
+    stored it."""
+
+    at: int
+    """The row's place among the ledger's rows."""
+    unit: str | None
+    label: str
+    agent: str | None
+    model: str
+    provider: str
+    estimated: bool
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    duration_s: float = 0.0
+    changed: bool = True
+    """A call was counted since the row was last stored."""
+    stored: UsageRow | None = None
+
+    def row(self) -> UsageRow:
+        """The row as a checkpoint stores it: the seconds to the microsecond."""
+        return UsageRow(
+            self.unit,
+            self.label,
+            self.agent,
+            self.model,
+            self.provider,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
+            self.requests,
+            round(self.duration_s, 6),
+            self.estimated,
+        )
+
+
 class UsageLedger:
     """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe), with
     the usage summary of a checkpoint's metadata (:mod:`crewpoint.providers.usage_meta`) kept up to date."""
 
     def __init__(self) -> None:
-        self._rows: list[UsageRow] = []
-        """The rows in the order their first call came, as the calls so far summed them."""
-        self._at: dict[tuple[Any, ...], int] = {}  # (unit, agent, model, provider, estimated) -> its row's place
-        self._stored: list[tuple[UsageRow, list[Any], str]] = []
-        """Each row as a checkpoint last stored it (seconds rounded to microseconds), that list and its JSON."""
-        self._changed: set[int] = set()  # the places of the rows that changed since they were last stored
+        self._tallies: list[_Tally] = []  # one per row, in the order their first call came
+        self._at: dict[tuple[Any, ...], _Tally] = {}  # (unit, agent, model, provider, estimated) -> its tally
+        self._changed = False  # a call was counted since the rows were last stored
+        self._stored: list[list[Any]] = []  # each row as a checkpoint last stored it (same places)
+        self._texts: list[str] = []  # the JSON of each of those
         self.before: list[UsageRow] = []
         """What the chain spent before this run (a body's ``usage.before``): read and never changed."""
         self._before_stored: list[list[Any]] = []  # as every checkpoint of the run stores them, with their JSON
@@ -241,48 +283,36 @@ class UsageLedger:
         seconds = float(duration) if type(duration) in _NUMBERS and 0 < duration < MAX_SECONDS else 0.0
         key = (unit, agent, model, provider, estimated)
         with self._lock:
-            at = self._at.get(key)
-            if at is None:
-                at = self._at[key] = len(self._rows)
-                row = UsageRow(unit, label, agent, model, provider, estimated=estimated)
-                self._rows.append(row)
-            else:
-                row = self._rows[at]
-            self._rows[at] = UsageRow(
-                unit,
-                row.label,
-                agent,
-                model,
-                provider,
-                row.input_tokens + counts[0],
-                row.output_tokens + counts[1],
-                row.cache_read_tokens + counts[2],
-                row.cache_write_tokens + counts[3],
-                row.reasoning_tokens + counts[4],
-                row.requests + 1,
-                row.duration_s + seconds,
-                estimated,
-            )
-            self._changed.add(at)
+            tally = self._at.get(key)
+            if tally is None:
+                tally = self._at[key] = _Tally(len(self._tallies), unit, label, agent, model, provider, estimated)
+                self._tallies.append(tally)
+                self._stored.append([])  # (stored at the next checkpoint)
+                self._texts.append("")
+            tally.input_tokens += counts[0]
+            tally.output_tokens += counts[1]
+            tally.cache_read_tokens += counts[2]
+            tally.cache_write_tokens += counts[3]
+            tally.reasoning_tokens += counts[4]
+            tally.requests += 1
+            tally.duration_s += seconds
+            tally.changed = self._changed = True
 
     def _store(self) -> None:
         """Store the rows that changed since they were last stored, and move their groups' sums by what each row
         changed, as a summary of the stored rows would count them (the lock held). In the rows' order, so that a
         new group comes where :func:`grouped` puts it."""
         encode_json = _encoder()[1]
-        for at in sorted(self._changed):
-            row = self._rows[at]
-            row = row._replace(duration_s=round(row.duration_s, 6))
-            if at < len(self._stored):
-                add_row(self._groups, self._stored[at][0], -1)
+        for tally in self._tallies:
+            if tally.changed:
+                row = tally.row()
+                if tally.stored is not None:
+                    add_row(self._groups, tally.stored, -1)
                 add_row(self._groups, row)
-                values = encode_row(row)
-                self._stored[at] = (row, values, encode_json(values))
-            else:  # (a new row: the places before it are stored, by the order above)
-                add_row(self._groups, row)
-                values = encode_row(row)
-                self._stored.append((row, values, encode_json(values)))
-        self._changed.clear()
+                tally.stored, tally.changed = row, False
+                values = self._stored[tally.at] = encode_row(row)
+                self._texts[tally.at] = encode_json(values)
+        self._changed = False
         self._summary = None
 
     def stored_and_summary(self) -> tuple[list[list[Any]], str]:
@@ -298,8 +328,7 @@ class UsageLedger:
             if self._summary is None:
                 chain = chain_groups(self._before_groups, self._groups)
                 self._summary = summary_text(chain, self._groups, encode_json)
-            stored = self._stored
-            return encoded([s[1] for s in stored], [s[2] for s in stored]), self._summary
+            return encoded(self._stored, list(self._texts)), self._summary
 
     def stored_before(self) -> list[list[Any]]:
         """What the chain spent before this run as a body stores it, with its JSON (the same list every time)."""
@@ -321,10 +350,10 @@ class UsageLedger:
         with self._lock:
             if self._changed:
                 self._store()
-            return [s[0] for s in self._stored]
+            return [t.stored for t in self._tallies if t.stored is not None]
 
     def __bool__(self) -> bool:
-        return bool(self._rows)
+        return bool(self._tallies)
 
 
 _encoders: list[tuple[type[Encoded], Callable[[Any], str]]] = []
