@@ -5,7 +5,6 @@ Nothing here imports click: ``crewpoint checkpoint list`` runs through these wit
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -109,6 +108,9 @@ def bad_input(ctx: click.Context | None) -> Iterator[None]:
 def emit_json(data: Any) -> None:
     """JSON on stdout; the characters JSON leaves as they are but a terminal acts on (DEL, C1 controls, bidi and other
     format characters, line and paragraph separators) are written as ``\\u`` escapes."""
+    # lazy: only --json output needs json, and every command line (--help too) loads this module
+    import json
+
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     if visible(text) == text:
         echo(text)
