@@ -147,8 +147,8 @@ def test_the_usage_bench_prints_what_recording_costs(tmp_path: Path) -> None:
         value, unit = cells[f"recording usage / not recording it ({name})"][:2]
         assert unit == "x" and 0 < float(value) < 10, done.stdout
     assert cells["recording usage / not recording it (whole process, wall)"][2] == "≤ 1.02"
-    assert float(cells["3-task offline crew as a process, usage recorded"][0]) > 0
-    assert float(cells["3-task offline crew kickoff alone, usage recorded"][0]) > 0
+    assert float(cells["3-task offline crew as a process, usage recorded"][0].replace(",", "")) > 0
+    assert float(cells["3-task offline crew kickoff alone, usage recorded"][0].replace(",", "")) > 0
 
 
 def test_the_pg_cost_bench_loads_runs_with_usage_and_times_both_commands(pg_location: str, bench_modules: None) -> None:
