@@ -95,7 +95,7 @@ def test_a_crew_stops_before_the_call_past_its_budget_and_a_larger_one_finishes_
     assert [t.output is not None for t in again.tasks] == [True, True, True]
     assert result.raw.startswith("echo: Current task: Write the post.")
     body = newest().body
-    assert [row["unit"] for row in usage_rows(body, "reused")] == [crew.tasks[0].id]  # task 1: reused, not repeated
+    assert [row.unit for row in usage_rows(body, "reused")] == [crew.tasks[0].id]  # task 1: reused, not repeated
 
 
 def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(server: LLMServer) -> None:

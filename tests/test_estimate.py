@@ -21,6 +21,7 @@ from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, format_usd, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, estimate_rerun, last_run, units_to_run
 from crewpoint.providers import JsonProvider
+from crewpoint.usage import UsageRow
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,10 @@ def test_a_fork_that_edits_task_2_estimates_task_3_from_its_recorded_run(store: 
     assert (units, open_ended) == ([task_3], False)
 
     estimate = estimate_rerun(record.body, units, Prices())
-    recorded = [row for row in usage_rows(record.body) if row["unit"] == task_3]
+    recorded = [row for row in usage_rows(record.body) if row.unit == task_3]
     assert estimate.total.usd == price_rows(recorded, Prices()).usd == usd("Write the post.")
     assert estimate.total.tokens["input_tokens"] == 2000 and estimate.total.tokens["output_tokens"] == 900
-    assert estimate.total.duration_s == pytest.approx(recorded[0]["duration_s"])
+    assert estimate.total.duration_s == pytest.approx(recorded[0].duration_s)
     assert estimate.missing == []
 
     result = dry_run("fork", last.location, "--set-output", "2=A shorter outline.", "--app", APP)
@@ -109,20 +110,20 @@ def test_a_task_run_again_on_a_fork_is_estimated_from_its_newest_run(store: tupl
     body = ops.load(fork_head.location).body
     task_3 = body["entity"]["tasks"][2]["id"]
     chain = [*usage_rows(body, "before"), *usage_rows(body, "rows")]
-    assert [row["unit"] for row in chain].count(task_3) == 2  # the run on main and the fork's own
+    assert [row.unit for row in chain].count(task_3) == 2  # the run on main and the fork's own
     estimate = estimate_rerun(body, [task_3], Prices())
-    assert list(estimate.units[0].rows) == [r for r in usage_rows(body) if r["unit"] == task_3]
+    assert list(estimate.units[0].rows) == [r for r in usage_rows(body) if r.unit == task_3]
     assert estimate.total.usd == usd("Write the post.")  # once, not the two runs summed
 
 
 def test_last_run_is_the_newest_stretch_of_a_units_rows() -> None:
-    def row(unit: str, model: str = "gpt-4o", n: int = 1) -> dict[str, Any]:
-        return {"unit": unit, "agent": "a", "model": model, "provider": "openai", "estimated": False, "n": n}
+    def row(unit: str, model: str = "gpt-4o", n: int = 1) -> UsageRow:
+        return UsageRow(unit, agent="a", model=model, provider="openai", requests=n)
 
     chain = [row("t1"), row("t2", n=1), row("t2", "gpt-4o-mini", n=2), row("t3"), row("t2", n=3)]
-    assert [r["n"] for r in last_run(chain, "t2")] == [3]
-    assert [r["n"] for r in last_run(chain[:4], "t2")] == [1, 2]
-    assert [r["n"] for r in last_run([row("t2", n=1), row("t2", n=2)], "t2")] == [2]  # the same row again
+    assert [r.requests for r in last_run(chain, "t2")] == [3]
+    assert [r.requests for r in last_run(chain[:4], "t2")] == [1, 2]
+    assert [r.requests for r in last_run([row("t2", n=1), row("t2", n=2)], "t2")] == [2]  # the same row again
     assert last_run(chain, "t9") == []
 
 
