@@ -16,12 +16,12 @@ from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_s
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
-from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
-from crewpoint.llm import BaseLLM, parse_reply, resolve_llm
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
+from crewpoint.llm import BaseLLM, llm_from_state, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.task import Task
+from crewpoint.task import Task, _warn_not_saved
 from crewpoint.text import interpolate
-from crewpoint.tools import BaseTool
+from crewpoint.tools import BaseTool, tool_from_state
 
 if TYPE_CHECKING:
     from crewpoint.runtime import RuntimeState
@@ -360,25 +360,14 @@ class Agent(BaseModel, CheckpointedEntity):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Self:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.knowledge import knowledge_source_from_state
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.llm import llm_from_state
 
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import callbacks_trusted, load_callable
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.tools import tool_from_state
 
         llm_data = data["llm"]
         llm = None if llm_data is None else llm_from_state(llm_data, agent=data["role"])
         step = data["step_callback"]
         if data["step_callback_unsaved"]:
-            # lazy: importing the API builds no event class, store or runtime it does not use yet
-            from crewpoint.task import _warn_not_saved
-
             _warn_not_saved(f"agent {data['role']!r} step_callback")
         agent = cls(
             id=data["id"],

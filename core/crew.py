@@ -14,10 +14,10 @@ from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_s
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
-from crewpoint.knowledge import BaseKnowledgeSource, Knowledge
+from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.memory import CrewMemory
 from crewpoint.providers.dependencies import readers, reads_of
-from crewpoint.task import Task, TaskOutput
+from crewpoint.task import Task, TaskOutput, _warn_not_saved
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 
 if TYPE_CHECKING:
@@ -480,8 +480,6 @@ class Crew(BaseModel, CheckpointedEntity):
     def from_state(cls, data: Mapping[str, Any]) -> Crew:
         """Rebuild a crew from its checked state (``load_body``'s, every field there), code under the trust rule of
         :mod:`crewpoint.serialize`."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.knowledge import knowledge_source_from_state
 
         # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import load_callable
@@ -495,9 +493,6 @@ class Crew(BaseModel, CheckpointedEntity):
                 task.context = [tasks_by_id[c] for c in saved["context"]]
         callback = data["task_callback"]
         if data["task_callback_unsaved"]:
-            # lazy: importing the API builds no event class, store or runtime it does not use yet
-            from crewpoint.task import _warn_not_saved
-
             _warn_not_saved("the crew's task_callback")
         if data["kickoff_hooks"]:
             # lazy: crewpoint.project is read only for a project crew's checkpoint

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from crewpoint.feedback import RECEIVED, Answer, answer_of, collapse, command_for, past_deadline
+from crewpoint.feedback import RECEIVED, SHORT_ID, Answer, answer_of, collapse, command_for, past_deadline
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.claims import KEY_RE, claim_key
 
@@ -296,8 +296,6 @@ def mark_answered(provider: BaseProvider, store: str, run_id: Any) -> None:
 
 
 def _short(checkpoint_id: str) -> str:
-    # lazy: ids by the providers' rule
-    from crewpoint.feedback import SHORT_ID
 
     # lazy: ids by the providers' rule
     from crewpoint.providers.refs import short_id

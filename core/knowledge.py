@@ -26,7 +26,7 @@ from crewpoint.events import (
     event_bus,
 )
 from crewpoint.memory import keywords
-from crewpoint.serialize import CheckpointState
+from crewpoint.serialize import CheckpointState, callbacks_trusted, class_path, load_class, state_fields
 
 log = logging.getLogger("crewpoint.knowledge")
 
@@ -116,8 +116,6 @@ class BaseKnowledgeSource(BaseModel):
 
     def to_state(self) -> dict[str, Any]:
         """The source as JSON data: its class path, fields and passages (what an untrusted restore searches)."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.serialize import class_path
 
         state: dict[str, Any] = {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
         try:
@@ -223,8 +221,6 @@ def knowledge_source_from_state(state: dict[str, Any]) -> BaseKnowledgeSource:
     string source comes back as it is and any other source as the passages saved with it
     (:class:`StoredKnowledgeSource`): a checkpoint never makes crewpoint read a file or reach a server.
     """
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
-    from crewpoint.serialize import callbacks_trusted, load_class, state_fields
 
     path = str(state.get("class", ""))
     if callbacks_trusted():

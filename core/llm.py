@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from crewpoint.budget import Call, check_before_call, stop
-from crewpoint.serialize import CheckpointState
+from crewpoint.serialize import CheckpointState, callbacks_trusted, class_path, load_class, rebuild, state_fields
 from crewpoint.text import clip
 
 if TYPE_CHECKING:
@@ -311,8 +311,6 @@ class BaseLLM(BaseModel):
     # -- checkpoints -----------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         """``{"class": "<module>.<QualName>", "fields": {...}}``, JSON-ready, with no secret in it."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.serialize import class_path
 
         return {"class": class_path(type(self)), "fields": self.model_dump(mode="json")}
 
@@ -356,8 +354,6 @@ def llm_from_state(data: object, *, allow_import: bool | None = None, agent: str
     that ran on a real model with none named raises :class:`ModelNotNamed`. Raises ``ValueError`` with a one-line
     reason.
     """
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
-    from crewpoint.serialize import callbacks_trusted, load_class, rebuild, state_fields
 
     trusted = callbacks_trusted() if allow_import is None else allow_import
     if data is None:

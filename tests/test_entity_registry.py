@@ -156,6 +156,9 @@ ALLOWED = {
     "core/checkpoint/schema.py": "the body's one owner validates each kind's shape: its typed union is told apart "
     "by the ``kind`` field",
 }
+OTHER_TOOLS = "core/formats/"
+"""Another tool's format reads that tool's own kind names (CrewAI's entity types) as the providers beside its stores
+do: its words, not the registry's."""
 
 
 def ladders(text: str) -> list[str]:
@@ -180,7 +183,7 @@ def test_no_module_outside_the_registry_compares_kind_names() -> None:
     for folder in ("core", "tui", "screens"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if relative in ALLOWED:
+            if relative in ALLOWED or relative.startswith(OTHER_TOOLS):
                 continue
             found += [f"{relative}: {line}" for line in ladders(path.read_text(encoding="utf-8"))]
     assert found == [], "ask crewpoint.entities.kind_of(kind) instead:\n" + "\n".join(found)

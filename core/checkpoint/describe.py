@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
 from crewpoint.checkpoint.schema import CheckpointBody, TaskState
-from crewpoint.cost import usage_rows
+from crewpoint.cost import load_prices, price_rows, table_version, usage_rows
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.text import clip
@@ -58,8 +58,6 @@ class CheckpointInfo:
 
     def costs(self, prices: Prices | None = None) -> CostView:
         """What the chain spent up to this checkpoint, this run, what it saved, and per task, priced now."""
-        # lazy: prices (and genai-prices, for a model that is not the offline one) only when a cost is shown
-        from crewpoint.cost import load_prices, price_rows, table_version
 
         prices = load_prices() if prices is None else prices
         this_run, before, reused = (self.usage.get(part, []) for part in ("rows", "before", "reused"))

@@ -17,6 +17,7 @@ import click
 
 from crewpoint.budget import Budget
 from crewpoint.feedback import already_answered
+from crewpoint.feedback import answer as answer_request
 from crewpoint.feedback_claims import request_claim
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
@@ -97,12 +98,11 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
         token = uuid.uuid4().hex
 
         def kickoff(prepared: PreparedRun) -> Any:
-            # lazy: answering loads the engine's feedback machinery, which only a run needs
+            # lazy: the run's refusals load with the engine's run machinery, which only a run needs
             from crewpoint.checkpoint.run import RunRefused
-            from crewpoint.feedback import answer
 
             try:
-                return answer(
+                return answer_request(
                     prepared.source.location or record.meta.id,
                     feedback=text or None,
                     outcome=outcome,
