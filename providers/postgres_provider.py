@@ -80,7 +80,7 @@ from crewpoint.providers.pg_sql import (
     steps_back_sql,
 )
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, unanswered
-from crewpoint.providers.refs import ID_RE, check_meta, split_ref
+from crewpoint.providers.refs import ID_RE, check_record, split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 
 _INSERT = (
@@ -256,7 +256,7 @@ class PostgresProvider(BaseProvider):
 
     def write(self, location: str, record: CheckpointRecord) -> str:
         where, _ = self._where(location)
-        meta = check_meta(record.meta)
+        meta = check_record(record)
         known = self._stores.get(where.name)
         try:
             parts = chunks.split(record.body, known.memo if known is not None else None)

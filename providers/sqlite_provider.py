@@ -53,7 +53,7 @@ from crewpoint.providers.files import (
 )
 from crewpoint.providers.listed import ListedRow, all_sound, as_meta, listed_row, newest_rows, row_of
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, newest_first, unanswered
-from crewpoint.providers.refs import ID_RE, check_meta, checked, damaged_meta, match_prefix, meta_problem, split_ref
+from crewpoint.providers.refs import ID_RE, check_record, checked, damaged_meta, match_prefix, meta_problem, split_ref
 from crewpoint.providers.runs import RunInfo, run_from_dict
 from crewpoint.providers.sqlite_schema import MIGRATIONS as MIGRATIONS  # the schema's names, importable here too
 from crewpoint.providers.sqlite_schema import (
@@ -289,7 +289,7 @@ class SqliteProvider(BaseProvider):
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         path, _ = split_ref(location)
-        meta = check_meta(record.meta)
+        meta = check_record(record)
         key = os.path.abspath(path)
         try:
             parts = chunks.split(record.body, self._memos.get(key))
