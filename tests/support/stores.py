@@ -127,8 +127,11 @@ def _flush(con: Any, columns: list[str], rows: list[tuple[object, ...]], bodies:
     bodies.clear()
 
 
-def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
-    """Write ``count`` checkpoints: runs of four on ``main``, with every tenth run forked onto its own branch."""
+def fill_store(provider: BaseProvider, location: str, count: int, runs: bool = False) -> list[str]:
+    """Write ``count`` checkpoints: runs of four on ``main``, with every tenth run forked onto its own branch;
+    with ``runs``, each whole run's record too (finished), so that STATUS reads ``done`` for its checkpoints."""
+    from crewpoint.providers.runs import RunInfo
+
     records = demo_records()
     ids: list[str] = []
     now = 1_790_000_000.0
@@ -156,6 +159,10 @@ def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
             ids.append(checkpoint_id)
             parent = checkpoint_id
             now += 1.0
+        if runs and seq == len(records) and ids[-1] == checkpoint_id:  # a whole run: it finished
+            started = now - len(records)
+            done = RunInfo(uuid.uuid4().hex, 1, "host", started, now, "finished", branch, lineage, "crew")
+            provider.write_run(location, replace(done, entity_name=meta.entity_name, checkpoint_id=checkpoint_id))
         run += 1
     return ids
 
