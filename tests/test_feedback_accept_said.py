@@ -69,3 +69,25 @@ def test_accept_says_a_task_review_accepted_its_output_as_it_is(tmp_path: Path) 
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stderr.splitlines() if line.startswith("feedback:")]
     assert said == ["feedback: CREWPOINT_FEEDBACK=accept accepted the output as it is for post"]
+
+
+ASK = """
+from crewpoint.flow import Flow, start
+
+
+class Profile(Flow):
+    @start()
+    def collect(self):
+        return f"name={self.ask('Your name?')!r}"
+
+
+print(Profile(checkpoint=False).kickoff())
+"""
+
+
+def test_accept_says_a_question_got_an_empty_answer(tmp_path: Path) -> None:
+    run = _run(tmp_path, ASK)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "name=''"
+    said = [line for line in run.stderr.splitlines() if line.startswith("feedback:")]
+    assert said == ["feedback: CREWPOINT_FEEDBACK=accept gave an empty answer to collect"]
