@@ -203,10 +203,8 @@ def _run(
                 stopped = exc
             except Exception as exc:
                 reporter.failed(exc)
-                # lazy: loaded by the run that raised it
-                from crewpoint.feedback_claims import AnswerTaken
-
-                if isinstance(exc, AnswerTaken):  # its request's answer goes on elsewhere: a refusal, not a failure
+                claims = sys.modules.get("crewpoint.feedback_claims")  # loaded by a run that could raise its refusal
+                if claims is not None and isinstance(exc, claims.AnswerTaken):  # its answer goes on elsewhere
                     fail_from(ctx, one_line(exc), EXIT_BAD_INPUT)
                 fail_from(ctx, f"the run failed: {one_line(exc)}", EXIT_FAILED)
             else:
