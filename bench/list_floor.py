@@ -21,7 +21,6 @@ COLUMNS = ("id", "parent_id", "branch", "lineage", "sequence", "created_at", "tr
 COLUMNS += ("entity_kind", "entity_name", "tasks_done", "tasks_total", "size", "usage")
 HEADER = ["ID", "TIME", "BRANCH", "PARENT", "TRIGGER", "ENTITY", "PROGRESS", "SIZE", "COST", "STATUS"]
 CHUNK = 2000  # crewpoint's columns are as wide as its first 2,000 rows need
-TERMINAL = {"crew_kickoff_completed", "flow_finished", "lite_agent_execution_completed"}
 
 
 def json_rows(root: str, checks: bool = False) -> list[tuple[Any, ...]]:
@@ -71,18 +70,10 @@ def sqlite_rows(path: str, checks: bool = False) -> list[tuple[Any, ...]]:
 
 
 def statuses(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], str]:
-    """(lineage, branch, kind, name) → the status word of that run's branch, from its newest checkpoint."""
-    heads: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for row in rows:
-        key = (row[3], row[2], row[7], row[8])
-        head = heads.get(key)
-        if head is None or (row[4], row[5], row[0]) > (head[4], head[5], head[0]):
-            heads[key] = row
-    out = {}
-    for key, head in heads.items():
-        if head[6] in TERMINAL or (head[10] > 0 and head[9] >= head[10]):
-            out[key] = "done"  # with no run record, a checkpoint's age says nothing of whether its run goes on
-    return out
+    """(lineage, branch, kind, name) → the status word of that run's branch: none, since the floor reads no run
+    records and a checkpoint with no record of its run reads ``-`` (its age or its saying the work is complete
+    says nothing of how its run ended)."""
+    return {}
 
 
 def size_text(n: int) -> str:

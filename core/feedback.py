@@ -133,6 +133,20 @@ def mode() -> str:
     return "ask" if interactive else "wait"
 
 
+def say_accepted(label: str, outcome: str | None, asked: bool = False) -> None:
+    """One stderr line saying what ``CREWPOINT_FEEDBACK=accept`` sent for ``label`` (a method or a task): the
+    outcome by name (the default outcome, which may be a rejection), the output accepted as it is, or, for
+    ``asked`` (``Flow.ask``), an empty answer."""
+    if asked:
+        sent = "gave an empty answer to"
+    elif outcome is not None:
+        sent = f'accepted the default outcome "{shown(outcome)}" for'
+    else:
+        sent = "accepted the output as it is for"
+    sys.stderr.write(f"feedback: {MODE_VARIABLE}=accept {sent} {shown(label)}\n")
+    sys.stderr.flush()
+
+
 _UNSEEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 

@@ -35,6 +35,11 @@ DEADLINE = "deadline"
 """Who a deadline's default answer is claimed by."""
 
 
+class AnswerTaken(CheckpointError):
+    """A resume refused because the answer to its request goes, or went, on elsewhere (one line: who answered,
+    when, what, and where the answer is); the command line says it and exits 2, as any refusal."""
+
+
 def claim_problem(claim: Mapping[str, Any], request: Mapping[str, Any]) -> str | None:
     """Why ``claim`` cannot be the answer to ``request`` (an outcome it does not offer), or None."""
     offered = [str(o) for o in request.get("outcomes") or []]
@@ -183,9 +188,52 @@ def claimed_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> An
         return None
     reason = going_on(provider, store, claim, checkpoint_id)
     if reason is not None:
-        raise CheckpointError(refusal(claim, reason))
+        raise AnswerTaken(refusal(claim, reason))
+    take_over(provider, store, claim, request, checkpoint_id, state)
     mark_answered(provider, store, claim.get("asked_by") or request.get("run_id"))
     return answer_of(claim)
+
+
+def take_over(
+    provider: BaseProvider,
+    store: str,
+    claim: Mapping[str, Any],
+    request: Mapping[str, Any],
+    checkpoint_id: str,
+    state: RuntimeState | None,
+) -> None:
+    """Claim the going on of ``claim``'s answer, whose process died before its first new checkpoint: of resumes
+    that found it so together, one takes it over (returns) and each other is refused naming the one that goes
+    on. A taker that died too is taken over in turn, under the next key."""
+    # lazy: the host's name is asked only when an answer is taken over
+    from crewpoint.providers.runs import this_host
+
+    token = uuid.uuid4().hex
+    base = str(claim.get("key") or claim_key(str(request.get("request_id")), checkpoint_id))
+    for turn in range(1, MAX_ATTEMPTS + 1):
+        key = f"{base}.on{turn}"
+        if KEY_RE.fullmatch(key) is None:  # too long with its suffix: the base by its digest
+            import hashlib
+
+            key = f"{hashlib.sha256(base.encode()).hexdigest()[:40]}.on{turn}"
+        mine = {
+            "token": token,
+            "run_id": state.run_id if state is not None else None,
+            "pid": os.getpid(),
+            "host": this_host(),
+            "at": time.time(),
+            "key": key,
+        }
+        try:
+            taker = provider.claim(store, key, mine)
+        except CheckpointError:
+            continue  # a damaged value stands under this key: the next one decides
+        if taker.get("token") == token:
+            return
+        reason = going_on(provider, store, {**claim, **taker, "branch": claim.get("branch")}, checkpoint_id)
+        if reason is not None:
+            raise AnswerTaken(refusal(claim, reason))
+    raise AnswerTaken(refusal(claim, f"{MAX_ATTEMPTS} resumes took it over and stopped; it is not taken again"))
 
 
 def deadline_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> Answer | None:
@@ -208,7 +256,8 @@ def deadline_answer(state: RuntimeState | None, request: Mapping[str, Any]) -> A
     if claim.get("token") != token:  # someone's answer came first: as a claimed answer it goes on, or not
         reason = going_on(provider, store, claim, checkpoint_id)
         if reason is not None:
-            raise CheckpointError(refusal(claim, reason))
+            raise AnswerTaken(refusal(claim, reason))
+        take_over(provider, store, claim, request, checkpoint_id, state)
         mark_answered(provider, store, meta.run_id)
         return answer_of(claim)
     mark_answered(provider, store, meta.run_id)

@@ -15,6 +15,7 @@ from crewpoint.feedback import (
     deadline_answer,
     mode,
     new_request,
+    say_accepted,
     wait_here,
     who_am_i,
     write_received,
@@ -65,6 +66,7 @@ def review_task(crew: ReviewedCrew, index: int, task: Any, candidate: str, revis
             how = mode()
             if how == "accept":
                 given = Answer(who=who_am_i())
+                say_accepted(task.label, None)
             elif how == "ask":
                 given = Answer(ask_terminal(TASK_MESSAGE, candidate, (), task.label), who=who_am_i())
             else:

@@ -148,6 +148,8 @@ def ask(flow: Flow[Any], prompt: str, timeout: float | None = None) -> str | Non
             raise hf.FeedbackWait(hf.wait_here(flow._runtime, request))
         text = hf.ask_terminal(prompt, "", (), name) if how == "ask" else ""
         given = hf.Answer(text, who=hf.who_am_i())
+        if how == "accept":
+            hf.say_accepted(name, None, asked=True)
     value = None if given.default else given.feedback
     flow._given[key], flow._pending = value, None
     ids = {"flow_name": flow.entity_name, "flow_id": flow.id, "method_name": name}
@@ -178,7 +180,7 @@ def review(flow: Flow[Any], name: str, index: int, output: Any, spec: FeedbackSp
         return done
     pending = flow._pending
     request = pending if pending is not None and pending.get("index") == index else None
-    given, durable = None, False
+    given, durable, accepted = None, False, False
     if request is not None and flow._answer is not None:
         given, durable, flow._answer = flow._answer, True, None
     elif request is not None:
@@ -187,7 +189,7 @@ def review(flow: Flow[Any], name: str, index: int, output: Any, spec: FeedbackSp
     if given is None:
         how = hf.mode()
         if how == "accept":
-            given = hf.Answer(who=hf.who_am_i())
+            given, accepted = hf.Answer(who=hf.who_am_i()), True
         elif how == "ask":
             asked = hf.ask_terminal(spec.message, text_of(output) or "", spec.emit, name, spec.default_outcome)
             given = hf.Answer(asked, who=hf.who_am_i())
@@ -211,6 +213,8 @@ def review(flow: Flow[Any], name: str, index: int, output: Any, spec: FeedbackSp
             raise hf.FeedbackWait(hf.wait_here(flow._runtime, request))
     offered = {"outcomes": list(spec.emit), "default_outcome": spec.default_outcome}
     settled = hf.resolve_answer(request or offered, given, spec.llm)
+    if accepted:
+        hf.say_accepted(name, settled.outcome)
     result = HumanFeedbackResult(output, settled.feedback, settled.outcome, settled.at, settled.who, name)
     flow._feedback[index] = result
     flow._pending = None

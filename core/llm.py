@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from crewpoint.budget import Call, check_before_call, stop
 from crewpoint.serialize import CheckpointState, callbacks_trusted, class_path, load_class, rebuild, state_fields
@@ -48,6 +48,26 @@ log = logging.getLogger("crewpoint")
 
 DESERIALIZE_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PROVIDER_ENDPOINTS: Mapping[str, tuple[str, str]] = {
+    "openai": (DEFAULT_BASE_URL, "OPENAI_API_KEY"),
+    "groq": ("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "together_ai": ("https://api.together.xyz/v1", "TOGETHERAI_API_KEY"),
+    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "fireworks_ai": ("https://api.fireworks.ai/inference/v1", "FIREWORKS_AI_API_KEY"),
+    "xai": ("https://api.x.ai/v1", "XAI_API_KEY"),
+    "cerebras": ("https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"),
+    "gemini": ("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"),
+    "ollama": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
+    "ollama_chat": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
+    "lm_studio": ("http://localhost:1234/v1", "LM_STUDIO_API_KEY"),
+}
+"""A CrewAI-style name's provider prefix (``groq/llama-3.1-8b-instant``) → the OpenAI-compatible endpoint an
+:class:`LLM` without a ``base_url`` calls, and the variable its key is read from (the names LiteLLM reads)."""
+NO_DEFAULT_ENDPOINT = frozenset({"anthropic", "azure", "vertex_ai", "bedrock", "cohere", "perplexity", "hosted_vllm"})
+"""Provider prefixes with no OpenAI-compatible endpoint crewpoint knows: such an LLM without a ``base_url`` is
+refused before any call instead of asking OpenAI's server with OpenAI's key."""
 
 
 # -- call context ---------------------------------------------------------------------------------------
@@ -724,6 +744,41 @@ class LLM(BaseLLM):
     program, never read from the server's URL. Unset, a CrewAI-style name's prefix says it (``anthropic/claude-…``
     is Anthropic's), else ``"openai"``."""
 
+    @model_validator(mode="after")
+    def _provider_endpoint(self) -> LLM:
+        """Without a ``base_url``, a provider prefix's endpoint (:data:`PROVIDER_ENDPOINTS`); without an
+        ``api_key_env``, the key variable of the provider whose endpoint is called, so a key meant for one provider
+        never goes to another's. What was given stays as given (and given stays: the fields set are unchanged)."""
+        given = self.model_fields_set
+        if "base_url" not in given:
+            known = PROVIDER_ENDPOINTS.get(self._prefix())
+            if known is not None:
+                self.__dict__["base_url"] = known[0]
+        if "api_key_env" not in given:
+            url = self.base_url.rstrip("/")
+            owner = next((env for base, env in PROVIDER_ENDPOINTS.values() if base == url), None)
+            if owner is not None:
+                self.__dict__["api_key_env"] = owner
+        return self
+
+    def _prefix(self) -> str:
+        """The provider prefix the model's name starts with, as ``cost.split_provider`` reads it (lower case), the
+        one ``provider`` names when it is one, or ""."""
+        if self.provider is not None and self.provider.strip().lower() in PROVIDER_ENDPOINTS:
+            return self.provider.strip().lower()
+        head, sep, rest = self.model.partition("/")
+        return head.strip().lower() if sep and rest.strip() else ""
+
+    def _check_reachable(self) -> None:
+        """Refuse, in one line and before any call, a provider crewpoint cannot speak to at a known address."""
+        prefix = self._prefix()
+        if "base_url" not in self.model_fields_set and prefix in NO_DEFAULT_ENDPOINT:
+            raise LLMError(
+                f"LLM {self.model}: {prefix} has no OpenAI-compatible endpoint crewpoint knows, and crewpoint speaks"
+                " only that API; give base_url= an OpenAI-compatible server for this model (and api_key_env= the"
+                " variable holding its key)"
+            )
+
     def provider_name(self) -> str:
         return self._named()[0]
 
@@ -818,6 +873,7 @@ class LLM(BaseLLM):
     def call(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         import httpx
 
+        self._check_reachable()
         body = self._body(messages, kwargs)
         with httpx.Client(timeout=self.timeout) as client:
             for attempt in range(len(_RETRY_DELAYS) + 1):
@@ -851,6 +907,7 @@ class LLM(BaseLLM):
 
         import httpx
 
+        self._check_reachable()
         body = self._body(messages, kwargs)
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             for attempt in range(len(_RETRY_DELAYS) + 1):
@@ -899,7 +956,7 @@ def default_llm(*, say_offline: bool = True) -> BaseLLM:
     if model == "offline":
         return OfflineLLM()
     if model:
-        return LLM(model=model, base_url=os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL)
+        return LLM(model=model, **_base_url_env())
     if not say_offline:
         return OfflineLLM()
     with _warn_lock:
@@ -918,5 +975,12 @@ def resolve_llm(value: BaseLLM | str | None) -> BaseLLM:
     if isinstance(value, str):
         if value.strip() == "offline":
             return OfflineLLM()
-        return LLM(model=value, base_url=os.environ.get("CREWPOINT_BASE_URL") or DEFAULT_BASE_URL)
+        return LLM(model=value, **_base_url_env())
     raise TypeError(f"llm must be a BaseLLM, a model name or None, not {type(value).__name__}")
+
+
+def _base_url_env() -> dict[str, str]:
+    """``CREWPOINT_BASE_URL`` as an LLM's ``base_url`` when set; unset, the model's name chooses the endpoint (a
+    provider prefix's, else OpenAI's)."""
+    url = os.environ.get("CREWPOINT_BASE_URL")
+    return {"base_url": url} if url else {}

@@ -44,7 +44,7 @@ from crewpoint.providers.claims import claim_key, copy_claims
 from crewpoint.providers.prune import REQUESTED, PruneStrategy
 from crewpoint.providers.refs import check_branch
 from crewpoint.providers.runs import RunInfo, classify, this_host
-from crewpoint.providers.usage_meta import read_usage_summary, usage_summary
+from crewpoint.providers.usage_meta import decode_row, encode_row, read_usage_summary, usage_summary
 
 __all__ = ["CHECKS", "Capabilities", "Check", "ConformanceError", "Inject", "Make", "Store", "check_provider"]
 
@@ -251,7 +251,9 @@ def run_id_and_usage_summary_round_trip(store: Store) -> None:
     summary = usage_summary(rows * 2, rows)
     assert summary and read_usage_summary(summary) is not None
     written = meta(1).with_(run_id="0123456789abcdef", usage=summary)
-    store.provider.write(store.location, CheckpointRecord(written, body(1)))
+    stored = [encode_row(row) for row in filter(None, map(decode_row, rows))]  # the body holds the rows its summary sums (before, and this run's)
+    spent = {**body(1), "usage": {"before": stored, "rows": stored, "reused": []}}
+    store.provider.write(store.location, CheckpointRecord(written, spent))
     store.provider.write(store.location, CheckpointRecord(meta(2, 1), body(2)))
     listed = {m.id: m for m in store.provider.list(store.location)}
     for got in (listed["cp0001"], store.provider.read(store.location, "cp0001").meta):

@@ -93,7 +93,7 @@ from crewpoint.providers.refs import (
     DIGEST_LENGTH,
     MAX_BRANCH,
     MAX_SEQUENCE,
-    check_meta,
+    check_record,
     check_stored_branch,
     match_prefix,
     meta_problem,
@@ -101,6 +101,7 @@ from crewpoint.providers.refs import (
     stored_branch_problem,
 )
 from crewpoint.providers.runs import RunInfo, run_from_dict
+from crewpoint.providers.usage_meta import checked_usage
 
 PRUNE_LOCK = ".prune.lock"
 """Held (``flock``) by a prune while it plans and deletes, so two processes never prune one store at once."""
@@ -271,7 +272,7 @@ class JsonProvider(BaseProvider):
     # the provider interface
 
     def write(self, location: str, record: CheckpointRecord) -> str:
-        meta = check_meta(record.meta)
+        meta = check_record(record)
         try:
             meta, data = encode_record(meta, record.body)
         except (TypeError, ValueError) as exc:
@@ -373,6 +374,7 @@ class JsonProvider(BaseProvider):
             check_stored_branch(branch)
         if os.path.isfile(root):
             single = _file_meta(root, None)
+            single = _usage_checked(single, follow=True) if single.damaged is None and single.usage else single
             return [row_of(single)] if branch is None or single.branch == branch else []
         if not os.path.isdir(root):
             raise CheckpointNotFound(f"no checkpoint store at {root}")
@@ -1023,11 +1025,24 @@ def _listed_file(
     found = _file_meta(entry.path, entry, size)
     if found.damaged is None and found.branch != entry.branch:
         found = entry.damaged(_branch_problem(found.branch, entry.branch), size)
+    if found.damaged is None and found.usage:
+        found = _usage_checked(found)
     if found.damaged is None:
         line = [size, mtime, *index_values(found)]
         fresh.append(encode_json(line))
         good.append(line)
     return row_of(found)
+
+
+def _usage_checked(meta: CheckpointMeta, follow: bool = False) -> CheckpointMeta:
+    """``meta`` of a file the index does not vouch for, its usage summary checked against its body once, when it
+    is indexed (the index keeps what was found): a summary the body does not bear out is kept as damaged."""
+    try:
+        body = _read_file(meta.location, follow=follow).body
+    except CheckpointError:
+        body = None  # unreadable: no usage it could bear out
+    usage = checked_usage(meta.usage, body)
+    return meta if usage == meta.usage else meta.with_(usage=usage)
 
 
 def _recorded_length(raw: dict[str, Any]) -> int | None:

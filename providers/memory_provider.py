@@ -30,7 +30,7 @@ from crewpoint.providers.base import (
 from crewpoint.providers.chunks import encode_json
 from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
 from crewpoint.providers.prune import newest_first
-from crewpoint.providers.refs import check_meta, check_stored_branch, checked, match_prefix, split_ref
+from crewpoint.providers.refs import check_record, check_stored_branch, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo
 
 SCHEME = "memory://"
@@ -98,7 +98,7 @@ class MemoryProvider(BaseProvider):
         return name, store
 
     def write(self, location: str, record: CheckpointRecord) -> str:
-        meta = check_meta(record.meta)
+        meta = check_record(record)
         name = _name(location)
         try:
             text = encode_json(record.body)

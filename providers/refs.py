@@ -9,9 +9,15 @@ from __future__ import annotations
 import os
 import re
 
-from crewpoint.providers.base import AmbiguousCheckpoint, CheckpointError, CheckpointMeta, CheckpointNotFound
+from crewpoint.providers.base import (
+    AmbiguousCheckpoint,
+    CheckpointError,
+    CheckpointMeta,
+    CheckpointNotFound,
+    CheckpointRecord,
+)
 from crewpoint.providers.formats import foreign_formats, format_of_id
-from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT, usage_problem
+from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT, checked_usage, usage_problem
 
 # No underscore: the JSON provider separates file-name fields with "_".
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,127}")
@@ -179,6 +185,15 @@ def check_meta(meta: CheckpointMeta) -> CheckpointMeta:
     if problem is not None:
         raise CheckpointError(f"checkpoint {meta.id!r}: {problem}" if isinstance(meta.id, str) else problem)
     return meta
+
+
+def check_record(record: CheckpointRecord) -> CheckpointMeta:
+    """The metadata a store keeps of ``record``: :func:`check_meta`'s, with a usage summary its body does not bear
+    out kept as damaged (``usage_meta.DAMAGED``), so a record copied in from elsewhere never lists a figure its
+    body does not hold."""
+    meta = check_meta(record.meta)
+    usage = checked_usage(meta.usage, record.body)
+    return meta if usage == meta.usage else meta.with_(usage=usage)
 
 
 def damaged_meta(meta: CheckpointMeta, reason: str) -> CheckpointMeta:

@@ -26,7 +26,7 @@ from crewpoint.providers.base import (
 )
 from crewpoint.providers.claims import check_claim_key, decode_claim, encode_claim
 from crewpoint.providers.prune import PrunePlan, PruneStrategy, unanswered
-from crewpoint.providers.refs import ID_RE, check_meta, match_prefix, split_ref
+from crewpoint.providers.refs import ID_RE, check_record, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo
 from crewpoint.providers.sql_store import (
     CLAIM,
@@ -133,7 +133,7 @@ class SqlProvider(BaseProvider, Generic[D]):
         # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks
 
-        meta = check_meta(record.meta)
+        meta = check_record(record)
         key = self._memo_key(location)
         try:
             parts = chunks.split(record.body, self._memos.get(key))

@@ -30,6 +30,9 @@ TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wri
 PARTS = ("chain", "run")
 TOO_LONG = '{"too_long":true}'
 """The summary of a checkpoint whose usage was too varied to summarise: its body has the rows."""
+DAMAGED = '{"damaged":true}'
+"""The summary a store keeps of a checkpoint whose metadata's summary says other than its body's usage rows: a
+listing shows it as damage (never a figure), and a store's cost counts that checkpoint for nothing."""
 _MAX_COUNT = 10**15
 MAX_TEXT = 200
 """The longest model or provider name a summary keeps (a longer one is cut)."""
@@ -245,3 +248,19 @@ def usage_problem(run_id: object, usage: object) -> str | None:
     if type(usage) is not str or len(usage) > MAX_USAGE_TEXT:
         return "invalid usage summary"
     return None
+
+
+def checked_usage(usage: str, body: object) -> str:
+    """``usage`` when it is what ``body``'s usage rows summarise (or "": nothing recorded, checked by no one),
+    else :data:`DAMAGED`. A checkpoint's cost has one source, its body: the metadata's summary is only a copy."""
+    if not usage or usage == DAMAGED:
+        return usage
+    section = body.get("usage") if isinstance(body, Mapping) else None
+    before = section.get("before", []) if isinstance(section, Mapping) else None
+    rows = section.get("rows", []) if isinstance(section, Mapping) else None
+    if not isinstance(before, list) or not isinstance(rows, list):
+        return DAMAGED
+    derived = usage_summary(before + rows, rows)
+    if TOO_LONG in (usage, derived):
+        return usage if usage == derived else DAMAGED
+    return usage if read_usage_summary(usage) == read_usage_summary(derived) else DAMAGED

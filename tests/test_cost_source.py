@@ -96,3 +96,62 @@ def test_a_usage_row_that_is_not_one_is_said_not_dropped(store: Path) -> None:
     cost = cli("cost", crafted_id, "--location", "store", cwd=store.parent)
     assert cost.returncode == 2 and "is damaged: usage.rows[0]: not a usage row" in cost.stderr
     assert cost.stdout == ""  # not the other rows priced as if they were the whole
+
+
+def _crafted_file(store: Path) -> str:
+    """A checkpoint file of its own whose header's summary says $1,000.00, its body the run's honest one (the
+    digest covers the body alone, so the file reads whole): as a crafted store file arrives, by hand."""
+    crafted_id = crafted(store)  # an honest copy of the newest checkpoint, on a branch of its own
+    (path,) = [m.location for m in JsonProvider(fsync=False).list(str(store)) if m.id == crafted_id]
+    head, sep, rest = Path(path).read_bytes().partition(b"\n")
+    meta = json.loads(head[len(b'{"meta":') : -1])
+    meta["usage"] = LIE
+    Path(path).write_bytes(b'{"meta":' + json.dumps(meta, separators=(",", ":")).encode() + b"," + sep + rest)
+    return crafted_id
+
+
+def _listed_costs(store: str, cwd: Path) -> dict[str, Any]:
+    listed = cli("list", store, "--json", cwd=cwd)
+    assert listed.returncode == 0, listed.stderr
+    return {row["id"]: row["cost_usd"] for row in json.loads(listed.stdout)}
+
+
+def _by_model(store: str, cwd: Path) -> dict[str, Any]:
+    summed = cli("cost", store, "--by", "model", "--json", cwd=cwd)
+    assert summed.returncode == 0, summed.stderr
+    data: dict[str, Any] = json.loads(summed.stdout)
+    return data
+
+
+def test_list_and_a_stores_cost_by_model_never_show_a_summary_its_body_does_not_bear_out(store: Path) -> None:
+    """The crafted JSON file, the same checkpoint copied into SQLite, and a SQLite row written with the lying
+    summary: ``list`` shows none of them at $1,000.00 (its COST reads ``?``), and ``cost --by model`` counts each
+    for nothing and says so; the honest checkpoints read as before."""
+    project = store.parent
+    honest = _listed_costs("store", project)
+    honest_total = _by_model("store", project)
+    assert honest_total["unreadable_checkpoints"] == 0 and 0 < honest_total["cost_usd"] < 1
+    crafted_id = _crafted_file(store)
+
+    copied = cli("copy", "store", "copy.db", cwd=project)
+    assert copied.returncode == 0, copied.stderr
+    written = SqliteProvider()
+    record = written.read(str(project / "copy.db"), honest_id := next(iter(honest)))
+    lying = record.meta.with_(id="beef" + honest_id[4:], branch="lying", parent_id=None, run_id="lying", usage=LIE)
+    written.write(str(project / "copy.db"), CheckpointRecord(meta=lying, body=record.body))
+    written.close()
+
+    for where, extra in (("store", [crafted_id]), ("copy.db", [crafted_id, lying.id])):
+        costs = _listed_costs(where, project)
+        assert {k: v for k, v in costs.items() if k in honest} == honest, where  # honest rows unchanged
+        assert [costs[i] for i in extra] == [None] * len(extra), where
+        table = cli("list", where, cwd=project)
+        assert "1,000" not in table.stdout and "1000" not in table.stdout, where
+        cells = {line.split()[0]: line.split() for line in table.stdout.splitlines()[1:]}
+        assert all("?" in cells[i[:12]] for i in extra), where  # damaged: a mark, not a figure
+        total = _by_model(where, project)
+        assert total["cost_usd"] == honest_total["cost_usd"], where
+        assert total["unreadable_checkpoints"] == len(extra), where
+        assert all("1000" not in json.dumps(group) for group in total.get("groups", [])), where
+        shown = cli("cost", where, "--by", "model", cwd=project).stdout
+        assert "1,000" not in shown and "could not be read or" in shown, where

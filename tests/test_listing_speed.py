@@ -30,7 +30,7 @@ def test_a_run_cut_by_a_chunk_boundary_reads_one_status(
 ) -> None:
     provider: BaseProvider = JsonProvider(fsync=False) if kind == "json" else SqliteProvider()
     store = str(tmp_path / ("store" if kind == "json" else "store.db"))
-    ids = fill_store(provider, store, 46)  # runs of four: with chunks of 3 or 5 most runs straddle a boundary
+    ids = fill_store(provider, store, 46, runs=True)  # runs of four: with chunks of 3 or 5 most straddle a boundary
     provider.close()
     whole = cli("checkpoint", "list", store, "--json")
     assert whole.exit_code == 0, whole.stderr
@@ -45,7 +45,7 @@ def test_a_run_cut_by_a_chunk_boundary_reads_one_status(
 def test_a_run_straddling_the_real_chunk_reads_done_throughout(tmp_path: Path) -> None:
     provider = SqliteProvider()
     store = str(tmp_path / "store.db")
-    ids = fill_store(provider, store, listing.LIST_CHUNK + 2)  # fork-0's last two rows fall in the second chunk
+    ids = fill_store(provider, store, listing.LIST_CHUNK + 2, runs=True)  # fork-0's last two rows: the second chunk
     provider.close()
     shown = _table_statuses(store)
     assert [shown[i[:12]] for i in ids[:4]] == ["done"] * 4
@@ -77,7 +77,7 @@ def test_a_run_lost_on_another_host_lists_as_lost(tmp_path: Path) -> None:
 
     provider = SqliteProvider()
     store = str(tmp_path / "store.db")
-    fill_store(provider, store, 6)  # fork-0 (finished) and two checkpoints of an unfinished run on main
+    fill_store(provider, store, 6, runs=True)  # fork-0 (finished) and two checkpoints of an unfinished run on main
     newest = provider.list(store)[0]
     run = RunInfo(
         run_id="r1",

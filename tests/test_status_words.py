@@ -83,10 +83,11 @@ def test_a_finished_run_reads_done_in_every_store_it_wrote_to_once_it_exited(
         assert {index.state_of(segment) for segment in index.segments.values()} == {"finished"}
 
 
-def test_a_fresh_checkpoint_with_no_run_record_is_not_called_live(tmp_path: Path) -> None:
-    """How recent a checkpoint is says nothing of whether its run goes on: with no record of the run, an unfinished
-    checkpoint written a moment ago reads ``—`` (it once read ``live`` for the seconds after it was written); one
-    whose checkpoint says the work is complete reads ``done``."""
+def test_a_checkpoint_with_no_run_record_reads_no_status(tmp_path: Path) -> None:
+    """How recent a checkpoint is says nothing of whether its run goes on, and a body saying the work is complete
+    says nothing of how its run ended: with no record of the run, an unfinished checkpoint written a moment ago
+    reads ``—`` (it once read ``live`` for the seconds after it was written), and so does one whose checkpoint
+    says the work is complete (it once read ``done``)."""
     store = str(tmp_path / "store")
     provider = provider_for(store)
     now = time.time()
@@ -95,9 +96,10 @@ def test_a_fresh_checkpoint_with_no_run_record_is_not_called_live(tmp_path: Path
         provider.write(store, CheckpointRecord(meta, {"n": n}))
     assert read_runs(store) == []
     rows = {row["id"]: row["status"] for row in listed(store, tmp_path)}
-    assert rows == {"0" * 32: None, "1" * 32: "done"}
+    assert rows == {"0" * 32: None, "1" * 32: None}
     shown = subprocess.run([*CHECKPOINT, "list", store], cwd=tmp_path, env=user_env(), capture_output=True, text=True)
     words = {line.split()[0]: line.split()[-1] for line in shown.stdout.splitlines()[1:]}
-    assert words == {"0" * 12: "-", "1" * 12: "done"}
+    assert words == {"0" * 12: "-", "1" * 12: "-"}
     index = StoreIndex.build(provider.list(store), "", [])
     assert index.live_branches() == set()
+    assert {index.state_of(segment) for segment in index.segments.values()} == {None}, "the app's tree alike"

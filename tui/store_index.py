@@ -245,12 +245,10 @@ class StoreIndex:
         return next((run for run in runs if run.run_id == writer), None) if writer else None
 
     def state_of(self, segment: Segment, now: float | None = None) -> str | None:
-        """One of :data:`RUN_STATES` from the segment's run record; without one, "finished" when its newest
-        checkpoint says the work is complete, else None (how recent a checkpoint is says nothing of its run)."""
+        """One of :data:`RUN_STATES` from the segment's run record; None without one: neither how recent a
+        checkpoint is nor its saying the work is complete says what became of its run."""
         run = self.run_of(segment)
-        if run is not None:
-            return classify(run, now)
-        return "finished" if segment.finished else None
+        return classify(run, now) if run is not None else None
 
     def statuses(self, now: float | None = None) -> dict[str, str]:
         """Checkpoint id → the status word of the run of its segment (ids without a known run are left out)."""
@@ -301,8 +299,8 @@ class ListingStatuses:
             elif (segment.lineage, segment.branch) in index.runs:
                 state = index.state_of(segment, now)
                 word = STATUS_WORDS.get(state, state) if state is not None else None
-            else:  # no run record: what its newest checkpoint says (as StoreIndex.state_of without a run)
-                word = _DONE if _finished(head) else None
+            else:  # no run record: nothing is known of its run (as StoreIndex.state_of without a run)
+                word = None
             if word is not None:
                 out.update(dict.fromkeys(map(_ID, segment.metas), word))
             if oldest.parent_id:
@@ -313,7 +311,6 @@ class ListingStatuses:
         return out
 
 
-_DONE = STATUS_WORDS["finished"]
 REQUEST_FIELDS = ("request_id", "message", "label", "output", "outcomes", "default_outcome", "kind", "deadline")
 """What a pending request shows (``list --json``'s ``request``, the Answer dialog), read from a waiting body."""
 

@@ -27,6 +27,7 @@ from crewpoint.checkpoint.stores import (
     newest_descendant,
     store_of,
 )
+from crewpoint.feedback_claims import AnswerTaken
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
 from crewpoint.providers.refs import short_id
 
@@ -264,7 +265,7 @@ def _run(planned: PlannedRun, reporter: Reporter | None) -> Outcome:
             if reporter is not None:
                 reporter.interrupted()
             raise
-        except RunRefused as exc:
+        except (RunRefused, AnswerTaken) as exc:  # (its answer goes on elsewhere: refused, not failed)
             if reporter is not None:
                 reporter.failed(exc)
             return Outcome("failed", _one_line(exc), error=exc, refused=True)

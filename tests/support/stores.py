@@ -127,8 +127,11 @@ def _flush(con: Any, columns: list[str], rows: list[tuple[object, ...]], bodies:
     bodies.clear()
 
 
-def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
-    """Write ``count`` checkpoints: runs of four on ``main``, with every tenth run forked onto its own branch."""
+def fill_store(provider: BaseProvider, location: str, count: int, runs: bool = False) -> list[str]:
+    """Write ``count`` checkpoints: runs of four on ``main``, with every tenth run forked onto its own branch;
+    with ``runs``, each whole run's record too (finished), so that STATUS reads ``done`` for its checkpoints."""
+    from crewpoint.providers.runs import RunInfo
+
     records = demo_records()
     ids: list[str] = []
     now = 1_790_000_000.0
@@ -156,6 +159,10 @@ def fill_store(provider: BaseProvider, location: str, count: int) -> list[str]:
             ids.append(checkpoint_id)
             parent = checkpoint_id
             now += 1.0
+        if runs and seq == len(records) and ids[-1] == checkpoint_id:  # a whole run: it finished
+            started = now - len(records)
+            done = RunInfo(uuid.uuid4().hex, 1, "host", started, now, "finished", branch, lineage, "crew")
+            provider.write_run(location, replace(done, entity_name=meta.entity_name, checkpoint_id=checkpoint_id))
         run += 1
     return ids
 
@@ -193,6 +200,7 @@ def fix_store(
 
     from crewpoint.checkpoint import ops
     from crewpoint.providers import JsonProvider
+    from crewpoint.providers.usage_meta import usage_summary
 
     metas = sorted(ops.list_checkpoints(raw), key=lambda m: (m.created_at, m.sequence))
     ids = {meta.id: fixed_id(n) for n, meta in enumerate(metas, 1)}
@@ -226,9 +234,17 @@ def fix_store(
         if durations is not None:
             labels = {t["id"]: t["description"] for t in body["entity"].get("tasks", [])}
             body["usage"] = {key: _fixed_rows(rows, labels, durations) for key, rows in body.get("usage", {}).items()}
+            spent = body["usage"]  # the metadata's summary sums the rows as fixed, as a run would have written it
+            chain = [*spent.get("before", []), *spent.get("rows", [])]
+            new_meta = new_meta.with_(usage=usage_summary(chain, spent.get("rows", [])))
         # the temporary folder's name (and so the body's size) differs from run to run
         body = json.loads(json.dumps(body).replace(raw, "/raw"))
         provider.write(out, CheckpointRecord(meta=new_meta, body=body))
+    for n, run in enumerate(sorted(provider.read_runs(raw), key=lambda r: r.started_at), 1):
+        if run.checkpoint_id in ids:  # each run's record, its ids and times made the same too
+            stamp = BASE_TIME + 60 * n
+            fixed = replace(run, run_id=f"run-{n}", pid=1, host="host", started_at=stamp, last_beat=stamp)
+            provider.write_run(out, replace(fixed, lineage="5eed" * 8, checkpoint_id=ids[run.checkpoint_id]))
     return [ids[m.id] for m in metas]
 
 

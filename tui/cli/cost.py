@@ -33,7 +33,7 @@ from crewpoint.cost import (
 from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound
 from crewpoint.providers.files import looking_once
-from crewpoint.providers.usage_meta import UsageRow, read_usage_summary
+from crewpoint.providers.usage_meta import DAMAGED, UsageRow, read_usage_summary
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -150,6 +150,9 @@ def _runs(store: str, cutoff: float | None, by: str = "task") -> tuple[list[_Run
     runs: list[_Run] = []
     unread = 0
     for head, before, resumed_from in heads:
+        if DAMAGED in (head.usage, before):  # a summary its body does not bear out counts for nothing, never as whole
+            unread += 1
+            continue
         spent = read_usage_summary(head.usage)
         if spent is None and head.usage:  # too varied to summarise: the body has the rows
             if cutoff is not None and before is not None:

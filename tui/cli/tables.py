@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from crewpoint.providers.formats import NATIVE_FORMAT, format_of_id
 from crewpoint.providers.formats import written_by as format_written_by
 from crewpoint.providers.refs import short_id
-from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary
+from crewpoint.providers.usage_meta import DAMAGED, TOO_LONG, read_usage_summary
 from crewpoint.text import clip, format_size
 from crewpoint.tui.cli.errors import echo
 from crewpoint.tui.visible import visible
@@ -370,7 +370,7 @@ class ListingCosts:
         if cell is None:
             summary = self.summary(usage)
             if summary is None:
-                cell = "?" if usage == TOO_LONG else "-"
+                cell = "?" if usage in (TOO_LONG, DAMAGED) else "-"  # DAMAGED: the body says otherwise
             elif not summary.priced:
                 cell = "?"
             else:
