@@ -251,7 +251,9 @@ def run_id_and_usage_summary_round_trip(store: Store) -> None:
     summary = usage_summary(rows * 2, rows)
     assert summary and read_usage_summary(summary) is not None
     written = meta(1).with_(run_id="0123456789abcdef", usage=summary)
-    stored = [encode_row(row) for row in filter(None, map(decode_row, rows))]  # the body holds the rows its summary sums (before, and this run's)
+    stored = [
+        encode_row(row) for row in filter(None, map(decode_row, rows))
+    ]  # the body holds the rows its summary sums (before, and this run's)
     spent = {**body(1), "usage": {"before": stored, "rows": stored, "reused": []}}
     store.provider.write(store.location, CheckpointRecord(written, spent))
     store.provider.write(store.location, CheckpointRecord(meta(2, 1), body(2)))

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.review import CLI, listed, ran, wait_in
+from support.cli import CHECKPOINT
+from support.review import listed, ran, wait_in
 from test_feedback_crash import _killed_after_claim
 
 APP = ["--app", "review.py:flow"]
@@ -26,7 +27,7 @@ def test_two_resumes_of_an_answer_whose_process_died_one_goes_on_the_other_is_re
     env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
     resumes = [
         subprocess.Popen(
-            [*CLI, "resume", waiting, "--location", store, *APP],
+            [*CHECKPOINT, "resume", waiting, "--location", store, *APP],
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -51,7 +52,11 @@ def test_two_resumes_of_an_answer_whose_process_died_one_goes_on_the_other_is_re
     assert ran(project) == ["draft", "published"]  # the answered route ran once
 
     after = subprocess.run(
-        [*CLI, "resume", waiting, "--location", store, *APP], cwd=project, env=env, capture_output=True, text=True
+        [*CHECKPOINT, "resume", waiting, "--location", store, *APP],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert after.returncode == 2 and f"the run went on: latest {listed(project, store)[0]['id'][:12]}" in after.stderr
     assert ran(project) == ["draft", "published"]

@@ -27,7 +27,7 @@ from crewpoint.checkpoint.stores import (
     newest_descendant,
     store_of,
 )
-from crewpoint.feedback_claims import AnswerTaken
+from crewpoint.feedback_claims import AnswerTaken, resume_refusal
 from crewpoint.providers.base import CheckpointError, CheckpointRecord
 from crewpoint.providers.refs import short_id
 
@@ -240,9 +240,6 @@ def _may_go_on(planned: PlannedRun, say: Callable[[str], None] | None) -> None:
     options, prepared = planned.options, planned.prepared
     if options.fork or options.start is not None:  # (an answer's checkpoint is claimed: a second is refused)
         return
-    # lazy: the claims of a request are read only by a resume
-    from crewpoint.feedback_claims import resume_refusal
-
     refused = resume_refusal(planned.record, prepared.store)
     if refused is not None:
         raise CheckpointError(refused)
