@@ -196,6 +196,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """On a resume after the program changed: the completed methods that run again (the others' saved outputs
         are taken by name); None: the saved outputs are replayed in their order."""
         self._taken: set[int] = set()
+        self._to_say: list[str] = []
+        """What changed since the checkpoint bound to this flow, said once on stderr when the resumed run starts."""
         self._writers: dict[str, list[str]] = {}
         """The state keys each method set, by method, for a plan to name when that method is dropped."""
         self._ran_here = False
@@ -301,8 +303,12 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             self._log, self._replay, self._result, self._finished = [], [], None, False
             self._runtime, self._ran_here = None, False
             self._pending, self._feedback, self._answer, self._given = None, {}, None, {}
+            self._rerun, self._writers = None, {}
         if self._finished and inputs is None and self._replay == self._log:
             return self._result
+        for line in self._to_say:
+            print(line, file=sys.stderr)
+        self._to_say = []
         if inputs:
             self._apply(inputs)
             self._inputs = {**(self._inputs or {}), **inputs}
@@ -557,8 +563,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._rerun = rerun_set(plan)
         if self._rerun is not None:
             self._finished = False  # a finished run whose methods changed goes on with what runs again
-        for line in plan_lines(self.entity_name, plan):
-            print(line, file=sys.stderr)
+        self._to_say = plan_lines(self.entity_name, plan)
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs, self._ran_here = runtime, inputs, False

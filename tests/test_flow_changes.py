@@ -54,7 +54,9 @@ store = CheckpointConfig(location=os.path.join(HERE, "store"), on_events=["metho
 flow = Report(checkpoint=store)
 
 if __name__ == "__main__":
-    print("RESULT", flow.kickoff())
+    import sys
+
+    print("RESULT", flow.kickoff(from_checkpoint=sys.argv[1]) if len(sys.argv) > 1 else flow.kickoff())
 """
 
 BEGIN = """
@@ -230,6 +232,39 @@ def test_a_router_whose_route_changed_runs_again_and_its_new_route_follows(tmp_p
     assert "method 'route' changed (routes to short now; source changed): it runs again" in proc.stderr
     assert prompts(server) == ["sum up echo: topic please"]  # begin is kept; only the new route's listener calls
     assert [name for name, _ in saved(project)["method_outputs"]] == ["begin", "route", "summary"]  # type: ignore[attr-defined]
+
+
+def test_the_script_resuming_its_own_edited_flow_gets_the_same_plan(tmp_path: Path, server: LLMServer) -> None:
+    project = killed(tmp_path, server, program(BEGIN, RESEARCH, WRITE))
+    (project / "report.py").write_text(program(BEGIN, RESEARCH.replace("research ", "study "), WRITE), encoding="utf-8")
+    newest = ops.list_checkpoints(str(project / "store"))[0]
+    server.requests.clear()
+    proc = subprocess.run(
+        [sys.executable, "report.py", newest.location],
+        cwd=project,
+        env=user_env(FLOW_TEST_LLM=server.base_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == ["flow Report: method 'research' changed (source changed): it runs again"]
+    assert prompts(server) == ["study echo: topic please", "write from echo: study echo: topic please"]
+
+
+def test_a_completed_flow_whose_last_method_changed_runs_that_method_alone(tmp_path: Path, server: LLMServer) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "report.py").write_text(program(BEGIN, RESEARCH, WRITE), encoding="utf-8")
+    env = user_env(FLOW_TEST_LLM=server.base_url)
+    first = subprocess.run([sys.executable, "report.py"], cwd=project, env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = outputs(saved(project))
+    assert list(before) == ["begin", "research", "write"] and len(server.requests) == 3
+    proc = resume(project, server, program(BEGIN, RESEARCH, WRITE.replace("write from ", "write up ")))
+    assert "flow Report: method 'write' changed (source changed): it runs again" in proc.stderr
+    assert prompts(server) == ["write up echo: research echo: topic please"]
+    assert outputs(saved(project)) == {**before, "write": "echo: write up echo: research echo: topic please"}
 
 
 def test_an_unchanged_program_resumes_as_before_and_says_nothing(tmp_path: Path, server: LLMServer) -> None:

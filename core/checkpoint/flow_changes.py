@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ __all__ = ["flow_change_plan"]
 
 BEFORE_FINGERPRINTS = "this checkpoint was written before fingerprints: its completed methods are kept as they are"
 
-_fingerprints: dict[type[Any], dict[str, dict[str, str]]] = {}
+_fingerprints: weakref.WeakKeyDictionary[type[Any], dict[str, dict[str, str]]] = weakref.WeakKeyDictionary()
 
 
 def method_names(cls: type[Flow[Any]]) -> list[str]:
