@@ -26,6 +26,8 @@ __all__ = ["flow_change_plan"]
 BEFORE_FINGERPRINTS = "this checkpoint was written before fingerprints: its completed methods are kept as they are"
 
 _fingerprints: weakref.WeakKeyDictionary[type[Any], dict[str, dict[str, str]]] = weakref.WeakKeyDictionary()
+_wiring: weakref.WeakKeyDictionary[type[Any], dict[str, set[str]]] = weakref.WeakKeyDictionary()
+"""Made once per flow class: a plan over many checkpoints reads each method's source once."""
 
 
 def method_names(cls: type[Flow[Any]]) -> list[str]:
@@ -95,6 +97,9 @@ def _reason(cls: type[Flow[Any]], name: str, part: str) -> str:
 def _wakes(cls: type[Flow[Any]]) -> dict[str, set[str]]:
     """For each method, the methods it wakes: those listening to its name or, for a router, to one of its
     labels (a label no router is seen to return is taken as any router's)."""
+    cached = _wiring.get(cls)
+    if cached is not None:
+        return cached
     routes = {name: set(_routes(cls, name)) for name in cls._routers}
     known = set(method_names(cls)).union(*routes.values())
     wakes: dict[str, set[str]] = {name: set() for name in method_names(cls)}
@@ -105,6 +110,7 @@ def _wakes(cls: type[Flow[Any]]) -> dict[str, set[str]]:
             for router, labels in routes.items():
                 if word in labels or word not in known:
                     wakes[router].add(listener)
+    _wiring[cls] = wakes
     return wakes
 
 
@@ -152,7 +158,8 @@ def flow_change_plan(saved_entity_state: Mapping[str, Any], flow: Flow[Any] | ty
     differs = {n: changed_parts(saved[n], current[n]) for n in names if n in saved}
     changed = {n for n, parts in differs.items() if parts}
     new = {n for n in names if n not in saved}
-    again = reruns(cls, changed | new)
+    reach = {n: reruns(cls, [n]) for n in changed | new}
+    again = set().union(*reach.values())
     verdicts = []
     for i, name in enumerate(names):
         done = first.get(name)
@@ -162,7 +169,7 @@ def flow_change_plan(saved_entity_state: Mapping[str, Any], flow: Flow[Any] | ty
             reasons = tuple(_reason(cls, name, part) for part in differs[name])
             verdicts.append(Verdict(name, "changed", i, done, True, reasons))
         else:
-            after = sorted(n for n in changed | new if name in reruns(cls, [n]) and n != name)
+            after = sorted(n for n, woken in reach.items() if name in woken)
             why = tuple(f"listens to '{n}', which runs" for n in after if done is not None)
             verdicts.append(Verdict(name, "kept", i, done, done is None or name in again, why))
     wrote: Mapping[str, Any] = saved_entity_state.get("state_writers") or {}
