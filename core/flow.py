@@ -196,6 +196,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """On a resume after the program changed: the completed methods that run again (the others' saved outputs
         are taken by name); None: the saved outputs are replayed in their order."""
         self._taken: set[int] = set()
+        self._saved_reviews: dict[int, HumanFeedbackResult] = {}
+        self._pending_at: int | None = None
         self._to_say: list[str] = []
         """What changed since the checkpoint bound to this flow, said once on stderr when the resumed run starts."""
         self._writers: dict[str, list[str]] = {}
@@ -318,6 +320,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             self._runtime = RuntimeState(self, config, self._inputs)
         self._runtime.inputs = dict(self._inputs or {})
         self._replay, self._log, self._taken = list(self._log), [], set()
+        if self._rerun is not None:  # after a change, a kept review follows its method to its place in this run
+            self._saved_reviews, self._feedback = self._feedback, {}
+            self._pending_at = self._pending.get("index") if self._pending is not None else None
         self._finished = False
         with running(self._runtime):
             event_bus.emit(self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs))
@@ -395,8 +400,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if saved is not None:
             output = self._replay[saved][1]
             self._log.append((name, output))
+            if self._rerun is not None:
+                self._carry_review(saved, index)
             spec = spec_of(getattr(type(self), name, None))
-            return output if spec is None else self._review(name, saved, output, spec)
+            return output if spec is None else self._review(name, index, output, spec)
         if self._rerun is None:
             self._replay = self._replay[:index]
         method = getattr(self, name)
@@ -454,6 +461,14 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if place is not None:
             self._taken.add(place)
         return place
+
+    def _carry_review(self, saved: int, index: int) -> None:
+        """The review (answered, or the request the run waits on) of the saved output at ``saved``, moved to the
+        place ``index`` that output takes in this run."""
+        if saved in self._saved_reviews:
+            self._feedback[index] = self._saved_reviews[saved]
+        if self._pending is not None and self._pending_at == saved:
+            self._pending, self._pending_at = {**self._pending, "index": index}, None
 
     def ask(self, prompt: str, timeout: float | None = None) -> str | None:
         """Ask a person for a value from inside a flow method: at this terminal, or the run waits for it (the

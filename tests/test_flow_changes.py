@@ -23,6 +23,7 @@ from support.processes import done_counts, kill_when, user_env
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.flow_changes import BEFORE_FINGERPRINTS, flow_change_plan
 from crewpoint.checkpoint.program import load_app
+from crewpoint.feedback import FeedbackPending
 from crewpoint.flow import Flow
 
 CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
@@ -297,3 +298,52 @@ def _flow_class(project: Path, source: str) -> type[Flow[Any]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FLOW_TEST_LLM", "http://127.0.0.1:9/v1")  # read when the program is loaded; never called
         return type(load_app(f"{path}:flow", "flow"))
+
+
+REVIEWED = """
+import os
+
+from crewpoint import CheckpointConfig
+from crewpoint.flow import Flow, human_feedback, listen, start
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Review(Flow):
+    @start()
+    def begin(self):
+        return "tides"
+SCOPE
+    @listen(begin)
+    @human_feedback(message="Good notes?")
+    def research(self, topic):
+        return "notes on " + topic
+
+    @listen(research)
+    def write(self, review):
+        return "post from " + review.output + ", reviewed: " + str(review.feedback)
+
+
+store = CheckpointConfig(location=os.path.join(HERE, "store"), on_events=["method_execution_finished"])
+flow = Review(checkpoint=store)
+"""
+SCOPE = """
+    @listen(begin)
+    def scope(self, topic):
+        return "scope of " + topic
+"""
+
+
+def test_a_review_waiting_on_a_kept_method_is_answered_where_that_method_now_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CREWPOINT_FEEDBACK", "wait")
+    (tmp_path / "first.py").write_text(REVIEWED.replace("SCOPE\n", ""), encoding="utf-8")
+    pending = load_app(f"{tmp_path / 'first.py'}:flow", "flow").kickoff()
+    assert isinstance(pending, FeedbackPending)
+    (tmp_path / "edited.py").write_text(REVIEWED.replace("SCOPE\n", SCOPE), encoding="utf-8")
+    edited = load_app(f"{tmp_path / 'edited.py'}:flow", "flow")
+    result = edited.kickoff(from_checkpoint=pending.ref, feedback="solid")
+    assert result == "post from notes on tides, reviewed: solid"
+    assert [name for name, _ in edited.method_outputs] == ["begin", "scope", "research", "write"]
+    assert [(r.method, r.feedback) for r in edited.human_feedback_history] == [("research", "solid")]
