@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from llm_server import LLMServer
+from support.cli import crewpoint
 from support.processes import done_counts, kill_when, user_env
 
 from crewpoint.checkpoint import ops
@@ -25,8 +26,6 @@ from crewpoint.checkpoint.flow_changes import BEFORE_FINGERPRINTS, flow_change_p
 from crewpoint.checkpoint.program import load_app
 from crewpoint.feedback import FeedbackPending
 from crewpoint.flow import Flow
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 HEAD = '''
 import os
@@ -129,13 +128,16 @@ def resume(project: Path, server: LLMServer, source: str) -> subprocess.Complete
     (project / "report.py").write_text(source, encoding="utf-8")
     newest = ops.list_checkpoints(str(project / "store"))[0]
     server.requests.clear()
-    proc = subprocess.run(
-        [CREWPOINT, "checkpoint", "resume", newest.id, "--location", "store", "--app", "report.py:flow"],
+    proc = crewpoint(
+        "checkpoint",
+        "resume",
+        newest.id,
+        "--location",
+        "store",
+        "--app",
+        "report.py:flow",
         cwd=project,
         env=user_env(FLOW_TEST_LLM=server.base_url),
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     return proc
@@ -258,7 +260,9 @@ def test_a_completed_flow_whose_last_method_changed_runs_that_method_alone(tmp_p
     project.mkdir()
     (project / "report.py").write_text(program(BEGIN, RESEARCH, WRITE), encoding="utf-8")
     env = user_env(FLOW_TEST_LLM=server.base_url)
-    first = subprocess.run([sys.executable, "report.py"], cwd=project, env=env, capture_output=True, text=True)
+    first = subprocess.run(
+        [sys.executable, "report.py"], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
     assert first.returncode == 0, first.stderr
     before = outputs(saved(project))
     assert list(before) == ["begin", "research", "write"] and len(server.requests) == 3
