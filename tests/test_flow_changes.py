@@ -10,8 +10,10 @@ their listeners call the model server, and the methods kept hand on their saved 
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from crewpoint.checkpoint.flow_changes import BEFORE_FINGERPRINTS, flow_change_p
 from crewpoint.checkpoint.program import load_app
 from crewpoint.feedback import FeedbackPending
 from crewpoint.flow import Flow
+from crewpoint.providers import JsonProvider
+from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 
 HEAD = '''
 import os
@@ -123,15 +127,16 @@ def saved(project: Path) -> dict[str, object]:
     return entity
 
 
-def resume(project: Path, server: LLMServer, source: str) -> subprocess.CompletedProcess[str]:
-    """The edited program written, then the killed run resumed with it (``--app``) from the folder it is in."""
+def resume(project: Path, server: LLMServer, source: str, ref: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The edited program written, then the killed run (its newest checkpoint, or ``ref``) resumed with it
+    (``--app``) from the folder it is in."""
     (project / "report.py").write_text(source, encoding="utf-8")
     newest = ops.list_checkpoints(str(project / "store"))[0]
     server.requests.clear()
     proc = crewpoint(
         "checkpoint",
         "resume",
-        newest.id,
+        ref or newest.id,
         "--location",
         "store",
         "--app",
@@ -351,3 +356,21 @@ def test_a_review_waiting_on_a_kept_method_is_answered_where_that_method_now_run
     assert result == "post from notes on tides, reviewed: solid"
     assert [name for name, _ in edited.method_outputs] == ["begin", "scope", "research", "write"]
     assert [(r.method, r.feedback) for r in edited.human_feedback_history] == [("research", "solid")]
+
+
+def test_a_checkpoint_written_before_fingerprints_resumes_as_before_and_says_so_once(
+    tmp_path: Path, server: LLMServer
+) -> None:
+    project = killed(tmp_path, server, program(BEGIN, RESEARCH, WRITE))
+    record = ops.load(ops.list_checkpoints(str(project / "store"))[0].id, str(project / "store"))
+    body = copy.deepcopy(record.body)
+    del body["entity"]["method_fingerprints"], body["entity"]["state_writers"]
+    old_id = uuid.uuid4().hex
+    body["lineage"]["id"] = old_id
+    meta = CheckpointMeta(**{**record.meta.to_dict(), "id": old_id, "location": "", "size": 0})
+    JsonProvider().write(str(project / "store"), CheckpointRecord(meta=meta, body=body))
+
+    proc = resume(project, server, program(BEGIN, RESEARCH.replace("research ", "study "), WRITE), ref=old_id)
+    assert proc.stderr.count("flow Report:") == 1
+    assert f"flow Report: {BEFORE_FINGERPRINTS}" in proc.stderr
+    assert prompts(server) == ["write from echo: research echo: topic please"]  # the saved research goes on
