@@ -7,6 +7,7 @@ outputs are passed on to the listeners, so the flow continues where it stopped.
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 import uuid
 from collections.abc import Callable, Mapping
@@ -18,6 +19,13 @@ from pydantic import BaseModel
 
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
+from crewpoint.checkpoint.flow_changes import (
+    flow_change_plan,
+    flow_fingerprints,
+    plan_lines,
+    rerun_set,
+    state_keys_written,
+)
 from crewpoint.entities import CheckpointedEntity, Entity
 from crewpoint.events.base import BaseEvent
 from crewpoint.flow_review import FeedbackSpec, HumanFeedbackResult, ask, review, spec_of
@@ -184,6 +192,16 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """What :meth:`ask` was answered, by ``<method position>:<ask number>``."""
         self._asking: tuple[int, int, str] | None = None
         """While a method runs: its position in the run, how many times it has asked, its name."""
+        self._rerun: frozenset[str] | None = None
+        """On a resume after the program changed: the completed methods that run again (the others' saved outputs
+        are taken by name); None: the saved outputs are replayed in their order."""
+        self._taken: set[int] = set()
+        self._saved_reviews: dict[int, HumanFeedbackResult] = {}
+        self._pending_at: int | None = None
+        self._to_say: list[str] = []
+        """What changed since the checkpoint bound to this flow, said once on stderr when the resumed run starts."""
+        self._writers: dict[str, list[str]] = {}
+        """The state keys each method set, by method, for a plan to name when that method is dropped."""
         self._ran_here = False
         """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the
         flow was restored from a checkpoint since."""
@@ -287,8 +305,12 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             self._log, self._replay, self._result, self._finished = [], [], None, False
             self._runtime, self._ran_here = None, False
             self._pending, self._feedback, self._answer, self._given = None, {}, None, {}
+            self._rerun, self._writers = None, {}
         if self._finished and inputs is None and self._replay == self._log:
             return self._result
+        for line in self._to_say:
+            print(line, file=sys.stderr)
+        self._to_say = []
         if inputs:
             self._apply(inputs)
             self._inputs = {**(self._inputs or {}), **inputs}
@@ -297,7 +319,10 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             config = resolve(self.checkpoint, parent.config if parent is not None else None)
             self._runtime = RuntimeState(self, config, self._inputs)
         self._runtime.inputs = dict(self._inputs or {})
-        self._replay, self._log = list(self._log), []
+        self._replay, self._log, self._taken = list(self._log), [], set()
+        if self._rerun is not None:  # after a change, a kept review follows its method to its place in this run
+            self._saved_reviews, self._feedback = self._feedback, {}
+            self._pending_at = self._pending.get("index") if self._pending is not None else None
         self._finished = False
         with running(self._runtime):
             event_bus.emit(self, FlowStartedEvent(flow_name=self.entity_name, flow_id=self.id, inputs=self._inputs))
@@ -371,13 +396,18 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         from crewpoint.feedback import FeedbackWait
 
         index = len(self._log)
-        if index < len(self._replay) and self._replay[index][0] == name:
-            output = self._replay[index][1]
+        saved = self._saved_place(name, index)
+        if saved is not None:
+            output = self._replay[saved][1]
             self._log.append((name, output))
+            if self._rerun is not None:
+                self._carry_review(saved, index)
             spec = spec_of(getattr(type(self), name, None))
             return output if spec is None else self._review(name, index, output, spec)
-        self._replay = self._replay[:index]
+        if self._rerun is None:
+            self._replay = self._replay[:index]
         method = getattr(self, name)
+        before = self._state_dump()
         event_bus.emit(
             self,
             MethodExecutionStartedEvent(
@@ -409,6 +439,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             )
             raise
         self._log.append((name, to_jsonable(output)))
+        self._writers[name] = state_keys_written(before, self._state_dump())
         finished = event_bus.emit(
             self,
             MethodExecutionFinishedEvent(
@@ -418,6 +449,26 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._finished_events[name] = finished.event_id
         spec = spec_of(method)
         return output if spec is None else self._review(name, index, output, spec)
+
+    def _saved_place(self, name: str, index: int) -> int | None:
+        """Where the saved output this call of ``name`` takes is in the replay, or None when the method runs: the
+        same place when nothing changed; after a change, the method's next saved output unless it runs again."""
+        if self._rerun is None:
+            return index if index < len(self._replay) and self._replay[index][0] == name else None
+        if name in self._rerun:
+            return None
+        place = next((i for i, (n, _) in enumerate(self._replay) if n == name and i not in self._taken), None)
+        if place is not None:
+            self._taken.add(place)
+        return place
+
+    def _carry_review(self, saved: int, index: int) -> None:
+        """The review (answered, or the request the run waits on) of the saved output at ``saved``, moved to the
+        place ``index`` that output takes in this run."""
+        if saved in self._saved_reviews:
+            self._feedback[index] = self._saved_reviews[saved]
+        if self._pending is not None and self._pending_at == saved:
+            self._pending, self._pending_at = {**self._pending, "index": index}, None
 
     def ask(self, prompt: str, timeout: float | None = None) -> str | None:
         """Ask a person for a value from inside a flow method: at this terminal, or the run waits for it (the
@@ -461,6 +512,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             "checkpoint": _config_state(self.checkpoint),
             "pending_feedback": self._pending,
             "flow_inputs": dict(self._given),
+            "method_fingerprints": flow_fingerprints(type(self)),
+            "state_writers": dict(self._writers),
             "human_feedback": [
                 {**r.to_state(), "output": to_jsonable(r.output), "index": i} for i, r in sorted(self._feedback.items())
             ],
@@ -499,6 +552,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         }
         self._answer = None
         self._given = dict(data["flow_inputs"])
+        self._writers = {str(n): list(keys) for n, keys in data["state_writers"].items()}
+        self._rerun = None
         self._ran_here = False
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
@@ -519,6 +574,11 @@ class Flow(CheckpointedEntity, Generic[StateT]):
             raise CheckpointError(f"cannot resume this flow from the checkpoint: {problem}")
         self._apply_run_state(data)
         self._runtime = None
+        plan = flow_change_plan(data, self)
+        self._rerun = rerun_set(plan)
+        if self._rerun is not None:
+            self._finished = False  # a finished run whose methods changed goes on with what runs again
+        self._to_say = plan_lines(self.entity_name, plan)
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs, self._ran_here = runtime, inputs, False

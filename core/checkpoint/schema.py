@@ -41,7 +41,8 @@ Version history:
   ``usage`` with ``rows``, ``before`` and ``reused`` (:data:`USAGE`).
 * 2 — a usage row is stored as the list of its values in ``ROW_KEYS`` order (every checkpoint repeats every row
   of its run, so its keys are not repeated with it); a version-1 row, a dict, reads the same. Later, with no
-  version bump (optional fields, read as absent): an entity's ``budget``, a crew's ``kickoff_hooks``.
+  version bump (optional fields, read as absent): an entity's ``budget``, a crew's ``kickoff_hooks``; a flow's
+  ``method_fingerprints`` (each method's parts' short hashes) and ``state_writers`` (the state keys each method set).
 """
 
 from __future__ import annotations
@@ -329,6 +330,8 @@ FLOW = Obj(
         "human_feedback": (ANSWERED_FEEDBACK, list),
         "flow_inputs": (MapOf(OPT_STR), dict),
         "budget": (BUDGET, None),
+        "method_fingerprints": (MapOf(MapOf(STR)), dict),
+        "state_writers": (MapOf(ListOf(STR)), dict),
     },
     name="FlowState",
 )

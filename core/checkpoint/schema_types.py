@@ -140,6 +140,8 @@ FlowState = TypedDict(
         "human_feedback": list[dict[str, Any]],
         "flow_inputs": dict[str, str | None],
         "budget": BudgetState | None,
+        "method_fingerprints": dict[str, dict[str, str]],
+        "state_writers": dict[str, list[str]],
     },
 )
 
