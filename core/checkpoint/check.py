@@ -80,7 +80,6 @@ class ProgramCheck:
         # lazy: comparing a crew loads its matching; a flow's comes from the flow engine
         from crewpoint.checkpoint.crew_changes import crew_change_plan
         from crewpoint.checkpoint.plan import change_plan_of
-        from crewpoint.checkpoint.program import AppError
         from crewpoint.entities import kind_of
 
         try:
@@ -93,9 +92,7 @@ class ProgramCheck:
                 plan: ChangePlan | None = crew_change_plan(list(saved["tasks"]), program)[0]  # type: ignore[typeddict-item]
             else:
                 plan = change_plan_of(program, saved)
-        except AppError:
-            raise  # the program itself cannot be loaded: the whole check is refused
-        except (CheckpointError, ValueError) as exc:
+        except (CheckpointError, ValueError) as exc:  # (the program has no entity of the checkpoint's kind: AppError)
             reason = " ".join(str(exc).split())
             return Checked(checkpoint_id, entity, f"cannot resume: {reason}", cannot=reason)
         if plan is not None and plan.blocked is not None:

@@ -55,6 +55,8 @@ def check(ctx: click.Context, location_arg: str | None, app: str | None, as_json
             if (state is None and not segment.finished) or state in RESUMABLE:
                 heads.append(segment.head)
         heads.sort(key=lambda meta: meta.created_at)
+        if heads:  # a program that does not load at all is bad input, not a checkpoint that cannot resume
+            checker.program(heads[0].entity_kind)
         results = [checker.check(m.location or m.id, m.id, f"{m.entity_kind} {m.entity_name}") for m in heads]
     counts = Counter(r.summary for r in results)
     cannot = any(r.cannot is not None for r in results)
