@@ -23,7 +23,7 @@ COMMAND_MODULES = ("answer", "check", "copy", "cost", "demo", "diff", "listing",
 """The modules that register the commands (``@checkpoint.command()``, ``@main.command()``): a new command's module
 is named here. They are imported when a command is first looked for, all of them unless :data:`OWN_MODULE`
 names the command's own."""
-OWN_MODULE = {"list": "listing", "info": "listing"}
+OWN_MODULE = {"list": "listing", "info": "listing", "check": "check"}
 """Commands run often enough to load only their own module (a ``list`` loads no other command's imports)."""
 
 
