@@ -79,6 +79,7 @@ DESCRIPTIONS = {
     "Scope the post.": "scope",
     "Research the topic in depth.": "research",
 }
+CHANGED = "Research the topic in depth."
 SCOPE = (
     'scope = Task(name="scope", description="Scope the post.", expected_output="a scope", agent=writer, context=[])\n'
 )
@@ -291,3 +292,19 @@ def test_keep_rerun_and_strict_choose_what_runs(tmp_path: Path, server: LLMServe
     assert ran.returncode == 0, ran.stderr
     assert "  1. research: changed (description changed; its saved output kept (--keep))" in ran.stderr
     assert called(server) == ["write"]
+
+
+def test_the_readme_plan_is_what_the_dry_run_prints(tmp_path: Path, server: LLMServer) -> None:
+    """README's "When your program changed": a task inserted first and one description changed since the crash."""
+    project, checkpoint = killed(tmp_path, server)
+    source = (project / "prog.py").read_text(encoding="utf-8")
+    source = source.replace("crew = Crew(", SCOPE + "crew = Crew(").replace("Research the topic.", CHANGED)
+    source = source.replace("tasks=[research, outline, write]", "tasks=[scope, research, outline, write]")
+    (project / "prog.py").write_text(source, encoding="utf-8")
+    dry = crewpoint(project, server, "resume", checkpoint, "--app", "prog.py:crew", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    printed = dry.stdout.split("plan:\n", 1)[1].split("model:", 1)[0].splitlines()
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("\nplan:\n", 1)[1].split("\nmodel:", 1)[0].splitlines()
+    assert shown == printed
+    assert "  2. research: changed, runs (description changed; moved from 1 to 2)" in printed
