@@ -565,6 +565,8 @@ class Crew(BaseModel, CheckpointedEntity):
         self._choices = (tuple(keep), tuple(rerun))  # a later bind of the same checkpoint (an answer) keeps them
         if self._saved_tasks is not None:
             self._bind_tasks(self._saved_tasks, keep, rerun, compare=self._compared)
+            if keep or rerun:
+                self._rebuild_memory()
         return self._plan
 
     def _bind_tasks(
@@ -583,7 +585,9 @@ class Crew(BaseModel, CheckpointedEntity):
             if verdict.index is not None and verdict.runs:
                 self.tasks[verdict.index].output = None
         self._plan, self._saved_tasks, self._compared = plan, saved, compare
-        self._rebuild_memory()
+        dropped = [v.saved for v in plan.verdicts if v.saved is not None and (v.runs or v.index is None)]
+        if any(saved[j]["output"] is not None for j in dropped):  # a saved output not used: the memory forgets it
+            self._rebuild_memory()
 
     def bind_state(self, data: Mapping[str, Any]) -> None:
         """Apply a checkpoint's checked state to this crew: task outputs, ids, conversations and crew memory.
@@ -595,13 +599,17 @@ class Crew(BaseModel, CheckpointedEntity):
         saved_agents = list(data["agents"])
         agent_order, _ = self._matched_agents(saved_agents)
         self.id = str(data["id"])
+        if data["crew_memory"] is not None:
+            self._memory = CrewMemory.from_state(data["crew_memory"])
         self._bind_tasks(list(data["tasks"]), *self._choices, compare=True)
         for agent, k in zip(self.agents, agent_order, strict=True):
             if k is not None:
                 agent.bind_state(saved_agents[k])
-        if data["crew_memory"] is not None:
-            self._memory = CrewMemory.from_state(data["crew_memory"])
         self._take_review_state(data)
+        under_review = self._pending.get("task_index") if self._pending is not None else None
+        if self._pending is not None and isinstance(under_review, int) and self._plan is not None:
+            place = {v.saved: v.index for v in self._plan.verdicts if v.saved is not None}
+            self._pending["task_index"] = place.get(under_review)  # where the task is now (None: dropped)
         if self.budget is None:  # the program's own budget, else the one the run had
             self.budget = budget_from_state(data)
         self._state = None

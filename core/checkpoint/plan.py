@@ -233,7 +233,7 @@ def prepare_run(
     elif keep or rerun:
         raise ValueError(f"--keep and --rerun name tasks: a {kind} has none")
     changes = change_plan_of(entity, body["entity"])
-    entity.apply_edits(inputs, outputs)
+    entity.apply_edits(inputs, _program_places(outputs, changes))
     tasks = list(getattr(entity, "tasks", None) or [])
     models, saved_models = run_models(entity), saved_models_of(record.body["entity"])
     return PreparedRun(
@@ -250,6 +250,21 @@ def prepare_run(
         saved_models=saved_models,
         changes=changes,
     )
+
+
+def _program_places(outputs: dict[int, str] | None, changes: ChangePlan | None) -> dict[int, str] | None:
+    """Edited outputs by the program's task places (they are named by the checkpoint's): a task moved since is
+    edited where it is now; a task the program dropped cannot be edited."""
+    if not outputs or changes is None:
+        return outputs
+    place = {v.saved: v.index for v in changes.verdicts if v.saved is not None}
+    moved: dict[int, str] = {}
+    for j, text in outputs.items():
+        i = place.get(j)
+        if i is None:
+            raise ValueError(f"task {j + 1} of the checkpoint is not in the program: its output cannot be set")
+        moved[i] = text
+    return moved
 
 
 def change_plan_of(entity: Any, saved: Mapping[str, Any]) -> ChangePlan | None:
