@@ -10,6 +10,7 @@ import pytest
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.agent import AgentStep
 from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.crew_changes import BEFORE_FINGERPRINTS, crew_change_plan
 from crewpoint.events.record import EdgeKind, EventRecord
 from crewpoint.flow import Flow, listen, start
 from crewpoint.llm import BaseLLM
@@ -187,3 +188,26 @@ def test_flow_methods_record_what_triggered_them() -> None:
     clean = next(n for n in record.by_type("method_execution_started") if n.compact["method_name"] == "clean")
     (trigger,) = record.edges(clean.event_id, EdgeKind.TRIGGERED_BY)
     assert trigger.type == "method_execution_finished" and trigger.compact["method_name"] == "fetch"
+
+
+def test_a_checkpoint_written_before_fingerprints_matches_by_name_and_place_and_says_so() -> None:
+    crew = _crew()
+    crew.kickoff()
+    saved = [{**task, "fingerprint": None} for task in crew.to_state()["tasks"]]  # as a body before fingerprints
+    later = _crew()
+    later.tasks[0].description = "outline it again"  # a change a fingerprint would show: unseen without one
+    plan, order = crew_change_plan(saved, later)
+    assert order == [0, 1, 2]
+    assert plan.notes == (BEFORE_FINGERPRINTS,)
+    assert [(v.name, v.verdict, v.runs) for v in plan.verdicts] == [
+        ("outline", "kept", False),
+        ("draft", "kept", False),
+        ("edit", "kept", False),
+    ]
+    fingerprinted = crew_change_plan(crew.to_state()["tasks"], later)[0]
+    assert [(v.name, v.verdict, v.runs) for v in fingerprinted.verdicts] == [
+        ("outline", "changed", True),
+        ("draft", "kept", True),  # it reads the outline, which runs again
+        ("edit", "kept", True),
+    ]
+    assert fingerprinted.verdicts[1].reasons == ("reads 'outline', which runs",)

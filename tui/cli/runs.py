@@ -152,8 +152,9 @@ def run_cli(
         except KeyboardInterrupt:
             _end(ctx, interrupted(options), progress)
         changes = planned.prepared.changes
-        if changes is not None and not changes.unchanged:  # said before anything runs
-            for line in change_lines(planned.prepared):
+        if changes is not None:  # said before anything runs: what changed, or a note alone (said once, here)
+            said = change_lines(planned.prepared) if not changes.unchanged else [f"note: {n}" for n in changes.notes]
+            for line in said:
                 click.echo(visible(line, one_line=True), err=True)
         outcome = run_checkpoint(
             options,
