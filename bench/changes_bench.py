@@ -101,7 +101,14 @@ def bench_check() -> list[Row]:
             "s",
             GOAL_S,
             note,
-        )
+        ),
+        Row(
+            f"checkpoint check, {RUNS} checkpoints, over importing the program",
+            statistics.median(over_program),
+            "s",
+            GOAL_S,
+            "what reading, checking and comparing the checkpoints costs",
+        ),
     ]
 
 

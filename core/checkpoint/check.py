@@ -65,6 +65,8 @@ class ProgramCheck:
     def __init__(self, app: str) -> None:
         self.app = app
         self._programs: dict[str, Any] = {}
+        self._prints: list[dict[str, str]] | None = None
+        """The program crew's task fingerprints, made once for every checkpoint."""
 
     def program(self, kind: str) -> Any:
         if kind not in self._programs:
@@ -78,7 +80,7 @@ class ProgramCheck:
         """The plan the program would get from the checkpoint ``ref``; a checkpoint it cannot go on from is said in
         one line (a damaged body, another kind of entity)."""
         # lazy: comparing a crew loads its matching; a flow's comes from the flow engine
-        from crewpoint.checkpoint.crew_changes import crew_change_plan
+        from crewpoint.checkpoint.crew_changes import crew_change_plan, task_fingerprint
         from crewpoint.checkpoint.plan import change_plan_of
         from crewpoint.entities import kind_of
 
@@ -89,7 +91,10 @@ class ProgramCheck:
                 raise CheckpointError(f"it is in {body['format']}'s format, which {body['format']} runs")
             program = self.program(saved["kind"])
             if kind_of(saved["kind"]).has_tasks:
-                plan: ChangePlan | None = crew_change_plan(list(saved["tasks"]), program)[0]  # type: ignore[typeddict-item]
+                if self._prints is None:
+                    self._prints = [task_fingerprint(program, i) for i in range(len(program.tasks))]
+                tasks = list(saved["tasks"])  # type: ignore[typeddict-item]
+                plan: ChangePlan | None = crew_change_plan(tasks, program, prints=self._prints)[0]
             else:
                 plan = change_plan_of(program, saved)
         except (CheckpointError, ValueError) as exc:  # (the program has no entity of the checkpoint's kind: AppError)

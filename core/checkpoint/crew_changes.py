@@ -143,16 +143,18 @@ def crew_change_plan(
     keep: Collection[str] = (),
     rerun: Collection[str] = (),
     compare: bool = True,
+    prints: Sequence[Mapping[str, str]] | None = None,
 ) -> tuple[ChangePlan, list[int | None]]:
     """The plan for running the program's ``crew`` from the saved tasks, and each program task's saved index.
 
     ``compare`` False: the crew is the checkpoint's own (rebuilt from it), matched place by place.
     ``keep``/``rerun``: tasks (names or numbers from 1) whose saved output is used anyway, or not used.
+    ``prints``: the crew's task fingerprints, when the caller made them once for many checkpoints.
     """
     tasks = crew.tasks
     labels = [t.label for t in tasks]
     if compare:
-        prints = [task_fingerprint(crew, i) for i in range(len(tasks))]
+        prints = prints if prints is not None else [task_fingerprint(crew, i) for i in range(len(tasks))]
         order, notes = match_tasks(saved, [t.name for t in tasks], prints, labels)
     else:
         prints = [dict(s.get("fingerprint") or {}) for s in saved]
