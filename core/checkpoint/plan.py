@@ -231,7 +231,7 @@ def prepare_run(
     if callable(choose):
         choose(keep, rerun)
     elif keep or rerun:
-        raise ValueError(f"--keep and --rerun name tasks: a {kind} has none")
+        raise ValueError(f"--keep and --rerun name tasks of a crew; this checkpoint is of a {kind}")
     changes = change_plan_of(entity, body["entity"])
     entity.apply_edits(inputs, _program_places(outputs, changes))
     tasks = list(getattr(entity, "tasks", None) or [])
