@@ -198,11 +198,13 @@ def crew_change_plan(
     place = {id(t): i for i, t in enumerate(tasks)}
     contexts = [None if t.context is None else [place[id(c)] for c in t.context if id(c) in place] for t in tasks]
     reads = reads_of(contexts)
-    for k in sorted(readers(reads, runs)):
+    dependents = readers(reads, runs)
+    runs |= dependents
+    for k in sorted(dependents):
         read = [labels[r] for r in sorted(reads[k] & runs)]
-        if order[k] is not None and saved[order[k] or 0].get("output") is not None:  # it would have been kept
+        j = order[k]
+        if read and j is not None and saved[j].get("output") is not None:  # it would have been kept
             reasons[k].append(f"reads {read[0]!r}, which runs")
-        runs.add(k)
     verdicts = [Verdict(labels[i], words[i], i, order[i], i in runs, tuple(reasons[i])) for i in range(len(tasks))]
     for j, s in enumerate(saved):
         if j in order:
