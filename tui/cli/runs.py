@@ -21,6 +21,7 @@ from crewpoint.tui.cli.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     bad_input,
+    emit_json,
     fail,
     wants_traceback,
 )
@@ -142,7 +143,7 @@ def run_cli(
                 _end(ctx, interrupted(options), progress)
             estimate = planned.estimate()  # (a bad price file: exit 2, before any line of the plan)
             if as_json:
-                click.echo(json.dumps(plan_json(planned.prepared, planned.app, estimate), ensure_ascii=False))
+                emit_json(plan_json(planned.prepared, planned.app, estimate))  # escapes what a terminal acts on
                 return
             _print_plan(planned.prepared, planned.app)
             _print_estimate(estimate)
