@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from crewpoint.cost import Prices
     from crewpoint.runtime import RuntimeState
+    from crewpoint.usage import UsageRow
 
 __all__ = [
     "MAX_TOKENS",
@@ -277,7 +278,7 @@ class _Meter:
     base_usd: float = 0.0
     base_tokens: int = 0
     prices: Prices | None = None
-    priced: dict[int, tuple[Mapping[str, Any], float | None]] = field(default_factory=dict)
+    priced: dict[int, tuple[UsageRow, float | None]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
     seen: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
     """Each row's output tokens and requests when it was last looked at (what the calls since made)."""
@@ -288,11 +289,11 @@ class _Meter:
 _meters: weakref.WeakKeyDictionary[RuntimeState, _Meter] = weakref.WeakKeyDictionary()
 
 
-def _tokens(row: Mapping[str, Any]) -> int:
-    return sum(v for k in ("input_tokens", "output_tokens", "reasoning_tokens") if type(v := row.get(k, 0)) is int)
+def _tokens(row: UsageRow) -> int:
+    return row.input_tokens + row.output_tokens + row.reasoning_tokens
 
 
-def _row_usd(meter: _Meter, row: Mapping[str, Any]) -> float | None:
+def _row_usd(meter: _Meter, row: UsageRow) -> float | None:
     key = id(row)
     kept = meter.priced.get(key)
     if kept is not None and kept[0] is row:
@@ -302,7 +303,7 @@ def _row_usd(meter: _Meter, row: Mapping[str, Any]) -> float | None:
     return usd
 
 
-def _price(meter: _Meter, row: Mapping[str, Any]) -> float | None:
+def _price(meter: _Meter, row: UsageRow) -> float | None:
     # lazy: genai-prices (pydantic and its table) loads with the first dollar budget checked
     from crewpoint.cost import load_prices, price_row
 
@@ -312,17 +313,14 @@ def _price(meter: _Meter, row: Mapping[str, Any]) -> float | None:
     return None if cost.usd is None else float(cost.usd)
 
 
-def _learn(meter: _Meter, rows: list[dict[str, Any]], part: str) -> None:
+def _learn(meter: _Meter, rows: list[UsageRow], part: str) -> None:
     """Note what one call of each task (or method) and agent made at most, from what ``rows`` grew by since they
     were last looked at: one call between two checks (calls are checked one by one), or a row's own average for
     rows counted before (the chain's)."""
     for row in rows:
-        unit, agent, requests = row.get("unit"), row.get("agent"), row.get("requests")
-        made = row.get("output_tokens", 0), row.get("reasoning_tokens", 0)  # what a call made: output, reasoning
-        if type(requests) is not int or {type(n) for n in made} != {int}:
-            continue
-        output = sum(made)
-        key = (part, unit, agent, row.get("model"), row.get("provider"), row.get("estimated"))
+        unit, agent, requests = row.unit, row.agent, row.requests
+        output = row.output_tokens + row.reasoning_tokens  # what the calls made: output, reasoning
+        key = (part, unit, agent, row.model, row.provider, row.estimated)
         was_output, was_requests = meter.seen.get(key, (0, 0))
         meter.seen[key] = (output, requests)
         calls = requests - was_requests
@@ -350,19 +348,17 @@ def _bound(state: RuntimeState, meter: _Meter, call: Call, dollars: bool) -> Bou
             return None
         output = max(seen)
     # lazy: the usage rules load with the first bounded call
-    from crewpoint.usage import estimate_tokens
+    from crewpoint.usage import UsageRow, estimate_tokens
 
     prompt = estimate_tokens(call.prompt_chars)
     usd = None
     if dollars:
-        row: dict[str, Any] = {"unit": None, "label": "", "agent": None, "model": call.model, "provider": call.provider}
-        row |= {"input_tokens": prompt, "output_tokens": output, "cache_read_tokens": 0, "cache_write_tokens": 0}
-        row |= {"reasoning_tokens": 0, "requests": 1, "duration_s": 0.0, "estimated": True}
-        usd = _price(meter, row)
+        row = UsageRow(model=call.model, provider=call.provider, input_tokens=prompt, output_tokens=output, requests=1)
+        usd = _price(meter, row._replace(estimated=True))
     return Bound(prompt + output, usd)
 
 
-def spending_of(rows: list[dict[str, Any]], meter: _Meter | None = None, *, dollars: bool = True) -> Spending:
+def spending_of(rows: list[UsageRow], meter: _Meter | None = None, *, dollars: bool = True) -> Spending:
     """The dollars and tokens of usage ``rows`` (a ledger's), and the models whose price is unknown."""
     meter = meter if meter is not None else _Meter(0.0)
     usd, tokens, unpriced = 0.0, 0, []
@@ -372,9 +368,8 @@ def spending_of(rows: list[dict[str, Any]], meter: _Meter | None = None, *, doll
             continue
         cost = _row_usd(meter, row)
         if cost is None:
-            model = str(row.get("model", ""))
-            if model not in unpriced:
-                unpriced.append(model)
+            if row.model not in unpriced:
+                unpriced.append(row.model)
         else:
             usd += cost
     return Spending(round(usd, 6), tokens, tuple(unpriced))
@@ -387,10 +382,7 @@ def _meter_of(state: RuntimeState, budget: Budget) -> _Meter:
         base = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
         meter.base_usd, meter.base_tokens = base.usd, base.tokens
         meter.warned.update(base.unpriced)
-        # lazy: the usage rules load with the first budget checked
-        from crewpoint.usage import row_dict
-
-        _learn(meter, [row for row in map(row_dict, state.usage.before) if row is not None], "before")
+        _learn(meter, state.usage.before, "before")
         _meters[state] = meter
     return meter
 

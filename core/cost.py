@@ -9,24 +9,21 @@ names). An override wins over the table. A model neither knows costs ``None``, s
 tokens, never a made-up figure; the offline model costs nothing. Since a cost is recomputed from the rows each time, a
 newer table or an override applies to old checkpoints too.
 
-A row (``body["usage"]["rows"|"before"|"reused"]``) is ``{"unit", "label", "agent", "model", "provider",
-"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "requests",
-"duration_s", "estimated"}``, stored as the list of those values in that order; ``input_tokens`` counts cached
-tokens too (genai-prices' meaning). A checkpoint is data: :func:`usage_rows` keeps only well-formed rows, with
-bounded text and counts.
+A row (``body["usage"]["rows"|"before"|"reused"]``) is a :class:`~crewpoint.providers.usage_meta.UsageRow`, stored
+as the list of its values; ``input_tokens`` counts cached tokens too (genai-prices' meaning). A checkpoint is data:
+:func:`usage_rows` keeps only well-formed rows, with bounded text and counts.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from crewpoint.providers.usage_meta import TOO_LONG, read_usage_summary, row_dict, usage_summary
+from crewpoint.providers.usage_meta import MAX_TEXT, TOO_LONG, UsageRow, decode_row, read_usage_summary, usage_summary
 
 __all__ = [
     "PRICE_UNKNOWN",
@@ -56,8 +53,6 @@ PRICES_ENV = "CREWPOINT_PRICES"
 OFFLINE_PROVIDER = "offline"
 """The provider the offline model records: it runs in the process and costs nothing."""
 
-_MAX_TEXT = 200
-_MAX_COUNT = 10**15
 _PARTS = ("rows", "before", "reused")
 
 
@@ -68,49 +63,12 @@ class PricesError(ValueError):
 # -- rows ----------------------------------------------------------------------------------------------------------
 
 
-def _text(value: object, *, optional: bool) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise TypeError
-    return value[:_MAX_TEXT]
+def _row(stored: object) -> UsageRow | None:
+    """A stored usage row read as one (its names cut to what a table shows), or None."""
+    return decode_row(stored, cut=MAX_TEXT)
 
 
-def _count(value: object) -> int:
-    if type(value) is not int or not 0 <= value <= _MAX_COUNT:
-        raise TypeError
-    return value
-
-
-def _row(stored: object) -> dict[str, Any] | None:
-    raw = row_dict(stored) if isinstance(stored, list) else stored  # (a row is stored as the list of its values)
-    if not isinstance(raw, Mapping):
-        return None
-    try:
-        duration = raw.get("duration_s", 0.0)
-        if isinstance(duration, bool) or not isinstance(duration, int | float) or not math.isfinite(duration):
-            raise TypeError
-        estimated = raw.get("estimated", False)
-        if not isinstance(estimated, bool):
-            raise TypeError
-        row: dict[str, Any] = {
-            "unit": _text(raw.get("unit"), optional=True),
-            "label": _text(raw.get("label", ""), optional=False),
-            "agent": _text(raw.get("agent"), optional=True),
-            "model": _text(raw.get("model"), optional=False),
-            "provider": _text(raw.get("provider", ""), optional=False),
-        }
-        for kind in TOKEN_KINDS:
-            row[kind] = _count(raw.get(kind, 0))
-        row["requests"] = _count(raw.get("requests", 0))
-        row["duration_s"] = max(float(duration), 0.0)
-        row["estimated"] = estimated
-    except TypeError:
-        return None
-    return row
-
-
-def usage_rows(body: object, part: str = "rows") -> list[dict[str, Any]]:
+def usage_rows(body: object, part: str = "rows") -> list[UsageRow]:
     """The well-formed rows of ``body["usage"][part]`` (``rows``, ``before`` or ``reused``); a body without usage,
     or a part that is not a list, has none; a malformed row is left out."""
     if part not in _PARTS:
@@ -306,16 +264,16 @@ class Cost:
     note: str | None = None
 
 
-def _usage_of(row: Mapping[str, Any]) -> Any:
+def _usage_of(row: UsageRow) -> Any:
     # lazy: genai-prices loads pydantic and its price table only when something is priced
     from genai_prices import Usage
 
     counts = {
-        "input_tokens": row["input_tokens"],
-        "output_tokens": row["output_tokens"],
-        "cache_read_tokens": row["cache_read_tokens"],
-        "cache_write_tokens": row["cache_write_tokens"],
-        "output_reasoning_tokens": row["reasoning_tokens"],
+        "input_tokens": row.input_tokens,
+        "output_tokens": row.output_tokens,
+        "cache_read_tokens": row.cache_read_tokens,
+        "cache_write_tokens": row.cache_write_tokens,
+        "output_reasoning_tokens": row.reasoning_tokens,
     }
     return Usage(**{key: value for key, value in counts.items() if value})
 
@@ -328,14 +286,15 @@ def _more_requests(model_price: Any, requests: int) -> Decimal:
     return per_thousand * (requests - 1) / 1000
 
 
-def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
-    """The cost of one usage row: an override for its model, else genai-prices' ``calc_price`` for its model and
-    provider (bundled data); ``Cost(None, note="price unknown")`` for a model neither knows."""
+def price_row(row: object, prices: Prices | None = None) -> Cost:
+    """The cost of one usage row (a row, or one as a body stores it): an override for its model, else genai-prices'
+    ``calc_price`` for its model and provider (bundled data); ``Cost(None, note="price unknown")`` for a model
+    neither knows."""
     clean = _row(row)
     if clean is None:
         return Cost(None, note="usage not readable")
-    provider, model = _price_name(clean["model"], clean["provider"])
-    override = (prices or Prices()).override_for(clean["model"]) or (prices or Prices()).override_for(model)
+    provider, model = _price_name(clean.model, clean.provider)
+    override = (prices or Prices()).override_for(clean.model) or (prices or Prices()).override_for(model)
     try:
         if override is not None:
             # lazy: genai-prices loads pydantic and its price table only when something is priced
@@ -344,8 +303,8 @@ def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
             fields, source = override
             model_price = ModelPrice(**fields)
             usd = model_price.calc_price(_usage_of(clean))["total_price"]
-            return Cost(usd + _more_requests(model_price, clean["requests"]), f"override: {source}")
-        if clean["provider"] == OFFLINE_PROVIDER:
+            return Cost(usd + _more_requests(model_price, clean.requests), f"override: {source}")
+        if clean.provider == OFFLINE_PROVIDER:
             return Cost(Decimal(0), "offline")
         # lazy: genai-prices loads pydantic and its price table only when something is priced
         from genai_prices import calc_price
@@ -355,7 +314,7 @@ def price_row(row: Mapping[str, Any], prices: Prices | None = None) -> Cost:
         return Cost(None, note=PRICE_UNKNOWN)
     except ValueError as exc:  # counts that do not add up (more cached tokens than input tokens)
         return Cost(None, note=f"usage does not add up ({' '.join(str(exc).split())})")
-    return Cost(calc.total_price + _more_requests(calc.model_price, clean["requests"]), "genai-prices")
+    return Cost(calc.total_price + _more_requests(calc.model_price, clean.requests), "genai-prices")
 
 
 # -- model names as CrewAI writes them: the LLM sends the model part, a row is priced by both --------------------
@@ -432,18 +391,23 @@ class CostSummary:
             return None
         return float(round(self.usd, 6))
 
-    def add(self, row: Mapping[str, Any], cost: Cost) -> None:
+    def add(self, row: UsageRow, cost: Cost) -> None:
+        tokens = self.tokens
         self.rows += 1
-        for kind in self.tokens:
-            self.tokens[kind] += int(row.get(kind, 0))
-        self.duration_s += float(row.get("duration_s", 0.0))
-        self.estimated = self.estimated or bool(row.get("estimated"))
+        tokens["input_tokens"] += row.input_tokens
+        tokens["output_tokens"] += row.output_tokens
+        tokens["cache_read_tokens"] += row.cache_read_tokens
+        tokens["cache_write_tokens"] += row.cache_write_tokens
+        tokens["reasoning_tokens"] += row.reasoning_tokens
+        tokens["requests"] += row.requests
+        self.duration_s += row.duration_s
+        self.estimated = self.estimated or row.estimated
         if cost.usd is not None:
             self.priced += 1
             self.usd += cost.usd
         elif cost.note == PRICE_UNKNOWN:
-            if row["model"] not in self.unknown_models:
-                self.unknown_models.append(row["model"])
+            if row.model not in self.unknown_models:
+                self.unknown_models.append(row.model)
         elif cost.note and cost.note not in self.notes:
             self.notes.append(cost.note)
 
@@ -465,9 +429,10 @@ class CostSummary:
         }
 
 
-def price_rows(rows: Iterable[Mapping[str, Any]], prices: Prices | None = None) -> CostSummary:
-    """Rows summed and priced (:func:`price_row` each); malformed rows are left out. With no ``prices`` the
-    overrides of the working folder are read (:func:`load_prices`, which may raise :class:`PricesError`)."""
+def price_rows(rows: Iterable[object], prices: Prices | None = None) -> CostSummary:
+    """Rows (or rows as a body stores them) summed and priced (:func:`price_row` each); malformed rows are left out.
+    With no ``prices`` the overrides of the working folder are read (:func:`load_prices`, which may raise
+    :class:`PricesError`)."""
     if prices is None:
         prices = load_prices()
     summary = CostSummary()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.cost import PRICE_UNKNOWN, CostSummary, Prices, format_usd, load_prices, price_rows, usage_rows
-from crewpoint.providers.usage_meta import read_usage_summary
+from crewpoint.providers.usage_meta import UsageRow, read_usage_summary
 from crewpoint.usage import finished_units
 
 __all__ = [
@@ -42,8 +42,6 @@ __all__ = [
 
 NO_HISTORY = "no history to go on"
 """What is said of a task that will run but never ran on this chain."""
-
-_ROW_KEY = ("agent", "model", "provider", "estimated")
 
 
 def cost_text(summary: CostSummary) -> str:
@@ -78,20 +76,20 @@ def time_text(seconds: float) -> str:
     return f"{minutes}m {rest:02d}s"
 
 
-def last_run(chain: Sequence[Mapping[str, Any]], unit: str | None) -> list[dict[str, Any]]:
+def last_run(chain: Sequence[UsageRow], unit: str | None) -> list[UsageRow]:
     """The rows of ``unit``'s last recorded run in ``chain`` (``before`` then ``rows``, oldest first)."""
-    found: list[dict[str, Any]] = []
+    found: list[UsageRow] = []
     keys: set[tuple[Any, ...]] = set()
     for row in reversed(chain):
-        if row.get("unit") != unit:
+        if row.unit != unit:
             if found:
                 break  # another unit's row between: the stretch before it is an earlier run
             continue
-        key = tuple(row.get(name) for name in _ROW_KEY)
+        key = (row.agent, row.model, row.provider, row.estimated)
         if key in keys:
             break  # the same row again: an earlier run's ledger
         keys.add(key)
-        found.append(dict(row))
+        found.append(row)
     found.reverse()
     return found
 
@@ -102,7 +100,7 @@ class UnitEstimate:
 
     unit: str | None
     label: str
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[UsageRow, ...]
     summary: CostSummary
 
     @property
@@ -192,7 +190,7 @@ def units_to_run(body: Mapping[str, Any], rerun: Iterable[int]) -> tuple[list[st
     done = finished_units(entity)
     units: list[str | None] = []
     for row in (*usage_rows(body, "before"), *usage_rows(body, "rows")):
-        unit = row["unit"]
+        unit = row.unit
         if unit not in done and unit not in units:
             units.append(unit)
     return units, "method_outputs" in entity
@@ -223,19 +221,19 @@ def estimate_rerun(
     if prices is None:
         prices = load_prices()
     units: list[UnitEstimate] = []
-    history: list[dict[str, Any]] = []
+    history: list[UsageRow] = []
     for unit in units_to_run:
         rows = [_as_called(row, models) for row in last_run(chain, unit)]
         history += rows
-        label = labels.get(unit or "") or (rows[-1]["label"] if rows and rows[-1]["label"] else str(unit or "?"))
+        label = labels.get(unit or "") or (rows[-1].label if rows and rows[-1].label else str(unit or "?"))
         units.append(UnitEstimate(unit, label, tuple(rows), price_rows(rows, prices)))
     return Estimate(tuple(units), price_rows(history, prices), open_ended)
 
 
-def _as_called(row: dict[str, Any], models: Mapping[str, tuple[str, str]] | None) -> dict[str, Any]:
+def _as_called(row: UsageRow, models: Mapping[str, tuple[str, str]] | None) -> UsageRow:
     """``row`` with the model and provider its agent will call, when ``models`` names them."""
-    called = models.get(row.get("agent") or "") if models else None
-    return {**row, "model": called[0], "provider": called[1]} if called is not None else row
+    called = models.get(row.agent or "") if models else None
+    return row._replace(model=called[0], provider=called[1]) if called is not None else row
 
 
 def pending_tasks(body: Mapping[str, Any]) -> list[int]:
@@ -282,11 +280,11 @@ def chain_cost(body: Mapping[str, Any], prices: Prices | None = None) -> ChainCo
     rows, before = usage_rows(body, "rows"), usage_rows(body, "before")
     labels = _task_labels(body)
     chain = [*before, *rows]
-    by_unit: dict[str | None, list[dict[str, Any]]] = {}
+    by_unit: dict[str | None, list[UsageRow]] = {}
     for row in chain:
-        by_unit.setdefault(row["unit"], []).append(row)
+        by_unit.setdefault(row.unit, []).append(row)
     units = tuple(
-        UnitCost(unit, labels.get(unit or "") or members[-1]["label"] or str(unit or "?"), price_rows(members, prices))
+        UnitCost(unit, labels.get(unit or "") or members[-1].label or str(unit or "?"), price_rows(members, prices))
         for unit, members in by_unit.items()
     )
     return ChainCost(

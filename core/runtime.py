@@ -39,7 +39,7 @@ from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_b
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
 from crewpoint.text import clip
-from crewpoint.usage import UsageLedger, finished_units, reused_rows, row_list
+from crewpoint.usage import UsageLedger, finished_units
 
 log = logging.getLogger("crewpoint.checkpoint")
 
@@ -213,21 +213,16 @@ class RuntimeState:
         """Start from a source checkpoint's ``usage`` section (a resume or a fork): its ``before`` and ``rows`` are
         what the chain spent before this run (:meth:`UsageLedger.start_from`)."""
         if isinstance(section, dict):
-            self.usage.start_from([row_list(row) for key in ("before", "rows") for row in section.get(key) or ()])
+            self.usage.start_from([row for key in ("before", "rows") for row in section.get(key) or ()])
 
     def usage_section(self, entity: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
         (each list with its rows' JSON, for the writers to splice in); and the metadata's usage summary of the
         same rows."""
-        before = self.usage.before
-        reused: list[list[Any]] = []
-        if before:
-            reused = reused_rows(before, finished_units(entity), self._usage_units)
-            if isinstance(before, Encoded) and len(before.texts) == len(before):
-                text = {id(row): t for row, t in zip(before, before.texts, strict=True)}
-                reused = Encoded(reused, [text[id(row)] for row in reused])
-        rows, summary = self.usage.stored_and_summary()
-        return {"rows": rows, "before": before, "reused": reused}, summary
+        usage = self.usage
+        reused = usage.stored_reused(finished_units(entity), self._usage_units) if usage.before else []
+        rows, summary = usage.stored_and_summary()
+        return {"rows": rows, "before": usage.stored_before(), "reused": reused}, summary
 
     def _count_usage(self, event: BaseEvent, agent: str | None = None) -> None:
         """Count an ``llm_call_completed``: in the flow method running now, else the task it names."""

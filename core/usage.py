@@ -6,11 +6,12 @@ A call's usage (on ``llm_call_completed``, built by :func:`call_usage`) is a pla
      "model", "provider", "duration_s", "estimated"}
 
 ``input_tokens`` counts every token sent, cached ones included (genai-prices' meaning): ``cache_read_tokens`` and
-``cache_write_tokens`` are parts of it. A checkpoint body's ``usage`` section holds rows, one per
-(unit, agent, model, provider, estimated): ``rows`` for what the run spent, ``before`` for what its chain spent
-before it, ``reused`` for the rows of ``before`` whose task or method the run took over instead of running again.
-A body stores a row as the list of its values in :data:`ROW_KEYS` order (:func:`row_list`: every checkpoint repeats
-every row so far, so the keys are not repeated with them); readers get dicts (:func:`row_dict`).
+``cache_write_tokens`` are parts of it. The calls are summed in rows (:class:`UsageRow`), one per
+(unit, agent, model, provider, estimated). A checkpoint body's ``usage`` section holds them: ``rows`` for what the
+run spent, ``before`` for what its chain spent before it, ``reused`` for the rows of ``before`` whose task or method
+the run took over instead of running again. A body stores a row as the list of its values in :data:`ROW_KEYS` order
+(:func:`encode_row`: every checkpoint repeats every row so far, so the keys are not repeated with them); readers
+get rows back (:func:`decode_row`).
 
 An event history keeps a call's usage compact (:func:`stored_call_usage`: only what the event does not already say);
 reading the event back expands it to the whole dict (:func:`expand_call_usage`).
@@ -27,15 +28,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from crewpoint.providers.usage_meta import (
     MAX_SECONDS,
-    MAX_TEXT,
     ROW_KEYS,
     Groups,
+    UsageRow,
+    add_row,
     chain_groups,
-    count_into,
+    decode_row,
+    encode_row,
     grouped,
-    micros,
-    row_dict,
-    row_list,
     summary_text,
 )
 
@@ -49,14 +49,14 @@ __all__ = [
     "TOKEN_KEYS",
     "UsageLedger",
     "UsageMetrics",
+    "UsageRow",
     "call_usage",
+    "decode_row",
+    "encode_row",
     "estimate_tokens",
     "expand_call_usage",
     "finished_units",
     "group_rows",
-    "reused_rows",
-    "row_dict",
-    "row_list",
     "stored_call_usage",
     "sum_rows",
     "usage_from_report",
@@ -196,113 +196,164 @@ def _types_of(values: Iterable[object]) -> set[type]:
     return set(map(type, values))
 
 
+@dataclass(slots=True, eq=False)
+class _Tally:
+    """One row as a ledger counts it: what the row is, the calls summed so far, and the row as a checkpoint last
+    stored it."""
+
+    at: int
+    """The row's place among the ledger's rows."""
+    unit: str | None
+    label: str
+    agent: str | None
+    model: str
+    provider: str
+    estimated: bool
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    duration_s: float = 0.0
+    changed: bool = True
+    """A call was counted since the row was last stored."""
+    stored: UsageRow | None = None
+
+    def row(self) -> UsageRow:
+        """The row as a checkpoint stores it: the seconds to the microsecond."""
+        return UsageRow(
+            self.unit,
+            self.label,
+            self.agent,
+            self.model,
+            self.provider,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
+            self.requests,
+            round(self.duration_s, 6),
+            self.estimated,
+        )
+
+
 class UsageLedger:
     """One run's usage, summed per (unit, agent, model, provider, estimated) as calls complete (thread-safe), with
     the usage summary of a checkpoint's metadata (:mod:`crewpoint.providers.usage_meta`) kept up to date."""
 
     def __init__(self) -> None:
-        # the rows in the order their first call came, each the list of its values in ROW_KEYS order: 0-4 what it is
-        # (unit, label, agent, model, provider), 5-9 its token counts, 10 its requests, 11 its seconds, 12 estimated
-        self._live: list[list[Any]] = []
-        self._stored: list[list[Any]] = []  # each row as stored_and_summary() last gave it (same positions)
-        self._texts: list[str] = []  # the compact JSON of each row of _stored (same positions)
-        self._stale: set[int] = set()  # the positions changed since they were last stored
-        self._position: dict[tuple[Any, ...], int] = {}
-        self.before: list[list[Any]] = []
-        """What the chain spent before this run (a body's ``usage.before``): stored rows, read and never changed,
-        with their JSON (every checkpoint of the run holds them)."""
-        self._before: Groups = {}  # the same, summed
-        self._groups: Groups = {}  # the stored rows, summed
-        self._sums: list[list[int]] = []  # each row's group's sums (same positions)
-        self._summary: str | None = ""  # the summary of _before and _groups (None: to be made again)
+        self._tallies: list[_Tally] = []  # one per row, in the order their first call came
+        self._at: dict[tuple[Any, ...], _Tally] = {}  # (unit, agent, model, provider, estimated) -> its tally
+        self._changed = False  # a call was counted since the rows were last stored
+        self._stored: list[list[Any]] = []  # each row as a checkpoint last stored it (same places)
+        self._texts: list[str] = []  # the JSON of each of those
+        self.before: list[UsageRow] = []
+        """What the chain spent before this run (a body's ``usage.before``): read and never changed."""
+        self._before_stored: list[list[Any]] = []  # as every checkpoint of the run stores them, with their JSON
+        self._before_groups: Groups = {}  # the same, summed for the summary
+        self._groups: Groups = {}  # the stored rows, summed for the summary
+        self._summary: str | None = ""  # the summary of both (None: to be made again)
         self._lock = threading.Lock()
 
-    def start_from(self, before: list[list[Any]]) -> None:
-        """Start from what the chain spent before this run: ``before``, stored rows (encoded once here), which
-        every checkpoint of the run holds and its summary's chain counts."""
+    def start_from(self, before: Iterable[object]) -> None:
+        """Start from what the chain spent before this run: ``before``, rows as a body stores them (a resume's or a
+        fork's source checkpoint's ``before`` and ``rows``; one that is not a row is left out), which every
+        checkpoint of the run holds, encoded once here, and its summary's chain counts."""
         encoded, encode_json = _encoder()
+        rows = [row for row in map(decode_row, before) if row is not None]
+        stored = [encode_row(row) for row in rows]
         with self._lock:
-            self.before = encoded(before, [encode_json(row) for row in before])
-            self._before = grouped(before)
+            self.before = rows
+            self._before_stored = encoded(stored, [encode_json(values) for values in stored])
+            self._before_groups = grouped(rows)
             self._summary = None
 
     def add(self, usage: Mapping[str, Any], unit: str | None, label: str, agent: str | None) -> None:
         """Count one call's ``usage`` (a :func:`call_usage` dict) for ``unit`` (shown as ``label``) and ``agent``:
         counts that are not counts (not ints, below 0) and seconds that are not (not finite, below 0) count 0."""
         get = usage.get
-        key = (unit, agent, str(get("model", "")), str(get("provider", "")), bool(get("estimated")))
+        model, provider, estimated = str(get("model", "")), str(get("provider", "")), bool(get("estimated"))
         counts: list[Any] = [get("input_tokens"), get("output_tokens"), get("cache_read_tokens")]
         counts += (get("cache_write_tokens"), get("reasoning_tokens"))
         if _types_of(counts) != _INTS or min(counts) < 0:  # not a call_usage dict: each count on its own
             counts = [value if type(value) is int and value > 0 else 0 for value in counts]
         duration: Any = get("duration_s")
         seconds = float(duration) if type(duration) in _NUMBERS and 0 < duration < MAX_SECONDS else 0.0
+        key = (unit, agent, model, provider, estimated)
         with self._lock:
-            position = self._position.get(key)
-            if position is None:
-                position = self._new_row(key, label)
-            row = self._live[position]
-            self._stale.add(position)
-            row[5] += counts[0]
-            row[6] += counts[1]
-            row[7] += counts[2]
-            row[8] += counts[3]
-            row[9] += counts[4]
-            row[10] += 1
-            row[11] += seconds
-
-    def _new_row(self, key: tuple[Any, ...], label: str) -> int:
-        unit, agent, model, provider, estimated = key
-        position = self._position[key] = len(self._live)
-        self._live.append([unit, label, agent, model, provider, 0, 0, 0, 0, 0, 0, 0.0, estimated])
-        self._stored.append([])  # made at the next _store()
-        self._texts.append("")
-        sums = self._groups.setdefault((model[:MAX_TEXT], provider[:MAX_TEXT], estimated), [0] * 7)
-        self._sums.append(sums)
-        return position
+            tally = self._at.get(key)
+            if tally is None:
+                tally = self._at[key] = _Tally(len(self._tallies), unit, label, agent, model, provider, estimated)
+                self._tallies.append(tally)
+                self._stored.append([])  # (stored at the next checkpoint)
+                self._texts.append("")
+            tally.input_tokens += counts[0]
+            tally.output_tokens += counts[1]
+            tally.cache_read_tokens += counts[2]
+            tally.cache_write_tokens += counts[3]
+            tally.reasoning_tokens += counts[4]
+            tally.requests += 1
+            tally.duration_s += seconds
+            tally.changed = self._changed = True
 
     def _store(self) -> None:
-        """Bring the stored rows of the positions changed since, and their groups' sums, up to date (the lock held).
-        A stored row is what :func:`row_list` gives; its group's sums move by what the row changed, as a summary of
-        the stored rows would count them (seconds in whole microseconds)."""
-        live, stored, texts, sums_of = self._live, self._stored, self._texts, self._sums
+        """Store the rows that changed since they were last stored, and move their groups' sums by what each row
+        changed, as a summary of the stored rows would count them (the lock held). In the rows' order, so that a
+        new group comes where :func:`grouped` puts it."""
         encode_json = _encoder()[1]
-        for position in self._stale:
-            values = live[position].copy()
-            values[11] = round(values[11], 6)
-            old = stored[position]
-            if old:  # the row as it was stored last: its group's sums move by what changed
-                counts = [new - was for new, was in zip(values[5:11], old[5:11], strict=True)]
-                count_into(sums_of[position], counts, micros(values[11]) - micros(old[11]))
-            else:  # (a new row's place holds [])
-                count_into(sums_of[position], values[5:11], micros(values[11]))
-            stored[position] = values
-            texts[position] = encode_json(values)
-        self._stale.clear()
+        for tally in self._tallies:
+            if tally.changed:
+                row = tally.row()
+                if tally.stored is not None:
+                    add_row(self._groups, tally.stored, -1)
+                add_row(self._groups, row)
+                tally.stored, tally.changed = row, False
+                values = self._stored[tally.at] = encode_row(row)
+                self._texts[tally.at] = encode_json(values)
+        self._changed = False
         self._summary = None
 
     def stored_and_summary(self) -> tuple[list[list[Any]], str]:
-        """The rows so far as a body stores them (:func:`row_list`), in the order their first call came, and the
+        """The rows so far as a body stores them (:func:`encode_row`), in the order their first call came, and the
         usage summary of a checkpoint's metadata for the same rows: the chain's spend (before this run, and these
         rows) and the run's. The rows are to be read, never changed: a row that has not changed since the last call
         is the same list (a checkpoint per task makes one row), and the summary is made again only after a row
         changed. The list carries each row's JSON, encoded once, for the writers to splice in."""
+        encoded, encode_json = _encoder()
         with self._lock:
-            if self._stale:
+            if self._changed:
                 self._store()
             if self._summary is None:
-                self._summary = summary_text(chain_groups(self._before, self._groups), self._groups, _encoder()[1])
-            return _encoder()[0](self._stored, list(self._texts)), self._summary
+                chain = chain_groups(self._before_groups, self._groups)
+                self._summary = summary_text(chain, self._groups, encode_json)
+            return encoded(self._stored, list(self._texts)), self._summary
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The rows so far as dicts (:data:`ROW_KEYS`), in the order their first call came: new copies."""
+    def stored_before(self) -> list[list[Any]]:
+        """What the chain spent before this run as a body stores it, with its JSON (the same list every time)."""
+        return self._before_stored
+
+    def stored_reused(self, finished: Container[str], ran: Container[str]) -> list[list[Any]]:
+        """The rows of :attr:`before` whose unit is ``finished`` now but was not among those this run ``ran``: work
+        taken over, not repeated, as a body stores them (with their JSON)."""
+        if not self.before:
+            return []
+        stored = self._before_stored
+        texts = getattr(stored, "texts", None) or [""] * len(stored)
+        at = [i for i, row in enumerate(self.before) if row.unit in finished and row.unit not in ran]
+        return _encoder()[0]([stored[i] for i in at], [texts[i] for i in at])
+
+    def rows(self) -> list[UsageRow]:
+        """The rows so far (as a checkpoint stores them: seconds to the microsecond), in the order their first call
+        came."""
         with self._lock:
-            if self._stale:
+            if self._changed:
                 self._store()
-            return [dict(zip(ROW_KEYS, values, strict=True)) for values in self._stored]
+            return [t.stored for t in self._tallies if t.stored is not None]
 
     def __bool__(self) -> bool:
-        return bool(self._live)
+        return bool(self._tallies)
 
 
 _encoders: list[tuple[type[Encoded], Callable[[Any], str]]] = []
@@ -319,34 +370,36 @@ def _encoder() -> tuple[type[Encoded], Callable[[Any], str]]:
     return _encoders[0]
 
 
-def sum_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The totals of ``rows``: the five token counts, ``requests``, ``duration_s`` and ``estimated`` (any of them)."""
-    total: dict[str, Any] = {**dict.fromkeys(TOKEN_KEYS, 0), "requests": 0, "duration_s": 0.0, "estimated": False}
+def sum_rows(rows: Iterable[UsageRow]) -> UsageRow:
+    """The totals of ``rows`` as one row: the five token counts, ``requests``, ``duration_s`` and ``estimated`` (any
+    of them); its unit, label, agent, model and provider are left empty."""
+    counts = [0] * 6
+    duration, estimated = 0.0, False
     for row in rows:
-        for name in (*TOKEN_KEYS, "requests"):
-            value = row.get(name)
-            if type(value) is int:
-                total[name] += value
-        duration = row.get("duration_s")
-        if isinstance(duration, int | float) and not isinstance(duration, bool):
-            total["duration_s"] += float(duration)
-        total["estimated"] = total["estimated"] or row.get("estimated") is True
-    return total
+        counts[0] += row.input_tokens
+        counts[1] += row.output_tokens
+        counts[2] += row.cache_read_tokens
+        counts[3] += row.cache_write_tokens
+        counts[4] += row.reasoning_tokens
+        counts[5] += row.requests
+        duration += row.duration_s
+        estimated = estimated or row.estimated
+    named: dict[str, Any] = dict(zip(ROW_KEYS[5:11], counts, strict=True))
+    return UsageRow(**named, duration_s=duration, estimated=estimated)
 
 
-def group_rows(rows: Iterable[Mapping[str, Any]], by: GroupBy) -> list[dict[str, Any]]:
-    """``rows`` summed per value of ``by`` (in the order each value first comes): ``{by: value, **sum_rows(...)}``,
-    with ``label`` (the first row's) when grouped by unit."""
-    groups: dict[Any, list[Mapping[str, Any]]] = {}
+def group_rows(rows: Iterable[UsageRow], by: GroupBy) -> list[UsageRow]:
+    """``rows`` summed per value of ``by`` (in the order each value first comes): :func:`sum_rows` of each group with
+    its ``by`` field, and its ``label`` (the first row's) when grouped by unit."""
+    groups: dict[Any, list[UsageRow]] = {}
     for row in rows:
-        groups.setdefault(row.get(by), []).append(row)
-    out: list[dict[str, Any]] = []
+        groups.setdefault(getattr(row, by), []).append(row)
+    out: list[UsageRow] = []
     for value, members in groups.items():
-        entry: dict[str, Any] = {by: value}
+        named: dict[str, Any] = {by: value}
         if by == "unit":
-            entry["label"] = members[0].get("label")
-        entry.update(sum_rows(members))
-        out.append(entry)
+            named["label"] = members[0].label
+        out.append(sum_rows(members)._replace(**named))
     return out
 
 
@@ -362,12 +415,6 @@ def finished_units(entity: Mapping[str, Any]) -> set[str]:
     return done
 
 
-def reused_rows(before: Iterable[list[Any]], finished: Container[str], ran: Container[str]) -> list[list[Any]]:
-    """The stored rows (:func:`row_list`) of ``before`` whose unit is finished now but was not run by this run: work
-    taken over, not repeated (the rows themselves, not copies: like ``before``, read and never changed)."""
-    return [row for row in before if row[0] in finished and row[0] not in ran]
-
-
 @dataclass(frozen=True, slots=True)
 class UsageMetrics:
     """A run's totals under CrewAI's names (``crew.usage_metrics``)."""
@@ -379,12 +426,12 @@ class UsageMetrics:
     successful_requests: int = 0
 
     @classmethod
-    def of(cls, rows: Iterable[Mapping[str, Any]]) -> UsageMetrics:
+    def of(cls, rows: Iterable[UsageRow]) -> UsageMetrics:
         total = sum_rows(rows)
         return cls(
-            total_tokens=total["input_tokens"] + total["output_tokens"],
-            prompt_tokens=total["input_tokens"],
-            cached_prompt_tokens=total["cache_read_tokens"],
-            completion_tokens=total["output_tokens"],
-            successful_requests=total["requests"],
+            total_tokens=total.input_tokens + total.output_tokens,
+            prompt_tokens=total.input_tokens,
+            cached_prompt_tokens=total.cache_read_tokens,
+            completion_tokens=total.output_tokens,
+            successful_requests=total.requests,
         )

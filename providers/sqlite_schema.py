@@ -1,5 +1,6 @@
-"""The SQLite store's schema: its tables, the migration chain between versions, and the transactions and
-connection type the store's reads and writes run in (:mod:`crewpoint.providers.sqlite_provider`).
+"""The SQLite store's schema: its tables, the migration chain between versions, a new store made whole
+(:func:`create_store`), and its dialect of the one SQL store (:class:`SqliteDialect`): the transactions and
+connection type its reads and writes run in (:mod:`crewpoint.providers.sqlite_provider`).
 
 Reading never migrates: an older store is read as it is, and the first write brings it up to
 :data:`SCHEMA_VERSION` in one transaction. A newer store is refused; a database that is no crewpoint store is left
@@ -9,12 +10,15 @@ untouched.
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from crewpoint.providers.base import CheckpointError, UnsupportedSchema
+from crewpoint.providers.files import make_private_dirs, temp_name
+from crewpoint.providers.sql_store import Dialect
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -215,6 +219,46 @@ def refuse_newer(path: str, version: int, known: int) -> None:
         )
 
 
+def create_store(path: str) -> int:
+    """Make a new store at ``path`` all at once: built under a temporary name, then linked into place.
+
+    Nobody ever sees a half-made store, and of several processes creating it at once exactly one wins.
+    """
+    from sqlite_utils import Database
+
+    folder, name = os.path.split(os.path.abspath(path))
+    make_private_dirs(folder)
+    temp = os.path.join(folder, temp_name(name, "new"))
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as exc:
+        raise CheckpointError(f"cannot create {path}: {exc.strerror}") from exc
+    try:
+        os.fchmod(fd, 0o600)
+        os.close(fd)
+        conn = sqlite3.connect(temp)
+        try:
+            db = Database(conn, execute_plugins=False)
+            migrate(db, path)
+            db.enable_wal()
+        finally:
+            conn.close()
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        except OSError:
+            if not os.path.exists(path):
+                os.replace(temp, path)
+    finally:
+        for leftover in (temp, temp + "-wal", temp + "-shm"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+    return SCHEMA_VERSION
+
+
 @contextmanager
 def immediate(db: Db) -> Iterator[None]:
     """A write transaction that takes the write lock up front (waiting up to the busy timeout)."""
@@ -235,3 +279,44 @@ def snapshot(db: Db) -> Iterator[None]:
         yield
     finally:
         db.conn.rollback()
+
+
+class SqliteDialect(Dialect):
+    """SQLite's ways for the one SQL store: ``?`` placeholders, one writer at a time (``BEGIN IMMEDIATE``),
+    chunk references in their own table (``chunk_refs``), watchers that watch the file (nothing to notify).
+    A table an older store may lack is looked for by name: earlier versions added some beside the schema."""
+
+    DIGESTS_SINCE = 3
+    RUNS_SINCE = 2
+    CLAIMS_SINCE = 4
+    conn: Db
+
+    def has_table(self, name: str, since: int) -> bool:
+        return self.version >= since or name in self.conn.table_names()
+
+    def reading(self) -> AbstractContextManager[None]:
+        return snapshot(self.conn)
+
+    def writing(self, alone: bool) -> AbstractContextManager[None]:
+        return immediate(self.conn)
+
+    def insert_chunks(self, rows: builtins.list[tuple[bytes, bytes]]) -> Iterable[bytes]:
+        self.conn.conn.executemany("INSERT INTO chunks (hash, data) VALUES (?, ?)", rows)
+        self.conn.conn.executemany("INSERT INTO chunk_refs (hash, refs) VALUES (?, 0)", [(h,) for h, _ in rows])
+        return [h for h, _ in rows]
+
+    def count_refs(self, counts: Mapping[bytes, int]) -> builtins.list[bytes]:
+        changes = [(n, h) for h, n in counts.items()]
+        self.conn.conn.executemany("UPDATE chunk_refs SET refs = refs + ? WHERE hash = ?", changes)
+        dead: builtins.list[bytes] = []
+        for where, args in self.where_in("hash", sorted(h for h, n in counts.items() if n < 0)):
+            dead.extend(bytes(h) for (h,) in self.q(f"SELECT hash FROM chunk_refs WHERE refs <= 0 AND {where}", args))
+        return dead
+
+    def drop_chunks(self, dead: builtins.list[bytes]) -> builtins.list[bytes]:
+        data: builtins.list[bytes] = []
+        for where, args in self.where_in("hash", dead):
+            data.extend(d for (d,) in self.q(f"SELECT data FROM chunks WHERE {where}", args))
+        self.conn.conn.executemany("DELETE FROM chunks WHERE hash = ?", [(h,) for h in dead])
+        self.conn.conn.executemany("DELETE FROM chunk_refs WHERE hash = ?", [(h,) for h in dead])
+        return data

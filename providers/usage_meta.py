@@ -1,4 +1,6 @@
-"""A checkpoint's usage in its metadata: what its chain and its run spent, by model, in one short JSON text.
+"""A usage row (:class:`UsageRow`) and the forms it is stored in: a body's list of its values, and the summary of a
+checkpoint's metadata, what its chain and its run spent, by model, in one short JSON text. Only this module reads or
+writes those forms; everything else holds rows.
 
 Listing prices a checkpoint without reading its body from this summary (``CheckpointMeta.usage``)::
 
@@ -16,8 +18,9 @@ summary: a reader goes to the body's rows instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 MAX_USAGE_TEXT = 4096
 """The longest usage summary a store keeps (characters); a longer one is left out, never cut."""
@@ -32,62 +35,102 @@ MAX_TEXT = 200
 """The longest model or provider name a summary keeps (a longer one is cut)."""
 
 
-ROW_KEYS = ("unit", "label", "agent", "model", "provider", *TOKEN_FIELDS, "requests", "duration_s", "estimated")
-"""A usage row's keys, in the order a body stores its values (a row is stored as the list of its values)."""
-_EMPTY_ROW: dict[str, Any] = {
-    "unit": None,
-    "label": "",
-    "agent": None,
-    "model": None,  # (a row without a model is no row: a summary leaves it out, a reader too)
-    "provider": "",
-    **dict.fromkeys(TOKEN_FIELDS, 0),
-    "requests": 0,
-    "duration_s": 0.0,
-    "estimated": False,
-}
+class UsageRow(NamedTuple):
+    """What the calls of one (unit, agent, model, provider, estimated) used, summed: the one shape a usage row has
+    in memory. A body stores a row as the list of its values in this order (:func:`encode_row`, :func:`decode_row`)."""
+
+    unit: str | None = None
+    """The task id or flow method the calls ran in (None: outside any)."""
+    label: str = ""
+    """The unit as a person reads it (a task's name, a method's)."""
+    agent: str | None = None
+    model: str = ""
+    provider: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    duration_s: float = 0.0
+    estimated: bool = False
+    """Some counts are the fixed estimate (the server reported none)."""
 
 
-def row_list(row: Mapping[str, Any] | Sequence[Any]) -> list[Any]:
-    """A usage row as a body stores it: its values in :data:`ROW_KEYS` order (a missing one as an empty row has it);
-    a row stored so already comes back as a copy."""
-    if isinstance(row, Mapping):
-        return [row.get(key, _EMPTY_ROW[key]) for key in ROW_KEYS]
+ROW_KEYS = UsageRow._fields
+"""A usage row's keys, in the order a body stores its values."""
+_TEXTS = ("unit", "label", "agent", "model", "provider")
+_OPTIONAL = frozenset({"unit", "agent"})
+_COUNT_KEYS = (*TOKEN_FIELDS, "requests")
+
+
+def encode_row(row: UsageRow) -> list[Any]:
+    """A usage row as a body stores it: the list of its values in :data:`ROW_KEYS` order."""
     return list(row)
 
 
-def row_dict(stored: object) -> dict[str, Any] | None:
-    """A stored usage row (a list in :data:`ROW_KEYS` order, or an older body's dict) as a dict; None for anything
-    else. Its values are not checked here: whoever reads them checks them (the schema, ``cost.usage_rows``)."""
-    if isinstance(stored, list | tuple) and len(stored) == len(ROW_KEYS):
-        return dict(zip(ROW_KEYS, stored, strict=True))
-    return dict(stored) if isinstance(stored, Mapping) else None
+def _names(row: UsageRow) -> tuple[str, ...]:
+    return (row.unit or "", row.label, row.agent or "", row.model, row.provider)
+
+
+def decode_row(stored: object, cut: int | None = None) -> UsageRow | None:
+    """The usage row a body stored (a list in :data:`ROW_KEYS` order, an older body's object, or a row already), or
+    None for anything that is not a well-formed row: names that are not text (``unit`` and ``agent`` may be null),
+    counts that are not whole numbers from 0 to 10**15, seconds that are not a finite number (below 0 read as 0),
+    ``estimated`` that is not true or false. ``cut`` cuts the names to that many characters (for showing)."""
+    if type(stored) is UsageRow and (cut is None or max(map(len, _names(stored))) <= cut):
+        return stored
+    if isinstance(stored, list | tuple):
+        if len(stored) != len(ROW_KEYS):
+            return None
+        raw: Mapping[str, Any] = dict(zip(ROW_KEYS, stored, strict=True))
+    elif isinstance(stored, Mapping):
+        raw = stored
+    else:
+        return None
+    values: dict[str, Any] = {}
+    for name in _TEXTS:
+        value = raw.get(name, UsageRow._field_defaults[name] if name != "model" else None)
+        if value is None and name in _OPTIONAL:
+            values[name] = None
+        elif isinstance(value, str):
+            values[name] = value if cut is None else value[:cut]
+        else:
+            return None
+    for name in _COUNT_KEYS:
+        value = values[name] = raw.get(name, 0)
+        if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+            return None
+    duration, estimated = raw.get("duration_s", 0.0), raw.get("estimated", False)
+    if type(duration) not in (int, float) or not math.isfinite(duration) or type(estimated) is not bool:
+        return None
+    return UsageRow(**values, duration_s=max(float(duration), 0.0), estimated=estimated)
 
 
 Groups = dict[tuple[str, str, bool], list[int]]
 """(model, provider, estimated) -> the six counts and the seconds in whole microseconds, summed so far (integers:
 a sum does not depend on the order it was made in, and taking a row out again is exact)."""
-_MODEL, _PROVIDER = ROW_KEYS.index("model"), ROW_KEYS.index("provider")
-_COUNTS = slice(ROW_KEYS.index("input_tokens"), ROW_KEYS.index("requests") + 1)
-_SECONDS, _ESTIMATED = ROW_KEYS.index("duration_s"), ROW_KEYS.index("estimated")
 _MICROS = 1_000_000
 
 
-def _add_row(groups: Groups, row: Sequence[Any]) -> None:
-    """Add a stored row (:func:`row_list`) to its group: a row that is not one is left out, a count that is not a
-    count counts 0, and its seconds count in whole microseconds."""
-    if type(row) is not list or len(row) != len(ROW_KEYS):
-        return
-    model, provider = row[_MODEL], row[_PROVIDER] or ""
-    if not isinstance(model, str) or not isinstance(provider, str):
-        return
-    key = (model[:MAX_TEXT], provider[:MAX_TEXT], bool(row[_ESTIMATED]))
+def group_key(row: UsageRow) -> tuple[str, str, bool]:
+    """The summary's line a row counts in: its model and provider (cut to :data:`MAX_TEXT`) and ``estimated``."""
+    return row.model[:MAX_TEXT], row.provider[:MAX_TEXT], row.estimated
+
+
+def add_row(groups: Groups, row: UsageRow, sign: int = 1) -> None:
+    """Count ``row`` in its group (``sign`` -1: take it out again)."""
+    key = group_key(row)
     sums = groups.get(key)
     if sums is None:
         sums = groups[key] = [0, 0, 0, 0, 0, 0, 0]
-    counts = row[_COUNTS]
-    if set(map(type, counts)) != _INTS or min(counts) < 0:  # not a row of counts: each on its own
-        counts = [value if type(value) is int and value > 0 else 0 for value in counts]
-    count_into(sums, counts, micros(row[_SECONDS]))
+    sums[0] += sign * row.input_tokens
+    sums[1] += sign * row.output_tokens
+    sums[2] += sign * row.cache_read_tokens
+    sums[3] += sign * row.cache_write_tokens
+    sums[4] += sign * row.reasoning_tokens
+    sums[5] += sign * row.requests
+    sums[6] += sign * micros(row.duration_s)
 
 
 def micros(seconds: Any) -> int:
@@ -95,27 +138,15 @@ def micros(seconds: Any) -> int:
     return round(seconds * _MICROS) if type(seconds) in (int, float) and 0 < seconds < MAX_SECONDS else 0
 
 
-def count_into(sums: list[int], counts: Sequence[int], microseconds: int) -> None:
-    """Add a row's six counts and its microseconds to its group's ``sums`` (or, given differences, move them)."""
-    sums[0] += counts[0]
-    sums[1] += counts[1]
-    sums[2] += counts[2]
-    sums[3] += counts[3]
-    sums[4] += counts[4]
-    sums[5] += counts[5]
-    sums[6] += microseconds
-
-
-_INTS = {int}
 MAX_SECONDS = 1e12
 """Seconds a row's duration stays below to be counted (a larger one, like one that is not a number, counts 0)."""
 
 
-def grouped(rows: Iterable[Sequence[Any]]) -> Groups:
-    """Stored rows summed per (model, provider, estimated), in the order each group first comes."""
+def grouped(rows: Iterable[UsageRow]) -> Groups:
+    """Rows summed per (model, provider, estimated), in the order each group first comes."""
     groups: Groups = {}
     for row in rows:
-        _add_row(groups, row)
+        add_row(groups, row)
     return groups
 
 
@@ -152,19 +183,26 @@ def chain_groups(before: Groups, run: Groups) -> Groups:
         if known is None:
             chain[key] = sums.copy()
         else:
-            count_into(known, sums, sums[6])
+            for i, value in enumerate(sums):
+                known[i] += value
     return chain
 
 
-def usage_summary(
-    chain: Iterable[Mapping[str, Any] | Sequence[Any]], run: Iterable[Mapping[str, Any] | Sequence[Any]]
-) -> str:
+def usage_summary(chain: Iterable[object], run: Iterable[object]) -> str:
     """The summary text of a checkpoint whose chain spent ``chain`` rows (before and this run) and whose run spent
-    ``run`` rows (dicts, or lists as a body's ``usage`` section stores them); "" when there is none."""
-    return summary_text(grouped(map(row_list, chain)), grouped(map(row_list, run)))
+    ``run`` rows (rows, or as a body stores them: :func:`decode_row`; one that is not a row is left out); "" when
+    there is none."""
+    return summary_text(grouped(_rows_of(chain)), grouped(_rows_of(run)))
 
 
-def _entry(raw: object) -> dict[str, Any] | None:
+def _rows_of(stored: Iterable[object]) -> Iterator[UsageRow]:
+    for raw in stored:
+        row = decode_row(raw)
+        if row is not None:
+            yield row
+
+
+def _entry(raw: object) -> UsageRow | None:
     if not isinstance(raw, list) or len(raw) != 10:
         return None
     model, provider, *counts, seconds, estimated = raw
@@ -176,15 +214,12 @@ def _entry(raw: object) -> dict[str, Any] | None:
         return None
     if any(type(c) is not int or not 0 <= c <= _MAX_COUNT for c in counts):
         return None
-    row: dict[str, Any] = {"unit": None, "label": "", "agent": None, "model": model, "provider": provider}
-    row.update(zip((*TOKEN_FIELDS, "requests"), counts, strict=True))
-    row["duration_s"] = float(seconds)
-    row["estimated"] = estimated
-    return row
+    named = dict(zip(_COUNT_KEYS, counts, strict=True))
+    return UsageRow(model=model, provider=provider, **named, duration_s=float(seconds), estimated=estimated)
 
 
-def read_usage_summary(text: object) -> dict[str, list[dict[str, Any]]] | None:
-    """``{"chain": rows, "run": rows}`` (rows in the shape of a body's usage rows, without unit, agent or duration)
+def read_usage_summary(text: object) -> dict[str, list[UsageRow]] | None:
+    """``{"chain": rows, "run": rows}`` (one row per line: no unit, label or agent)
     of a summary text, or None for "", :data:`TOO_LONG` and anything that is not a summary (never raises)."""
     if not isinstance(text, str) or not text or len(text) > MAX_USAGE_TEXT:
         return None
@@ -194,7 +229,7 @@ def read_usage_summary(text: object) -> dict[str, list[dict[str, Any]]] | None:
         return None
     if not isinstance(data, dict):
         return None
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[UsageRow]] = {}
     for part in PARTS:
         raw = data.get(part)
         if not isinstance(raw, list):

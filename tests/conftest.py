@@ -40,6 +40,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {missing}")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile crewpoint's modules once, before any test starts a process. The tests start hundreds of ``crewpoint``
+    and user programs; where ``PYTHONDONTWRITEBYTECODE`` is set, each would compile every module it imports again
+    (about a second apiece on a busy machine). The bytecode goes where Python keeps it (``__pycache__`` beside the
+    modules the import system finds, ignored by git) and is checked against each source as usual, so an edited
+    module is compiled afresh. Done by the process that starts the run, not by each pytest-xdist worker."""
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    import crewpoint
+
+    compileall.compile_dir(Path(crewpoint.__file__).parent, quiet=1)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the PostgreSQL server if a test started one (its watchdog stops it too if the run dies)."""
     from pg_server import stop_session_server

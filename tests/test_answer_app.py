@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from chromium import Chromium, stop_group
-from support.reading import browser, text_of
+from support.reading import browser, notifications, text_of
 from support.review import REVIEW, ran
 from support.waiting import settle, wait_until
 from test_answer_cli import paused
@@ -236,6 +236,7 @@ async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Pa
     waited = await asyncio.create_subprocess_exec(sys.executable, "crew.py", cwd=tmp_path, env=env)
     assert await waited.wait() == 0
     app = make_app(str(tmp_path / "store"), watch=False)
+    said = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = browser(pilot)
         await settle(pilot)
@@ -253,13 +254,13 @@ async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Pa
         assert app.focused is dialog.query_one("#answer-feedback", TextArea)  # what is typed is the feedback
         dialog.query_one("#answer-send", Button).press()  # no feedback written: refused, the dialog stays
         await pilot.pause()
-        assert app.screen is dialog and any("feedback first" in n.message for n in app._notifications)
+        assert app.screen is dialog and any("feedback first" in message for message in said)
         dialog.query_one("#answer-feedback", TextArea).text = "Mention the moon."
         dialog.query_one("#answer-send", Button).press()
         await wait_until(pilot, lambda: app.screen is screen)
         await wait_until(pilot, lambda: not screen.run_panel.running and screen.run_panel.has_class("-shown"), 60)
         await settle(pilot)  # revised, the run waits for the person again: a new request on a newer checkpoint
-        assert any("waits for a person's answer" in n.message for n in app._notifications)
+        assert any("waits for a person's answer" in message for message in said)
         assert screen.waiting_runs() == 1
         requested = [m for m in screen.metas if m.trigger == "human_feedback_requested"]
         assert len(requested) == 2 and screen.ckpt_tree.chosen_id == max(requested, key=lambda m: m.sequence).id

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.review import CLI, listed, ran, run, wait_in
+from support.cli import CHECKPOINT, one_line_error
+from support.review import listed, ran, run, wait_in
 
 
 def paused(tmp_path: Path, store: str = "store") -> tuple[Path, dict[str, Any]]:
@@ -20,11 +21,9 @@ def paused(tmp_path: Path, store: str = "store") -> tuple[Path, dict[str, Any]]:
 
 
 def one_line_refusal(done: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), done.stderr
+    line = one_line_error(done)
     for fragment in fragments:
-        assert fragment in lines[0]
+        assert fragment in line, line
 
 
 @pytest.mark.parametrize("kind", ["json", "sqlite", "postgres"])
@@ -105,7 +104,7 @@ def test_in_a_terminal_the_request_is_shown_literally_and_enter_sends_the_defaul
     project, row = paused(tmp_path)
     leader, follower = os.openpty()
     child = subprocess.Popen(
-        [*CLI, "answer", row["id"], "--location", "store", "--app", "review.py:flow"],
+        [*CHECKPOINT, "answer", row["id"], "--location", "store", "--app", "review.py:flow"],
         cwd=project,
         stdin=follower,
         stdout=subprocess.PIPE,

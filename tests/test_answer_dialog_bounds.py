@@ -14,6 +14,7 @@ from typing import Any
 
 from llm_server import LLMServer
 from rich.console import Console
+from support.cli import CHECKPOINT
 from support.reading import choose, text_of
 from support.waiting import settle, wait_until
 from textual.app import App
@@ -28,7 +29,6 @@ from crewpoint.tui.run_controller import Answer
 from crewpoint.tui.widgets.task_card import VIEW_LIMIT, TaskCard
 
 SIZE = (120, 40)
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 
 class DialogApp(App[None]):
@@ -150,7 +150,7 @@ async def test_the_tasks_tab_clips_a_huge_output_read_only_and_its_command_print
         command = note.split("all of it: ", 1)[1]
     assert command.startswith("crewpoint checkpoint info ") and command.endswith(" --json")
     words = shlex.split(command)  # run as pasted here, through this interpreter's crewpoint
-    printed = subprocess.run([*CLI, *words[2:]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    printed = subprocess.run([*CHECKPOINT, *words[2:]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert printed.returncode == 0, printed.stderr
     assert [t["output"] for t in json.loads(printed.stdout)["tasks"]] == [huge, huge]
 

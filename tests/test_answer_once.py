@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.review import REVIEW, listed, ran, run, wait_in
-from support.waiting import wait_for
-from test_feedback_crash import STOP_AT_WRITE
+from support.review import DEADLINED, REVIEW, answer_held_at_write, listed, ran, run, wait_in
 
 from crewpoint.checkpoint.schema import load_body
 from crewpoint.providers import JsonProvider, provider_for
@@ -142,9 +140,6 @@ def test_copy_never_overwrites_an_answer_in_the_target_and_says_so(tmp_path: Pat
     assert waiting2
 
 
-DEADLINED = REVIEW.replace('default_outcome="approved")', 'default_outcome="approved", timeout=0.001)')
-
-
 @pytest.mark.parametrize("kind", ["json", "sqlite", "postgres"])
 def test_a_deadline_default_is_claimed_and_a_late_answer_is_refused_naming_it(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest
@@ -152,14 +147,7 @@ def test_a_deadline_default_is_claimed_and_a_late_answer_is_refused_naming_it(
     assert DEADLINED != REVIEW
     store = store_of(kind, tmp_path, request)
     project = tmp_path / "project"
-    project.mkdir()
-    (project / "review.py").write_text(DEADLINED)
-    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
-    waited = subprocess.run(
-        [sys.executable, "review.py", store], cwd=project, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert waited.returncode == 75, waited.stderr
-    (row,) = [r for r in listed(project, store) if r["request"] is not None]
+    row = wait_in(project, store, DEADLINED)
 
     resumed = run("resume", row["id"], "--location", store, *APP, cwd=project)
     assert resumed.returncode == 0, resumed.stderr  # past its deadline: the default outcome goes on
@@ -249,20 +237,9 @@ def test_a_resume_is_refused_while_the_answer_runs_and_after_it_went_on(tmp_path
     store = "store" if kind == "json" else "store.db"
     project = tmp_path / "project"
     waiting = wait_in(project, store)["id"]
-    (project / "stop_at_write.py").write_text(STOP_AT_WRITE)
-    mark = project / "writing.pid"
     args = ["answer", waiting, "--location", store, "--outcome", "approved", *APP]
-    child = subprocess.Popen(
-        [sys.executable, "stop_at_write.py", "checkpoint", *args],
-        cwd=project,
-        env={**os.environ, "STOP_MARK": str(mark), "CREWPOINT_FEEDBACK": "wait"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    child = answer_held_at_write(project, *args)
     try:
-        wait_for(lambda: mark.exists() or child.poll() is not None, "the answer's first new checkpoint")
-        assert mark.exists(), child.communicate()
         busy = run("resume", waiting, "--location", store, *APP, cwd=project)  # the answer is still running
         assert busy.returncode == 2, busy.stderr
         assert "is live" in busy.stderr or "is going on now" in busy.stderr, busy.stderr  # refused, naming the run

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from support.review import CLI, REVIEW, listed, ran, wait_in
+from support.cli import CHECKPOINT
+from support.review import DEADLINED, listed, ran, wait_in
 
-DEADLINED = REVIEW.replace('default_outcome="approved")', 'default_outcome="approved", timeout=0.001)')
 APP = ["--app", "review.py:flow"]
 ROUTES = ("published", "redone")
 RECEIVED = "human_feedback_received"
@@ -27,8 +27,8 @@ RECEIVED = "human_feedback_received"
 def cli(project: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "CREWPOINT_FEEDBACK": "wait", "NO_COLOR": "1"}
     return subprocess.Popen(
-        [*CLI, *args], cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        [*CHECKPOINT, *args], cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 

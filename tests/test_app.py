@@ -29,6 +29,7 @@ from crewpoint.tui.app import make_app
 from crewpoint.tui.store_index import CheckpointRef, SegmentRef, StoreIndex
 from crewpoint.tui.widgets.checkpoint_tree import CheckpointTree
 from crewpoint.tui.widgets.inputs_view import InputsView
+from crewpoint.tui.widgets.tabs import TABS
 from crewpoint.tui.widgets.task_card import TaskCard
 
 SIZE = (140, 40)
@@ -561,9 +562,13 @@ async def test_markup_in_checkpoint_text_renders_literally(tmp_path: Path) -> No
         screen = browser(pilot)
         await choose(pilot, sorted_metas(screen, "main")[-1].id)
         assert "[bold]crew[/bold] [x" in screen_text(pilot)
-        for tab in "1234567":  # every tab renders the checkpoint's text without reading it as markup
-            await pilot.press(tab)
+        for number, tab in enumerate(TABS, 1):  # every tab renders the checkpoint's text without reading markup
+            await pilot.press(str(number))
             await settle(pilot)
+            assert screen.detail.active_tab == tab.pane_id
+            text = screen_text(pilot)
+            for read_as_markup in ("crew [x", "topic ["):  # what the name and the topic would show as markup
+                assert read_as_markup not in text, (tab.name, read_as_markup)
         await pilot.press("3")
         await settle(pilot)
         assert "[red]topic[/red] [" in screen_text(pilot)

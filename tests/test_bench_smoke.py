@@ -147,8 +147,8 @@ def test_the_usage_bench_prints_what_recording_costs(tmp_path: Path) -> None:
         value, unit = cells[f"recording usage / not recording it ({name})"][:2]
         assert unit == "x" and 0 < float(value) < 10, done.stdout
     assert cells["recording usage / not recording it (whole process, wall)"][2] == "≤ 1.02"
-    assert float(cells["3-task offline crew as a process, usage recorded"][0]) > 0
-    assert float(cells["3-task offline crew kickoff alone, usage recorded"][0]) > 0
+    assert float(cells["3-task offline crew as a process, usage recorded"][0].replace(",", "")) > 0
+    assert float(cells["3-task offline crew kickoff alone, usage recorded"][0].replace(",", "")) > 0
 
 
 def test_the_pg_cost_bench_loads_runs_with_usage_and_times_both_commands(pg_location: str, bench_modules: None) -> None:
@@ -173,3 +173,19 @@ def test_the_pg_cost_bench_loads_runs_with_usage_and_times_both_commands(pg_loca
     # and the demo checkpoint that made the store; a row at the cutoff's edge may fall either side
     assert len(recent) <= data["runs"] <= len(recent) + 1
     assert data["cost_usd"] > 0 and data["usage"]["cache_read_tokens"] > 0
+
+
+def test_the_startup_bench_compares_help_with_another_command_and_says_how_to_get_crewai(
+    tmp_path: Path, bench_modules: None
+) -> None:
+    from startup_bench import GOAL, rows_of
+
+    crewpoint = str(Path(sys.executable).with_name("crewpoint"))
+    rows = rows_of(crewpoint, Path(sys.executable), runs=1)  # Python's own --help stands in for CrewAI's
+    assert [row.name for row in rows] == [
+        "crewpoint --help / crewai --help",
+        "crewpoint checkpoint --help / crewai --help",
+    ]
+    assert all(math.isfinite(row.value) and row.value > 0 and row.target == GOAL == 0.2 for row in rows)
+    (missing,) = rows_of(crewpoint, tmp_path / "no-crewai" / "bin" / "crewai", runs=1)
+    assert math.isnan(missing.value) and "`make test-crewai` makes no-crewai" in missing.note

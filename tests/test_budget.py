@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price
 from llm_server import LLMServer
+from support.cli import checkpoint as cli
 
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Flow, Task, listen, start
 from crewpoint.cost import usage_rows
@@ -25,7 +26,6 @@ from crewpoint.providers import JsonProvider
 PER_CALL = {"prompt_tokens": 100_000, "completion_tokens": 50_000}
 """What each answer reports: at gpt-4o's price, $0.75 a call."""
 TASKS = ("Research owls.", "Outline the post.", "Write the post.")
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_crew_stops_before_the_call_past_its_budget_and_a_larger_one_finishes_
     assert [t.output is not None for t in again.tasks] == [True, True, True]
     assert result.raw.startswith("echo: Current task: Write the post.")
     body = newest().body
-    assert [row["unit"] for row in usage_rows(body, "reused")] == [crew.tasks[0].id]  # task 1: reused, not repeated
+    assert [row.unit for row in usage_rows(body, "reused")] == [crew.tasks[0].id]  # task 1: reused, not repeated
 
 
 def test_setting_a_larger_budget_on_the_crew_resumes_it_in_the_same_program(server: LLMServer) -> None:
@@ -276,10 +276,6 @@ PROGRAM = textwrap.dedent(
             sys.exit(76)
     """
 )
-
-
-def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def statuses(project: Path, env: dict[str, str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.demo import DEMO_INPUTS, TriageFlow, demo_crew
 from crewpoint.flow import Flow, listen, start
-from crewpoint.llm import LLM
+from crewpoint.llm import LLM, LLMError
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 
@@ -58,8 +58,9 @@ def test_files_are_private_and_hold_no_api_key(monkeypatch: pytest.MonkeyPatch) 
     crew = Crew(agents=[agent], tasks=[Task(description="t", agent=agent)], checkpoint=CheckpointConfig(location="k"))
     state = crew.to_state()
     assert secret not in json.dumps(state)
-    with pytest.raises(Exception):  # noqa: B017 - nothing listens on port 9
+    with pytest.raises(LLMError, match=r"cannot be reached .*; is it running\?") as refused:  # nothing on port 9
         crew.kickoff()
+    assert secret not in str(refused.value)
     run_demo_crew("k")
     for path in Path("k").rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
+from click.testing import Result
+from support.cli import CREWPOINT, cli, one_line_error
 from support.stores import make_store
 from support.waiting import wait_for
 
@@ -20,23 +21,12 @@ from crewpoint.demo import DEMO_INPUTS
 from crewpoint.flow import Flow, start
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointRecord
-from crewpoint.tui.cli import main
-
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def assert_one_line_error(result: Result, *fragments: str, code: int = 2) -> None:
-    assert result.exit_code == code, result.output
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), result.stderr
-    assert "Traceback" not in result.stderr
+    line = one_line_error(result, code)
     for fragment in fragments:
-        assert fragment in lines[0]
+        assert fragment in line, line
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from crewai_fixtures import json_store
+from support.cli import CREWPOINT, cli
 from support.stores import make_store
 from support.waiting import wait_for
 
@@ -29,9 +29,6 @@ from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.providers.refs import short_id
-from crewpoint.tui.cli import main
-
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 
 STALLING_CREW = '''
 import os
@@ -61,10 +58,6 @@ crew = Crew(
 if __name__ == "__main__":
     crew.kickoff()
 '''
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def crewpoint(*args: str, cwd: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:

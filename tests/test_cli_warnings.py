@@ -10,7 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+from support.cli import CHECKPOINT
+
 SAID = "Task callback cannot be saved in a checkpoint: pass a module-level function"
 
 APP = textwrap.dedent(
@@ -39,10 +40,12 @@ def test_the_cli_shows_a_warning_in_one_line(tmp_path: Path) -> None:
     assert script.returncode == 0, script.stderr
     assert re.search(rf"app\.py:\d+: UserWarning: {SAID}", script.stderr)  # a plain script: Python's own form
 
-    listed = subprocess.run([*CLI, "list", "store", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [*CHECKPOINT, "list", "store", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     first = json.loads(listed.stdout)[-1]["id"]
     resumed = subprocess.run(
-        [*CLI, "resume", first, "--location", "store", "--app", "app.py:crew"],
+        [*CHECKPOINT, "resume", first, "--location", "store", "--app", "app.py:crew"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -171,8 +171,8 @@ def test_usage_rows_keep_only_well_formed_rows() -> None:
         }
     }
     rows = usage_rows(body)
-    assert [r["input_tokens"] for r in rows] == [1200, 1200]
-    assert len(rows[1]["label"]) == 200
+    assert [r.input_tokens for r in rows] == [1200, 1200]
+    assert len(rows[1].label) == 200
     assert usage_rows(body, "before") == [] and usage_rows({"no": "usage"}) == [] and usage_rows(None) == []
 
 

@@ -77,9 +77,9 @@ async def test_the_overview_shows_spent_this_run_saved_and_each_task(store: tupl
         assert chain is not None
         assert chain.spent.usd == priced([*before, *rows]).usd and chain.spent.tokens == priced([*before, *rows]).tokens
         assert chain.this_run.usd == priced(rows).usd and chain.this_run.tokens["input_tokens"] == 2000
-        assert chain.saved.usd == priced(reused).usd and [r["label"] for r in reused] == ["t1", "t2"]
+        assert chain.saved.usd == priced(reused).usd and [r.label for r in reused] == ["t1", "t2"]
         assert [u.label for u in chain.units] == ["1. t1", "2. t2", "3. t3"]
-        task_3 = [r for r in [*before, *rows] if r["label"] == "t3"]
+        task_3 = [r for r in [*before, *rows] if r.label == "t3"]
         assert len(task_3) == 2 and chain.units[2].summary.usd == priced(task_3).usd  # both runs of it
         shown = shown_text(overview.query_one("#overview-body", Static))
         assert cost_text(chain.spent) in shown and cost_text(chain.saved) in shown
@@ -103,7 +103,7 @@ async def test_the_cost_tab_charts_each_task_of_the_chain(store: tuple[str, list
         assert view.chain is not None
         by_label = {u.label: u.summary for u in view.chain.units}
         for n, row in enumerate(usage_rows(body), 1):
-            assert by_label[f"{n}. {row['label']}"].usd == priced([row]).usd
+            assert by_label[f"{n}. {row.label}"].usd == priced([row]).usd
         shown = shown_text(view.query_one("#cost-body", Static))
         assert "█" in shown and "$0.0140" in shown
         await wait_until(pilot, lambda: bool(view.branches))
@@ -138,7 +138,7 @@ async def test_the_tree_shows_each_runs_cost_beside_its_newest_checkpoint(store:
 async def test_the_fork_dialog_estimates_what_its_edits_make_run_again(store: tuple[str, list[Any]]) -> None:
     location, metas = store
     main = [m for m in metas if m.branch == "main"]
-    task_3 = [r for r in usage_rows(body_of(main[-1])) if r["label"] == "t3"]
+    task_3 = [r for r in usage_rows(body_of(main[-1])) if r.label == "t3"]
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
         screen = await choose(pilot, main[-1].id)
         screen.edits.keep(main[-1].id, outputs={1: "A shorter outline."})  # task 2's output: task 3 runs again
@@ -175,7 +175,7 @@ async def test_the_resume_dialog_estimates_the_tasks_left(store: tuple[str, list
         assert view.estimate is not None and view.estimate.missing == []  # both ran after it: their figures
         assert [u.label for u in view.estimate.units] == ["2. t2", "3. t3"]
         after = usage_rows(body_of([m for m in metas if m.branch == "main"][-1]))
-        assert view.estimate.total.usd == priced([r for r in after if r["label"] in ("t2", "t3")]).usd
+        assert view.estimate.total.usd == priced([r for r in after if r.label in ("t2", "t3")]).usd
         await pilot.press("n")
 
 
@@ -273,7 +273,7 @@ async def test_the_answer_dialog_estimates_what_runs_on(tmp_path: Path) -> None:
         pending = [f"{i + 1}. {body['entity']['tasks'][i]['name']}" for i in pending_tasks(body)]
         assert [u.label for u in view.estimate.units] == pending and "3. t3" in pending
         for unit in view.estimate.units:
-            rows = [r for r in usage_rows(body) if r["unit"] == unit.unit]
+            rows = [r for r in usage_rows(body) if r.unit == unit.unit]
             assert unit.summary.usd == priced(rows).usd
         assert view.estimate.missing == ["3. t3"]
         await pilot.press("escape")

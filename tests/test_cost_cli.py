@@ -19,20 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from support.cli import cli
 from support.prices import genai_usd
 from support.stores import demo_records
 
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
-from crewpoint.tui.cli import main
 
 DAY = 86_400.0
 KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def row(
@@ -352,15 +347,15 @@ def test_a_real_run_and_its_resume_are_summed_from_what_they_recorded(tmp_path: 
     assert by_run["runs"] == 2
     runs = {g["checkpoint"]: g for g in by_run["groups"]}
     assert set(runs) == {first.id, last.id}
-    assert runs[first.id]["usage"]["input_tokens"] == sum(r["input_tokens"] for r in first_rows) > 0
-    assert runs[last.id]["usage"]["output_tokens"] == sum(r["output_tokens"] for r in second_rows) > 0
-    assert by_run["usage"]["input_tokens"] == sum(r["input_tokens"] for r in first_rows + second_rows)
+    assert runs[first.id]["usage"]["input_tokens"] == sum(r.input_tokens for r in first_rows) > 0
+    assert runs[last.id]["usage"]["output_tokens"] == sum(r.output_tokens for r in second_rows) > 0
+    assert by_run["usage"]["input_tokens"] == sum(r.input_tokens for r in first_rows + second_rows)
     assert by_run["cost_usd"] == 0.0  # the offline model costs nothing
 
     chain = cost_json(last.id[:10], "--location", location)
     assert chain["usage"] == by_run["usage"]  # one chain: what it spent is what the store spent
-    assert chain["saved"]["usage"]["input_tokens"] == sum(r["input_tokens"] for r in reused) > 0
-    assert {r["label"] for r in reused} == {r["label"] for r in first_rows}  # the two finished tasks
+    assert chain["saved"]["usage"]["input_tokens"] == sum(r.input_tokens for r in reused) > 0
+    assert {r.label for r in reused} == {r.label for r in first_rows}  # the two finished tasks
 
 
 def test_checkpoints_without_usage_say_so(tmp_path: Path) -> None:

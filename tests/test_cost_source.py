@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import cost_runs
+from support.cli import checkpoint as cli
 
 from crewpoint.cost import usage_damage
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.providers.usage_meta import usage_summary
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 _PRICEY = {"model": "gpt-4o", "provider": "openai", "input_tokens": 400_000_000, "output_tokens": 0, "requests": 1}
 LIE = usage_summary([_PRICEY], [_PRICEY])
 """A summary saying the chain spent $1,000.00 on gpt-4o."""
@@ -32,10 +30,6 @@ def store(tmp_path: Path) -> Iterator[Path]:
     with cost_runs.usage_server() as server:
         cost_runs.build(str(tmp_path / "store"), server.base_url, fork=False)
     yield tmp_path / "store"
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def crafted(store: Path, *, usage: str | None = None, body_change: Any = None) -> str:

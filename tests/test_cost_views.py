@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from genai_prices import Usage, calc_price
 from llm_server import LLMServer
+from support.cli import cli
 
 from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
 from crewpoint.cost import TOKEN_KINDS, format_usd, load_prices, price_rows, usage_rows
 from crewpoint.events import event_bus
 from crewpoint.providers import JsonProvider, SqliteProvider, provider_for
 from crewpoint.providers.base import BaseProvider
-from crewpoint.tui.cli import main
+from crewpoint.usage import UsageRow
 
 PER_CALL = {"prompt_tokens": 1200, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 200}}
 TASKS = ("Research owls.", "Outline the post.", "Write the post.")
@@ -37,10 +37,6 @@ def server() -> Iterator[LLMServer]:
     with LLMServer() as running:
         running.usage = PER_CALL
         yield running
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def crew_of(server: LLMServer, location: str, provider: BaseProvider) -> Crew:
@@ -94,14 +90,14 @@ def tokens(summary: dict[str, Any]) -> dict[str, int]:
     return {kind: summary["usage"][kind] for kind in (*TOKEN_KINDS, "requests")}
 
 
-def genai_usd(rows: list[dict[str, Any]]) -> float:
+def genai_usd(rows: list[UsageRow]) -> float:
     """genai-prices' own figure for gpt-4o rows, summed."""
     total = 0.0
     for row in rows:
         usage = Usage(
-            input_tokens=row["input_tokens"],
-            output_tokens=row["output_tokens"],
-            cache_read_tokens=row["cache_read_tokens"] or None,
+            input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens,
+            cache_read_tokens=row.cache_read_tokens or None,
         )
         total += float(calc_price(usage, model_ref="gpt-4o", provider_id="openai").total_price)
     return round(total, 6)
@@ -136,7 +132,7 @@ def test_list_and_info_show_what_each_checkpoint_cost(server: LLMServer, store: 
     newest = metas[0]
     body = bodies[newest.id]
     reused = usage_rows(body, "reused")
-    assert {r["label"] for r in reused} == {"t1", "t2"}  # the two tasks the resume did not run again
+    assert {r.label for r in reused} == {"t1", "t2"}  # the two tasks the resume did not run again
     info = cli("checkpoint", "info", newest.id, "--location", location, "--json")
     assert info.exit_code == 0, info.output
     cost = json.loads(info.stdout)["cost"]

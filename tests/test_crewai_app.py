@@ -20,6 +20,7 @@ from textual.widgets import Input, RichLog, Static, TextArea
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.tabs import TABS
 from crewpoint.tui.widgets.task_card import TaskCard
 
 SIZE = (140, 40)
@@ -70,8 +71,8 @@ async def test_every_tab_shows_the_checkpoint_and_no_key(store: Path) -> None:
             meta = max((m for m in screen.metas if m.entity_kind == kind), key=lambda m: (m.tasks_done, m.sequence))
             await choose(pilot, meta.id)
             shown = []
-            for tab in "1234567":
-                await pilot.press(tab)
+            for number in range(1, len(TABS) + 1):
+                await pilot.press(str(number))
                 await settle(pilot)
                 shown.append(screen_text(pilot))
                 assert FAKE_KEY[:10] not in pilot.app.export_screenshot()  # what a screenshot would keep

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
+from support.cli import cli as run_cli
 
 from crewpoint.providers import provider_for
-from crewpoint.tui.cli import main
 
 CREW_LAST_JSON = "20261130T150415_1a8435d1"  # crew, main, 3/3
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3
@@ -24,7 +24,8 @@ CREW_LAST_DB = "20261130T150420_08a9f6c2"
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    result = CliRunner().invoke(main, list(args), env=env)
+    """``crewpoint ARGS`` in this process, failing the test if any of the key shows."""
+    result = run_cli(*args, env=env)
     assert FAKE_KEY not in result.output and FAKE_KEY[:10] not in result.output
     return result
 

@@ -111,9 +111,12 @@ def test_each_kind_rebuilds_from_its_checkpoint_as_the_class_asked(tmp_path: Pat
 
 
 def test_every_kind_has_one_word_for_its_units() -> None:
-    assert set(ENTITY_KINDS) == {"crew", "flow", "agent"}
     words = {kind: (entry.unit, entry.units) for kind, entry in ENTITY_KINDS.items()}
-    assert words == {"crew": ("task", "tasks"), "flow": ("step", "steps"), "agent": ("kickoff", "kickoffs")}
+    for kind, entry in ENTITY_KINDS.items():
+        assert entry.cls.KIND == kind and entity_class(kind) is entry.cls
+        assert entry.unit and entry.units and entry.units != entry.unit, kind  # "1 task", "2 tasks"
+    known = {"crew": ("task", "tasks"), "flow": ("step", "steps"), "agent": ("kickoff", "kickoffs")}
+    assert {kind: words[kind] for kind in known} == known
     assert len({unit for unit, _ in words.values()}) == len(words)  # no two kinds share a word
     assert kind_of("something-else").unit == "step" and kind_of("something-else").load is None
     with pytest.raises(CheckpointError, match="unknown entity kind"):

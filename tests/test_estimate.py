@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import CHECKPOINT
 from support.cost_runs import APP, USAGE, build, usage_server
 from support.prices import genai_usd
 
@@ -21,8 +21,7 @@ from crewpoint.checkpoint import ops
 from crewpoint.cost import Prices, format_usd, price_rows, usage_rows
 from crewpoint.estimate import NO_HISTORY, cost_text, estimate_rerun, last_run, units_to_run
 from crewpoint.providers import JsonProvider
-
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
+from crewpoint.usage import UsageRow
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +44,7 @@ def main_checkpoints(metas: list[Any]) -> list[Any]:
 
 
 def dry_run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args, "--dry-run"], capture_output=True, text=True, check=False)
+    return subprocess.run([*CHECKPOINT, *args, "--dry-run"], capture_output=True, text=True, check=False)
 
 
 def test_a_fork_that_edits_task_2_estimates_task_3_from_its_recorded_run(store: tuple[str, list[Any]]) -> None:
@@ -58,10 +57,10 @@ def test_a_fork_that_edits_task_2_estimates_task_3_from_its_recorded_run(store: 
     assert (units, open_ended) == ([task_3], False)
 
     estimate = estimate_rerun(record.body, units, Prices())
-    recorded = [row for row in usage_rows(record.body) if row["unit"] == task_3]
+    recorded = [row for row in usage_rows(record.body) if row.unit == task_3]
     assert estimate.total.usd == price_rows(recorded, Prices()).usd == usd("Write the post.")
     assert estimate.total.tokens["input_tokens"] == 2000 and estimate.total.tokens["output_tokens"] == 900
-    assert estimate.total.duration_s == pytest.approx(recorded[0]["duration_s"])
+    assert estimate.total.duration_s == pytest.approx(recorded[0].duration_s)
     assert estimate.missing == []
 
     result = dry_run("fork", last.location, "--set-output", "2=A shorter outline.", "--app", APP)
@@ -111,20 +110,20 @@ def test_a_task_run_again_on_a_fork_is_estimated_from_its_newest_run(store: tupl
     body = ops.load(fork_head.location).body
     task_3 = body["entity"]["tasks"][2]["id"]
     chain = [*usage_rows(body, "before"), *usage_rows(body, "rows")]
-    assert [row["unit"] for row in chain].count(task_3) == 2  # the run on main and the fork's own
+    assert [row.unit for row in chain].count(task_3) == 2  # the run on main and the fork's own
     estimate = estimate_rerun(body, [task_3], Prices())
-    assert list(estimate.units[0].rows) == [r for r in usage_rows(body) if r["unit"] == task_3]
+    assert list(estimate.units[0].rows) == [r for r in usage_rows(body) if r.unit == task_3]
     assert estimate.total.usd == usd("Write the post.")  # once, not the two runs summed
 
 
 def test_last_run_is_the_newest_stretch_of_a_units_rows() -> None:
-    def row(unit: str, model: str = "gpt-4o", n: int = 1) -> dict[str, Any]:
-        return {"unit": unit, "agent": "a", "model": model, "provider": "openai", "estimated": False, "n": n}
+    def row(unit: str, model: str = "gpt-4o", n: int = 1) -> UsageRow:
+        return UsageRow(unit, agent="a", model=model, provider="openai", requests=n)
 
     chain = [row("t1"), row("t2", n=1), row("t2", "gpt-4o-mini", n=2), row("t3"), row("t2", n=3)]
-    assert [r["n"] for r in last_run(chain, "t2")] == [3]
-    assert [r["n"] for r in last_run(chain[:4], "t2")] == [1, 2]
-    assert [r["n"] for r in last_run([row("t2", n=1), row("t2", n=2)], "t2")] == [2]  # the same row again
+    assert [r.requests for r in last_run(chain, "t2")] == [3]
+    assert [r.requests for r in last_run(chain[:4], "t2")] == [1, 2]
+    assert [r.requests for r in last_run([row("t2", n=1), row("t2", n=2)], "t2")] == [2]  # the same row again
     assert last_run(chain, "t9") == []
 
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.review import CLI, REVIEW, ran
+from support.cli import CHECKPOINT
+from support.review import REVIEW, ran
 
 WAIT = "import sys; sys.argv[1:] = [sys.argv[1]]; from review import flow; print(flow.kickoff().command)"
 
@@ -32,7 +33,7 @@ def _waiting(project: Path, store: str, **env: str) -> str:
 
 def _info(cwd: Path, *args: str, **env: str) -> str:
     done = subprocess.run(
-        [*CLI, "info", *args], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+        [*CHECKPOINT, "info", *args], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     (line,) = [line for line in done.stdout.splitlines() if "answer with:" in line]
@@ -48,7 +49,7 @@ def test_in_the_default_store_the_command_names_the_short_id_and_runs_as_written
     assert _info(project) == command  # info of the store found here says the same
 
     done = subprocess.run(
-        [*CLI, *words[2:], "--outcome", "approved"],
+        [*CHECKPOINT, *words[2:], "--outcome", "approved"],
         cwd=project,
         capture_output=True,
         text=True,

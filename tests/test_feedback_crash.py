@@ -16,54 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.review import CLI, listed, ran, run
-from support.waiting import wait_for
+from support.cli import CHECKPOINT
+from support.review import answer_held_at_write, listed, ran, run
 from test_answer_cli import one_line_refusal, paused
 
 from crewpoint.providers import provider_for
 from crewpoint.providers.claims import claim_key
-
-STOP_AT_WRITE = textwrap.dedent(
-    """
-    # Test-only: the command line, as `crewpoint` runs it, with the stores' writes held once an answer is claimed,
-    # so the test can kill the process while its first new checkpoint is on its way (nothing here ships).
-    import os
-    import sys
-    import threading
-    from pathlib import Path
-
-    from crewpoint.providers.json_provider import JsonProvider
-    from crewpoint.providers.sqlite_provider import SqliteProvider
-
-    claimed = []
-
-
-    def hold(cls):
-        claim, write = cls.claim, cls.write
-
-        def claiming(self, *args, **kwargs):
-            won = claim(self, *args, **kwargs)
-            claimed.append(won)
-            return won
-
-        def writing(self, *args, **kwargs):
-            if claimed:
-                Path(os.environ["STOP_MARK"]).write_text(str(os.getpid()))
-                threading.Event().wait()  # the test kills the process here
-            return write(self, *args, **kwargs)
-
-        cls.claim, cls.write = claiming, writing
-
-
-    hold(JsonProvider)
-    hold(SqliteProvider)
-
-    from crewpoint.tui.cli import main
-
-    sys.argv[0] = "crewpoint"
-    main()
-    """
-)
 
 RESUME_API = textwrap.dedent(
     """
@@ -78,23 +36,10 @@ RESUME_API = textwrap.dedent(
 def _killed_after_claim(project: Path, store: str, waiting: str) -> None:
     """``crewpoint checkpoint answer`` killed (SIGKILL) once it has claimed the answer, as its first new
     checkpoint is being written."""
-    (project / "stop_at_write.py").write_text(STOP_AT_WRITE)
-    mark = project / "writing.pid"
     args = ["answer", waiting, "--location", store, "--feedback", "ship it: approved", "--app", "review.py:flow"]
-    child = subprocess.Popen(
-        [sys.executable, "stop_at_write.py", "checkpoint", *args],
-        cwd=project,
-        env={**os.environ, "STOP_MARK": str(mark), "CREWPOINT_FEEDBACK": "wait"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: mark.exists() or child.poll() is not None, "the answer's first new checkpoint")
-        assert mark.exists(), child.communicate()
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.communicate(timeout=120)
+    child = answer_held_at_write(project, *args)
+    os.kill(child.pid, signal.SIGKILL)
+    child.communicate(timeout=120)
     assert child.returncode == -signal.SIGKILL
 
 
@@ -121,7 +66,7 @@ def test_an_answer_killed_after_its_claim_goes_on_with_a_plain_resume(tmp_path: 
     env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
     if resume == "cli":  # the command the refusal names, with the program as the answer had it
         words = [*shlex.split(command.group(1))[2:], "--app", "review.py:flow"]
-        done = subprocess.run([*CLI, *words], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*CHECKPOINT, *words], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     else:
         (project / "resume_api.py").write_text(RESUME_API)
         ref = f"{project / store}#{waiting}" if store.endswith(".db") else str(_file_of(project / store, waiting))

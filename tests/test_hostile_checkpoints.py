@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from llm_server import LLMServer
+from support.cli import CREWPOINT
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -30,7 +31,6 @@ from crewpoint.llm import LLM
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 TOKEN = "ghp_" + "s3cr3tT0k3nValue0123456789abcdef"
 SECRET = " ".join(["-----BEGIN", "PRIVATE", "KEY-----", "do-not-leak-7f3a9c"])  # assembled at run time
 

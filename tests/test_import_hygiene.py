@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -65,3 +66,61 @@ def test_the_app_uses_only_public_textual_modules() -> None:
         if private.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+_RUN = """
+import atexit, sys
+atexit.register(lambda: print("\\nloaded:", *sorted(sys.modules), file=sys.stderr))
+sys.argv[0] = "crewpoint"
+from crewpoint.tui.cli import run
+run()
+"""
+"""The ``crewpoint`` command's entry point, then what the process had imported when it ended."""
+
+
+def _loaded_by(*argv: str) -> tuple[str, set[str]]:
+    """What ``crewpoint ARGV`` printed (80 columns) and the modules it had imported when it ended."""
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run([sys.executable, "-c", _RUN, *argv], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, set(done.stderr.rsplit("\nloaded:", 1)[1].split())
+
+
+COMMAND_MODULES = {f"crewpoint.tui.cli.{name}" for name in ("answer", "cost", "listing", "runs", "serve", "demo")}
+HEAVY = ("crewpoint.providers", "crewpoint.feedback", "crewpoint.cost", "crewpoint.budget", "crewpoint.tui.store_index")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["checkpoint", "--help"]])
+def test_help_loads_no_command_store_or_engine_module_and_lists_every_command(argv: list[str]) -> None:
+    """``crewpoint --help`` is the first thing a user runs: it reads no command's module, no store, no price or
+    feedback code, no pydantic or rich, and still lists every command with the help it gives itself."""
+    shown, modules = _loaded_by(*argv)
+    assert modules & COMMAND_MODULES == set()
+    assert [name for name in modules if name.startswith(HEAVY) or name.split(".")[0] in ("pydantic", "rich")] == []
+    # the same help made with every command's own module loaded (click's list from the commands themselves)
+    code = "import sys; from crewpoint.tui.cli import load_commands, main; load_commands(); main(sys.argv[1:])"
+    env = {**os.environ, "COLUMNS": "80"}
+    loaded = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=60)
+    assert shown == loaded.stdout.replace("Usage: -c ", "Usage: crewpoint ")
+    assert ("  resume " if argv[0] == "checkpoint" else "  demo ") in shown
+
+
+def test_a_command_loads_its_own_module_only() -> None:
+    _, modules = _loaded_by("checkpoint", "resume", "--help")
+    assert "crewpoint.tui.cli.runs" in modules
+    assert modules & COMMAND_MODULES == {"crewpoint.tui.cli.runs"}
+
+
+def test_the_command_table_agrees_with_the_commands() -> None:
+    """:data:`crewpoint.tui.cli.COMMANDS` names each command's module and short help, which ``--help`` shows without
+    loading the module: a command added, moved or reworded fails here until its line says the same."""
+    from crewpoint.tui.cli import COMMANDS, checkpoint, load_commands, main
+
+    load_commands()
+    for group in (main, checkpoint):
+        registered = {
+            name: (command.callback.__module__.rsplit(".", 1)[-1], command.get_short_help_str(10_000))
+            for name, command in group.commands.items()
+            if command.callback is not None and command.callback.__module__ != "crewpoint.tui.cli.root"
+        }
+        assert COMMANDS[group.name or ""] == registered

@@ -13,19 +13,18 @@ import resource
 import signal
 import sqlite3
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
 import pytest
+from support.cli import CREWPOINT
+from support.cli import one_line_error as refused
 from support.stores import make_store
 
 from crewpoint import CheckpointConfig
 from crewpoint.demo import DEMO_INPUTS, demo_crew
 from crewpoint.providers import CheckpointError, DamagedCheckpoint, JsonProvider, SqliteProvider
 from crewpoint.providers.json_index import INDEX_VERSION
-
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 
 
 def run_cli(*args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,13 +41,6 @@ def run_cli(*args: str, limit: int | None = None) -> subprocess.CompletedProcess
         timeout=300,
         preexec_fn=file_size_limit,
     )
-
-
-def refused(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), result.stderr
-    return lines[0]
 
 
 def listed(store: str) -> list[dict[str, object]]:

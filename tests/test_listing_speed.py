@@ -7,16 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from support.cli import cli
 from support.stores import fill_store, sqlite_store_with_bad_bodies
 
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import BaseProvider
-from crewpoint.tui.cli import listing, main
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
+from crewpoint.tui.cli import listing
 
 
 def _table_statuses(store: str) -> dict[str, str]:

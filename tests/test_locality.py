@@ -10,31 +10,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import crewpoint
+from support.cli import one_line_error as refused
 from support.stores import make_store
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers import CheckpointError, JsonProvider
 
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
-
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [CREWPOINT, "checkpoint", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
-    )
-
-
-def refused(result: subprocess.CompletedProcess[str]) -> str:
-    """The one-line error of a command refused as bad input (exit 2)."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), result.stderr
-    return lines[0]
+    return crewpoint("checkpoint", *args, cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=300)
 
 
 def tree(folder: Path) -> set[str]:

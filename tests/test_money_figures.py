@@ -8,13 +8,13 @@ import copy
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.cli import checkpoint
 from textual.app import App, ComposeResult
 from textual.widgets import Label
 
@@ -25,8 +25,6 @@ from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointRecord
 from crewpoint.screens.resume_confirm import BudgetField
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
-
 
 @pytest.fixture
 def server() -> Iterator[LLMServer]:
@@ -35,9 +33,7 @@ def server() -> Iterator[LLMServer]:
 
 
 def cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env={**os.environ, **env}
-    )
+    return checkpoint(*args, cwd=cwd, env={**os.environ, **env})
 
 
 def run_two_models(server: LLMServer, project: Path) -> None:

@@ -12,11 +12,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from support.cli import CREWPOINT
 
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.program import project_app
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 
 def _new(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -22,12 +22,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.cli import CREWPOINT
 from support.waiting import wait_for
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 SIZE = (140, 40)
 
 PROGRAM = """

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import CREWPOINT
 from support.processes import done_counts, kill_when, user_env, words
 
 from crewpoint import Crew
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.schema import ENTITY
 from crewpoint.project import ConfigKeyError, ProjectError, hooks_not_run
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 AGENTS = """\
 researcher:

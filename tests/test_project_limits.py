@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import CHECKPOINT
 from support.processes import user_env, words
 from test_project import AGENTS, TASKS, _first_id, _load, killed_project
 
 from crewpoint.project import ProjectError
 from crewpoint.project_yaml import ALIAS_LIMIT, VALUE_LIMIT
 
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 __all__ = ["killed_project"]  # the fixture: a @CrewBase project killed after its first checkpoint
 
 
@@ -75,7 +74,7 @@ def test_a_few_anchors_and_aliases_read_as_written(tmp_path: Path) -> None:
 def test_a_resume_through_the_command_line_says_it_in_one_line(killed_project: Path) -> None:
     agents = killed_project / "proj" / "config" / "agents.yaml"
     agents.write_text(laughs(), encoding="utf-8")
-    command = [*CLI, "resume", _first_id(killed_project), "--location", "store", "--app", "proj.crew:MyCrew"]
+    command = [*CHECKPOINT, "resume", _first_id(killed_project), "--location", "store", "--app", "proj.crew:MyCrew"]
     proc = subprocess.run(command, cwd=killed_project, env=user_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr == (

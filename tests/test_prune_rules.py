@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from support.cli import cli as run_cli
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -25,9 +26,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def cli(*args: str) -> Result:
-    from crewpoint.tui.cli import main
-
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return run_cli(*args, catch_exceptions=False)
 
 
 def crew(name: str = "research", location: str = "store", **config: Any) -> Crew:

@@ -4,35 +4,22 @@ so the answer command a waiting run printed still works. Real review flows in th
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.review import REVIEW, listed, ran, run
+from support.review import REVIEW, listed, ran, run, run_until_waiting, write_review
 
 MARK = "(a request waits here for an answer)"
 
 
 def _write(project: Path, max_checkpoints: int | None = None) -> None:
-    project.mkdir(exist_ok=True)
     source = REVIEW
     if max_checkpoints is not None:
         source = source.replace(
             "CheckpointConfig(location=", f"CheckpointConfig(max_checkpoints={max_checkpoints}, location="
         )
         assert source != REVIEW
-    (project / "review.py").write_text(source)
-
-
-def _wait(project: Path, store: str) -> None:
-    """One run of the review flow, in its own process, until it waits for an answer (exit 75)."""
-    env = {**os.environ, "CREWPOINT_FEEDBACK": "wait"}
-    done = subprocess.run(
-        [sys.executable, "review.py", store], cwd=project, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 75, done.stderr
+    write_review(project, source)
 
 
 def _waiting(project: Path, store: str) -> list[str]:
@@ -51,8 +38,8 @@ def _answer(project: Path, store: str, checkpoint_id: str) -> None:
 def test_prune_keeps_what_unanswered_requests_wait_at_and_the_dry_run_says_so(tmp_path: Path, store: str) -> None:
     project = tmp_path / "project"
     _write(project)
-    _wait(project, store)
-    _wait(project, store)
+    run_until_waiting(project, store)
+    run_until_waiting(project, store)
     waiting = _waiting(project, store)
     assert len(waiting) == 2
     before = {row["id"] for row in listed(project, store)}
@@ -84,9 +71,9 @@ def test_max_checkpoints_never_deletes_another_runs_request_nor_does_answering_o
     continuation both keep the other run's request, which is then answered as printed."""
     project = tmp_path / "project"
     _write(project, max_checkpoints=2)
-    _wait(project, "store")
+    run_until_waiting(project, "store")
     first = _waiting(project, "store")
-    _wait(project, "store")
+    run_until_waiting(project, "store")
     both = _waiting(project, "store")
     assert len(both) == 2 and first[0] in both
     second = next(w for w in both if w != first[0])

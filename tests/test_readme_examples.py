@@ -354,8 +354,8 @@ def test_the_budget_example_stops_at_its_budget_and_the_resume_repeats_no_call(t
     body = json.loads(checkpoints(tmp_path)[-1].read_text())["body"]
     ids = [task["id"] for task in body["entity"]["tasks"]]
     assert all(task["output"] is not None for task in body["entity"]["tasks"])
-    assert [row["unit"] for row in usage_rows(body, "rows")] == ids[2:]  # only note 3 was asked for again
-    assert [row["unit"] for row in usage_rows(body, "reused")] == ids[:2]
+    assert [row.unit for row in usage_rows(body, "rows")] == ids[2:]  # only note 3 was asked for again
+    assert [row.unit for row in usage_rows(body, "reused")] == ids[:2]
 
 
 def test_the_fork_estimate_example_prints_the_summary_tasks_last_run(project: Path) -> None:
@@ -373,7 +373,7 @@ def test_the_fork_estimate_example_prints_the_summary_tasks_last_run(project: Pa
     assert [shape(line) for line in lines[-4:]] == [shape(line) for line in shown[-4:]]
     assert lines[0].startswith("dry run: would fork ") and lines[2] == "program: crew1.py:crew"
     body = json.loads(checkpoints(project)[-1].read_text())["body"]
-    summary = [row for row in usage_rows(body) if row["label"] == "summary"]
+    summary = [row for row in usage_rows(body) if row.label == "summary"]
     priced = price_rows(summary, load_prices(project))
     assert priced.usd > 0 and lines[-2].startswith(f"  2. summary: {cost_text(priced)}, ")
 

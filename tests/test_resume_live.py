@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import checkpoint
 from support.processes import user_env
 from support.waiting import wait_for
 
@@ -21,9 +22,6 @@ from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.runs import classify
 from crewpoint.tui.diagnostics import ExitCode
-
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
-
 
 HELD = textwrap.dedent(
     """
@@ -55,9 +53,7 @@ HELD = textwrap.dedent(
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], cwd=cwd, env=user_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
-    )
+    return checkpoint(*args, cwd=cwd, env=user_env())
 
 
 @pytest.fixture

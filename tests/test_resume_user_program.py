@@ -16,12 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import CREWPOINT
 from support.processes import done_counts, kill_when, user_env, words
 
 from crewpoint.checkpoint import ops
 from crewpoint.providers.base import CheckpointMeta
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 SCRIPT = '''
 import os

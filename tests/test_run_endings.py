@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.cli import CHECKPOINT
 from support.reading import text_of
 from support.waiting import wait_until
 from textual.app import App, ComposeResult
@@ -20,8 +21,6 @@ from crewpoint.tui.diagnostics import ExitCode, ending
 from crewpoint.tui.run_controller import RunRequest
 from crewpoint.tui.run_protocol import ProgressRecord
 from crewpoint.tui.widgets.run_panel import RunPanel
-
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 BUDGETED = """
 from crewpoint import LLM, Agent, Budget, CheckpointConfig, Crew, Task
@@ -82,7 +81,7 @@ def waiting_review(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 async def run_in_panel(checkpoint_id: str) -> tuple[RunPanel, str, str]:
     """Resume ``checkpoint_id`` in the run panel, as the app does; the panel, its title and its log once ended."""
-    argv = [*CLI, "resume", checkpoint_id, "--location", "store", "--app", "crew.py:crew", "--progress", "json"]
+    argv = [*CHECKPOINT, "resume", checkpoint_id, "--location", "store", "--app", "crew.py:crew", "--progress", "json"]
     app = PanelApp()
     async with app.run_test(size=(100, 30)) as pilot:
         panel = app.query_one(RunPanel)
@@ -123,7 +122,7 @@ def test_the_command_line_says_a_budget_stop_as_such_in_its_progress_and_its_rec
     tmp_path: Path, server: LLMServer
 ) -> None:
     checkpoint_id = stopped_at_budget(tmp_path, server)
-    command = [*CLI, "resume", checkpoint_id, "--location", "store", "--app", "crew.py:crew"]
+    command = [*CHECKPOINT, "resume", checkpoint_id, "--location", "store", "--app", "crew.py:crew"]
     shown = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert shown.returncode == ExitCode.BUDGET, shown.stderr
     assert "stopped at budget  spent $0.0000" in shown.stderr  # the call that would pass $0.50 was not made

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from crewai_fixtures import json_store, sqlite_store
 from pydantic import BaseModel
+from support.cli import cli
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -24,7 +24,6 @@ from crewpoint.checkpoint.schema import SCHEMA_VERSION, DamagedBody, load_body
 from crewpoint.flow import Flow, listen, start
 from crewpoint.providers import JsonProvider, provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, UnsupportedSchema
-from crewpoint.tui.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -52,10 +51,6 @@ def _crafted(record: CheckpointRecord, change: Any) -> tuple[str, CheckpointMeta
 
 def _files() -> list[str]:
     return sorted(str(p) for p in Path("cp").rglob("*.json"))
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def test_a_wrong_field_is_a_damaged_checkpoint_named_by_its_path_for_every_reader(llm_calls: list[str]) -> None:

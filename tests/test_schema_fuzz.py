@@ -26,12 +26,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llm_server import LLMServer
+from support.cli import CREWPOINT
 
 from crewpoint.providers import JsonProvider
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.tui.cli import load_commands, main
-
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 PROGRAM = """
 from pydantic import BaseModel
@@ -275,43 +274,19 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.parametrize("kind", ["crew", "flow", "agent"])
 @FUZZ
 @given(data=st.data())
-def test_a_crew_checkpoint_with_any_field_of_another_type_is_taken_or_refused_naming_it(
-    world: World, data: st.DataObject
+def test_a_checkpoint_of_each_kind_with_any_field_of_another_type_is_taken_or_refused_naming_it(
+    world: World, kind: str, data: st.DataObject
 ) -> None:
-    path = data.draw(fields_of(world.crew), label="field")
-    original: Any = world.crew.body
+    base: Base = getattr(world, kind)
+    path = data.draw(fields_of(base), label="field")
+    original: Any = base.body
     for part in path:
         original = original[part]
     value = data.draw(other_value(original), label="value")
-    run_in_process(world, world.crew, path, value)
-
-
-@FUZZ
-@given(data=st.data())
-def test_a_flow_checkpoint_with_any_field_of_another_type_is_taken_or_refused_naming_it(
-    world: World, data: st.DataObject
-) -> None:
-    path = data.draw(fields_of(world.flow), label="field")
-    original: Any = world.flow.body
-    for part in path:
-        original = original[part]
-    value = data.draw(other_value(original), label="value")
-    run_in_process(world, world.flow, path, value)
-
-
-@FUZZ
-@given(data=st.data())
-def test_an_agent_checkpoint_with_any_field_of_another_type_is_taken_or_refused_naming_it(
-    world: World, data: st.DataObject
-) -> None:
-    path = data.draw(fields_of(world.agent), label="field")
-    original: Any = world.agent.body
-    for part in path:
-        original = original[part]
-    value = data.draw(other_value(original), label="value")
-    run_in_process(world, world.agent, path, value)
+    run_in_process(world, base, path, value)
 
 
 SUBPROCESS_CASES = [

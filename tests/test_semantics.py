@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from support.cli import cli as run_cli
 
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
@@ -19,9 +20,7 @@ from crewpoint.providers.base import CheckpointError
 
 
 def cli(*args: str) -> Result:
-    from crewpoint.tui.cli import main
-
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return run_cli(*args, catch_exceptions=False)
 
 
 def two_task_crew(location: str | None = None, **config: Any) -> Crew:

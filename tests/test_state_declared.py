@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +31,6 @@ from crewpoint.serialize import declared_state
 from crewpoint.tools import BaseTool
 
 KEY = "sk-" + "declared0state0test0key0value"  # assembled at run time
-CREWPOINT = str(Path(sys.executable).with_name("crewpoint"))
 
 
 class ProxyLLM(BaseLLM):

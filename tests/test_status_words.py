@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import CHECKPOINT
 from support.processes import user_env
 
 from crewpoint.providers import CheckpointMeta, CheckpointRecord, provider_for
 from crewpoint.providers.runs import read_runs
 from crewpoint.tui.store_index import StoreIndex
-
-CLI = [sys.executable, "-m", "crewpoint.tui.cli", "checkpoint"]
 
 SEED = textwrap.dedent(
     """
@@ -54,7 +53,9 @@ SEED = textwrap.dedent(
 
 
 def listed(store: str, cwd: Path) -> list[dict[str, object]]:
-    done = subprocess.run([*CLI, "list", store, "--json"], cwd=cwd, env=user_env(), capture_output=True, text=True)
+    done = subprocess.run(
+        [*CHECKPOINT, "list", store, "--json"], cwd=cwd, env=user_env(), capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     rows: list[dict[str, object]] = json.loads(done.stdout)
     return rows
@@ -95,7 +96,7 @@ def test_a_fresh_checkpoint_with_no_run_record_is_not_called_live(tmp_path: Path
     assert read_runs(store) == []
     rows = {row["id"]: row["status"] for row in listed(store, tmp_path)}
     assert rows == {"0" * 32: None, "1" * 32: "done"}
-    shown = subprocess.run([*CLI, "list", store], cwd=tmp_path, env=user_env(), capture_output=True, text=True)
+    shown = subprocess.run([*CHECKPOINT, "list", store], cwd=tmp_path, env=user_env(), capture_output=True, text=True)
     words = {line.split()[0]: line.split()[-1] for line in shown.stdout.splitlines()[1:]}
     assert words == {"0" * 12: "-", "1" * 12: "done"}
     index = StoreIndex.build(provider.list(store), "", [])

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from llm_server import LLMServer, llm_server
+from support.cli import CREWPOINT, cli, one_line_error
 from support.stores import make_store
 
 from crewpoint import CheckpointConfig, Crew
@@ -24,21 +24,8 @@ from crewpoint.events import CheckpointCompletedEvent, CheckpointFailedEvent, ev
 from crewpoint.providers import CheckpointError, JsonProvider, MemoryProvider, SqliteProvider
 from crewpoint.providers.json_provider import file_name
 from crewpoint.providers.prune import PruneStrategy
-from crewpoint.tui.cli import main
 
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 __all__ = ["llm_server"]
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
-
-
-def one_line_error(result: Result, code: int = 2) -> str:
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), result.stderr
-    return lines[0]
 
 
 def crew_metas(location: str) -> list:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import CREWPOINT
+from support.cli import one_line_error as refused
 from support.stores import make_store
 from test_locality import set_branch
 from test_program_trust import project  # noqa: F401  (a fixture: a project whose package logs its imports)
@@ -25,7 +27,6 @@ from test_state_declared import _crafted, _crew, env  # noqa: F401  (env: a fixt
 from crewpoint.checkpoint import ops
 from crewpoint.providers import CheckpointError, JsonProvider, SqliteProvider
 
-CREWPOINT = str(Path(sys.executable).parent / "crewpoint")
 SECRET_A, SECRET_B = "hunter2piece", "otherpiece7"
 
 
@@ -40,14 +41,6 @@ def run_cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[
         stdin=subprocess.DEVNULL,
         timeout=300,
     )
-
-
-def refused(result: subprocess.CompletedProcess[str]) -> str:
-    """The one-line error of a command refused as bad input (exit 2)."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crewpoint: "), result.stderr
-    return lines[0]
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

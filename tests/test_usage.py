@@ -8,6 +8,7 @@ import runpy
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ from crewpoint.usage import (
     TOKEN_KEYS,
     UsageLedger,
     UsageMetrics,
+    UsageRow,
+    decode_row,
+    encode_row,
     group_rows,
     sum_rows,
     usage_from_report,
@@ -61,7 +65,9 @@ def two_task_crew(llm: Any, location: str = "cp") -> Crew:
     )
 
 
-def tokens(row: dict[str, Any]) -> tuple[int, ...]:
+def tokens(row: Mapping[str, Any] | UsageRow) -> tuple[int, ...]:
+    if isinstance(row, UsageRow):
+        return row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens
     return tuple(row[name] for name in TOKEN_KEYS)
 
 
@@ -89,16 +95,16 @@ def test_recorded_tokens_equal_the_servers_per_task_and_per_run(
     assert [bool(r.body.get("stream_options")) for r in llm_server.requests] == [stream, stream]
     usage = latest_body()["usage"]
     rows = usage["rows"]
-    assert [(r["unit"], r["label"], r["agent"]) for r in rows] == [
+    assert [(r.unit, r.label, r.agent) for r in rows] == [
         (crew.tasks[0].id, "research", "Researcher"),
         (crew.tasks[1].id, "write", "Writer"),
     ]
     for row in rows:
         assert tokens(row) == (1200, 340, 1000, 0, 64)
-        assert (row["model"], row["provider"], row["requests"], row["estimated"]) == ("gpt-4o-mini", "openai", 1, False)
-        assert row["duration_s"] > 0
+        assert (row.model, row.provider, row.requests, row.estimated) == ("gpt-4o-mini", "openai", 1, False)
+        assert row.duration_s > 0
     total = sum_rows(rows)
-    assert (total["input_tokens"], total["output_tokens"], total["requests"]) == (2400, 680, 2)
+    assert (total.input_tokens, total.output_tokens, total.requests) == (2400, 680, 2)
     assert (usage["before"], usage["reused"]) == ([], [])
     assert crew.usage_metrics == UsageMetrics(
         total_tokens=3080, prompt_tokens=2400, cached_prompt_tokens=2000, completion_tokens=680, successful_requests=2
@@ -161,12 +167,12 @@ def test_no_usage_from_the_server_is_estimated_and_marked(
     assert len(rows) == 2
     for row, request in zip(rows, llm_server.requests, strict=True):
         sent = sum(len(m["content"]) for m in request.body["messages"])
-        assert row["estimated"] is True
-        assert (row["input_tokens"], row["output_tokens"]) == (
+        assert row.estimated is True
+        assert (row.input_tokens, row.output_tokens) == (
             math.ceil(sent / 4),
             math.ceil(len(llm_server.reply) / 4),
         )
-        assert (row["provider"], row["model"]) == ("ollama", "local-model")
+        assert (row.provider, row.model) == ("ollama", "local-model")
 
 
 @pytest.mark.parametrize("report", [True, False])
@@ -209,9 +215,7 @@ def test_the_offline_model_reports_the_same_usage_every_time() -> None:
     for location in ("one", "two"):
         demo_crew(checkpoint=CheckpointConfig(location=location)).kickoff(inputs=DEMO_INPUTS)
         rows = latest_body(location)["usage"]["rows"]
-        figures.append(
-            [(r["label"], r["agent"], tokens(r), r["requests"], r["estimated"], r["provider"]) for r in rows]
-        )
+        figures.append([(r.label, r.agent, tokens(r), r.requests, r.estimated, r.provider) for r in rows])
     assert figures[0] == figures[1]
     assert [f[0] for f in figures[0]] == ["research", "outline", "draft", "review"]
     for _label, _agent, counts, _requests, estimated, provider in figures[0]:
@@ -237,16 +241,16 @@ def test_a_flow_records_usage_per_method_and_counts_its_crews() -> None:
     flow = Pipeline(checkpoint=CheckpointConfig(location="flowcp", on_events=["method_execution_finished"]))
     flow.kickoff()
     spent = latest_body("flowcp")["usage"]["rows"]
-    assert [(r["unit"], r["agent"]) for r in spent] == [
+    assert [(r.unit, r.agent) for r in spent] == [
         ("name_owls", None),
         ("delegate", "Researcher"),
         ("delegate", "Writer"),
     ]
-    by_method = {g["unit"]: g for g in group_rows(spent, "unit")}
-    assert by_method["name_owls"]["requests"] == 1 and by_method["name_owls"]["label"] == "name_owls"
+    by_method = {g.unit: g for g in group_rows(spent, "unit")}
+    assert by_method["name_owls"].requests == 1 and by_method["name_owls"].label == "name_owls"
     inner = latest_body("inner")["usage"]["rows"]
-    assert by_method["delegate"]["requests"] == sum_rows(inner)["requests"] == 2
-    assert by_method["delegate"]["input_tokens"] == sum_rows(inner)["input_tokens"] > 0
+    assert by_method["delegate"].requests == sum_rows(inner).requests == 2
+    assert by_method["delegate"].input_tokens == sum_rows(inner).input_tokens > 0
 
 
 class TwoSteps(Flow):
@@ -268,12 +272,12 @@ def test_a_resumed_flow_records_the_methods_it_reused() -> None:
     with pytest.raises(RuntimeError, match="away"):
         TwoSteps(checkpoint=config).kickoff()
     source = latest_body("flowrun")["usage"]
-    assert [r["unit"] for r in source["rows"]] == ["outline"]
+    assert [r.unit for r in source["rows"]] == ["outline"]
     TwoSteps.fail_second = False
     TwoSteps(checkpoint=config).kickoff(from_checkpoint="flowrun")
     usage = latest_body("flowrun")["usage"]
     assert usage["before"] == usage["reused"] == source["rows"]  # the outline was taken over, not asked again
-    assert [(r["unit"], r["requests"]) for r in usage["rows"]] == [("write", 1)]
+    assert [(r.unit, r.requests) for r in usage["rows"]] == [("write", 1)]
 
 
 # -- a resume after a kill: what the chain spent before, what the resume reused ----------------------------------
@@ -324,14 +328,14 @@ def test_a_resume_after_a_kill_records_what_it_reused(tmp_path: Path) -> None:
     source = latest_body("killed")
     assert sum(t["output"] is not None for t in source["entity"]["tasks"]) == 2
     spent = source["usage"]["rows"]
-    assert [r["label"] for r in spent] == ["research", "draft"]
+    assert [r.label for r in spent] == ["research", "draft"]
 
     crew = runpy.run_path(str(program))["make_crew"](OfflineLLM())
     crew.kickoff(from_checkpoint="killed")
     usage = latest_body("killed")["usage"]
     assert usage["before"] == spent
     assert usage["reused"] == spent  # both finished tasks were taken over, none run again
-    assert [r["label"] for r in usage["rows"]] == ["review"]
+    assert [r.label for r in usage["rows"]] == ["review"]
     assert crew.usage_metrics is not None and crew.usage_metrics.successful_requests == 1
 
     # a fork of the finished run that edits the draft: research is reused, review runs again
@@ -341,8 +345,8 @@ def test_a_resume_after_a_kill_records_what_it_reused(tmp_path: Path) -> None:
     forked.kickoff()
     fork_usage = latest_body("killed")["usage"]
     assert fork_usage["before"] == finished["usage"]["before"] + finished["usage"]["rows"]
-    assert [r["label"] for r in fork_usage["reused"]] == ["research", "draft"]
-    assert [r["label"] for r in fork_usage["rows"]] == ["review"]
+    assert [r.label for r in fork_usage["reused"]] == ["research", "draft"]
+    assert [r.label for r in fork_usage["rows"]] == ["review"]
 
 
 # -- hostile usage data --------------------------------------------------------------------------------------
@@ -392,24 +396,27 @@ def test_crafted_usage_is_refused_in_one_line(usage: Any, field: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-def test_a_row_stored_as_its_values_reads_as_the_dict_of_them_and_an_older_dict_row_reads_the_same() -> None:
+def test_a_row_stored_as_its_values_reads_as_the_row_of_them_and_an_older_dict_row_reads_the_same() -> None:
     values = ["u1", "Research", "Researcher", "gpt-4o", "openai", 1200, 340, 1000, 0, 64, 2, 1.25, False]
     row = dict(zip(ROW_KEYS, values, strict=True))
     body = a_body()
     body["usage"] = {"rows": [values], "before": [row], "reused": []}
     assert body["schema_version"] == 2
     loaded = load_body(body)["usage"]
-    assert loaded["rows"] == loaded["before"] == [row]
-    assert usage_rows(body) == usage_rows(body, "before") == [row]
+    read = UsageRow(*values)
+    assert (read.model, read.requests, read.duration_s) == ("gpt-4o", 2, 1.25)
+    assert loaded["rows"] == loaded["before"] == [read]
+    assert usage_rows(body) == usage_rows(body, "before") == [read]
+    assert encode_row(read) == values and decode_row(values) == decode_row(row) == read
     older = {**body, "schema_version": 1, "usage": {"rows": [row]}}  # written before rows were stored as lists
-    assert load_body(older)["usage"]["rows"] == [row] and load_body(older)["schema_version"] == 2
+    assert load_body(older)["usage"]["rows"] == [read] and load_body(older)["schema_version"] == 2
 
 
 def test_a_crafted_row_with_unknown_keys_and_missing_figures_reads_as_zeros() -> None:
     body = a_body()
     body["usage"] = {"rows": [{"model": "m", "surprise": {"deep": [1]}}]}
     row = load_body(body)["usage"]["rows"][0]
-    assert tokens(dict(row)) == (0, 0, 0, 0, 0) and row["requests"] == 0 and row["estimated"] is False
+    assert tokens(row) == (0, 0, 0, 0, 0) and row.requests == 0 and row.estimated is False
 
 
 # -- the pure helpers ----------------------------------------------------------------------------------------
@@ -452,9 +459,9 @@ def test_a_ledgers_stored_rows_are_made_again_only_when_they_change() -> None:
     requests = ROW_KEYS.index("requests")
     assert (first[1][requests], second[1][requests]) == (1, 2)  # a row given out is never changed
     rows = ledger.rows()
-    assert rows == [dict(zip(ROW_KEYS, row, strict=True)) for row in second]
-    assert (rows[1]["input_tokens"], rows[1]["duration_s"]) == (20, 0.246913)
-    assert rows[2]["estimated"] is True and ledger.rows() == rows and ledger.rows()[0] is not rows[0]
+    assert rows == [decode_row(row) for row in second]
+    assert (rows[1].input_tokens, rows[1].duration_s) == (20, 0.246913)
+    assert rows[2].estimated is True and ledger.rows() == rows
 
 
 def test_reading_usage_objects() -> None:
@@ -472,26 +479,16 @@ def test_reading_usage_objects() -> None:
 
 
 def test_rows_sum_and_group() -> None:
-    def row(unit: str, agent: str, model: str, n: int, estimated: bool = False) -> dict[str, Any]:
-        return {
-            "unit": unit,
-            "label": unit.upper(),
-            "agent": agent,
-            "model": model,
-            "provider": "openai",
-            **dict.fromkeys(TOKEN_KEYS, n),
-            "requests": 1,
-            "duration_s": 0.5,
-            "estimated": estimated,
-        }
+    def row(unit: str, agent: str, model: str, n: int, estimated: bool = False) -> UsageRow:
+        return UsageRow(unit, unit.upper(), agent, model, "openai", n, n, n, n, n, 1, 0.5, estimated)
 
     rows = [row("t1", "A", "m1", 10), row("t1", "A", "m2", 5, True), row("t2", "B", "m1", 1)]
-    assert sum_rows(rows)["input_tokens"] == 16 and sum_rows(rows)["estimated"] is True
-    assert sum_rows([])["requests"] == 0
+    assert sum_rows(rows).input_tokens == 16 and sum_rows(rows).estimated is True
+    assert sum_rows([]).requests == 0
     by_unit = group_rows(rows, "unit")
-    assert [(g["unit"], g["label"], g["input_tokens"], g["requests"]) for g in by_unit] == [
+    assert [(g.unit, g.label, g.input_tokens, g.requests) for g in by_unit] == [
         ("t1", "T1", 15, 2),
         ("t2", "T2", 1, 1),
     ]
-    assert [(g["model"], g["output_tokens"]) for g in group_rows(rows, "model")] == [("m1", 11), ("m2", 5)]
-    assert [g["agent"] for g in group_rows(rows, "agent")] == ["A", "B"]
+    assert [(g.model, g.output_tokens) for g in group_rows(rows, "model")] == [("m1", 11), ("m2", 5)]
+    assert [g.agent for g in group_rows(rows, "agent")] == ["A", "B"]

@@ -17,7 +17,7 @@ from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.chunks import Encoded, encode_json, encode_value, item_texts, split
 from crewpoint.providers.json_provider import encode_file
-from crewpoint.providers.usage_meta import ROW_KEYS, row_list, usage_summary
+from crewpoint.providers.usage_meta import ROW_KEYS, usage_summary
 from crewpoint.runtime import RuntimeState
 from crewpoint.usage import UsageLedger
 
@@ -157,7 +157,7 @@ def test_a_ledgers_summary_is_the_summary_of_its_rows_after_every_call() -> None
     ]
     for chain_before in ([], before):
         ledger = UsageLedger()
-        ledger.start_from([row_list(r) for r in chain_before])
+        ledger.start_from(chain_before)
         assert ledger.stored_and_summary()[1] == usage_summary(chain_before, [])
         for unit, call in calls:
             ledger.add({"provider": "p", **call}, unit, unit.upper(), "agent")

@@ -17,6 +17,7 @@ from crewpoint.text import placeholders as find_placeholders
 if TYPE_CHECKING:
     from crewpoint.checkpoint.schema import AgentState, CrewState, FlowState
     from crewpoint.cost import CostSummary, Prices
+    from crewpoint.providers.usage_meta import UsageRow
 
 
 @dataclass
@@ -49,7 +50,7 @@ class CheckpointInfo:
     """Every answered review of the run so far, oldest first."""
     answered: str | None = None
     """Who answered the pending request, when and what (``answered by …``), once someone has: it waits no more."""
-    usage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    usage: dict[str, list[UsageRow]] = field(default_factory=dict)
     """The body's well-formed usage rows by part: ``rows`` (this run), ``before`` (the chain before it) and
     ``reused`` (what a resume or fork took over instead of paying again)."""
     origin: Any = None
@@ -63,9 +64,9 @@ class CheckpointInfo:
         prices = load_prices() if prices is None else prices
         this_run, before, reused = (self.usage.get(part, []) for part in ("rows", "before", "reused"))
         spent = [*before, *this_run]
-        tasks: dict[str, list[dict[str, Any]]] = {}
+        tasks: dict[str, list[UsageRow]] = {}
         for row in spent:
-            tasks.setdefault(row["label"] or row["unit"] or "(outside any task)", []).append(row)
+            tasks.setdefault(row.label or row.unit or "(outside any task)", []).append(row)
         return CostView(
             spent=price_rows(spent, prices),
             this_run=price_rows(this_run, prices),

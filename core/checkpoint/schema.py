@@ -89,7 +89,7 @@ from crewpoint.checkpoint.schema_spec import (
 from crewpoint.generated import write_or_check
 from crewpoint.providers.base import UnsupportedSchema
 from crewpoint.providers.claims import REQUEST_ID_RE
-from crewpoint.providers.usage_meta import ROW_KEYS, row_dict
+from crewpoint.providers.usage_meta import ROW_KEYS, UsageRow
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -406,13 +406,29 @@ USAGE_ROW = Obj(
 )
 
 
+class _StoredRow(Converted):
+    """A usage row as a body stores it, the list of its values in ``ROW_KEYS`` order (an older body's dict is read
+    too), checked as the object :data:`USAGE_ROW` and read as the one row type
+    (:class:`~crewpoint.providers.usage_meta.UsageRow`)."""
+
+    def check(self, value: Any, path: Path) -> Any:
+        checked = super().check(value, path)
+        return UsageRow._make(checked[name] for name in ROW_KEYS)
+
+    def annotation(self) -> str:
+        return "UsageRow"
+
+    def parts(self) -> Sequence[Spec]:
+        return ()
+
+
 def _row_values(value: list[Any], path: Path) -> Any:
     if len(value) != len(ROW_KEYS):
         raise Bad(path, f"expected a list of {len(ROW_KEYS)} values, not {len(value)}")
-    return row_dict(value)
+    return dict(zip(ROW_KEYS, value, strict=True))
 
 
-_STORED_ROW = Converted(USAGE_ROW, list, _row_values, f"a list of {len(ROW_KEYS)} values or an object")
+_STORED_ROW = _StoredRow(USAGE_ROW, list, _row_values, f"a list of {len(ROW_KEYS)} values or an object")
 USAGE_ROWS = ListOf(_STORED_ROW, most=100_000)
 """At most 100,000 usage rows, each stored as the list of its values in ``ROW_KEYS`` order (an older body's dict is
 read too) and read as the object :data:`USAGE_ROW`."""
@@ -637,7 +653,7 @@ body had none.
 from __future__ import annotations
 
 from typing import {imports}
-
+{rows}
 '''
 
 
@@ -646,7 +662,8 @@ def render_types() -> str:
     blocks = [declaration(spec) for spec in named(BODY)]
     text = "\n\n".join(blocks)
     imports = ", ".join(name for name in ("Any", "Literal", "TypedDict") if re.search(rf"\b{name}\b", text))
-    return _TYPES_HEADER.format(imports=imports) + "\n" + text
+    rows = "\nfrom crewpoint.providers.usage_meta import UsageRow\n" if re.search(r"\bUsageRow\b", text) else ""
+    return _TYPES_HEADER.format(imports=imports, rows=rows) + "\n" + text
 
 
 def main(argv: Sequence[str]) -> int:

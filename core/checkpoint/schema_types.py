@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from crewpoint.providers.usage_meta import UsageRow
+
 
 class MessageState(TypedDict):
     role: str
@@ -159,24 +161,6 @@ class OriginState(TypedDict):
     file: str | None
     module: str | None
     attr: str | None
-
-
-class UsageRow(TypedDict):
-    """What LLM calls used, summed for one (unit, agent, model, provider, estimated)."""
-
-    unit: str | None
-    label: str
-    agent: str | None
-    model: str
-    provider: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    reasoning_tokens: int
-    requests: int
-    duration_s: float
-    estimated: bool
 
 
 class UsageSection(TypedDict):

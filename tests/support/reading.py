@@ -54,3 +54,17 @@ async def choose(pilot: Pilot[Any], checkpoint_id: str) -> BrowserScreen:
     await settle(pilot)
     assert screen.detail.meta is not None and screen.detail.meta.id == checkpoint_id
     return screen
+
+
+def notifications(app: Any) -> list[str]:
+    """Every message the app notifies from now on, in order. A toast leaves ``app._notifications`` when its time
+    is up, which on a busy machine can come before the test looks; this list keeps them."""
+    said: list[str] = []
+    notify = app.notify
+
+    def recording(message: Any, *args: Any, **kwargs: Any) -> Any:
+        said.append(str(message))
+        return notify(message, *args, **kwargs)
+
+    app.notify = recording
+    return said

@@ -235,8 +235,12 @@ def fix_store(
 def _fixed_rows(rows: Any, labels: Mapping[str, str], durations: Mapping[str, float]) -> Any:
     if not isinstance(rows, list):
         return rows
-    # lazy: this module also fills stores for older crewpoints (bench/side_by_side.py), which store rows as dicts
-    from crewpoint.providers.usage_meta import row_dict, row_list
+    # lazy: this module also fills stores for older crewpoints (bench/side_by_side.py), which have no usage rows
+    from crewpoint.providers.usage_meta import decode_row, encode_row
 
-    stored = [row_dict(row) or {} for row in rows]  # (a body stores a row as the list of its values)
-    return [row_list({**row, "duration_s": durations.get(labels.get(row.get("unit"), ""), 1.0)}) for row in stored]
+    out = []
+    for stored in rows:
+        row = decode_row(stored)
+        seconds = durations.get(labels.get(row.unit or "", ""), 1.0) if row is not None else 1.0
+        out.append(encode_row(row._replace(duration_s=seconds)) if row is not None else stored)
+    return out

@@ -29,8 +29,10 @@ SHOWN_IDS = 5
 @click.option("--strict", is_flag=True, help="Exit 1 when any checkpoint would re-run, add or drop a task.")
 @click.pass_context
 def check(ctx: click.Context, location_arg: str | None, app: str | None, as_json: bool, strict: bool) -> None:
-    """Compare the program with every resumable checkpoint in STORE (waiting, at budget, interrupted, crashed or
-    failed runs, each at its newest checkpoint): the plan each resume would get, summed up.
+    """Which resumable checkpoints in STORE the program can go on from, and what each resume would run again.
+
+    Every resumable checkpoint (waiting, at budget, interrupted, crashed or failed runs, each at its newest
+    checkpoint) is compared with the program: the plan each resume would get, summed up.
 
     No LLM is called and nothing is written. Exit 0 when every checkpoint can resume; 1 when one cannot, or with
     --strict when any would not resume unchanged; 2 for bad input (no store, a program that does not load).

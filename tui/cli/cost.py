@@ -33,7 +33,7 @@ from crewpoint.cost import (
 from crewpoint.providers import is_url, provider_for, split_ref
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound
 from crewpoint.providers.files import looking_once
-from crewpoint.providers.usage_meta import read_usage_summary
+from crewpoint.providers.usage_meta import UsageRow, read_usage_summary
 from crewpoint.tui.cli.errors import bad_input, emit_json, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -44,9 +44,6 @@ GROUPS = ("task", "agent", "model", "branch", "run")
 STORE_ONLY = ("branch", "run")
 """Groupings that need a store's runs, not one checkpoint's chain."""
 
-_ROW_KEY = ("unit", "label", "agent", "model", "provider", "estimated")
-"""What tells two rows of one run apart (the ledger's aggregation), to subtract an older checkpoint's rows."""
-
 
 @dataclass
 class _Run:
@@ -54,21 +51,21 @@ class _Run:
 
     head: CheckpointMeta
     resumed_from: str | None
-    rows: list[dict[str, Any]]
+    rows: list[UsageRow]
 
 
 @dataclass
 class _Seen:
     meta: CheckpointMeta
     key: tuple[str, str, str | None]
-    rows: list[dict[str, Any]]
+    rows: list[UsageRow]
 
 
 @dataclass
 class _Group:
     key: str
     label: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[UsageRow] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -234,7 +231,7 @@ def _body_runs(provider: Any, store: str, metas: list[CheckpointMeta], cutoff: f
     return runs, unread
 
 
-def _rows_before(head: _Seen, seen: Mapping[str, _Seen], cutoff: float) -> list[dict[str, Any]]:
+def _rows_before(head: _Seen, seen: Mapping[str, _Seen], cutoff: float) -> list[UsageRow]:
     """What the run of ``head`` had spent at its newest checkpoint written before ``cutoff`` (none: nothing)."""
     entry = head
     while (parent := seen.get(entry.meta.parent_id or "")) is not None and parent.key == head.key:
@@ -244,24 +241,32 @@ def _rows_before(head: _Seen, seen: Mapping[str, _Seen], cutoff: float) -> list[
     return []
 
 
-def _minus(rows: list[dict[str, Any]], older: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _minus(rows: list[UsageRow], older: list[UsageRow]) -> list[UsageRow]:
     """``rows`` less what ``older`` (an earlier checkpoint of the same run) had already counted."""
-    spent: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in older:
-        spent[tuple(row[k] for k in _ROW_KEY)] = row
-    out: list[dict[str, Any]] = []
+    spent = {_row_key(row): row for row in older}
+    out: list[UsageRow] = []
     for row in rows:
-        before = spent.get(tuple(row[k] for k in _ROW_KEY))
+        before = spent.get(_row_key(row))
         if before is None:
             out.append(row)
             continue
-        left = dict(row)
-        for kind in (*TOKEN_KINDS, "requests"):
-            left[kind] = max(row[kind] - before[kind], 0)
-        left["duration_s"] = max(row["duration_s"] - before["duration_s"], 0.0)
-        if any(left[kind] for kind in (*TOKEN_KINDS, "requests")):
+        left = row._replace(
+            input_tokens=max(row.input_tokens - before.input_tokens, 0),
+            output_tokens=max(row.output_tokens - before.output_tokens, 0),
+            cache_read_tokens=max(row.cache_read_tokens - before.cache_read_tokens, 0),
+            cache_write_tokens=max(row.cache_write_tokens - before.cache_write_tokens, 0),
+            reasoning_tokens=max(row.reasoning_tokens - before.reasoning_tokens, 0),
+            requests=max(row.requests - before.requests, 0),
+            duration_s=max(row.duration_s - before.duration_s, 0.0),
+        )
+        if any(_counts(left)):
             out.append(left)
     return out
+
+
+def _row_key(row: UsageRow) -> tuple[Any, ...]:
+    """What tells two rows of one run apart (the ledger's aggregation), to subtract an older checkpoint's rows."""
+    return row.unit, row.label, row.agent, row.model, row.provider, row.estimated
 
 
 def _store_groups(runs: list[_Run], by: str) -> list[_Group]:
@@ -300,14 +305,14 @@ def _store_groups(runs: list[_Run], by: str) -> list[_Group]:
     return list(groups.values())
 
 
-def _row_group(row: Mapping[str, Any], by: str) -> tuple[str, str]:
+def _row_group(row: UsageRow, by: str) -> tuple[str, str]:
     if by == "task":
-        label = row["label"] or row["unit"] or "(outside any task)"
-        return str(row["label"] or row["unit"] or ""), label
+        label = row.label or row.unit or "(outside any task)"
+        return str(row.label or row.unit or ""), label
     if by == "agent":
-        return str(row["agent"] or ""), row["agent"] or "(no agent)"
-    provider = row["provider"]
-    return f"{provider}/{row['model']}", f"{row['model']} ({provider})" if provider else row["model"]
+        return str(row.agent or ""), row.agent or "(no agent)"
+    provider = row.provider
+    return f"{provider}/{row.model}", f"{row.model} ({provider})" if provider else row.model
 
 
 def _store(
@@ -344,8 +349,14 @@ def _store(
     _footer([total], prices)
 
 
-_PRICE_KEY = ("model", "provider", *TOKEN_KINDS, "requests")
-"""What a row's price depends on."""
+def _priced(row: UsageRow) -> tuple[Any, ...]:
+    """What a row's price depends on: its model, provider, token counts and requests."""
+    return (row.model, row.provider, *_counts(row))
+
+
+def _counts(row: UsageRow) -> tuple[int, ...]:
+    tokens = row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens
+    return (*tokens, row.requests)
 
 
 class _Pricer:
@@ -356,10 +367,10 @@ class _Pricer:
         self.prices = prices
         self.costs: dict[tuple[Any, ...], Cost] = {}
 
-    def __call__(self, rows: Iterable[Mapping[str, Any]]) -> CostSummary:
+    def __call__(self, rows: Iterable[UsageRow]) -> CostSummary:
         summary = CostSummary()
         for row in rows:
-            key = tuple(row[k] for k in _PRICE_KEY)
+            key = _priced(row)
             cost = self.costs.get(key)
             if cost is None:
                 cost = self.costs[key] = price_row(row, self.prices)

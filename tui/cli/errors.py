@@ -5,14 +5,12 @@ Nothing here imports click: ``crewpoint checkpoint list`` runs through these wit
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.visible import visible
 
@@ -96,6 +94,9 @@ def wants_traceback(ctx: click.Context | None) -> bool:
 @contextmanager
 def bad_input(ctx: click.Context | None) -> Iterator[None]:
     """Errors a user can meet become one line on stderr and exit 2 (a traceback with ``--debug``)."""
+    # lazy: the providers are the commands' to load; ``crewpoint --help`` loads none
+    from crewpoint.providers.base import CheckpointError
+
     try:
         yield
     except BrokenPipeError:  # the reader went away: not the user's input (the root group ends quietly)
@@ -107,6 +108,9 @@ def bad_input(ctx: click.Context | None) -> Iterator[None]:
 def emit_json(data: Any) -> None:
     """JSON on stdout; the characters JSON leaves as they are but a terminal acts on (DEL, C1 controls, bidi and other
     format characters, line and paragraph separators) are written as ``\\u`` escapes."""
+    # lazy: only --json output needs json, and every command line (--help too) loads this module
+    import json
+
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     if visible(text) == text:
         echo(text)

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from crewpoint.providers.base import CheckpointNotFound
+from crewpoint.tui.cli import COMMANDS, load_commands
 from crewpoint.tui.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -28,24 +28,31 @@ from crewpoint.tui.diagnostics import no_checkpoints
 
 
 class _Commands(click.Group):
-    """A group whose commands the modules of ``crewpoint.tui.cli`` register, imported when a command is first
-    looked for (:func:`crewpoint.tui.cli.load_commands`): ``list`` runs with only its own module imported."""
+    """A group whose commands the modules of ``crewpoint.tui.cli`` register, each imported when its command runs
+    (:data:`crewpoint.tui.cli.COMMANDS`): help and the other commands load no command's module."""
+
+    def _known(self) -> dict[str, tuple[str, str]]:
+        return COMMANDS.get(self.name or "", {})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
-            _load_commands(cmd_name)
+            load_commands(self.name, cmd_name)
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        _load_commands(None)
-        return super().list_commands(ctx)
+        return sorted({*self.commands, *self._known()})
 
-
-def _load_commands(name: str | None) -> None:
-    # lazy: the package imports this module first (its commands are registered on this module's groups)
-    from crewpoint.tui.cli import load_commands
-
-    load_commands(name)
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, with the short help of :data:`~crewpoint.tui.cli.COMMANDS` for a command whose
+        module is not loaded (shortened to the terminal's width as click shortens a command's own)."""
+        known = self._known()
+        shown = [(name, self.commands.get(name) or click.Command(name, help=known[name][1])) for name in known]
+        shown += [(name, command) for name, command in self.commands.items() if name not in known]
+        shown = sorted(((name, command) for name, command in shown if not command.hidden), key=lambda pair: pair[0])
+        if shown:
+            limit = formatter.width - 6 - max(len(name) for name, _ in shown)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in shown])
 
 
 class _Main(_Commands):
@@ -133,10 +140,11 @@ def checkpoint(ctx: click.Context, location: str | None, read_only: bool) -> Non
     ctx.obj["location"] = location
     if ctx.invoked_subcommand is not None:
         return
-    with bad_input(ctx):
-        # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
-        from crewpoint.checkpoint.ops import find_store
+    # lazy: the providers and crewpoint.checkpoint.ops (the body schema) are for the app, not for ``--help``
+    from crewpoint.checkpoint.ops import find_store
+    from crewpoint.providers.base import CheckpointNotFound
 
+    with bad_input(ctx):
         try:
             store = find_store(location)
         except CheckpointNotFound:
