@@ -123,6 +123,7 @@ def bench_list_floor() -> list[Row]:
 
 def all_benches() -> list[Callable[[], list[Row]]]:
     from app_bench import app_benches
+    from changes_bench import changes_benches
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
     from feedback_bench import feedback_benches
@@ -141,6 +142,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
         *checkpoint_benches(),
         *usage_benches(),
         *feedback_benches(),
+        *changes_benches(),
         *store_benches(),
         *side_by_side_benches(),
         *app_benches(),

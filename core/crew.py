@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -21,6 +21,7 @@ from crewpoint.task import Task, TaskOutput, _warn_not_saved
 from crewpoint.text import clip, interpolate, placeholders, unknown_inputs
 
 if TYPE_CHECKING:
+    from crewpoint.checkpoint.changes import ChangePlan
     from crewpoint.feedback import Answer, FeedbackPending
     from crewpoint.project import KickoffHooks
     from crewpoint.runtime import RuntimeState
@@ -73,6 +74,10 @@ class Crew(BaseModel, CheckpointedEntity):
     """The review of a ``human_input`` task the run waits on (see :mod:`crewpoint.feedback`)."""
     _answer: Answer | None = PrivateAttr(default=None)
     _answered: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _plan: ChangePlan | None = PrivateAttr(default=None)
+    _saved_tasks: list[Mapping[str, Any]] | None = PrivateAttr(default=None)
+    _compared: bool = PrivateAttr(default=False)
+    _choices: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
 
     @field_validator("process", mode="before")
     @classmethod
@@ -318,6 +323,8 @@ class Crew(BaseModel, CheckpointedEntity):
 
     def _run_task(self, index: int) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
+        # lazy: the fingerprint is made when a task runs
+        from crewpoint.checkpoint.crew_changes import task_fingerprint
         from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
 
         # lazy: the ways of asking a person load with the first run, not with the API
@@ -351,6 +358,7 @@ class Crew(BaseModel, CheckpointedEntity):
                 output = self._attempt(task, agent, context, extra)
             if task.human_input:
                 output.raw = self._reviewed(index, output.raw, context, extra)
+            task._fingerprint = task_fingerprint(self, index)  # what decided this output, for a later resume
             task.output = output
             task.write_output_file()
             if self.memory:
@@ -515,6 +523,7 @@ class Crew(BaseModel, CheckpointedEntity):
         if data["crew_memory"] is not None:
             crew._memory = CrewMemory.from_state(data["crew_memory"])
         crew._take_review_state(data)
+        crew._saved_tasks = list(data["tasks"])  # rebuilt from the checkpoint alone: nothing to compare
         return crew
 
     def _take_review_state(self, data: Mapping[str, Any]) -> None:
@@ -523,26 +532,9 @@ class Crew(BaseModel, CheckpointedEntity):
         self._answered = [dict(a) for a in data["human_feedback"]]
         self._answer = None
 
-    def _matched_tasks(self, saved: list[Mapping[str, Any]]) -> tuple[list[int], str | None]:
-        """For each of this crew's tasks, the index of its saved task (by name, then position), or a reason."""
-        if len(saved) != len(self.tasks):
-            return [], f"the checkpoint's crew has {len(saved)} tasks; this crew has {len(self.tasks)}"
-        by_name = {str(t.get("name")): i for i, t in enumerate(saved) if t.get("name")}
-        order: list[int] = []
-        for i, task in enumerate(self.tasks):
-            j = by_name.get(task.name) if task.name else None
-            if j is None:
-                j = i
-                saved_name = saved[i].get("name")
-                if task.name and saved_name and saved_name != task.name:
-                    return [], f"task {i + 1} is {saved_name!r} in the checkpoint and {task.name!r} in this crew"
-            order.append(j)
-        if sorted(order) != list(range(len(saved))):
-            return [], "this crew's task names match the checkpoint's tasks more than once"
-        return order, None
-
     def _matched_agents(self, saved: list[Mapping[str, Any]]) -> tuple[list[int | None], str | None]:
-        """For each of this crew's agents, the index of its saved agent (by role, in order), or a reason."""
+        """For each of this crew's agents, the index of its saved agent (by role, in order), or None: a saved agent
+        the program no longer has keeps its conversation in the checkpoint (its tasks' verdicts say what runs)."""
         free: dict[str, list[int]] = {}
         for i, saved_agent in enumerate(saved):
             free.setdefault(str(saved_agent.get("role", "")), []).append(i)
@@ -550,44 +542,69 @@ class Crew(BaseModel, CheckpointedEntity):
         for agent in self.agents:
             slots = free.get(agent.role)
             order.append(slots.pop(0) if slots else None)
-        missing = [role for role, slots in free.items() if slots]
-        if missing:
-            return [], f"the checkpoint's crew has agent {missing[0]!r}, which this crew does not have"
         return order, None
 
     def shape_mismatch(self, data: Mapping[str, Any]) -> str | None:
-        """Why the saved crew ``data`` is not this crew, or None when it is the same shape."""
-        _, problem = self._matched_tasks(list(data.get("tasks") or []))
-        if problem is None:
-            _, problem = self._matched_agents(list(data.get("agents") or []))
-        return problem
+        """Why the saved crew ``data`` cannot go on as this crew: never, since tasks are matched by identity (one
+        verdict each, :attr:`change_plan`); a blocked plan is refused by :meth:`bind_state`."""
+        return None
+
+    @property
+    def change_plan(self) -> ChangePlan | None:
+        """What this crew keeps and runs of the checkpoint bound to it (None: no checkpoint bound)."""
+        return self._plan
+
+    def choose(self, keep: Collection[str] = (), rerun: Collection[str] = ()) -> ChangePlan | None:
+        """Use the saved output of the ``keep`` tasks even though they changed, and run the ``rerun`` tasks again
+        (names or numbers from 1); the plan is made again and the tasks bound by it. A bad name: ValueError."""
+        self._choices = (tuple(keep), tuple(rerun))  # a later bind of the same checkpoint (an answer) keeps them
+        if self._saved_tasks is not None:
+            self._bind_tasks(self._saved_tasks, keep, rerun, compare=self._compared)
+            if keep or rerun:
+                self._rebuild_memory()
+        return self._plan
+
+    def _bind_tasks(
+        self, saved: list[Mapping[str, Any]], keep: Collection[str], rerun: Collection[str], *, compare: bool
+    ) -> None:
+        # lazy: the matching loads with the first resume
+        from crewpoint.checkpoint.crew_changes import crew_change_plan
+
+        plan, order = crew_change_plan(saved, self, keep, rerun, compare=compare)
+        for task, j in zip(self.tasks, order, strict=True):
+            if j is not None:
+                task.bind_state(saved[j])
+            else:
+                task.output = None
+        for verdict in plan.verdicts:
+            if verdict.index is not None and verdict.runs:
+                self.tasks[verdict.index].output = None
+        self._plan, self._saved_tasks, self._compared = plan, saved, compare
+        dropped = [v.saved for v in plan.verdicts if v.saved is not None and (v.runs or v.index is None)]
+        if any(saved[j]["output"] is not None for j in dropped):  # a saved output not used: the memory forgets it
+            self._rebuild_memory()
 
     def bind_state(self, data: Mapping[str, Any]) -> None:
         """Apply a checkpoint's checked state to this crew: task outputs, ids, conversations and crew memory.
 
         The crew keeps its own code and reach: LLMs, tools, callbacks, guardrails and knowledge. Tasks are
-        matched by name, then position; agents by role. A crew of another shape is refused with one line.
+        matched by identity (name, else fingerprint, else place): a changed or new task runs, with what reads it,
+        and a saved output only ever lands on its own task (:attr:`change_plan` says each verdict); agents by role.
         """
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
-        from crewpoint.providers.base import CheckpointError
-
-        saved_tasks = list(data["tasks"])
         saved_agents = list(data["agents"])
-        task_order, problem = self._matched_tasks(saved_tasks)
-        agent_order: list[int | None] = []
-        if problem is None:
-            agent_order, problem = self._matched_agents(saved_agents)
-        if problem is not None:
-            raise CheckpointError(f"cannot resume this crew from the checkpoint: {problem}")
+        agent_order, _ = self._matched_agents(saved_agents)
         self.id = str(data["id"])
-        for task, j in zip(self.tasks, task_order, strict=True):
-            task.bind_state(saved_tasks[j])
+        if data["crew_memory"] is not None:
+            self._memory = CrewMemory.from_state(data["crew_memory"])
+        self._bind_tasks(list(data["tasks"]), *self._choices, compare=True)
         for agent, k in zip(self.agents, agent_order, strict=True):
             if k is not None:
                 agent.bind_state(saved_agents[k])
-        if data["crew_memory"] is not None:
-            self._memory = CrewMemory.from_state(data["crew_memory"])
         self._take_review_state(data)
+        under_review = self._pending.get("task_index") if self._pending is not None else None
+        if self._pending is not None and isinstance(under_review, int) and self._plan is not None:
+            place = {v.saved: v.index for v in self._plan.verdicts if v.saved is not None}
+            self._pending["task_index"] = place.get(under_review)  # where the task is now (None: dropped)
         if self.budget is None:  # the program's own budget, else the one the run had
             self.budget = budget_from_state(data)
         self._state = None

@@ -204,6 +204,7 @@ def estimate_rerun(
     open_ended: bool = False,
     later: Mapping[str, Any] | None = None,
     models: Mapping[str, tuple[str, str]] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Estimate:
     """The estimate for running ``units_to_run`` (task ids or flow method names) from the checkpoint ``body``: each
     unit's last recorded run on its chain, priced now (``prices``, else the working folder's overrides, which may
@@ -212,11 +213,11 @@ def estimate_rerun(
     after it, so forking task 2 of a finished run estimates tasks 3 and 4 from that run. ``models`` (agent role →
     model and provider, :func:`crewpoint.checkpoint.plan.run_models`) are what the run will call: an agent's
     recorded tokens are priced at its model there, not at the one that spent them. A body is data: malformed usage
-    rows are left out."""
+    rows are left out. ``labels`` (unit → label) name the units as the program has them (a task moved since)."""
     chain = [*usage_rows(body, "before"), *usage_rows(body, "rows")]
     if later is not None:  # this chain's rows, then what ran after the checkpoint (the newest run of a unit wins)
         chain = [*usage_rows(later, "before"), *usage_rows(later, "rows")] or chain
-    labels = _task_labels(body)
+    labels = {**_task_labels(body), **(labels or {})}
     if prices is None:
         prices = load_prices()
     units: list[UnitEstimate] = []

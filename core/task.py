@@ -69,6 +69,8 @@ class Task(BaseModel):
 
     _interpolated: tuple[str, str] | None = PrivateAttr(default=None)
     _checked: bool = PrivateAttr(default=False)
+    _fingerprint: dict[str, str] | None = PrivateAttr(default=None)
+    """What decided the output, part by part (:mod:`crewpoint.checkpoint.crew_changes`): set when the task runs."""
 
     @model_validator(mode="before")
     @classmethod
@@ -201,6 +203,7 @@ class Task(BaseModel):
             "checkpoint": config_state(self.checkpoint),
             "output": self.output.to_state() if self.output is not None else None,
             "human_input": self.human_input,
+            "fingerprint": dict(self._fingerprint) if self._fingerprint is not None else None,
         }
 
     @classmethod
@@ -226,7 +229,7 @@ class Task(BaseModel):
         if data["callback_unsaved"]:
             _warn_not_saved(f"task {label!r} callback")
         output = data["output"]
-        return cls.model_construct(
+        task = cls.model_construct(
             id=data["id"],
             name=data["name"],
             description=data["description"],
@@ -240,12 +243,15 @@ class Task(BaseModel):
             output=TaskOutput(**output) if output is not None else None,
             human_input=data["human_input"],
         )
+        task._fingerprint = dict(data["fingerprint"]) if data["fingerprint"] is not None else None
+        return task
 
     def bind_state(self, data: Mapping[str, Any]) -> None:
         """Take the saved task's id and output; keep this task's code (callback, guardrail, agent)."""
         self.id = data["id"]
         output = data["output"]
         self.output = TaskOutput(**output) if output is not None else None
+        self._fingerprint = dict(data["fingerprint"]) if data["fingerprint"] is not None else None
 
 
 def _inside(name: str) -> bool:

@@ -10,6 +10,7 @@ import pytest
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.agent import AgentStep
 from crewpoint.checkpoint import ops
+from crewpoint.checkpoint.crew_changes import BEFORE_FINGERPRINTS, crew_change_plan
 from crewpoint.events.record import EdgeKind, EventRecord
 from crewpoint.flow import Flow, listen, start
 from crewpoint.llm import BaseLLM
@@ -85,17 +86,29 @@ def test_task_checkpoint_false_round_trips_and_a_resumed_run_skips_it_too() -> N
     assert [m.tasks_done for m in ops.list_checkpoints(".checkpoints")] == [3, 3, 1]
 
 
-def test_a_crew_of_another_shape_is_refused_and_left_untouched() -> None:
+def test_a_crew_of_another_shape_runs_its_own_tasks_and_no_saved_output_lands_on_them() -> None:
     _crew().kickoff()
-    first = ops.list_checkpoints(".checkpoints")[-1]
+    first = ops.list_checkpoints(".checkpoints")[0]  # the finished run: every task has its output
+    CALLS.clear()
     agent = Agent(role="Editor", llm=ScriptedLLM())
     other = Crew(agents=[agent], tasks=[Task(description=f"t{i}", agent=agent) for i in range(3)])
-    with pytest.raises(CheckpointError, match="has agent 'Writer', which this crew does not have"):
-        other.kickoff(from_checkpoint=first.location)
-    short = Crew(agents=[agent], tasks=[Task(description="only", agent=agent)])
-    with pytest.raises(CheckpointError, match="the checkpoint's crew has 3 tasks; this crew has 1"):
-        short.kickoff(from_checkpoint=first.location)
-    assert all(t.output is None for t in other.tasks) and CALLS[-1] == "Current task: edit it"
+    other.kickoff(from_checkpoint=first.location)
+    plan = other.change_plan
+    assert plan is not None
+    assert [(v.verdict, v.runs) for v in plan.verdicts] == [("changed", True)] * 3
+    assert "description changed" in plan.verdicts[0].reasons and "agent role changed" in plan.verdicts[0].reasons
+    assert "task 1 (t0) matched to the checkpoint's task 1 (outline) by position only: name your tasks" in plan.notes
+    assert CALLS == [f"Current task: t{i}" for i in range(3)]  # every task ran: no output was taken over
+    short = Crew(agents=[agent], tasks=[Task(name="edit", description="edit it", agent=agent)])
+    short.kickoff(from_checkpoint=first.location)
+    plan = short.change_plan
+    assert plan is not None
+    assert [(v.name, v.verdict) for v in plan.verdicts] == [
+        ("edit", "changed"),
+        ("outline", "dropped"),
+        ("draft", "dropped"),
+    ]
+    assert plan.verdicts[0].reasons == ("context changed", "agent role changed", "moved from 3 to 1")
 
 
 class Pipeline(Flow[dict[str, Any]]):
@@ -175,3 +188,26 @@ def test_flow_methods_record_what_triggered_them() -> None:
     clean = next(n for n in record.by_type("method_execution_started") if n.compact["method_name"] == "clean")
     (trigger,) = record.edges(clean.event_id, EdgeKind.TRIGGERED_BY)
     assert trigger.type == "method_execution_finished" and trigger.compact["method_name"] == "fetch"
+
+
+def test_a_checkpoint_written_before_fingerprints_matches_by_name_and_place_and_says_so() -> None:
+    crew = _crew()
+    crew.kickoff()
+    saved = [{**task, "fingerprint": None} for task in crew.to_state()["tasks"]]  # as a body before fingerprints
+    later = _crew()
+    later.tasks[0].description = "outline it again"  # a change a fingerprint would show: unseen without one
+    plan, order = crew_change_plan(saved, later)
+    assert order == [0, 1, 2]
+    assert plan.notes == (BEFORE_FINGERPRINTS,)
+    assert [(v.name, v.verdict, v.runs) for v in plan.verdicts] == [
+        ("outline", "kept", False),
+        ("draft", "kept", False),
+        ("edit", "kept", False),
+    ]
+    fingerprinted = crew_change_plan(crew.to_state()["tasks"], later)[0]
+    assert [(v.name, v.verdict, v.runs) for v in fingerprinted.verdicts] == [
+        ("outline", "changed", True),
+        ("draft", "kept", True),  # it reads the outline, which runs again
+        ("edit", "kept", True),
+    ]
+    assert fingerprinted.verdicts[1].reasons == ("reads 'outline', which runs",)

@@ -140,13 +140,25 @@ def test_the_dry_run_prices_the_model_the_run_will_call(tmp_path: Path, server: 
     pricier = {**env, "PROGRAM_MODEL": "gpt-4.5-preview"}  # the program now names a pricier model
 
     dry = crewpoint(
-        "resume", first, "--location", "store", "--app", "prog.py:crew", "--dry-run", cwd=project, env=pricier
+        "resume",
+        first,
+        "--location",
+        "store",
+        "--app",
+        "prog.py:crew",
+        "--keep",
+        "draft",
+        "--dry-run",
+        cwd=project,
+        env=pricier,
     )
     assert dry.returncode == 0, dry.stderr
     assert "model:   agent 'Writer' calls 'gpt-4.5-preview' (the checkpoint names 'gpt-4o-mini')" in dry.stdout
     (total,) = [line for line in dry.stdout.splitlines() if line.strip().startswith("total:")]
     assert f"total: {price('gpt-4.5-preview')}," in total, dry.stdout  # polish's recorded tokens at the new price
 
-    ran = crewpoint("resume", first, "--location", "store", "--app", "prog.py:crew", cwd=project, env=pricier)
+    ran = crewpoint(
+        "resume", first, "--location", "store", "--app", "prog.py:crew", "--keep", "draft", cwd=project, env=pricier
+    )
     assert ran.returncode == 0, ran.stderr
     assert [r.body["model"] for r in server.requests] == ["gpt-4.5-preview"]  # the model the estimate priced

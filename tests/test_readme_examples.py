@@ -80,6 +80,8 @@ RUN = {
     "fork estimate": '--set-output 1="Three bullets on agents." --app crew1.py:crew --dry-run',
 }
 NOT_RUN = {
+    "crewpoint checkpoint resume <id> --app prog.py:crew --dry-run": "the output of a dry run after the program "
+    "changed: tests/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its plan lines",
     "dry run: would fork": "the output of the fork estimate example: "
     "test_the_fork_estimate_example_prints_the_summary_tasks_last_run compares its lines with it",
     "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
@@ -97,6 +99,8 @@ NOT_RUN = {
     "tests/test_answer_app.py answers through the dialog and tests/test_serve.py drives serve in a real browser",
 }
 LINES_NOT_RUN = {
+    "crewpoint checkpoint resume <id> --app prog.py:crew --dry-run": "the output of a dry run after the program "
+    "changed: tests/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its plan lines",
     "crewpoint checkpoint  ": "opens the terminal app (tests/test_app.py drives it)",
     "crewpoint checkpoint --location ./my_checkpoints": "opens the terminal app (tests/test_app.py drives it)",
     "crewpoint checkpoint serve --read-only": "a web server that runs until Ctrl-C (tests/test_serve.py)",

@@ -212,7 +212,7 @@ def test_the_projects_pyproject_names_the_app(killed_run: Path) -> None:
     _check_finished(killed_run, json.dumps(events))
 
 
-def test_a_crew_of_another_shape_is_refused_with_one_line(killed_run: Path) -> None:
+def test_a_task_renamed_since_the_checkpoint_is_planned_as_new_and_the_saved_one_as_dropped(killed_run: Path) -> None:
     first = _first_checkpoint(killed_run)
     other = killed_run / "other.py"
     other.write_text(
@@ -221,17 +221,22 @@ def test_a_crew_of_another_shape_is_refused_with_one_line(killed_run: Path) -> N
     )
     before = sorted(p.name for p in (killed_run / "store").rglob("*.json"))
     proc = subprocess.run(
-        [CREWPOINT, "checkpoint", "fork", first.id, "--location", "store", "--app", "other.py:crew"],
+        [CREWPOINT, "checkpoint", "fork", first.id, "--location", "store", "--app", "other.py:crew", "--dry-run"],
         cwd=killed_run,
         env=user_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2
-    assert proc.stderr == (
-        "crewpoint: cannot resume this crew from the checkpoint: task 3 is 'c' in the checkpoint and 'z' in this crew\n"
-    )
+    assert proc.returncode == 0, proc.stderr
+    plan = proc.stdout.split("plan:\n", 1)[1].split("tasks to run:", 1)[0].splitlines()
+    assert plan == [
+        "  1. a: kept",
+        "  2. b: kept, runs (not run at the checkpoint)",
+        "  3. z: new, runs (not in the checkpoint)",
+        "  - c: dropped (not in the program; it had not run)",
+    ]
+    assert "tasks to run: 2. b, 3. z" in proc.stdout
     assert sorted(p.name for p in (killed_run / "store").rglob("*.json")) == before
     assert words(killed_run / "calls.log").count("B") == 1  # only the killed run's waiting call
 

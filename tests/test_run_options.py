@@ -1,5 +1,6 @@
 """resume, fork and answer take the options that say how a checkpoint runs (--app, --budget, --budget-tokens,
---progress) alike: the same names, kinds, defaults and help, in the same order in each command's --help."""
+--progress, and what runs when the program changed: --keep, --rerun, --strict) alike: the same names, kinds,
+defaults and help, in the same order in each command's --help."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from click.testing import CliRunner
 
 from crewpoint.tui.cli import main
 
-RUN_OPTIONS = ["--app", "--budget", "--budget-tokens", "--progress"]
+RUN_OPTIONS = ["--app", "--budget", "--budget-tokens", "--progress", "--keep", "--rerun", "--strict"]
 
 
 def _options(command: str) -> list[str]:
@@ -24,4 +25,4 @@ def test_resume_fork_and_answer_take_the_run_options_alike() -> None:
     run_lines = {c: [line for line in lines if line.split()[0] in RUN_OPTIONS] for c, lines in shown.items()}
     assert run_lines["resume"] == run_lines["fork"] == run_lines["answer"]
     assert any("[default: rich]" in line for line in run_lines["resume"])
-    assert [line.split()[0] for line in shown["resume"]][-2:] == ["--dry-run", "--force"]
+    assert [line.split()[0] for line in shown["resume"]][-3:] == ["--dry-run", "--json", "--force"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.describe import describe
@@ -18,6 +19,7 @@ from crewpoint.providers.refs import check_branch
 from crewpoint.text import unknown_inputs
 
 if TYPE_CHECKING:
+    from crewpoint.checkpoint.changes import ChangePlan
     from crewpoint.checkpoint.schema import CrewState, FlowState
     from crewpoint.runtime import RuntimeState
 
@@ -137,6 +139,8 @@ class PreparedRun:
     """Agent role → the model and provider the run calls (a crew's agents, an agent; a flow's are its code's)."""
     saved_models: dict[str, str] = field(default_factory=dict)
     """Agent role → the model the checkpoint names for it."""
+    changes: ChangePlan | None = None
+    """What the program keeps, re-runs, adds and drops of the checkpoint: one verdict per task."""
 
     def model_lines(self) -> list[str]:
         """One line per agent: the model the run calls, and the one the checkpoint names when it differs."""
@@ -185,13 +189,16 @@ def prepare_run(
     record: CheckpointRecord | None = None,
     app: str | None = None,
     body: CheckpointBody | None = None,
+    keep: tuple[str, ...] = (),
+    rerun: tuple[str, ...] = (),
 ) -> PreparedRun:
     """Restore the checkpoint ``ref`` names (onto a new branch with ``fork``) and apply the edits; no run yet.
 
     ``app`` names the user's program (``FILE.py:attr`` or ``module:attr``): its entity is built and the
     checkpoint's state bound to it, so its LLMs, tools and callbacks run. Without it the entity is rebuilt from
     the checkpoint under the trust rule. ``record`` is the checkpoint already loaded from ``ref``, if the caller
-    has it, and ``body`` its checked body: the checkpoint is then neither read nor checked again.
+    has it, and ``body`` its checked body: the checkpoint is then neither read nor checked again. ``keep`` and
+    ``rerun`` name tasks whose saved output is used though they changed, or not used (:class:`ChangePlan`).
     """
     # lazy: info loads no entity classes (pydantic)
     from crewpoint.checkpoint.restore_entities import restore
@@ -220,7 +227,13 @@ def prepare_run(
     else:
         program_class = flow_class(record, body) if kind_of(kind).named_by_class else None
         entity = restore(source, kind, fork_branch=fork_branch, entity_cls=program_class, checked=checked)
-    entity.apply_edits(inputs, outputs)
+    choose = getattr(entity, "choose", None)
+    if callable(choose):
+        choose(keep, rerun)
+    elif keep or rerun:
+        raise ValueError(f"--keep and --rerun name tasks of a crew; this checkpoint is of a {kind}")
+    changes = change_plan_of(entity, body["entity"])
+    entity.apply_edits(inputs, _program_places(outputs, changes))
     tasks = list(getattr(entity, "tasks", None) or [])
     models, saved_models = run_models(entity), saved_models_of(record.body["entity"])
     return PreparedRun(
@@ -235,7 +248,36 @@ def prepare_run(
         task_names=[t.label for t in tasks],
         models=models,
         saved_models=saved_models,
+        changes=changes,
     )
+
+
+def _program_places(outputs: dict[int, str] | None, changes: ChangePlan | None) -> dict[int, str] | None:
+    """Edited outputs by the program's task places (they are named by the checkpoint's): a task moved since is
+    edited where it is now; a task the program dropped cannot be edited."""
+    if not outputs or changes is None:
+        return outputs
+    place = {v.saved: v.index for v in changes.verdicts if v.saved is not None}
+    moved: dict[int, str] = {}
+    for j, text in outputs.items():
+        i = place.get(j)
+        if i is None:
+            raise ValueError(f"task {j + 1} of the checkpoint is not in the program: its output cannot be set")
+        moved[i] = text
+    return moved
+
+
+def change_plan_of(entity: Any, saved: Mapping[str, Any]) -> ChangePlan | None:
+    """What the program keeps and runs of the saved entity: a crew's :attr:`change_plan`, a flow's plan when the
+    engine has flow fingerprints; None when there is nothing to compare (an agent)."""
+    plan: ChangePlan | None = getattr(entity, "change_plan", None)
+    if plan is not None or not kind_of(saved["kind"]).named_by_class:
+        return plan
+    try:  # flows: compared by the flow engine's own plan, where it has one
+        flow_changes = import_module("crewpoint.checkpoint.flow_changes")
+    except ImportError:
+        return None
+    return cast("ChangePlan | None", flow_changes.flow_change_plan(saved, entity))
 
 
 def _agents_of(entity: Any) -> list[Any]:

@@ -81,6 +81,12 @@ class RunOptions:
     """Resume even beside a live run of the same branch."""
     start: Starter | None = None
     """``answer``'s checks and run, in place of a plain resume."""
+    keep: tuple[str, ...] = ()
+    """Changed tasks (names or numbers from 1) whose saved output is used anyway."""
+    rerun: tuple[str, ...] = ()
+    """Tasks run again though their saved output could be used."""
+    strict: bool = False
+    """Refuse, before anything runs, when the program changed since the checkpoint (any verdict but kept)."""
 
     def argv(self, progress: str | None = None) -> list[str]:
         """The command line's arguments for this run (``resume ID ...`` or ``fork ID ...``; ``start`` aside), with
@@ -102,6 +108,12 @@ class RunOptions:
             args += self.budget.options()
         if self.force:
             args.append("--force")
+        for task in self.keep:
+            args += ["--keep", task]
+        for task in self.rerun:
+            args += ["--rerun", task]
+        if self.strict:
+            args.append("--strict")
         return args
 
 
@@ -164,8 +176,16 @@ class PlannedRun:
         except (CheckpointError, OSError, ValueError):  # what ran after it cannot be listed: the chain alone
             newest = None
         later = body_or_none(newest.location if newest is not None else None)
-        units, open_ended = units_to_run(self.record.body, prepared.plan.rerun)
-        return estimate_rerun(self.record.body, units, open_ended=open_ended, later=later, models=prepared.models)
+        if prepared.task_ids:  # a crew: the program's tasks, each under the id its saved task had (or its own)
+            units: list[str | None] = [prepared.task_ids[i] for i in prepared.plan.rerun]
+            labels = {prepared.task_ids[i]: f"{i + 1}. {name}" for i, name in enumerate(prepared.task_names)}
+            open_ended = False
+        else:
+            units, open_ended = units_to_run(self.record.body, prepared.plan.rerun)
+            labels = {}
+        return estimate_rerun(
+            self.record.body, units, open_ended=open_ended, later=later, models=prepared.models, labels=labels
+        )
 
 
 def _kickoff(prepared: PreparedRun) -> Any:
@@ -201,7 +221,16 @@ def plan_run(options: RunOptions) -> PlannedRun:
         record=record,
         body=body,
         app=app,
+        keep=options.keep,
+        rerun=options.rerun,
     )
+    changes = prepared.changes
+    if options.strict and changes is not None and not changes.unchanged:
+        what = "; ".join(f"{v.name}: {v.verdict}" for v in changes.verdicts if v.verdict != "kept")
+        raise CheckpointError(
+            f"--strict: the program changed since checkpoint {shown_id(record.meta.id)} ({what or changes.blocked}); "
+            "see the plan with --dry-run, or resume without --strict"
+        )
     if options.fork:
         check_fork(record, prepared.plan, inputs, body=body)
     if options.budget is not None:

@@ -41,8 +41,10 @@ Version history:
   ``usage`` with ``rows``, ``before`` and ``reused`` (:data:`USAGE`).
 * 2 — a usage row is stored as the list of its values in ``ROW_KEYS`` order (every checkpoint repeats every row
   of its run, so its keys are not repeated with it); a version-1 row, a dict, reads the same. Later, with no
-  version bump (optional fields, read as absent): an entity's ``budget``, a crew's ``kickoff_hooks``; a flow's
-  ``method_fingerprints`` (each method's parts' short hashes) and ``state_writers`` (the state keys each method set).
+  version bump (optional fields, read as absent): an entity's ``budget``, a crew's ``kickoff_hooks``, a task's
+  ``fingerprint`` (one short hash per part that decides its output, written when it runs; a checkpoint written
+  before fingerprints matches its tasks by name and position); a flow's ``method_fingerprints`` (each method's
+  parts' short hashes) and ``state_writers`` (the state keys each method set).
 """
 
 from __future__ import annotations
@@ -181,6 +183,7 @@ TASK = Obj(
         "checkpoint": (CHECKPOINT_SETTING, None),
         "output": (Nullable(TASK_OUTPUT), None),
         "human_input": (BOOL, False),
+        "fingerprint": (Nullable(MapOf(STR)), None),
     },
     name="TaskState",
 )

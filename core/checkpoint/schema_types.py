@@ -66,6 +66,7 @@ class TaskState(TypedDict):
     checkpoint: dict[str, Any] | bool | None
     output: TaskOutputState | None
     human_input: bool
+    fingerprint: dict[str, str] | None
 
 
 KickoffHooksState = TypedDict(

@@ -34,6 +34,10 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
             "answer",
             "Answer the run waiting for a person at checkpoint ID, then run on from there as resume does.",
         ),
+        "check": (
+            "check",
+            "Which resumable checkpoints in STORE the program can go on from, and what each resume would run again.",
+        ),
         "copy": ("copy", "Copy every checkpoint of the store SRC into the crewpoint store DST, keeping lineage."),
         "cost": (
             "cost",

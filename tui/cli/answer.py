@@ -149,6 +149,9 @@ def answer(
     budget_usd: float | None,
     budget_tokens: int | None,
     progress: str,
+    keep: tuple[str, ...],
+    rerun: tuple[str, ...],
+    strict: bool,
 ) -> None:
     """Answer the run waiting for a person at checkpoint ID, then run on from there as resume does.
 
@@ -166,4 +169,7 @@ def answer(
         fail(f"give one of {' or '.join(given)}, not both")
     budget = Budget.of(budget_usd, budget_tokens)
     start = _starter(outcome, feedback, accept, use_default)
-    run_cli(ctx, run_options_of(ctx, ref, location, app=app, budget=budget, start=start), progress)
+    options = run_options_of(
+        ctx, ref, location, app=app, budget=budget, start=start, keep=keep, rerun=rerun, strict=strict
+    )
+    run_cli(ctx, options, progress)

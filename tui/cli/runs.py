@@ -21,6 +21,7 @@ from crewpoint.tui.cli.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     bad_input,
+    emit_json,
     fail,
     wants_traceback,
 )
@@ -44,20 +45,46 @@ APP_HELP = (
     "without one, the entity is rebuilt from the checkpoint alone."
 )
 
+JSON_HELP = "With --dry-run: the plan as one JSON object (each task's verdict, reasons and estimate)."
 DRY_RUN_HELP = (
-    "Print what would run (the checkpoint, the store written to, the program, the tasks to run) and exit 0;"
+    "Print what would run (the checkpoint, the store written to, the program, each task's verdict against the"
+    " program, the tasks to run and their estimate) and exit 0;"
     " refuses exactly what the run refuses, and runs and writes nothing."
 )
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--app``, ``--budget``, ``--budget-tokens`` and ``--progress``: how a command that runs a checkpoint (resume,
-    fork, answer) runs it."""
+    """``--app``, ``--budget``, ``--budget-tokens``, ``--progress`` and what runs when the program changed
+    (``--keep``, ``--rerun``, ``--strict``): how a command that runs a checkpoint (resume, fork, answer) runs it."""
+    fn = change_options(fn)
     fn = click.option(
         "--progress", type=click.Choice(["rich", "json"]), default="rich", show_default=True, help=PROGRESS_HELP
     )(fn)
     fn = budget_options(fn)
     return click.option("--app", "app", metavar="FILE.py:ATTR", default=None, help=APP_HELP)(fn)
+
+
+def change_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--keep TASK``, ``--rerun TASK`` and ``--strict``: what a run does with tasks the program changed."""
+    fn = click.option(
+        "--strict",
+        is_flag=True,
+        help="Refuse (exit 2) when the program changed since the checkpoint: any task changed, new, dropped or moved.",
+    )(fn)
+    fn = click.option(
+        "--rerun",
+        "rerun",
+        multiple=True,
+        metavar="TASK",
+        help="Run TASK again (a name or a number from 1) though its saved output could be used; repeatable.",
+    )(fn)
+    return click.option(
+        "--keep",
+        "keep",
+        multiple=True,
+        metavar="TASK",
+        help="Use the saved output of TASK (a name or a number from 1) though the program changed it; repeatable.",
+    )(fn)
 
 
 def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,10 +107,13 @@ def budget_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: bool = False) -> None:
+def run_cli(
+    ctx: click.Context, options: RunOptions, progress: str, *, dry_run: bool = False, as_json: bool = False
+) -> None:
     """Resume, fork or answer (``options``) with progress, and end as the run did: the result on stdout, exit 0;
     75 waiting for an answer, 76 at its budget, 130 interrupted, 1 failed (each with the command that goes on),
-    2 for what is refused before anything runs. ``dry_run`` prints the plan and exits 0."""
+    2 for what is refused before anything runs. ``dry_run`` prints the plan and exits 0 (``as_json``: one JSON
+    object). A run whose program changed since the checkpoint says its plan on stderr first."""
     # lazy: running a checkpoint loads the body schema, which the headless list never needs
     from crewpoint.checkpoint.run import interrupted, plan_run, run_checkpoint
 
@@ -97,6 +127,10 @@ def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: 
             fail(f"only crewpoint's own runs wait for an answer; {foreign_store} is a {adapter.title} store")
         if dry_run:
             fail(f"--dry-run is for crewpoint's own checkpoints; {foreign_store} is a {adapter.title} store")
+        if options.keep or options.rerun or options.strict:
+            fail(
+                f"--keep, --rerun and --strict are for crewpoint's own runs; {foreign_store} is a {adapter.title} store"
+            )
         if options.budget is not None:
             fail(f"--budget is for crewpoint's own runs; {foreign_store} is a {adapter.title} store")
         _foreign_run(ctx, adapter, foreign_store, options, progress)
@@ -108,11 +142,26 @@ def run_cli(ctx: click.Context, options: RunOptions, progress: str, *, dry_run: 
             except KeyboardInterrupt:
                 _end(ctx, interrupted(options), progress)
             estimate = planned.estimate()  # (a bad price file: exit 2, before any line of the plan)
+            if as_json:
+                emit_json(plan_json(planned.prepared, planned.app, estimate))  # escapes what a terminal acts on
+                return
             _print_plan(planned.prepared, planned.app)
             _print_estimate(estimate)
             return
+        try:
+            planned = plan_run(options)
+        except KeyboardInterrupt:
+            _end(ctx, interrupted(options), progress)
+        changes = planned.prepared.changes
+        if changes is not None:  # said before anything runs: what changed, or a note alone (said once, here)
+            said = change_lines(planned.prepared) if not changes.unchanged else [f"note: {n}" for n in changes.notes]
+            for line in said:
+                click.echo(visible(line, one_line=True), err=True)
         outcome = run_checkpoint(
-            options, lambda prepared: make_progress(progress, prepared), lambda note: click.echo(note, err=True)
+            options,
+            lambda prepared: make_progress(progress, prepared),
+            lambda note: click.echo(note, err=True),
+            planned=planned,
         )
     _end(ctx, outcome, progress)
 
@@ -174,6 +223,7 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
         f"store:   {prepared.store} (branch {branch})",
         f"program: {app if app else 'rebuilt from the checkpoint (no --app, no [tool.crewpoint] app)'}",
     ]
+    lines += change_lines(prepared)
     if names:
         listed = ", ".join(f"{i + 1}. {names[i]}" for i in rerun if 0 <= i < len(names))
         lines.append(f"{unit} to run: {listed or 'none'}")
@@ -182,6 +232,45 @@ def _print_plan(prepared: PreparedRun, app: str | None) -> None:
     lines += prepared.model_lines()  # the models the run calls, and a checkpoint's other one said
     for line in lines:
         click.echo(visible(line, one_line=True))
+
+
+def change_lines(prepared: PreparedRun) -> list[str]:
+    """The plan's verdicts, one line a task (``  2. outline: changed, runs (description changed)``), its notes
+    first; none when there is nothing to compare (an agent, a flow without fingerprints)."""
+    changes = prepared.changes
+    if changes is None:
+        return []
+    lines = [f"note: {note}" for note in changes.notes]
+    lines.append("plan:" if not changes.unchanged else "plan:    unchanged since the checkpoint")
+    if changes.unchanged:
+        return lines
+    for v in changes.verdicts:
+        where = f"{v.index + 1}." if v.index is not None else "-"
+        said = f" ({'; '.join(v.reasons)})" if v.reasons else ""
+        lines.append(f"  {where} {v.name}: {v.verdict}{', runs' if v.runs else ''}{said}")
+    return lines
+
+
+def plan_json(prepared: PreparedRun, app: str | None, estimate: Estimate) -> dict[str, Any]:
+    """A dry run as one JSON object: the checkpoint, the store, the program, each task's verdict with its
+    estimate, the tasks to run and the total."""
+    by_unit = {u.unit: u.to_json() for u in estimate.units}
+    changes = prepared.changes
+    tasks: list[dict[str, Any]] = []
+    for v in changes.verdicts if changes is not None else ():
+        unit = prepared.task_ids[v.index] if v.index is not None and v.index < len(prepared.task_ids) else None
+        tasks.append({**v.to_json(), "estimate": by_unit.get(unit) if v.runs else None})
+    return {
+        "checkpoint": prepared.source.id,
+        "action": "fork" if prepared.fork else "resume",
+        "store": prepared.store,
+        "program": app,
+        "unchanged": changes.unchanged if changes is not None else None,
+        "notes": list(changes.notes) if changes is not None else [],
+        "tasks": tasks,
+        "to_run": [prepared.task_names[i] for i in prepared.plan.rerun if i < len(prepared.task_names)],
+        "estimate": estimate.to_json(),
+    }
 
 
 def _print_estimate(estimate: Estimate) -> None:
@@ -262,6 +351,7 @@ def _foreign_run(ctx: click.Context, adapter: Format, store: str, options: RunOp
 @location_option
 @run_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--force", is_flag=True, help="Resume even beside a live run of the same branch (its tasks run twice).")
 @click.pass_context
 def resume(
@@ -272,7 +362,11 @@ def resume(
     budget_usd: float | None,
     budget_tokens: int | None,
     progress: str,
+    keep: tuple[str, ...],
+    rerun: tuple[str, ...],
+    strict: bool,
     dry_run: bool,
+    as_json: bool,
     force: bool,
 ) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
@@ -283,8 +377,10 @@ def resume(
     --force.
     """
     budget = Budget.of(budget_usd, budget_tokens)
-    options = run_options_of(ctx, ref, location, app=app, budget=budget, force=force)
-    run_cli(ctx, options, progress, dry_run=dry_run)
+    options = run_options_of(
+        ctx, ref, location, app=app, budget=budget, force=force, keep=keep, rerun=rerun, strict=strict
+    )
+    run_cli(ctx, options, progress, dry_run=dry_run, as_json=_json_for_dry_run(as_json, dry_run))
 
 
 @checkpoint.command()
@@ -301,6 +397,7 @@ def resume(
 )
 @run_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
 def fork(
     ctx: click.Context,
@@ -313,7 +410,11 @@ def fork(
     budget_usd: float | None,
     budget_tokens: int | None,
     progress: str,
+    keep: tuple[str, ...],
+    rerun: tuple[str, ...],
+    strict: bool,
     dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
 
@@ -321,5 +422,24 @@ def fork(
     that depend on them are the only ones run again. The original branch is left untouched.
     """
     budget = Budget.of(budget_usd, budget_tokens)
-    options = run_options_of(ctx, ref, location, inputs, outputs, fork=True, branch=branch, app=app, budget=budget)
-    run_cli(ctx, options, progress, dry_run=dry_run)
+    options = run_options_of(
+        ctx,
+        ref,
+        location,
+        inputs,
+        outputs,
+        fork=True,
+        branch=branch,
+        app=app,
+        budget=budget,
+        keep=keep,
+        rerun=rerun,
+        strict=strict,
+    )
+    run_cli(ctx, options, progress, dry_run=dry_run, as_json=_json_for_dry_run(as_json, dry_run))
+
+
+def _json_for_dry_run(as_json: bool, dry_run: bool) -> bool:
+    if as_json and not dry_run:
+        fail("--json prints a dry run's plan: give it with --dry-run (a run's progress as JSON is --progress json)")
+    return as_json
