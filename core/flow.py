@@ -127,6 +127,9 @@ class Flow(CheckpointedEntity, Generic[StateT]):
     generic parameter, ``Flow[MyState]``) names a pydantic model."""
 
     KIND: ClassVar[str] = "flow"
+    SAYS_CHANGES: ClassVar[bool] = True
+    """A flow says what changed since its checkpoint when its resumed run starts (a script resuming its own
+    edited flow hears it too), so a command that runs it says nothing more."""
     initial_state: Any = None
     name: str | None = None
     budget: Budget | None = None

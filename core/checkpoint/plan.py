@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.describe import describe
@@ -269,15 +268,14 @@ def _program_places(outputs: dict[int, str] | None, changes: ChangePlan | None) 
 
 def change_plan_of(entity: Any, saved: Mapping[str, Any]) -> ChangePlan | None:
     """What the program keeps and runs of the saved entity: a crew's :attr:`change_plan`, a flow's plan when the
-    engine has flow fingerprints; None when there is nothing to compare (an agent)."""
+    saved methods' fingerprints allow; None when there is nothing to compare (an agent)."""
     plan: ChangePlan | None = getattr(entity, "change_plan", None)
     if plan is not None or not kind_of(saved["kind"]).named_by_class:
         return plan
-    try:  # flows: compared by the flow engine's own plan, where it has one
-        flow_changes = import_module("crewpoint.checkpoint.flow_changes")
-    except ImportError:
-        return None
-    return cast("ChangePlan | None", flow_changes.flow_change_plan(saved, entity))
+    # lazy: a flow's methods are read (their source hashed) only when a flow is compared
+    from crewpoint.checkpoint.flow_changes import flow_change_plan
+
+    return flow_change_plan(saved, entity)
 
 
 def _agents_of(entity: Any) -> list[Any]:

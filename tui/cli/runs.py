@@ -153,7 +153,8 @@ def run_cli(
         except KeyboardInterrupt:
             _end(ctx, interrupted(options), progress)
         changes = planned.prepared.changes
-        if changes is not None:  # said before anything runs: what changed, or a note alone (said once, here)
+        says_itself = getattr(planned.prepared.entity, "SAYS_CHANGES", False)
+        if changes is not None and not says_itself:  # said before anything runs: what changed, or a note alone
             said = change_lines(planned.prepared) if not changes.unchanged else [f"note: {n}" for n in changes.notes]
             for line in said:
                 click.echo(visible(line, one_line=True), err=True)
