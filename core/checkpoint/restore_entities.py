@@ -189,6 +189,7 @@ def restore(
         sequence=sequence,
         resumed_from=record.meta.id,
     )
+    state.source_run = record.meta.run_id
     state.prunes_own_only = target is None  # a rebuilt entity is what the checkpoint says: it trims only its own
     state.take_source_usage(body["usage"])  # what the chain spent before this run ("before", "reused")
     entity.attach_runtime(state, inputs)
