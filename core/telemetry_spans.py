@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("crewpoint.telemetry")
 
 _ROOTS = {"crew_kickoff_started": "crew_name", "flow_started": "flow_name"}
-_ROOT_ENDS = frozenset({"crew_kickoff_completed", "crew_kickoff_failed", "flow_finished"})
-_FAILED = frozenset({"crew_kickoff_failed", "task_failed", "method_execution_failed", "llm_call_failed"})
+_ROOT_ENDS = frozenset({"crew_kickoff_completed", "flow_finished"})
+_FAILED = frozenset({"task_failed", "method_execution_failed", "llm_call_failed"})
 _REFUSED_TOOLS = frozenset({"tool_selection_error", "tool_validate_input_error"})
 _WAITS = {"human_feedback_requested": "request_id", "flow_input_requested": "method_name"}
 _ANSWERS = {"human_feedback_received": "request_id", "flow_input_received": "method_name"}
-_STOPS = {"failed": None, "interrupted": "interrupted", "budget_exceeded": "budget_exceeded"}
+_STOPS = {"failed": None, "interrupted": "interrupted", "budget": "budget_exceeded"}
 
 
 def run_ids(run_id: str) -> tuple[int, int]:
@@ -224,8 +224,10 @@ class SpanMaker:
             unit = self._open.get(event.started_event_id or "")
             wrote = state is not None and unit is not None and state.checkpoint_id != unit.checkpoint_before
             self._end(event, attributes={"crewpoint.checkpoint.id": state.checkpoint_id if wrote and state else None})
+        elif kind == "crew_kickoff_failed":  # the run's closing ends it, with the exception's name (end_run)
+            self._parents.pop(event.started_event_id or "", None)
         elif kind in _ROOT_ENDS:
-            self._root_end(event, state, "crew_kickoff_failed" if kind == "crew_kickoff_failed" else None)
+            self._root_end(event, state, None)
         elif kind in _FAILED or kind == "tool_usage_error":
             self._end(event, kind)
         elif kind == "tool_usage_finished":
@@ -235,7 +237,7 @@ class SpanMaker:
             root = self._root_of(run)
             if root is not None:
                 root.error = "budget_exceeded"
-        elif kind in _WAITS or kind in ("flow_paused", "method_execution_paused"):
+        elif kind in _WAITS:  # (a flow's method_execution_paused and flow_paused that follow are the same wait)
             self._paused(event, data, run, kind)
         elif kind in _ANSWERS:
             self._resumed(event, data, run, state, kind)

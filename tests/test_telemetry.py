@@ -180,7 +180,7 @@ def test_a_crash_and_its_resume_are_two_traces_the_second_linked_to_the_first(
         crew_of(server, receiver.endpoint, base_url=dead_model).kickoff()
     first = exported(receiver)
     crashed = by_name(first)["invoke_workflow owls"]
-    assert crashed.status == 2 and crashed.attributes["error.type"]
+    assert crashed.status == 2 and crashed.attributes["error.type"] == "LLMError"
     assert by_name(first)["chat gpt-4o"].trace_id == crashed.trace_id
     written = checkpoints()
     trace_id, span_id = run_ids(written[-1].run_id)  # a run's root span has the ids its run id gives
