@@ -1,6 +1,6 @@
-"""Traces of runs that stop before their end: a flow waiting for a person and answered (a run of its own, linked to
-the one that waited), and a crew stopped at its budget. Exported over OTLP/HTTP to the receiver of
-tests/support/otlp.py, configured by the standard variable this time."""
+"""Traces of runs that stop before their end or start from a checkpoint: a flow waiting for a person and answered (a
+run of its own, linked to the one that waited), a crew stopped at its budget, a fork on its own branch. Exported over
+OTLP/HTTP to the receiver of tests/support/otlp.py, configured by the standard variable this time."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew
 from crewpoint import telemetry as otel
 from crewpoint.feedback import FeedbackPending
 from crewpoint.flow import Flow, human_feedback, listen, start
+from crewpoint.providers import JsonProvider
 
 
 @pytest.fixture
@@ -87,3 +88,27 @@ def test_a_budget_stop_ends_the_run_span_with_its_error_type(receiver: OtlpRecei
     assert root.attributes["error.type"] == "budget_exceeded" and root.status == 2
     assert root.attributes["crewpoint.cost.usd"] == pytest.approx(0.75)
     assert [s.name for s in spans if s.name.startswith("chat ")] == ["chat gpt-4o"]  # the call past it was not made
+
+
+def test_a_fork_is_a_trace_on_its_branch_linked_to_the_run_it_forks(receiver: OtlpReceiver) -> None:
+    writer = Agent(role="Writer", goal="g", backstory="b", llm="offline")
+    editor = Agent(role="Editor", goal="g", backstory="b", llm="offline")
+    tasks = [
+        Task(name="draft", description="Draft a note.", expected_output="text", agent=writer),
+        Task(name="edit", description="Edit the note.", expected_output="text", agent=editor),
+    ]
+    Crew(name="notes", agents=[writer, editor], tasks=tasks, checkpoint=CheckpointConfig(location="store")).kickoff()
+    original = next(s for s in roots(receiver, 1) if s.name == "invoke_workflow notes")
+    assert original.attributes["crewpoint.branch"] == "main"
+
+    first = next(m for m in JsonProvider().list("store") if m.tasks_done == 2)
+    forked = Crew.fork(CheckpointConfig(restore_from=first.location), branch="shorter")
+    forked.override_output("draft", "A shorter draft.")
+    forked.kickoff()
+    spans = roots(receiver, 2)
+    fork = next(s for s in spans if s.name == "invoke_workflow notes" and s.trace_id != original.trace_id)
+    assert fork.attributes["crewpoint.branch"] == "shorter"
+    assert [link[:2] for link in fork.links] == [(original.trace_id, original.span_id)]
+    assert fork.attributes["crewpoint.resumed_from"] == first.id
+    rerun = [s.name for s in spans if s.trace_id == fork.trace_id and s.name.startswith("invoke_agent")]
+    assert rerun == ["invoke_agent Editor"]  # only the task the new draft resets runs again
