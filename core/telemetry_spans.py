@@ -41,6 +41,23 @@ _FAILED = frozenset({"task_failed", "method_execution_failed", "llm_call_failed"
 _REFUSED_TOOLS = frozenset({"tool_selection_error", "tool_validate_input_error"})
 _WAITS = {"human_feedback_requested": "request_id", "flow_input_requested": "method_name"}
 _ANSWERS = {"human_feedback_received": "request_id", "flow_input_received": "method_name"}
+_HANDLED = frozenset(
+    {
+        *_ROOT_ENDS,
+        *_FAILED,
+        *_REFUSED_TOOLS,
+        *_WAITS,
+        *_ANSWERS,
+        "crew_kickoff_failed",
+        "task_completed",
+        "method_execution_finished",
+        "llm_call_completed",
+        "tool_usage_finished",
+        "tool_usage_error",
+        "tool_execution_error",
+        "budget_exceeded",
+    }
+)
 _STOPS = {"failed": None, "interrupted": "interrupted", "budget": "budget_exceeded"}
 
 
@@ -141,6 +158,7 @@ class SpanMaker:
         self._parents: dict[str, str | None] = {}  # started event id -> the event it is nested in
         self._roots: dict[str, str] = {}  # run id -> its root's started event id
         self._waits: dict[str, float] = {}  # what a person is asked (request id or method) -> when
+        self._prices: dict[str, Any] = {}  # run id -> the prices in force as it started (read once per run)
 
     # -- the tree ----------------------------------------------------------------------------------------
     def _enclosing(self, event_id: str | None) -> _Open | None:
@@ -187,9 +205,13 @@ class SpanMaker:
         kind = event.type
         if kind.endswith("_started"):
             self._parents[event.event_id] = event.parent_event_id
+        elif kind not in _HANDLED:
+            if event.started_event_id and kind.endswith(("_completed", "_finished", "_failed", "_error")):
+                self._parents.pop(event.started_event_id, None)
+            return
         state = _state()
         run = state.run_id if state is not None else None
-        data: dict[str, Any] = dict(event)
+        data: dict[str, Any] = event.__dict__  # the fields as they are (read, never changed): no copy per event
         if kind in _ROOTS:
             self._root(event, state, str(data.get(_ROOTS[kind]) or "run"))
         elif kind == "task_started":
@@ -241,8 +263,6 @@ class SpanMaker:
             self._paused(event, data, run, kind)
         elif kind in _ANSWERS:
             self._resumed(event, data, run, state, kind)
-        elif kind.endswith(("_completed", "_finished", "_failed", "_error")) and event.started_event_id:
-            self._parents.pop(event.started_event_id, None)
 
     def _root(self, event: BaseEvent, state: RuntimeState | None, name: str) -> None:
         attributes: dict[str, Any] = {
@@ -275,6 +295,7 @@ class SpanMaker:
         self._open[event.event_id] = _Open(span, run)
         if run is not None:
             self._roots[run] = event.event_id
+            self._prices[run] = _prices()
 
     def _root_of(self, run: str | None) -> _Open | None:
         started = self._roots.get(run or "")
@@ -290,7 +311,7 @@ class SpanMaker:
         root = self._root_of(state.run_id)
         if root is None:
             return
-        usd = _run_cost(state)
+        usd = _run_cost(state, self._prices.pop(state.run_id, None))
         if usd is not None:
             root.span.set_attribute("crewpoint.cost.usd", usd)
         if state.checkpoint_id:
@@ -350,7 +371,7 @@ class SpanMaker:
         span.set_attribute("gen_ai.response.model", str(usage.get("model") or data.get("model") or ""))
         if usage.get("estimated"):
             span.set_attribute("crewpoint.usage.estimated", True)
-        usd = _call_cost(usage)
+        usd = _call_cost(usage, self._prices.get(opened.run or ""))
         if usd is not None:
             span.set_attribute("crewpoint.cost.usd", usd)
         if self.settings.capture_content and data.get("response") is not None:
@@ -450,28 +471,33 @@ def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
 
 
-def _call_cost(usage: dict[str, Any]) -> float | None:
-    """One call's cost, priced as ``crewpoint checkpoint cost`` prices its row."""
-    from crewpoint.cost import PricesError, load_prices, price_row
+def _prices() -> Any:
+    """The prices ``crewpoint checkpoint cost`` uses in the working folder (None when its overrides are unusable)."""
+    from crewpoint.cost import PricesError, load_prices
 
-    if not usage.get("model"):
-        return None
-    row = {**usage, "unit": None, "label": "", "agent": None, "requests": 1}
     try:
-        cost = price_row(row, load_prices())
+        return load_prices()
     except PricesError:
         return None
+
+
+def _call_cost(usage: dict[str, Any], prices: Any) -> float | None:
+    """One call's cost, priced as ``crewpoint checkpoint cost`` prices its row."""
+    from crewpoint.cost import price_row
+
+    prices = prices if prices is not None else _prices()
+    if not usage.get("model") or prices is None:
+        return None
+    cost = price_row({**usage, "unit": None, "label": "", "agent": None, "requests": 1}, prices)
     return float(round(cost.usd, 6)) if cost.usd is not None else None
 
 
-def _run_cost(state: RuntimeState) -> float | None:
+def _run_cost(state: RuntimeState, prices: Any) -> float | None:
     """What the run's calls cost: its usage rows priced (the figure ``crewpoint checkpoint cost`` shows)."""
-    from crewpoint.cost import PricesError, load_prices, price_rows
+    from crewpoint.cost import price_rows
 
-    try:
-        return price_rows(state.usage.rows(), load_prices()).cost_usd
-    except PricesError:
-        return None
+    prices = prices if prices is not None else _prices()
+    return None if prices is None else price_rows(state.usage.rows(), prices).cost_usd
 
 
 def _asked_in_history(state: RuntimeState, kind: str, key: str) -> float | None:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,12 @@ def test_the_pg_cost_bench_loads_runs_with_usage_and_times_both_commands(pg_loca
     # and the demo checkpoint that made the store; a row at the cutoff's edge may fall either side
     assert len(recent) <= data["runs"] <= len(recent) + 1
     assert data["cost_usd"] > 0 and data["usage"]["cache_read_tokens"] > 0
+
+
+def test_the_export_bench_runs_with_and_without_spans(bench_modules: None, tmp_path: Path, monkeypatch: Any) -> None:
+    from otel_bench import bench_otel_export
+
+    monkeypatch.chdir(tmp_path)
+    (row,) = bench_otel_export(runs=1)
+    assert row.unit == "ms" and math.isfinite(row.value) and row.target == 0.5
+    assert "spans received" in row.note and not row.note.endswith(" 0 spans received")
