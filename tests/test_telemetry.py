@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from llm_server import LLMServer
-from support.otlp import OtlpReceiver, Span, by_name, tree
+from support.otlp import OtlpReceiver, Span, assert_golden, by_name, tree
 
 from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task, tool
 from crewpoint import telemetry as otel
@@ -105,6 +105,7 @@ def test_a_crew_run_is_one_trace_with_the_genai_spans_and_what_the_server_report
         "    chat gpt-4o [CLIENT]",
     ]
     assert len({s.trace_id for s in spans}) == 1
+    assert_golden("crew", spans)
     written = checkpoints()
     root = by_name(spans)["invoke_workflow owls"]
     assert root.attributes["gen_ai.operation.name"] == "invoke_workflow"
@@ -190,6 +191,7 @@ def test_a_crash_and_its_resume_are_two_traces_the_second_linked_to_the_first(
         from_checkpoint=CheckpointConfig(location="store", restore_from=written[-1].id)
     )
     spans = exported(receiver, roots=2)
+    assert_golden("crash-and-resume", spans)
     resumed = [s for s in spans if s.name == "invoke_workflow owls" and s.trace_id != crashed.trace_id]
     assert len(resumed) == 1
     (link,) = resumed[0].links

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.otlp import OtlpReceiver, Span, tree
+from support.otlp import OtlpReceiver, Span, assert_golden, tree
 
 from crewpoint import LLM, Agent, Budget, BudgetExceeded, CheckpointConfig, Crew, Task
 from crewpoint import telemetry as otel
@@ -67,6 +67,7 @@ def test_a_wait_for_a_person_pauses_one_trace_and_the_answer_resumes_in_a_linked
 
     assert Release().kickoff(from_checkpoint=pending.ref, outcome="ship") == "shipped"
     spans = roots(receiver, 2)
+    assert_golden("flow-feedback", spans)
     answered = next(s for s in spans if s.name.startswith("invoke_workflow") and s.trace_id != waited.trace_id)
     assert [link[:2] for link in answered.links] == [(waited.trace_id, waited.span_id)]
     assert [s.name for s in spans if s.parent_id == answered.span_id] == ["invoke_agent do_ship"]
@@ -106,6 +107,7 @@ def test_a_fork_is_a_trace_on_its_branch_linked_to_the_run_it_forks(receiver: Ot
     forked.override_output("draft", "A shorter draft.")
     forked.kickoff()
     spans = roots(receiver, 2)
+    assert_golden("fork", spans)
     fork = next(s for s in spans if s.name == "invoke_workflow notes" and s.trace_id != original.trace_id)
     assert fork.attributes["crewpoint.branch"] == "shorter"
     assert [link[:2] for link in fork.links] == [(original.trace_id, original.span_id)]

@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
@@ -156,3 +159,83 @@ def tree(spans: list[Span]) -> list[str]:
 
     walk("", 0)
     return lines
+
+
+IDS = frozenset(
+    {
+        "crewpoint.run.id",
+        "crewpoint.checkpoint.id",
+        "crewpoint.resumed_from",
+        "crewpoint.request.id",
+        "crewpoint.task.id",
+    }
+)
+"""Attributes whose values are ids made by the run: a golden file holds them as ``<id N>``, N by first appearance."""
+TIMES = frozenset({"crewpoint.wait.seconds"})
+
+
+def golden(spans: list[Span]) -> list[dict[str, Any]]:
+    """The spans as a golden file holds them: each trace in the order it started, its spans depth first, ids made by
+    the run numbered (so which spans share one still shows) and lengths of time left out."""
+    names: dict[str, str] = {}
+
+    def named(value: str) -> str:
+        return names.setdefault(value, f"<id {len(names) + 1}>")
+
+    def attributes(found: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in sorted(found):
+            value = found[key]
+            out[key] = named(str(value)) if key in IDS else "<seconds>" if key in TIMES else value
+        return out
+
+    traces: list[str] = []
+    for s in sorted(spans, key=lambda s: s.start_ns):
+        if s.trace_id not in traces:
+            traces.append(s.trace_id)
+    roots = {(s.trace_id, s.span_id): f"<span of trace {traces.index(s.trace_id) + 1}: {s.name}>" for s in spans}
+    rows: list[dict[str, Any]] = []
+    for number, trace_id in enumerate(traces, 1):
+        in_trace = [s for s in spans if s.trace_id == trace_id]
+        for line in tree(in_trace):
+            rows.append({"trace": number, "span": line})
+        ordered = _depth_first(in_trace)
+        for row, s in zip(rows[-len(ordered) :], ordered, strict=True):
+            row["attributes"] = attributes(s.attributes)
+            if s.events:
+                row["events"] = [[name, attributes(attrs)] for name, attrs in s.events]
+            if s.links:
+                row["links"] = [
+                    [roots.get((t, p), "<a run not exported here>"), attributes(attrs)] for t, p, attrs in s.links
+                ]
+            row["status"] = {0: "UNSET", 1: "OK", 2: "ERROR"}.get(s.status, str(s.status))
+    return rows
+
+
+def _depth_first(spans: list[Span]) -> list[Span]:
+    ids = {s.span_id for s in spans}
+    children: dict[str, list[Span]] = {}
+    for s in sorted(spans, key=lambda s: s.start_ns):
+        children.setdefault(s.parent_id if s.parent_id in ids else "", []).append(s)
+    out: list[Span] = []
+
+    def walk(parent: str) -> None:
+        for s in children.get(parent, []):
+            out.append(s)
+            walk(s.span_id)
+
+    walk("")
+    return out
+
+
+GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "otel"
+
+
+def assert_golden(scenario: str, spans: list[Span]) -> None:
+    """The spans match ``tests/fixtures/otel/<scenario>.json``; ``CREWPOINT_UPDATE_GOLDEN=1`` writes it instead."""
+    found = golden(spans)
+    path = GOLDEN / f"{scenario}.json"
+    if os.environ.get("CREWPOINT_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert found == json.loads(path.read_text(encoding="utf-8")), f"the spans differ from {path}"
