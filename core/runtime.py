@@ -95,6 +95,8 @@ class RuntimeState:
         self.sequence = sequence
         self.resumed_from = resumed_from
         self.source_run: str | None = None
+        self.exports_traces = False
+        """Its spans are exported (:mod:`crewpoint.telemetry`): its configuration asks for it, or the run it runs in."""
         """The run that wrote the checkpoint this one resumes, forks or answers (its trace links to that run's)."""
         self.last_ref: str | None = None
         self.written = 0

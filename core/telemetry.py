@@ -137,6 +137,41 @@ def settings_for(
     return None
 
 
+# -- what a run's calls cost, as `crewpoint checkpoint cost` prices them -------------------------------------------
+
+
+def prices_in_force() -> Any:
+    """The prices ``crewpoint checkpoint cost`` uses in the working folder (None when its overrides are unusable)."""
+    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
+    from crewpoint.cost import PricesError, load_prices
+
+    try:
+        return load_prices()
+    except PricesError:
+        return None
+
+
+def call_cost(usage: dict[str, Any], prices: Any) -> float | None:
+    """One call's cost, priced as ``crewpoint checkpoint cost`` prices its row."""
+    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
+    from crewpoint.cost import price_row
+
+    prices = prices if prices is not None else prices_in_force()
+    if not usage.get("model") or prices is None:
+        return None
+    cost = price_row({**usage, "unit": None, "label": "", "agent": None, "requests": 1}, prices)
+    return float(round(cost.usd, 6)) if cost.usd is not None else None
+
+
+def run_cost(state: RuntimeState, prices: Any) -> float | None:
+    """What the run's calls cost: its usage rows priced (the figure ``crewpoint checkpoint cost`` shows)."""
+    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
+    from crewpoint.cost import price_rows
+
+    prices = prices if prices is not None else prices_in_force()
+    return None if prices is None else price_rows(state.usage.rows(), prices).cost_usd
+
+
 # -- the exporter: one per process, made the first time a run asks for it --------------------------------------------
 
 _lock = threading.Lock()
@@ -148,13 +183,17 @@ def start_run(state: RuntimeState) -> None:
     """Called as a run starts: export its spans when configured (the listener is added once per process)."""
     global _maker, _settings
     config = state.config
+    outer = state.outer
+    state.exports_traces = False
     try:
         settings = settings_for(getattr(config, "otel", None))
     except TelemetryError as exc:
         log.warning("traces are not exported: %s", exc)
         return
-    if settings is None:
+    if settings is None:  # a crew kicked off in an exporting flow's method is part of the flow's trace
+        state.exports_traces = outer is not None and outer.exports_traces
         return
+    state.exports_traces = True
     with _lock:
         if _maker is not None and settings != _settings:  # the program set another collector: spans go there now
             _stop()
@@ -171,6 +210,7 @@ def start_run(state: RuntimeState) -> None:
                 _settings = settings
                 return
             _maker, _settings = SpanMaker(settings), settings
+            # lazy: crewpoint.events.bus is loaded by the run already; this module stays cheap to import
             from crewpoint.events.bus import event_bus
 
             event_bus.add_observer(_observe)
@@ -193,6 +233,7 @@ def _stop() -> None:
     global _maker, _settings
     maker, _maker, _settings = _maker, None, None
     if maker is not None:
+        # lazy: crewpoint.events.bus is loaded by the run already; this module stays cheap to import
         from crewpoint.events.bus import event_bus
 
         event_bus.remove_observer(_observe)

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, set_span_in_context
 
 from crewpoint._version import __version__
-from crewpoint.telemetry import EXPORT_TIMEOUT_S, QUEUE_SIZE, Settings
+from crewpoint.telemetry import EXPORT_TIMEOUT_S, QUEUE_SIZE, Settings, call_cost, prices_in_force, run_cost
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -210,7 +210,9 @@ class SpanMaker:
                 self._parents.pop(event.started_event_id, None)
             return
         state = _state()
-        run = state.run_id if state is not None else None
+        if state is None or not state.exports_traces:  # spans are a run's, and only of a run that asked for them
+            return
+        run = state.run_id
         data: dict[str, Any] = event.__dict__  # the fields as they are (read, never changed): no copy per event
         if kind in _ROOTS:
             self._root(event, state, str(data.get(_ROOTS[kind]) or "run"))
@@ -295,7 +297,7 @@ class SpanMaker:
         self._open[event.event_id] = _Open(span, run)
         if run is not None:
             self._roots[run] = event.event_id
-            self._prices[run] = _prices()
+            self._prices[run] = prices_in_force()
 
     def _root_of(self, run: str | None) -> _Open | None:
         started = self._roots.get(run or "")
@@ -311,7 +313,7 @@ class SpanMaker:
         root = self._root_of(state.run_id)
         if root is None:
             return
-        usd = _run_cost(state, self._prices.pop(state.run_id, None))
+        usd = run_cost(state, self._prices.pop(state.run_id, None))
         if usd is not None:
             root.span.set_attribute("crewpoint.cost.usd", usd)
         if state.checkpoint_id:
@@ -371,7 +373,7 @@ class SpanMaker:
         span.set_attribute("gen_ai.response.model", str(usage.get("model") or data.get("model") or ""))
         if usage.get("estimated"):
             span.set_attribute("crewpoint.usage.estimated", True)
-        usd = _call_cost(usage, self._prices.get(opened.run or ""))
+        usd = call_cost(usage, self._prices.get(opened.run or ""))
         if usd is not None:
             span.set_attribute("crewpoint.cost.usd", usd)
         if self.settings.capture_content and data.get("response") is not None:
@@ -469,35 +471,6 @@ def _ns(timestamp: float) -> int:
 
 def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
-
-
-def _prices() -> Any:
-    """The prices ``crewpoint checkpoint cost`` uses in the working folder (None when its overrides are unusable)."""
-    from crewpoint.cost import PricesError, load_prices
-
-    try:
-        return load_prices()
-    except PricesError:
-        return None
-
-
-def _call_cost(usage: dict[str, Any], prices: Any) -> float | None:
-    """One call's cost, priced as ``crewpoint checkpoint cost`` prices its row."""
-    from crewpoint.cost import price_row
-
-    prices = prices if prices is not None else _prices()
-    if not usage.get("model") or prices is None:
-        return None
-    cost = price_row({**usage, "unit": None, "label": "", "agent": None, "requests": 1}, prices)
-    return float(round(cost.usd, 6)) if cost.usd is not None else None
-
-
-def _run_cost(state: RuntimeState, prices: Any) -> float | None:
-    """What the run's calls cost: its usage rows priced (the figure ``crewpoint checkpoint cost`` shows)."""
-    from crewpoint.cost import price_rows
-
-    prices = prices if prices is not None else _prices()
-    return None if prices is None else price_rows(state.usage.rows(), prices).cost_usd
 
 
 def _asked_in_history(state: RuntimeState, kind: str, key: str) -> float | None:

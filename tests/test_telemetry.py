@@ -237,6 +237,21 @@ def test_nothing_is_imported_or_sent_unless_configured(tmp_path: Path) -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_a_run_that_says_otel_false_makes_no_span_even_beside_runs_that_export(
+    server: LLMServer, receiver: OtlpReceiver
+) -> None:
+    crew_of(server, receiver.endpoint).kickoff()
+    quiet = crew_of(server, None)
+    quiet.checkpoint = CheckpointConfig(location="quiet", otel=False)
+    quiet.kickoff()
+    crew_of(server, receiver.endpoint).kickoff()
+    spans = exported(receiver, roots=2)
+    run_ids = {s.attributes["crewpoint.run.id"] for s in spans if s.name.startswith("invoke_workflow")}
+    assert len(run_ids) == 2 and checkpoints("quiet")[-1].run_id not in run_ids
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(server.requests) == 6 and len(chats) == 4  # the quiet run's two calls are not there
+
+
 def test_which_setting_turns_export_on(tmp_path: Path) -> None:
     assert otel.settings_for(None, {}, str(tmp_path)) is None
     assert otel.settings_for(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, str(tmp_path)) is not None

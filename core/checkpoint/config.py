@@ -60,6 +60,7 @@ class CheckpointConfig(BaseModel):
     @field_validator("otel")
     @classmethod
     def _otel_setting(cls, value: Any) -> Any:
+        # lazy: crewpoint.telemetry imports the runtime's neighbours; a config is made before any run
         from crewpoint.telemetry import check_setting
 
         return None if value is None else check_setting(value, "CheckpointConfig(otel=...)")

@@ -54,6 +54,7 @@ def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) 
         provider=provider,
         on_events=list(resolved.on_events),
         max_checkpoints=resolved.max_checkpoints,
+        otel=resolved.otel,
     )
 
 
@@ -174,6 +175,8 @@ def restore(
     if isinstance(config, CheckpointConfig) and config.max_checkpoints is not None:
         # the program's own CheckpointConfig(restore_from=..., max_checkpoints=N): the running program prunes
         run = run.model_copy(update={"max_checkpoints": config.max_checkpoints})
+    if isinstance(config, CheckpointConfig) and config.otel is not None:  # the program's own otel= (never saved)
+        run = run.model_copy(update={"otel": config.otel})
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
     branch, lineage, sequence = _lineage_block(record, body)
