@@ -104,7 +104,10 @@ class _OnceExporter(SpanExporter):
             result = SpanExportResult.FAILURE
         if result is not SpanExportResult.SUCCESS and not self.failing:
             self.failing = True
-            log.warning("traces could not be sent to %s; the run goes on and its spans are dropped", self.where)
+            log.warning(
+                "traces could not be sent to %s: is the collector running? The run goes on; its spans are dropped",
+                self.where,
+            )
         elif result is SpanExportResult.SUCCESS:
             self.failing = False
         return result
@@ -147,7 +150,7 @@ class SpanMaker:
         self.provider = TracerProvider(resource=resource, id_generator=self.ids, shutdown_on_exit=True)
         self.provider.add_span_processor(
             BatchSpanProcessor(
-                _OnceExporter(exporter, str(where)),
+                _OnceExporter(exporter, f"{where}, set by {settings.source}"),
                 max_queue_size=QUEUE_SIZE,
                 export_timeout_millis=int(EXPORT_TIMEOUT_S * 1000),
             )
