@@ -114,3 +114,27 @@ def test_a_fork_is_a_trace_on_its_branch_linked_to_the_run_it_forks(receiver: Ot
     assert fork.attributes["crewpoint.resumed_from"] == first.id
     rerun = [s.name for s in spans if s.trace_id == fork.trace_id and s.name.startswith("invoke_agent")]
     assert rerun == ["invoke_agent Editor"]  # only the task the new draft resets runs again
+
+
+class Publish(Flow):
+    @start()
+    def write(self) -> str:
+        writer = Agent(role="Writer", goal="g", backstory="b", llm="offline")
+        task = Task(name="draft", description="Draft a note.", expected_output="text", agent=writer)
+        return Crew(name="notes", agents=[writer], tasks=[task]).kickoff().raw
+
+
+def test_a_crew_kicked_off_in_a_flow_method_is_part_of_the_flow_trace(receiver: OtlpReceiver) -> None:
+    Publish(checkpoint=CheckpointConfig(location="store")).kickoff()
+    spans = roots(receiver, 2)
+    assert tree(spans) == [
+        "invoke_workflow Publish [INTERNAL]",
+        "  invoke_agent write [INTERNAL]",
+        "    invoke_workflow notes [INTERNAL]",
+        "      invoke_agent Writer [INTERNAL]",
+        "        chat offline [CLIENT]",
+    ]
+    assert len({s.trace_id for s in spans}) == 1
+    flow = next(s for s in spans if s.name == "invoke_workflow Publish")
+    crew = next(s for s in spans if s.name == "invoke_workflow notes")
+    assert not crew.links and crew.attributes["crewpoint.run.id"] != flow.attributes["crewpoint.run.id"]
