@@ -371,8 +371,10 @@ class SpanMaker:
             "reasoning_tokens": "gen_ai.usage.reasoning.output_tokens",
         }
         for key, attribute in names.items():
-            if isinstance(usage.get(key), int):
-                span.set_attribute(attribute, usage[key])
+            count = usage.get(key)
+            # input and output always; cache and reasoning where the server reported some (else it said nothing)
+            if isinstance(count, int) and (count or key in ("input_tokens", "output_tokens")):
+                span.set_attribute(attribute, count)
         span.set_attribute("gen_ai.response.model", str(usage.get("model") or data.get("model") or ""))
         if usage.get("estimated"):
             span.set_attribute("crewpoint.usage.estimated", True)

@@ -25,7 +25,13 @@ from crewpoint.providers import JsonProvider
 from crewpoint.telemetry_spans import run_ids
 from crewpoint.tui.cli import main
 
-USAGE = {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500}
+USAGE = {
+    "prompt_tokens": 1200,
+    "completion_tokens": 300,
+    "total_tokens": 1500,
+    "prompt_tokens_details": {"cached_tokens": 800},
+    "completion_tokens_details": {"reasoning_tokens": 120},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -120,6 +126,9 @@ def test_a_crew_run_is_one_trace_with_the_genai_spans_and_what_the_server_report
         assert chat.attributes["gen_ai.request.model"] == chat.attributes["gen_ai.response.model"] == "gpt-4o"
         assert chat.attributes["gen_ai.usage.input_tokens"] == USAGE["prompt_tokens"]
         assert chat.attributes["gen_ai.usage.output_tokens"] == USAGE["completion_tokens"]
+        assert chat.attributes["gen_ai.usage.cache_read.input_tokens"] == 800
+        assert chat.attributes["gen_ai.usage.reasoning.output_tokens"] == 120
+        assert "gen_ai.usage.cache_creation.input_tokens" not in chat.attributes  # the server reported none
         assert "gen_ai.input.messages" not in chat.attributes and "gen_ai.output.messages" not in chat.attributes
 
     tasks = [s for s in sorted(spans, key=lambda s: s.start_ns) if s.name.startswith("invoke_agent")]
