@@ -127,6 +127,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
     from feedback_bench import feedback_benches
+    from otel_bench import otel_benches
     from pg_bench import pg_benches
     from pg_cost_bench import pg_cost_benches
     from side_by_side import side_by_side_benches
@@ -141,6 +142,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
         bench_list_floor,
         *checkpoint_benches(),
         *usage_benches(),
+        *otel_benches(),
         *feedback_benches(),
         *changes_benches(),
         *store_benches(),

@@ -205,6 +205,9 @@ class Agent(BaseModel, CheckpointedEntity):
         return answer
 
     def _loop(self, messages: list[dict[str, str]], task_id: str | None = None) -> str:
+        # lazy: importing the API builds no event class it does not use yet
+        from crewpoint.events import ToolSelectionErrorEvent, event_bus
+
         llm = self.get_llm()
         tools = {t.name: t for t in self.tools}
         for message in messages:
@@ -223,6 +226,17 @@ class Agent(BaseModel, CheckpointedEntity):
             tool = tools.get(value)
             if tool is None:
                 observation = f"Error: there is no tool named {value!r}; available: {', '.join(tools) or 'none'}"
+                event_bus.emit(
+                    self,
+                    ToolSelectionErrorEvent(
+                        tool_name=value,
+                        tool_args=args,
+                        agent_role=self.role,
+                        agent_id=self.id,
+                        task_id=task_id,
+                        error=observation.removeprefix("Error: "),
+                    ),
+                )
             else:
                 safe = {k: v for k, v in args.items() if k not in ("agent_id", "task_id", "agent_role")}
                 observation = tool.run(agent_id=self.id, task_id=task_id, **safe)

@@ -87,6 +87,12 @@ class _CallContext:
 _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call", default=None)
 
 
+def call_messages() -> list[dict[str, str]] | None:
+    """The messages of the LLM call in progress in this context (None outside a call)."""
+    ctx = _current_call.get()
+    return None if ctx is None else ctx.messages
+
+
 def _new_call_id() -> str:
     return uuid.uuid4().hex
 
@@ -288,6 +294,14 @@ class BaseLLM(BaseModel):
 
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
         event_bus.emit(self, LLMStreamChunkEvent(chunk=chunk, **self._event_ids(ctx)))
+
+    def emit_thinking_chunk(self, chunk: str) -> None:
+        """Emit one ``llm_thinking_chunk``: reasoning text the model streamed for the call in progress."""
+        # lazy: importing the API builds no event class, store or runtime it does not use yet
+        from crewpoint.events import LLMThinkingChunkEvent, event_bus
+
+        ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
+        event_bus.emit(self, LLMThinkingChunkEvent(chunk=chunk, **self._event_ids(ctx)))
 
     def _emit_started(self, ctx: _CallContext, messages: list[dict[str, str]]) -> None:
         # lazy: importing the API builds no event class, store or runtime it does not use yet
@@ -718,7 +732,13 @@ class _Stream:
             self.llm.record_usage_report(usage)
         for choice in data.get("choices") or []:
             delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
-            content = delta.get("content") if isinstance(delta, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            # reasoning streamed beside the answer: vLLM and DeepSeek say reasoning_content, Ollama and others reasoning
+            thinking = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(thinking, str) and thinking:
+                self.llm.emit_thinking_chunk(thinking)
+            content = delta.get("content")
             if isinstance(content, str) and content:
                 self.parts.append(content)
                 self.llm.emit_chunk(content)

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import crewpoint.telemetry as telemetry
 from crewpoint._version import __version__
 from crewpoint.budget import STATUS as BUDGET_STATUS
 from crewpoint.budget import BudgetExceeded
@@ -93,6 +94,10 @@ class RuntimeState:
         self._lost: set[str] = set()
         self.sequence = sequence
         self.resumed_from = resumed_from
+        self.source_run: str | None = None
+        self.exports_traces = False
+        """Its spans are exported (:mod:`crewpoint.telemetry`): its configuration asks for it, or the run it runs in."""
+        """The run that wrote the checkpoint this one resumes, forks or answers (its trace links to that run's)."""
         self.last_ref: str | None = None
         self.written = 0
         self.failed = 0
@@ -506,6 +511,7 @@ class Running:
         state.run_started = time.time()
         config = state.config
         state.heartbeat = Heartbeat(state, config.provider, config.location) if config is not None else None
+        telemetry.start_run(state)
         state.stopping = False
         held = state.pending_signal
         if held is not None:  # Ctrl+C while the run was being set up: it stops before any work
@@ -542,6 +548,7 @@ class Running:
                 _current.reset(self._token)
                 self._token = None
             state.stopping = False
+            telemetry.end_run(state, status, stopped)
             heartbeat, state.run_started = state.heartbeat, 0.0  # started here, or at the run's first checkpoint
             if heartbeat is not None:
                 heartbeat.stop(status)

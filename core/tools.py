@@ -1,7 +1,8 @@
 """Tools agents call: ``BaseTool`` subclasses and ``@tool`` functions, with a per-tool result cache.
 
-A tool run never raises into the agent: a failure comes back as an ``"Error: ..."`` string (and a
-``tool_usage_error`` event) so the agent can read it and go on.
+A tool run never raises into the agent: a failure comes back as an ``"Error: ..."`` string so the agent can read it
+and go on. Arguments the tool does not take are refused before it runs (``tool_validate_input_error``); a tool that
+raises emits ``tool_execution_error`` and then ``tool_usage_error``, which ends its use.
 
 In a checkpoint a tool is saved by reference: the dotted path of its class (``BaseTool`` subclasses) or of
 its function (``@tool`` tools), plus its name, description, plain fields and its ``cache_function``'s path.
@@ -21,7 +22,14 @@ from typing import Annotated, Any, overload
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
-from crewpoint.events import ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent, event_bus
+from crewpoint.events import (
+    ToolExecutionErrorEvent,
+    ToolUsageErrorEvent,
+    ToolUsageFinishedEvent,
+    ToolUsageStartedEvent,
+    ToolValidateInputErrorEvent,
+    event_bus,
+)
 from crewpoint.serialize import (
     CheckpointState,
     callable_path,
@@ -165,6 +173,13 @@ class BaseTool(BaseModel):
         ``agent_id``, ``task_id`` and ``agent_role`` only label the tool events.
         """
         ids: dict[str, Any] = {"agent_id": agent_id, "task_id": task_id, "agent_role": agent_role}
+        invalid = self._invalid_args(kwargs)
+        if invalid is not None:
+            event_bus.emit(
+                self,
+                ToolValidateInputErrorEvent(tool_name=self.name, tool_args=_jsonable(kwargs), error=invalid, **ids),
+            )
+            return f"Error: tool {self.name!r} was given bad arguments: {invalid}"
         event_bus.emit(self, ToolUsageStartedEvent(tool_name=self.name, tool_args=_jsonable(kwargs), **ids))
         key = _cache_key(kwargs)
         with self._lock:
@@ -176,6 +191,7 @@ class BaseTool(BaseModel):
             result = _resolve(self._run(**kwargs))
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+            event_bus.emit(self, ToolExecutionErrorEvent(tool_name=self.name, error=error, **ids))
             event_bus.emit(self, ToolUsageErrorEvent(tool_name=self.name, error=error, **ids))
             return f"Error: tool {self.name!r} failed: {error}"
         output = _as_text(result)
@@ -184,6 +200,27 @@ class BaseTool(BaseModel):
                 self._cache[key] = output
         event_bus.emit(self, ToolUsageFinishedEvent(tool_name=self.name, output=output, from_cache=False, **ids))
         return output
+
+    def _callable(self) -> Callable[..., Any]:
+        """What :meth:`run` calls with the arguments (its signature says which it takes)."""
+        return self._run
+
+    def _invalid_args(self, kwargs: dict[str, Any]) -> str | None:
+        """Why the tool cannot take ``kwargs`` (a missing or unknown argument), or None."""
+        try:
+            signature = inspect.signature(self._callable())
+        except (TypeError, ValueError):
+            return None
+        params = signature.parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            unknown = [repr(name) for name in kwargs if name not in params]
+            if unknown:
+                return f"unexpected argument {', '.join(unknown)}; it takes: {', '.join(params) or 'nothing'}"
+        try:
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            return str(exc)
+        return None
 
     async def arun(
         self,
@@ -269,6 +306,9 @@ class FunctionTool(BaseTool):
 
     def _run(self, **kwargs: Any) -> Any:
         return self.func(**kwargs)
+
+    def _callable(self) -> Callable[..., Any]:
+        return self.func
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)

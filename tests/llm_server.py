@@ -13,7 +13,9 @@ Set ``server.mode`` to choose how ``POST /v1/chat/completions`` answers:
 
 ``server.usage`` (a dict) is the ``usage`` object every answer reports instead of the counted one (streamed: in
 the last chunk, when the request asks with ``stream_options.include_usage``); ``server.report_usage = False``
-leaves ``usage`` out of every answer.
+leaves ``usage`` out of every answer. ``server.thinking`` (a list of texts) is streamed first as
+``reasoning_content`` chunks, as vLLM and DeepSeek stream a model's reasoning. ``server.replies`` (a list) answers
+the next requests in order, one each, before ``reply`` or the echo.
 
 Every request is recorded in ``server.requests`` (path, headers, parsed JSON body).
 """
@@ -46,6 +48,8 @@ class LLMServer:
         self.delay = 2.0
         self.error_message = "Incorrect API key provided."
         self.reply: str | None = None
+        self.thinking: list[str] = []
+        self.replies: list[str] = []
         self.usage: dict[str, Any] | None = None
         self.report_usage = True
         self.requests: list[RecordedRequest] = []
@@ -88,6 +92,9 @@ class LLMServer:
             return len(self.requests)
 
     def reply_for(self, body: Any) -> str:
+        with self._lock:
+            if self.replies:
+                return self.replies.pop(0)
         if self.reply is not None:
             return self.reply
         last = ""
@@ -212,6 +219,8 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
 
             self.wfile.write(b": keep-alive\n\n")
             event(chunk({"role": "assistant", "content": ""}))
+            for thought in server.thinking:
+                event(chunk({"reasoning_content": thought}))
             for piece in _split(text, server.chunks):
                 event(chunk({"content": piece}))
             event(chunk({}, "stop"))

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +191,12 @@ def test_the_startup_bench_compares_help_with_another_command_and_says_how_to_ge
     assert all(math.isfinite(row.value) and row.value > 0 and row.target == GOAL == 0.2 for row in rows)
     (missing,) = rows_of(crewpoint, tmp_path / "no-crewai" / "bin" / "crewai", runs=1)
     assert math.isnan(missing.value) and "`make test-crewai` makes no-crewai" in missing.note
+
+
+def test_the_export_bench_runs_with_and_without_spans(bench_modules: None, tmp_path: Path, monkeypatch: Any) -> None:
+    from otel_bench import bench_otel_export
+
+    monkeypatch.chdir(tmp_path)
+    (row,) = bench_otel_export(runs=1)
+    assert row.unit == "ms" and math.isfinite(row.value) and row.target == 0.5
+    assert "spans received" in row.note and not row.note.endswith(" 0 spans received")

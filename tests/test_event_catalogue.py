@@ -63,8 +63,11 @@ def test_the_literal_names_every_class_and_its_family_holds_it() -> None:
 def test_never_emitted_is_read_from_the_classes() -> None:
     never = events_pkg.NEVER_EMITTED
     assert isinstance(never, frozenset)
-    assert {"a2a_message_sent", "mcp_connection_started", "llm_thinking_chunk"} <= never
-    assert {"task_completed", "llm_call_completed", "SIGTERM", "checkpoint_pruned"}.isdisjoint(never)
+    assert {"a2a_message_sent", "mcp_connection_started", "crew_train_started"} <= never
+    assert {"task_completed", "llm_call_completed", "SIGTERM", "checkpoint_pruned", "llm_thinking_chunk"}.isdisjoint(
+        never
+    )
+    assert {"tool_selection_error", "tool_validate_input_error", "tool_execution_error"}.isdisjoint(never)
     assert never == {name for name, cls in events_pkg.EVENT_TYPES.items() if not cls.emitted}
 
 

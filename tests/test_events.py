@@ -161,10 +161,6 @@ def test_never_emitted_names() -> None:
         "plan_replan_triggered",
         "goal_achieved_early",
         "task_evaluation",
-        "llm_thinking_chunk",
-        "tool_validate_input_error",
-        "tool_selection_error",
-        "tool_execution_error",
     }
     expected = {n for n in EVENT_TYPES if n.startswith(prefixes) or n in singles}
     assert expected == NEVER_EMITTED

@@ -42,6 +42,11 @@ class CheckpointConfig(BaseModel):
     """Keep the newest N checkpoints of each entity per branch (see ``crewpoint.providers.prune.PruneStrategy``).
     Set only by the running program: a checkpoint's saved setting never brings it back."""
     restore_from: Path | str | None = None
+    otel: bool | dict[str, Any] | None = None
+    """Export the run's spans over OTLP/HTTP (:mod:`crewpoint.telemetry`): a table (``endpoint``, ``headers``,
+    ``service_name``, ``capture_content``), True (the standard ``OTEL_EXPORTER_OTLP_*`` variables, else
+    ``http://localhost:4318``) or False (never, whatever the project or the environment says). None: as the
+    project's ``[tool.crewpoint] otel`` or the variables say. Set only by the running program: never saved."""
 
     @field_validator("on_events", mode="before")
     @classmethod
@@ -51,6 +56,14 @@ class CheckpointConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown checkpoint event type(s): {', '.join(unknown)}")
         return value
+
+    @field_validator("otel")
+    @classmethod
+    def _otel_setting(cls, value: Any) -> Any:
+        # lazy: crewpoint.telemetry imports the runtime's neighbours; a config is made before any run
+        from crewpoint.telemetry import check_setting
+
+        return None if value is None else check_setting(value, "CheckpointConfig(otel=...)")
 
     @field_validator("max_checkpoints")
     @classmethod

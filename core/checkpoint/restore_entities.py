@@ -54,6 +54,7 @@ def run_config(record: CheckpointRecord, saved: CheckpointConfig | bool | None) 
         provider=provider,
         on_events=list(resolved.on_events),
         max_checkpoints=resolved.max_checkpoints,
+        otel=resolved.otel,
     )
 
 
@@ -174,6 +175,8 @@ def restore(
     if isinstance(config, CheckpointConfig) and config.max_checkpoints is not None:
         # the program's own CheckpointConfig(restore_from=..., max_checkpoints=N): the running program prunes
         run = run.model_copy(update={"max_checkpoints": config.max_checkpoints})
+    if isinstance(config, CheckpointConfig) and config.otel is not None:  # the program's own otel= (never saved)
+        run = run.model_copy(update={"otel": config.otel})
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
     branch, lineage, sequence = _lineage_block(record, body)
@@ -189,6 +192,7 @@ def restore(
         sequence=sequence,
         resumed_from=record.meta.id,
     )
+    state.source_run = record.meta.run_id
     state.prunes_own_only = target is None  # a rebuilt entity is what the checkpoint says: it trims only its own
     state.take_source_usage(body["usage"])  # what the chain spent before this run ("before", "reused")
     entity.attach_runtime(state, inputs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -87,9 +87,10 @@ class LLMStreamChunkEvent(LLMEvent):
 
 
 class LLMThinkingChunkEvent(LLMEvent):
+    """Reasoning text a model streamed before (or beside) its answer (``reasoning_content`` or ``reasoning``)."""
+
     type: Literal["llm_thinking_chunk"] = "llm_thinking_chunk"
     chunk: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class BudgetExceededEvent(LLMEvent):

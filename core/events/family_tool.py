@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from crewpoint.events.base import BaseEvent
 
@@ -33,16 +33,13 @@ class ToolUsageErrorEvent(ToolEvent):
 class ToolValidateInputErrorEvent(ToolEvent):
     type: Literal["tool_validate_input_error"] = "tool_validate_input_error"
     error: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class ToolSelectionErrorEvent(ToolEvent):
     type: Literal["tool_selection_error"] = "tool_selection_error"
     error: str | None = None
-    emitted: ClassVar[bool] = False
 
 
 class ToolExecutionErrorEvent(ToolEvent):
     type: Literal["tool_execution_error"] = "tool_execution_error"
     error: str | None = None
-    emitted: ClassVar[bool] = False
