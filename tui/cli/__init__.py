@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from crewpoint.tui.cli.root import checkpoint, main
 
-COMMAND_MODULES = ("answer", "copy", "cost", "demo", "diff", "listing", "new", "prune", "runs", "serve")
+COMMAND_MODULES = ("answer", "copy", "cost", "demo", "diff", "fleet", "listing", "new", "prune", "runs", "serve")
 """The modules that register the commands (``@checkpoint.command()``, ``@main.command()``): a new command's module
 is named here. They are imported when a command is first looked for, all of them unless :data:`OWN_MODULE`
 names the command's own."""
