@@ -210,3 +210,58 @@ def test_status_lists_workers_and_jobs_and_a_store_that_is_not_postgresql_is_one
     assert wrong.returncode == 2
     assert len(wrong.stderr.strip().splitlines()) == 1
     assert "postgresql://" in wrong.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_stopped_worker_loses_its_run_and_writes_nothing_after_it_goes_on(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+
+    server.delay = 0.6
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=topic-0").returncode == 0
+    a = _worker(pg_location, tmp_path, env)
+    b: subprocess.Popen[bytes] | None = None
+    try:
+
+        def checkpointed() -> bool:
+            assert a.poll() is None
+            _, jobs = status(pg_location)
+            return bool(jobs[0].lineage and _finished_steps(pg_location).get(jobs[0].lineage))
+
+        wait_for(checkpointed, "worker A's run checkpointed")
+        child = status(pg_location)[1][0].pid
+        assert child is not None and _in_group(child, a.pid)
+        os.killpg(a.pid, signal.SIGSTOP)  # cut off: alive, silent
+        b = _worker(pg_location, tmp_path, env)
+
+        def finished_on_b() -> bool:
+            assert b is not None and b.poll() is None
+            _, jobs = status(pg_location)
+            return jobs[0].status == "succeeded" and jobs[0].pid != child
+
+        wait_for(finished_on_b, "the run finished on worker B", timeout=120)
+        written = {m.id for m in list_checkpoints(pg_location)}
+        asked = len(server.requests)
+        os.killpg(a.pid, signal.SIGCONT)
+        wait_for(lambda: not _alive(child), "worker A's child gone once it goes on")
+        assert {m.id for m in list_checkpoints(pg_location)} == written
+        assert len(server.requests) <= asked + 1  # at most the answer it was waiting for when stopped
+        said = tmp_path / "worker-0.log"
+        wait_for(lambda: "lost the run's lock" in said.read_text(encoding="utf-8"), "worker A saying it lost the run")
+    finally:
+        os.killpg(a.pid, signal.SIGCONT)
+        _stop(a)
+        if b is not None:
+            _stop(b)
+    assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}
+    _assert_one_writer_per_run(pg_location)

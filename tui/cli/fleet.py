@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from crewpoint.tui.cli.errors import fail
-from crewpoint.tui.cli.fleet_engine import BUSY, QUEUE, TASK, FleetError, Job, make_app
+from crewpoint.tui.cli.fleet_engine import BUSY, LOST, QUEUE, TASK, FleetError, Job, make_app
 from crewpoint.tui.cli.root import main
 from crewpoint.tui.diagnostics import ExitCode
 
@@ -168,7 +168,7 @@ async def _work(
         if job.program not in programs:
             _say(f"job {job_id} refused: this worker runs only {', '.join(programs)}, not {job.program}")
             raise Refused(f"this worker runs only {', '.join(programs)}, not {job.program}")
-        await _run_child(location, job_id, job, recover)
+        await _run_child(location, job_id, job, heartbeat, stalled_after)
 
     async with app.open_async():
         recovery = asyncio.create_task(_recover(app, heartbeat, stalled_after))
@@ -185,12 +185,13 @@ async def _work(
             recovery.cancel()
 
 
-async def _run_child(location: str, job_id: int, job: Job, recover: str) -> None:
+async def _run_child(location: str, job_id: int, job: Job, heartbeat: float, stalled_after: float) -> None:
     # lazy: the job's arguments as the child reads them
     import json
 
-    env = {**os.environ, "CREWPOINT_CHECKPOINT_LOCATION": location, "CREWPOINT_RECOVER": recover}
+    env = {**os.environ, "CREWPOINT_CHECKPOINT_LOCATION": location}
     argv = [sys.executable, "-m", "crewpoint.tui.cli.fleet_child", str(job_id), job.program]
+    argv += [f"{heartbeat:g}", f"{stalled_after:g}"]
     started = time.monotonic()
     child = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
@@ -201,6 +202,9 @@ async def _run_child(location: str, job_id: int, job: Job, recover: str) -> None
     last = lines[-1] if lines else ""
     if code == BUSY:
         raise Busy(f"job {job_id}: its run is held by another process")
+    if code == LOST:
+        _say(f"job {job_id}: this worker lost the run's lock (stopped or cut off); another worker runs it")
+        raise Busy(f"job {job_id}: its run went on in another process")
     took = time.monotonic() - started
     if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET):
         _say(f"job {job_id} ended in {took:.1f}s{': ' + last if last else ''}")

@@ -1,4 +1,5 @@
-"""One job of the fleet, run in a child process of a worker: ``python -m crewpoint.tui.cli.fleet_child JOB PROGRAM``.
+"""One job of the fleet, in a child process of a worker: ``python -m crewpoint.tui.cli.fleet_child JOB PROGRAM
+HEARTBEAT STALLED``.
 
 Only a worker starts this module, so it imports the engine at once. The store's location comes in
 ``CREWPOINT_CHECKPOINT_LOCATION`` (never on the command line, where a password would show), the job's inputs and
@@ -14,6 +15,8 @@ import json
 import os
 import socket
 import sys
+import threading
+import time
 from typing import Any
 
 from crewpoint.budget import Budget, BudgetExceeded
@@ -23,8 +26,10 @@ from crewpoint.checkpoint.run import RunOptions, run_checkpoint
 from crewpoint.checkpoint.stores import list_checkpoints
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
+from crewpoint.providers.base import CheckpointRecord
+from crewpoint.providers.postgres_provider import PostgresProvider
 from crewpoint.runtime import current_state
-from crewpoint.tui.cli.fleet_engine import BUSY, FleetError, Job, connect, run_lock_key, session
+from crewpoint.tui.cli.fleet_engine import BUSY, LOST, FleetError, Job, connect, run_lock_key, session
 from crewpoint.tui.diagnostics import ExitCode
 
 KINDS = ("crew", "flow", "agent")
@@ -48,12 +53,66 @@ def _newest_of(location: str, lineage: str) -> str | None:
     return max(metas, key=lambda m: (m.sequence, m.created_at)).id
 
 
-def run(job_id: int, job: Job, location: str) -> int:
+class LostRun(Exception):
+    """This process no longer holds its run's lock (its session ended while it was stopped or cut off): another
+    process may run the run now, so this one writes nothing more."""
+
+
+class Fence:
+    """The run's lock, held on a session the server ends after ``stalled_after`` seconds of silence (a process
+    stopped or cut off that long has lost its run to another worker). A thread keeps the session talking every
+    ``heartbeat`` seconds and ends the process once the session is gone; every checkpoint this process writes first
+    proves the session, and so the lock, is still there."""
+
+    def __init__(self, conn: Any, heartbeat: float, stalled_after: float) -> None:
+        self.conn = conn
+        self.heartbeat = heartbeat
+        self.lost = threading.Event()
+        conn.execute(f"SET idle_session_timeout = {max(1, int(stalled_after * 1000))}")
+
+    def check(self) -> None:
+        """Raise :class:`LostRun` unless the run's lock is still this process's."""
+        if self.lost.is_set():
+            raise LostRun("this process lost its run's lock: another worker runs the run now")
+        try:
+            self.conn.execute("SELECT 1")
+        except Exception:
+            self.lost.set()
+            raise LostRun("this process lost its run's lock: another worker runs the run now") from None
+
+    def start(self) -> None:
+        threading.Thread(target=self._beat, name="crewpoint-fleet-fence", daemon=True).start()
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(self.heartbeat)
+            try:
+                self.check()
+            except LostRun as exc:
+                print(f"crewpoint: {exc}", file=sys.stderr, flush=True)
+                os._exit(LOST)
+
+
+def _fence_writes(fence: Fence) -> None:
+    """Every checkpoint this process writes to a PostgreSQL store first proves the run's lock is still held."""
+    write = PostgresProvider.write
+
+    def fenced(self: Any, location: str, record: CheckpointRecord) -> str:
+        fence.check()
+        return write(self, location, record)
+
+    PostgresProvider.write = fenced  # type: ignore[method-assign]  # this process's writes only
+
+
+def run(job_id: int, job: Job, location: str, heartbeat: float = 10.0, stalled_after: float = 30.0) -> int:
     """Run the job's run to its end; the exit code."""
     with connect(location) as conn:
         held = conn.execute("SELECT pg_try_advisory_lock(%s)", (run_lock_key(location, job_id),)).fetchone()
         if not held or not held[0]:
             return BUSY
+        fence = Fence(conn, heartbeat, stalled_after)
+        fence.start()
+        _fence_writes(fence)
         row = conn.execute(
             "UPDATE crewpoint_fleet_runs SET host = %s, pid = %s, attempts = attempts + 1, updated_at = now()"
             " WHERE job_id = %s RETURNING lineage",
@@ -108,10 +167,10 @@ def _start(job: Job, location: str, budget: Any) -> int:
 def main(argv: list[str]) -> int:
     location = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION", "")
     try:
-        job_id, program = int(argv[0]), argv[1]
+        job_id, program, heartbeat, stalled_after = int(argv[0]), argv[1], float(argv[2]), float(argv[3])
         args = json.loads(sys.stdin.read() or "{}")
         job = Job.of({**args, "program": program})
-        return run(job_id, job, location)
+        return run(job_id, job, location, heartbeat, stalled_after)
     except FleetError as exc:
         print(f"crewpoint: {exc}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)

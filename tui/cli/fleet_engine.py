@@ -30,6 +30,10 @@ TASK = "crewpoint.run"
 
 QUEUE = "crewpoint"
 
+LOST = 74
+"""The child's exit code when it lost the run's lock (stopped or cut off past the stalled limit): it wrote nothing
+after, and the run goes on in another process."""
+
 BUSY = 73
 """The child's exit code when another process holds the run's lock: the job is retried later, never run twice."""
 
