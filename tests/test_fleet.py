@@ -35,7 +35,7 @@ crew = Crew(
 )
 """
 
-RUNS = 6
+RUNS = 20
 HEARTBEAT = "0.5"
 STALLED_AFTER = "2"
 

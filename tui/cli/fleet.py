@@ -19,6 +19,7 @@ from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.fleet_engine import BUSY, LOST, QUEUE, TASK, FleetError, Job, make_app
 from crewpoint.tui.cli.root import main
 from crewpoint.tui.diagnostics import ExitCode
+from crewpoint.tui.visible import visible
 
 LOCATION_HELP = "The team's store: postgresql://USER@HOST/DB (?schema=NAME for a store of its own)."
 RECOVER_HELP = (
@@ -126,11 +127,13 @@ def _print_status(location: str) -> None:
         mine = [str(j.id) for j in jobs if j.worker == w.id and j.status == "doing"]
         click.echo(f"{w.id:<8} {f'{w.heartbeat_age:.0f}s ago':<12} {', '.join(mine) or '-'}")
     click.echo()
-    click.echo(f"{'JOB':<8} {'STATUS':<10} {'WORKER':<8} {'RUN':<10} {'TRIES':<6} PROGRAM")
+    click.echo(f"{'JOB':<8} {'STATUS':<10} {'WORKER':<8} {'RUN':<10} {'TRIES':<6} {'ON':<24} PROGRAM")
     for j in jobs:
-        where = f"{j.worker}" if j.worker is not None else "-"
+        worker_id = f"{j.worker}" if j.worker is not None else "-"
         run = (j.lineage or "-")[:8]
-        click.echo(f"{j.id:<8} {j.status:<10} {where:<8} {run:<10} {j.attempts:<6} {j.program}")
+        on = f"{j.host} pid {j.pid}" if j.host and j.status == "doing" else "-"
+        program = visible(j.program, one_line=True)
+        click.echo(f"{j.id:<8} {j.status:<10} {worker_id:<8} {run:<10} {j.attempts:<6} {on:<24} {program}")
 
 
 class Busy(Exception):
@@ -166,8 +169,9 @@ async def _work(
         except FleetError as exc:
             raise Refused(str(exc)) from None
         if job.program not in programs:
-            _say(f"job {job_id} refused: this worker runs only {', '.join(programs)}, not {job.program}")
-            raise Refused(f"this worker runs only {', '.join(programs)}, not {job.program}")
+            why = f"this worker runs only {', '.join(programs)}, not {visible(job.program, one_line=True)}"
+            _say(f"job {job_id} refused: {why}")
+            raise Refused(why)
         await _run_child(location, job_id, job, heartbeat, stalled_after)
 
     async with app.open_async():
