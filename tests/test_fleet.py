@@ -265,3 +265,51 @@ def test_a_stopped_worker_loses_its_run_and_writes_nothing_after_it_goes_on(
             _stop(b)
     assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}
     _assert_one_writer_per_run(pg_location)
+
+
+def test_both_workers_killed_and_one_started_later_every_run_finishes_each_checkpointed_task_asked_once(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    server.delay = 2.0  # each task long enough for both workers to be seen mid-run
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    runs = 4
+    for n in range(runs):
+        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic=topic-{n}").returncode == 0
+    a, b = _worker(pg_location, tmp_path, env), _worker(pg_location, tmp_path, env)
+    later: subprocess.Popen[bytes] | None = None
+    try:
+
+        def both_run_checkpointed_runs() -> bool:
+            assert a.poll() is None and b.poll() is None
+            _, jobs = status(pg_location)
+            done = _finished_steps(pg_location)
+            mid = [j for j in jobs if j.status == "doing" and 0 < done.get(j.lineage or "", 0) < 4]
+            return any(_in_group(j.pid, a.pid) for j in mid) and any(_in_group(j.pid, b.pid) for j in mid)
+
+        wait_for(both_run_checkpointed_runs, "both workers mid-run, with checkpoints written")
+        os.killpg(a.pid, signal.SIGKILL)
+        os.killpg(b.pid, signal.SIGKILL)
+        before, asked_before = _finished_steps(pg_location), _asked(server)
+        server.delay = 0.15
+        later = _worker(pg_location, tmp_path, env)
+
+        def all_finished() -> bool:
+            assert later is not None and later.poll() is None
+            _, jobs = status(pg_location)
+            assert not [j for j in jobs if j.status == "failed"], jobs
+            return all(j.status == "succeeded" for j in jobs)
+
+        wait_for(all_finished, "every run finished on the worker started later", timeout=120)
+    finally:
+        for proc in (a, b, later):
+            if proc is not None:
+                _stop(proc)
+    _, jobs = status(pg_location)
+    done, asked = _finished_steps(pg_location), _asked(server)
+    assert sorted(done.get(j.lineage or "", 0) for j in jobs) == [4] * runs
+    topics = {j.lineage: f"topic-{n}" for n, j in enumerate(sorted(jobs, key=lambda j: j.id))}
+    for lineage, steps in before.items():
+        for step in range(1, steps + 1):
+            assert asked[f"step {step} of {topics[lineage]}"] == asked_before[f"step {step} of {topics[lineage]}"] == 1
+    _assert_one_writer_per_run(pg_location)
