@@ -6,6 +6,7 @@ worker that takes one resumes its run from the newest checkpoint."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shlex
 import socket
@@ -158,6 +159,8 @@ async def _work(
     # lazy: procrastinate loads only for the fleet's commands
     from procrastinate import RetryStrategy
 
+    # what procrastinate logs of a job's end the worker says itself, in one line (tracebacks stay out of the way)
+    logging.getLogger("procrastinate").addHandler(logging.NullHandler())
     app = make_app(location)
     retry = RetryStrategy(max_attempts=1000, wait=max(1, int(heartbeat)), retry_exceptions={Busy})
 

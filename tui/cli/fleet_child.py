@@ -68,7 +68,11 @@ class Fence:
         self.conn = conn
         self.heartbeat = heartbeat
         self.lost = threading.Event()
-        conn.execute(f"SET idle_session_timeout = {max(1, int(stalled_after * 1000))}")
+        try:
+            conn.execute(f"SET idle_session_timeout = {max(1, int(stalled_after * 1000))}")
+        except Exception as exc:  # PostgreSQL before 14: the lock ends with the session only
+            first = " ".join(str(exc).split())
+            print(f"crewpoint: note: a stopped worker keeps its runs until its session ends ({first})", file=sys.stderr)
 
     def check(self) -> None:
         """Raise :class:`LostRun` unless the run's lock is still this process's."""
