@@ -18,7 +18,7 @@ from llm_server import LLMServer
 from support.processes import user_env
 from support.waiting import wait_for
 
-from crewpoint.tui.cli.fleet_engine import status
+from crewpoint.tui.cli.fleet_engine import QUEUE, TASK, make_app, status
 
 PROGRAM = """
 import os
@@ -175,7 +175,7 @@ def _assert_one_writer_per_run(location: str) -> None:
     assert max(children.values()) == 1, children.most_common(3)
 
 
-def test_a_job_naming_a_program_the_worker_was_not_started_with_is_refused(
+def test_a_job_naming_a_program_the_worker_was_not_started_with_or_carrying_more_than_data_is_refused(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
     (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
@@ -183,18 +183,26 @@ def test_a_job_naming_a_program_the_worker_was_not_started_with_is_refused(
     env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
     queued = _submit(pg_location, tmp_path, env, "other.py:crew", "--input", "topic=t")
     assert queued.returncode == 0, queued.stderr
+    app = make_app(pg_location)  # a job written by hand that carries more than data: a URL for the model
+    with app.open():
+        app.configure_task(TASK, queue=QUEUE).defer(
+            program="crew_app.py:crew", inputs={"topic": "t"}, budget=None, base_url="http://127.0.0.1:9/v1"
+        )
     worker = _worker(pg_location, tmp_path, env)
     try:
 
         def failed() -> bool:
             assert worker.poll() is None
             _, jobs = status(pg_location)
-            return bool(jobs) and jobs[0].status == "failed"
+            return len(jobs) == 2 and all(j.status == "failed" for j in jobs)
 
-        wait_for(failed, "the job refused")
+        wait_for(failed, "both jobs refused")
     finally:
         _stop(worker)
     assert server.requests == []  # nothing of the program ran
+    said = (tmp_path / "worker-0.log").read_text(encoding="utf-8")
+    assert "job 1 refused: this worker runs only crew_app.py:crew, not other.py:crew" in said
+    assert "job 2 refused: the job carries what a worker never takes: base_url" in said
 
 
 def test_status_lists_workers_and_jobs_and_a_store_that_is_not_postgresql_is_one_line(

@@ -170,6 +170,7 @@ async def _work(
         try:
             job = Job.of(args)
         except FleetError as exc:
+            _say(f"job {job_id} refused: {exc}")
             raise Refused(str(exc)) from None
         if job.program not in programs:
             why = f"this worker runs only {', '.join(programs)}, not {visible(job.program, one_line=True)}"
