@@ -18,7 +18,7 @@ from llm_server import LLMServer
 from support.processes import user_env
 from support.waiting import wait_for
 
-from crewpoint.tui.cli.fleet_engine import QUEUE, TASK, make_app, status
+from crewpoint.tui.cli.fleet_engine import QUEUE, TASK, connect, make_app, status, where
 
 PROGRAM = """
 import os
@@ -214,6 +214,11 @@ def test_status_lists_workers_and_jobs_and_a_store_that_is_not_postgresql_is_one
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].split() == ["WORKER", "HEARTBEAT", "JOBS"]
+    assert len(shown.stdout.strip().splitlines()) == 3  # the two headings: no worker, no job
+    with connect(pg_location) as conn:  # reading made nothing: no store, no queue
+        schema = where(pg_location).schema
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
+    assert tables == (0,)
     wrong = _submit(str(tmp_path / "store"), tmp_path, env, "crew_app.py:crew")
     assert wrong.returncode == 2
     assert len(wrong.stderr.strip().splitlines()) == 1

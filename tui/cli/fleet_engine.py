@@ -190,9 +190,13 @@ class JobRow:
 
 
 def status(location: str) -> tuple[list[WorkerRow], list[JobRow]]:
-    """The store's workers (with the age of their last heartbeat) and its jobs, newest first."""
-    ensure_schema(location)
+    """The store's workers (with the age of their last heartbeat) and its jobs, newest first; none on a store no
+    worker or submit met yet (reading creates nothing)."""
+    place = where(location)
     with connect(location) as conn:
+        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+        if queue is None or queue[0] is None:
+            return [], []
         workers = [
             WorkerRow(int(r[0]), float(r[1]))
             for r in conn.execute(
