@@ -28,6 +28,14 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
             "Write a runnable crew project into the folder NAME: agents and tasks in YAML, a @CrewBase crew with a "
             "feedback step, and a README with the commands that run and resume it.",
         ),
+        "submit": (
+            "fleet",
+            "Queue a run of the program SPEC on the team's store; a worker started with --app SPEC runs it.",
+        ),
+        "worker": (
+            "fleet",
+            "Run queued runs of the programs given with --app, each in a child process; with --status, list workers.",
+        ),
     },
     "checkpoint": {
         "answer": (

@@ -1,0 +1,187 @@
+"""One job of the fleet, in a child process of a worker: ``python -m crewpoint.tui.cli.fleet_child JOB PROGRAM
+HEARTBEAT STALLED``.
+
+Only a worker starts this module, so it imports the engine at once. The store's location comes in
+``CREWPOINT_CHECKPOINT_LOCATION`` (never on the command line, where a password would show), the job's inputs and
+budget as JSON on stdin. The child takes the run's advisory lock (another process holding it: exit
+:data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run
+on the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
+resumes the newest of them: finished tasks never run again. Exit codes are the command line's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from crewpoint.budget import Budget, BudgetExceeded
+from crewpoint.checkpoint.config import CheckpointConfig
+from crewpoint.checkpoint.program import AppError, load_app
+from crewpoint.checkpoint.run import RunOptions, run_checkpoint
+from crewpoint.checkpoint.stores import list_checkpoints
+from crewpoint.events.bus import event_bus
+from crewpoint.feedback import FeedbackPending
+from crewpoint.providers.base import CheckpointRecord
+from crewpoint.providers.postgres_provider import PostgresProvider
+from crewpoint.runtime import current_state
+from crewpoint.tui.cli.fleet_engine import BUSY, LOST, FleetError, Job, connect, run_lock_key, session
+from crewpoint.tui.diagnostics import ExitCode
+
+KINDS = ("crew", "flow", "agent")
+
+
+def _load(spec: str) -> Any:
+    problem: AppError | None = None
+    for kind in KINDS:
+        try:
+            return load_app(spec, kind)
+        except AppError as exc:
+            problem = problem or exc
+    assert problem is not None
+    raise problem
+
+
+def _newest_of(location: str, lineage: str) -> str | None:
+    metas = [m for m in list_checkpoints(location) if m.lineage == lineage and not m.damaged]
+    if not metas:
+        return None
+    return max(metas, key=lambda m: (m.sequence, m.created_at)).id
+
+
+class LostRun(Exception):
+    """This process no longer holds its run's lock (its session ended while it was stopped or cut off): another
+    process may run the run now, so this one writes nothing more."""
+
+
+class Fence:
+    """The run's lock, held on a session the server ends after ``stalled_after`` seconds of silence (a process
+    stopped or cut off that long has lost its run to another worker). A thread keeps the session talking every
+    ``heartbeat`` seconds and ends the process once the session is gone; every checkpoint this process writes first
+    proves the session, and so the lock, is still there."""
+
+    def __init__(self, conn: Any, heartbeat: float, stalled_after: float) -> None:
+        self.conn = conn
+        self.heartbeat = heartbeat
+        self.lost = threading.Event()
+        try:
+            conn.execute(f"SET idle_session_timeout = {max(1, int(stalled_after * 1000))}")
+        except Exception as exc:  # PostgreSQL before 14: the lock ends with the session only
+            first = " ".join(str(exc).split())
+            print(f"crewpoint: note: a stopped worker keeps its runs until its session ends ({first})", file=sys.stderr)
+
+    def check(self) -> None:
+        """Raise :class:`LostRun` unless the run's lock is still this process's."""
+        if self.lost.is_set():
+            raise LostRun("this process lost its run's lock: another worker runs the run now")
+        try:
+            self.conn.execute("SELECT 1")
+        except Exception:
+            self.lost.set()
+            raise LostRun("this process lost its run's lock: another worker runs the run now") from None
+
+    def start(self) -> None:
+        threading.Thread(target=self._beat, name="crewpoint-fleet-fence", daemon=True).start()
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(self.heartbeat)
+            try:
+                self.check()
+            except LostRun as exc:
+                print(f"crewpoint: {exc}", file=sys.stderr, flush=True)
+                os._exit(LOST)
+
+
+def _fence_writes(fence: Fence) -> None:
+    """Every checkpoint this process writes to a PostgreSQL store first proves the run's lock is still held."""
+    write = PostgresProvider.write
+
+    def fenced(self: Any, location: str, record: CheckpointRecord) -> str:
+        fence.check()
+        return write(self, location, record)
+
+    PostgresProvider.write = fenced  # type: ignore[method-assign]  # this process's writes only
+
+
+def run(job_id: int, job: Job, location: str, heartbeat: float = 10.0, stalled_after: float = 30.0) -> int:
+    """Run the job's run to its end; the exit code."""
+    with connect(location) as conn:
+        held = conn.execute("SELECT pg_try_advisory_lock(%s)", (run_lock_key(location, job_id),)).fetchone()
+        if not held or not held[0]:
+            return BUSY
+        fence = Fence(conn, heartbeat, stalled_after)
+        fence.start()
+        _fence_writes(fence)
+        row = conn.execute(
+            "UPDATE crewpoint_fleet_runs SET host = %s, pid = %s, attempts = attempts + 1, updated_at = now()"
+            " WHERE job_id = %s RETURNING lineage",
+            (socket.gethostname(), os.getpid(), job_id),
+        ).fetchone()
+        lineage = row[0] if row is not None else None
+        recorded: set[str] = set()
+        writer = session(location)  # the run's thread records its lineage on a session of its own
+
+        def record_lineage(_source: Any, _event: Any) -> None:
+            state = current_state()
+            if state is None or state.outer is not None or state.lineage in recorded:
+                return
+            recorded.add(state.lineage)
+            writer.execute(
+                "UPDATE crewpoint_fleet_runs SET lineage = %s, updated_at = now() WHERE job_id = %s",
+                (state.lineage, job_id),
+            )
+
+        event_bus.add_observer(record_lineage)
+        budget = Budget.of(job.budget)
+        newest = _newest_of(location, lineage) if lineage else None
+        try:
+            if newest is not None:
+                options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
+                outcome = run_checkpoint(options)
+                print(outcome.message, file=sys.stderr)
+                codes = {"finished": 0, "waiting": ExitCode.WAITING, "budget": ExitCode.BUDGET}
+                return int(codes.get(outcome.kind, ExitCode.FAILED))
+            return _start(job, location, budget)
+        finally:
+            event_bus.remove_observer(record_lineage)
+            writer.close()
+
+
+def _start(job: Job, location: str, budget: Any) -> int:
+    entity = _load(job.program)
+    entity.checkpoint = CheckpointConfig(location=location)
+    if budget is not None:
+        entity.budget = budget
+    try:
+        result = entity.kickoff(dict(job.inputs)) if job.inputs else entity.kickoff()
+    except BudgetExceeded as exc:
+        print(f"stopped at its budget: spent {exc.spent()} of {exc.budget}", file=sys.stderr)
+        return int(ExitCode.BUDGET)
+    if isinstance(result, FeedbackPending):
+        print(f"waiting for feedback; answer with: {result.command}", file=sys.stderr)
+        return int(ExitCode.WAITING)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    location = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION", "")
+    try:
+        job_id, program, heartbeat, stalled_after = int(argv[0]), argv[1], float(argv[2]), float(argv[3])
+        args = json.loads(sys.stdin.read() or "{}")
+        job = Job.of({**args, "program": program})
+        return run(job_id, job, location, heartbeat, stalled_after)
+    except FleetError as exc:
+        print(f"crewpoint: {exc}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    except Exception as exc:
+        print(f"crewpoint: the run failed: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
+        return int(ExitCode.FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
