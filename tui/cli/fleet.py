@@ -17,7 +17,19 @@ from typing import Any
 import click
 
 from crewpoint.tui.cli.errors import fail
-from crewpoint.tui.cli.fleet_engine import BUSY, LOST, QUEUE, TASK, FleetError, Job, make_app
+from crewpoint.tui.cli.fleet_engine import (
+    BUSY,
+    LOST,
+    QUEUE,
+    TASK,
+    FleetError,
+    Job,
+    ensure_schema,
+    make_app,
+    status,
+    where,
+)
+from crewpoint.tui.cli.fleet_engine import submit as queue_job
 from crewpoint.tui.cli.root import main
 from crewpoint.tui.diagnostics import ExitCode
 from crewpoint.tui.visible import visible
@@ -48,8 +60,6 @@ def _inputs(pairs: tuple[str, ...]) -> dict[str, str]:
 
 def _shown(location: str) -> str:
     """The store as a command may print it: no password (it comes from PGPASSFILE or PGPASSWORD)."""
-    # lazy: the location parser is the providers'
-    from crewpoint.tui.cli.fleet_engine import where
 
     return where(location).name
 
@@ -72,8 +82,6 @@ def submit(spec: str, location: str | None, inputs: tuple[str, ...], budget: flo
 
 
 def submit_job(location: str, job: Job) -> int:
-    # lazy: procrastinate loads only for the fleet's commands
-    from crewpoint.tui.cli.fleet_engine import submit as queue_job
 
     return queue_job(location, job)
 
@@ -109,8 +117,6 @@ def worker(
             return
         if not apps:
             fail("a worker runs only the programs it is started with: give at least one --app FILE.py:ATTR")
-        # lazy: procrastinate loads only for the fleet's commands
-        from crewpoint.tui.cli.fleet_engine import ensure_schema
 
         ensure_schema(where)
         asyncio.run(_work(where, [a.strip() for a in apps], concurrency, heartbeat, stalled_after, recover))
@@ -119,8 +125,6 @@ def worker(
 
 
 def _print_status(location: str) -> None:
-    # lazy: procrastinate loads only for the fleet's commands
-    from crewpoint.tui.cli.fleet_engine import status
 
     workers, jobs = status(location)
     click.echo(f"{'WORKER':<8} {'HEARTBEAT':<12} JOBS")
