@@ -11,9 +11,9 @@ import builtins
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import MISSING, asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 if TYPE_CHECKING:
     from crewpoint.providers.prune import PrunePlan, PruneStrategy
@@ -43,9 +43,12 @@ class UnsupportedSchema(CheckpointError):
     """The checkpoint was written by a newer crewpoint; it is refused, never half-read."""
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointMeta:
-    """What list views show. Everything here is readable without loading the body."""
+class CheckpointMeta(NamedTuple):
+    """What list views show. Everything here is readable without loading the body.
+
+    A tuple with named fields: a listing makes one per row from what a store read (an index line, a table row)
+    with one tuple call, and code that keeps or changes metadata reads the same type.
+    """
 
     id: str
     parent_id: str | None
@@ -75,15 +78,15 @@ class CheckpointMeta:
     SQLite or PostgreSQL body's manifest (whose chunks are each checked by their own hash)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckpointMeta:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known = {k: data[k] for k in cls._fields if k in data}
         return cls(**known)
 
     def with_(self, **changes: Any) -> CheckpointMeta:
-        return replace(self, **changes)
+        return self._replace(**changes)
 
 
 NOT_STORED = ("location", "damaged")
@@ -91,7 +94,7 @@ NOT_STORED = ("location", "damaged")
 BODY_CHECK = ("body_length", "digest")
 """Fields a table-backed store keeps beside the listed ones, read only when a body is checked."""
 LISTED_COLUMNS: tuple[str, ...] = tuple(
-    name for name in CheckpointMeta.__dataclass_fields__ if name not in (*NOT_STORED, *BODY_CHECK)
+    name for name in CheckpointMeta._fields if name not in (*NOT_STORED, *BODY_CHECK)
 )
 """The columns a list view reads, in one order, derived from :class:`CheckpointMeta` (SQLite, PostgreSQL)."""
 WRITTEN_COLUMNS: tuple[str, ...] = (*LISTED_COLUMNS, *BODY_CHECK)
@@ -103,7 +106,7 @@ def meta_row(meta: CheckpointMeta) -> builtins.list[Any]:
     return [getattr(meta, name) for name in WRITTEN_COLUMNS]
 
 
-_LISTED_LEAD = tuple(CheckpointMeta.__dataclass_fields__)[: len(LISTED_COLUMNS) + 1] == (*LISTED_COLUMNS, "location")
+_LISTED_LEAD = tuple(CheckpointMeta._fields)[: len(LISTED_COLUMNS) + 1] == (*LISTED_COLUMNS, "location")
 """The listed columns are the first fields of :class:`CheckpointMeta`, in its order, and ``location`` the next: a
 row and its location fill them by position."""
 
@@ -117,32 +120,8 @@ def meta_from_row(row: Sequence[Any], location: str) -> CheckpointMeta:
     return CheckpointMeta(**dict(zip(LISTED_COLUMNS, row, strict=True)), location=location)
 
 
-def _slot_filler() -> Callable[..., CheckpointMeta]:
-    """A function that takes what ``CheckpointMeta(...)`` takes by position and fills each slot directly: the
-    same object, made in about half the time of the generated frozen ``__init__`` (which calls
-    ``object.__setattr__`` once per field), for a listing that makes one per row. It is built from the fields the
-    way :mod:`dataclasses` builds that ``__init__``, and, like it, checks no type
-    (:func:`crewpoint.providers.refs.meta_problem` does); a field with a default factory leaves it to the class."""
-    fields = tuple(CheckpointMeta.__dataclass_fields__.values())
-    if any(f.default_factory is not MISSING for f in fields) or hasattr(CheckpointMeta, "__post_init__"):
-        return CheckpointMeta
-    names = [f"f{i}" for i in range(len(fields))]
-    scope: dict[str, Any] = {"new": object.__new__, "cls": CheckpointMeta}
-    scope.update({f"set_{n}": getattr(CheckpointMeta, f.name).__set__ for n, f in zip(names, fields, strict=True)})
-    body = "".join(f"    set_{n}(meta, {n})\n" for n in names)
-    source = f"def new_meta({', '.join(names)}):\n    meta = new(cls)\n{body}    return meta\n"
-    exec(source, scope)  # the source is made above from the field count alone
-    made: Callable[..., CheckpointMeta] = scope["new_meta"]
-    defaults = tuple(f.default for f in fields if f.default is not MISSING)
-    if defaults != tuple(f.default for f in fields[len(fields) - len(defaults) :]):
-        return CheckpointMeta  # a field without a default after one with a default: not a class dataclasses makes
-    made.__defaults__ = defaults
-    return made
-
-
-new_meta = _slot_filler()
-"""``CheckpointMeta(*values)`` by position (no keywords), faster; too few or too many values raise
-:class:`TypeError` as the call would."""
+new_meta: Callable[..., CheckpointMeta] = CheckpointMeta
+"""``CheckpointMeta(*values)`` by position (a name kept for the stores' listings)."""
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from crewpoint.providers.listed import ListedRow, listed_row, row_of
 
 INDEX = ".index.jsonl"
 _COMPUTED = ("size", "location", "damaged")
-STORED_FIELDS = tuple(f for f in CheckpointMeta.__dataclass_fields__ if f not in _COMPUTED)
+STORED_FIELDS = tuple(f for f in CheckpointMeta._fields if f not in _COMPUTED)
 """The metadata a checkpoint file's header records (all but what a listing computes)."""
 
 _DIGEST_FIELDS = ("body_length", "digest")
@@ -41,7 +41,7 @@ _LISTS, _INTS = {list}, {int}
 _HEADER_VALUE = json.loads(_INDEX_HEADER)
 BRANCH_AT = 2 + INDEX_FIELDS.index("branch")
 """Where an index line holds the branch its file was listed under."""
-POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta.__dataclass_fields__)[: len(INDEX_FIELDS)]
+POSITIONAL = INDEX_FIELDS == tuple(CheckpointMeta._fields)[: len(INDEX_FIELDS)]
 """Whether the index's fields are ``CheckpointMeta``'s first fields in order, so a line builds one positionally."""
 
 

@@ -1,10 +1,6 @@
-"""A listed row: a checkpoint's metadata as a tuple, for a listing of many rows.
-
-:class:`ListedRow` has the fields of :class:`~crewpoint.providers.base.CheckpointMeta`, by the same names, in
-the same order and of the same types, so code that only reads metadata fields (a table, a status, an order)
-reads either alike. A store makes one per row from what it read (an index line, a table row) with one tuple
-call, where a ``CheckpointMeta`` costs one call per field: listing 10,000 checkpoints in a table makes 10,000.
-Everything that keeps or changes metadata (``--json``, reads, writes, the app) still uses ``CheckpointMeta``.
+"""A listed row: a checkpoint's metadata for a listing of many rows, made from what a store read with one tuple
+call (:class:`~crewpoint.providers.base.CheckpointMeta` is a named tuple: a row is one), and the column checks
+a listing makes of 10,000 rows at once.
 """
 
 from __future__ import annotations
@@ -12,40 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any
 
+from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import _YEAR_10000, DIGEST_LENGTH, ID_RE, MAX_SEQUENCE, stored_branch_problem
 from crewpoint.providers.usage_meta import MAX_RUN_ID, MAX_USAGE_TEXT
 
-if TYPE_CHECKING:
-    from crewpoint.providers.base import CheckpointMeta
-
-
-class ListedRow(NamedTuple):
-    """A :class:`~crewpoint.providers.base.CheckpointMeta` as a tuple (``tests/test_listing_rows.py`` holds the
-    two to the same fields)."""
-
-    id: str
-    parent_id: str | None
-    branch: str
-    lineage: str
-    sequence: int
-    created_at: float
-    trigger: str
-    entity_kind: str = ""
-    entity_name: str = ""
-    tasks_done: int = 0
-    tasks_total: int = 0
-    schema_version: int = 1
-    version: str = ""
-    run_id: str = ""
-    usage: str = ""
-    size: int = 0
-    location: str = ""
-    damaged: str | None = None
-    body_length: int = 0
-    digest: str = ""
-
+ListedRow = CheckpointMeta
+"""A listed row is the checkpoint's metadata (the name says where it came from: a listing)."""
 
 _make = tuple.__new__
 _BY_TIME = itemgetter(*(ListedRow._fields.index(name) for name in ("created_at", "sequence", "id")))
@@ -57,19 +27,18 @@ Python frame, so ``map(listed_row, rows)`` makes a table's rows at the speed of 
 
 
 def row_of(meta: CheckpointMeta) -> ListedRow:
-    """``meta`` as a row (a damaged record, read on its own, among rows read from an index)."""
-    return _make(ListedRow, [getattr(meta, name) for name in ListedRow._fields])
+    """``meta`` as a row: itself (a damaged record, read on its own, among rows read from an index)."""
+    return meta
 
 
 def as_metas(rows: list[ListedRow]) -> list[CheckpointMeta]:
-    """``rows`` for code that reads a ``CheckpointMeta``'s fields (and never its methods): a row has them all."""
-    return cast("list[CheckpointMeta]", rows)
+    """``rows`` as metadata: themselves."""
+    return rows
 
 
 def as_rows(metas: list[CheckpointMeta]) -> list[ListedRow]:
-    """What :func:`as_metas` gave, or code that only reorders what it was given (:func:`newest_first`), as rows
-    again."""
-    return cast("list[ListedRow]", metas)
+    """``metas`` as rows: themselves."""
+    return metas
 
 
 def newest_rows(rows: list[ListedRow]) -> list[ListedRow]:
@@ -89,8 +58,8 @@ def newest_rows(rows: list[ListedRow]) -> list[ListedRow]:
 
 
 def as_meta(row: ListedRow) -> CheckpointMeta:
-    """``row`` for code that reads a ``CheckpointMeta``'s fields (see :func:`as_metas`)."""
-    return cast("CheckpointMeta", row)
+    """``row`` as metadata: itself."""
+    return row
 
 
 _TEXT = {str}

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -89,8 +88,8 @@ def build_store(location: str, provider: BaseProvider) -> dict[str, list[str]]:
         resumed_from: str | None,
     ) -> None:
         checkpoint_id = f"{run.lower()}{seq}".ljust(32, "0")
-        meta = replace(
-            record.meta, id=checkpoint_id, parent_id=parent, branch=branch, lineage=lineage, sequence=seq, created_at=at
+        meta = record.meta._replace(
+            id=checkpoint_id, parent_id=parent, branch=branch, lineage=lineage, sequence=seq, created_at=at
         )
         meta = meta.with_(run_id="", usage="")  # a body patched after the run: its metadata summarises nothing
         body = dict(record.body)

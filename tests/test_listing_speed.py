@@ -99,7 +99,6 @@ def test_a_run_lost_on_another_host_lists_as_lost(tmp_path: Path) -> None:
 
 
 def test_the_fast_table_rows_are_the_cells_of_table_row(tmp_path: Path) -> None:
-    from dataclasses import replace
 
     from crewpoint.tui.cli.tables import CELL_WIDTH, table_row, table_rows
 
@@ -109,12 +108,12 @@ def test_the_fast_table_rows_are_the_cells_of_table_row(tmp_path: Path) -> None:
     base = provider.list(store)
     provider.close()
     odd = [
-        replace(base[0], branch="b" * (CELL_WIDTH + 5)),  # cut
-        replace(base[1], trigger="two  spaces", entity_name=" padded "),  # folded
-        replace(base[2], trigger="tab\there", entity_name="bidi\u202ename"),  # shown, not sent
-        replace(base[3], id="20261130T150000_abcdef12", parent_id="A" * 40),  # another format's id, a long one
-        replace(base[4], entity_kind="", entity_name="", trigger=""),  # empty cells
-        replace(base[5], damaged="its body is missing"),
+        base[0]._replace(branch="b" * (CELL_WIDTH + 5)),  # cut
+        base[1]._replace(trigger="two  spaces", entity_name=" padded "),  # folded
+        base[2]._replace(trigger="tab\there", entity_name="bidi\u202ename"),  # shown, not sent
+        base[3]._replace(id="20261130T150000_abcdef12", parent_id="A" * 40),  # another format's id, a long one
+        base[4]._replace(entity_kind="", entity_name="", trigger=""),  # empty cells
+        base[5]._replace(damaged="its body is missing"),
     ]
     metas = [*base, *odd]
     assert table_rows(metas) == [table_row(m) for m in metas]

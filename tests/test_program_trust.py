@@ -112,7 +112,7 @@ def _crafted_store(source: Path, target: Path, origin: object) -> CheckpointMeta
     meta = _newest_first(source)[0]
     record = ops.load(meta.id, str(source))
     body = {**record.body, "origin": origin}
-    JsonProvider().write(str(target), CheckpointRecord(meta=replace(record.meta), body=body))
+    JsonProvider().write(str(target), CheckpointRecord(meta=record.meta, body=body))
     return _newest_first(target)[0]
 
 

@@ -94,14 +94,13 @@ def test_1_a_recorded_module_is_neither_imported_nor_run_by_resume_or_its_dry_ru
 ) -> None:
     """The app's side (the dialog suggests, imports nothing) is in test_program_trust; here the command line and
     the API, in a project whose package ``evilpkg`` logs every import of it."""
-    from dataclasses import replace
 
     from crewpoint.providers.base import CheckpointRecord
 
     started = sorted(ops.list_checkpoints(str(project / "store")), key=lambda m: m.sequence)[0]
     record = ops.load(started.id, str(project / "store"))
     body = {**record.body, "origin": {"file": None, "module": module, "attr": "crew"}}
-    JsonProvider().write(str(project / "crafted"), CheckpointRecord(meta=replace(record.meta), body=body))
+    JsonProvider().write(str(project / "crafted"), CheckpointRecord(meta=record.meta, body=body))
     browsed = tmp_path / "browsed"
     browser = {"BROWSER": f"{sys.executable} -c 'open({str(browsed)!r}, \"w\")'"}
     dry = run_cli("checkpoint", "resume", started.id, "--location", "crafted", "--dry-run", cwd=project, **browser)

@@ -231,7 +231,8 @@ def prepare_run(
         choose(keep, rerun)
     elif keep or rerun:
         raise ValueError(f"--keep and --rerun name tasks of a crew; this checkpoint is of a {kind}")
-    changes = change_plan_of(entity, body["entity"])
+    rebuilt = app is None and not kind_of(kind).named_by_class  # built from the checkpoint itself: nothing changed
+    changes = None if rebuilt else change_plan_of(entity, body["entity"])
     entity.apply_edits(inputs, _program_places(outputs, changes))
     tasks = list(getattr(entity, "tasks", None) or [])
     models, saved_models = run_models(entity), saved_models_of(record.body["entity"])

@@ -6,7 +6,6 @@ runs for the kinds that declare it, so what a provider lacks is written down, no
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from collections.abc import Callable
@@ -54,7 +53,7 @@ def _inject_memory(provider: BaseProvider, location: str, meta: CheckpointMeta, 
     provider.write(location, CheckpointRecord(meta, {}))
     store = memory_provider._stores[location]
     stored, text = store.records[meta.id]
-    store.records[meta.id] = (dataclasses.replace(stored, **bad), text)
+    store.records[meta.id] = (stored._replace(**bad), text)
 
 
 _PG_NUMBERS = {"sequence", "created_at", "tasks_done", "tasks_total", "schema_version", "size"}

@@ -144,8 +144,7 @@ def fill_store(provider: BaseProvider, location: str, count: int, runs: bool = F
             if len(ids) >= count:
                 break
             checkpoint_id = uuid.uuid4().hex
-            meta = replace(
-                record.meta,
+            meta = record.meta._replace(
                 id=checkpoint_id,
                 parent_id=parent,
                 branch=branch,
