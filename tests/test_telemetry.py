@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,31 @@ def test_which_setting_turns_export_on(tmp_path: Path) -> None:
         otel.settings_for(None, {}, str(tmp_path))
     with pytest.raises(ValueError, match="otel"):
         CheckpointConfig(location="store", otel={"endpoint": 4318})
+
+
+def test_a_full_span_queue_drops_events_with_one_warning_and_never_blocks_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from crewpoint.telemetry_queue import Handoff
+
+    release, handled = threading.Event(), []
+    started = threading.Event()
+
+    def handle(item: int) -> None:
+        started.set()
+        release.wait()
+        handled.append(item)
+
+    handoff = Handoff(handle, size=2)
+    handoff.put(0)
+    assert started.wait(10)  # the spans' thread holds item 0: the queue is empty again
+    with caplog.at_level(logging.WARNING):
+        for item in range(1, 6):
+            handoff.put(item)  # 1 and 2 fit, 3 to 5 are dropped: the run's thread never waits
+        handoff.put(6, must=True)  # a run's end goes whatever the queue holds
+    release.set()
+    assert handoff.drain(10)
+    assert handled == [0, 1, 2, 6]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "the run goes on" in warnings[0].getMessage()
+    handoff.stop(10)
