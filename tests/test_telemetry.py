@@ -304,3 +304,36 @@ def test_a_full_span_queue_drops_events_with_one_warning_and_never_blocks_the_ru
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "the run goes on" in warnings[0].getMessage()
     handoff.stop(10)
+
+
+def test_a_program_that_exits_right_after_its_run_still_sends_every_span(
+    server: LLMServer, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    program = tmp_path / "run.py"
+    program.write_text(
+        textwrap.dedent(
+            f"""
+            import atexit, threading
+            from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
+            from crewpoint.telemetry_spans import SpanMaker
+
+            exiting = threading.Event()  # the spans' thread holds every event until the program is ending
+            handle = SpanMaker._handle
+            SpanMaker._handle = lambda self, item: (exiting.wait(), handle(self, item))
+            llm = LLM(model="gpt-4o", base_url={server.base_url!r}, provider="openai")
+            agent = Agent(role="Writer", goal="g", backstory="b", llm=llm)
+            tasks = [Task(description=f"Write {{n}}.", expected_output="text", agent=agent) for n in range(3)]
+            config = CheckpointConfig(location="store", otel={{"endpoint": {receiver.endpoint!r}}})
+            Crew(name="quick", agents=[agent], tasks=tasks, checkpoint=config).kickoff()
+            atexit.register(exiting.set)  # the first thing done at exit: nothing was made a span before
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    spans = receiver.wait_for(lambda got: any(s.name == "invoke_workflow quick" for s in got))
+    assert tree(spans) == [
+        "invoke_workflow quick [INTERNAL]",
+        *["  invoke_agent Writer [INTERNAL]", "    chat gpt-4o [CLIENT]"] * 3,
+    ]
