@@ -8,7 +8,7 @@ STAMP_LAYOUT := $(VENV)/.installed-layout
 # The folders of the four code packages: adding, moving or removing a module changes one of them.
 PACKAGE_DIRS := $(shell find core providers tui screens -type d ! -name __pycache__ 2>/dev/null)
 
-.PHONY: demo demo-headless test lint typecheck pytest system-packages bench screenshots clean test-crewai crewai-fixtures pg-local
+.PHONY: demo demo-headless test lint typecheck pytest system-packages bench screenshots clean test-crewai crewai-fixtures pg-local test-phoenix trace-svg
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,22 @@ crewai-fixtures: $(CREWAI_VENV)/.installed
 	OTEL_SDK_DISABLED=true CREWAI_DISABLE_TELEMETRY=true CREWAI_TRACING_ENABLED=false \
 		$(CREWAI_VENV)/bin/python scripts/make_crewai_fixtures.py tests/fixtures/crewai
 
+# Opt-in: Arize Phoenix in a venv of its own (never a dependency of crewpoint) receives a run's trace over OTLP/HTTP,
+# and the trace is read back through Phoenix's REST API.
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_VERSION ?= 20.26.1
+
+$(PHOENIX_VENV)/.installed:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet "arize-phoenix==$(PHOENIX_VERSION)"
+	touch $@
+
+test-phoenix: $(STAMP_DEV) $(PHOENIX_VENV)/.installed
+	$(PY) scripts/phoenix_check.py $(abspath $(PHOENIX_VENV)/bin/phoenix)
+
+trace-svg: $(STAMP_DEV)
+	$(PY) scripts/trace_svg.py screenshots/trace.svg
+
 pg-local: $(STAMP_DEV)
 	$(PY) scripts/pg_local.py
 
@@ -83,4 +99,4 @@ screenshots: $(STAMP_DEV)
 	$(PY) scripts/export_screenshots.py screenshots
 
 clean:
-	rm -rf $(VENV) $(CREWAI_VENV) .crewai-roundtrip .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CREWAI_VENV) $(PHOENIX_VENV) .crewai-roundtrip .mypy_cache .ruff_cache .pytest_cache

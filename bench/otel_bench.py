@@ -1,6 +1,7 @@
 """What exporting traces adds to a run: the bundled 4-task offline crew kicked off without and with the listener,
 exporting over OTLP/HTTP to a local receiver (tests/support/otlp.py); the difference in the CPU time of the run's
-thread, per task (the goal: at most 0.5 ms). Batching and sending happen on the exporter's own thread."""
+thread, per task (the goal: at most 0.5 ms). The run's thread only queues what each event says: the spans are made,
+batched and sent on threads of their own."""
 
 from __future__ import annotations
 

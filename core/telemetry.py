@@ -8,8 +8,9 @@ OpenTelemetry is imported and no connection is made. It needs the ``crewpoint[ot
 The spans follow the GenAI semantic conventions of :data:`SEMCONV_VERSION`: ``invoke_workflow {crew or flow}`` per
 run, ``invoke_agent {role or method}`` per task or flow method, ``chat {model}`` per LLM call (CLIENT) and
 ``execute_tool {tool}`` per tool use, with crewpoint's own ``crewpoint.*`` attributes (:mod:`crewpoint.telemetry_spans`
-makes them). Spans leave in batches from a bounded queue on a thread of their own: a slow or dead collector never
-slows or fails a run, and it is said once, in one warning.
+makes them). The run's thread only queues what each event says; spans are made on a thread of their own and leave
+in batches from a bounded queue: a slow or dead collector never slows or fails a run, and it is said once, in one
+warning.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from crewpoint.events.base import BaseEvent
     from crewpoint.runtime import RuntimeState
     from crewpoint.telemetry_spans import SpanMaker
+    from crewpoint.usage import UsageRow
 
 log = logging.getLogger("crewpoint.telemetry")
 
@@ -163,13 +165,13 @@ def call_cost(usage: dict[str, Any], prices: Any) -> float | None:
     return float(round(cost.usd, 6)) if cost.usd is not None else None
 
 
-def run_cost(state: RuntimeState, prices: Any) -> float | None:
-    """What the run's calls cost: its usage rows priced (the figure ``crewpoint checkpoint cost`` shows)."""
+def run_cost(rows: list[UsageRow], prices: Any) -> float | None:
+    """What a run's calls cost: its usage ``rows`` priced (the figure ``crewpoint checkpoint cost`` shows)."""
     # lazy: the prices (and genai-prices' table) load only when a run exports its spans
     from crewpoint.cost import price_rows
 
     prices = prices if prices is not None else prices_in_force()
-    return None if prices is None else price_rows(state.usage.rows(), prices).cost_usd
+    return None if prices is None else price_rows(rows, prices).cost_usd
 
 
 # -- the exporter: one per process, made the first time a run asks for it --------------------------------------------

@@ -8,6 +8,7 @@ answered run links to the root of the run that wrote its checkpoint without stor
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -19,17 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, set_span_in_context
 
 from crewpoint._version import __version__
 from crewpoint.telemetry import EXPORT_TIMEOUT_S, QUEUE_SIZE, Settings, call_cost, prices_in_force, run_cost
+from crewpoint.telemetry_queue import Handoff, OnceExporter, asked_in_history, role_of
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from crewpoint.events.base import BaseEvent
     from crewpoint.runtime import RuntimeState
 
@@ -41,6 +41,7 @@ _FAILED = frozenset({"task_failed", "method_execution_failed", "llm_call_failed"
 _REFUSED_TOOLS = frozenset({"tool_selection_error", "tool_validate_input_error"})
 _WAITS = {"human_feedback_requested": "request_id", "flow_input_requested": "method_name"}
 _ANSWERS = {"human_feedback_received": "request_id", "flow_input_received": "method_name"}
+_EXTRAS = frozenset({"task_started", "llm_call_started", *_ROOT_ENDS, *_ANSWERS})
 _HANDLED = frozenset(
     {
         *_ROOT_ENDS,
@@ -59,6 +60,21 @@ _HANDLED = frozenset(
     }
 )
 _STOPS = {"failed": None, "interrupted": "interrupted", "budget": "budget_exceeded"}
+_ENDINGS = ("_completed", "_finished", "_failed", "_error")
+EVENT_QUEUE_SIZE = 16384
+"""Events that may wait to become spans: more are dropped (said once), the run never waits."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What the run said as an event came (read on the run's thread; its spans are made later, on their own)."""
+
+    run_id: str
+    checkpoint_id: str | None
+    branch: str
+    source_run: str | None
+    resumed_from: str | None
+    extra: Any = None  # what only the event's moment knows: a task's role, a call's provider, a run's usage rows
 
 
 def run_ids(run_id: str) -> tuple[int, int]:
@@ -87,36 +103,6 @@ class _Ids(IdGenerator):
 
     def root_next(self, run_id: str) -> None:
         self._next.ids = run_ids(run_id)
-
-
-class _OnceExporter(SpanExporter):
-    """The OTLP exporter, saying once (in one warning) that spans could not be sent, and again once they go."""
-
-    def __init__(self, inner: SpanExporter, where: str) -> None:
-        self.inner = inner
-        self.where = where
-        self.failing = False
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            result = self.inner.export(spans)
-        except Exception:  # a failing collector never reaches the run
-            result = SpanExportResult.FAILURE
-        if result is not SpanExportResult.SUCCESS and not self.failing:
-            self.failing = True
-            log.warning(
-                "traces could not be sent to %s: is the collector running? The run goes on; its spans are dropped",
-                self.where,
-            )
-        elif result is SpanExportResult.SUCCESS:
-            self.failing = False
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
 
 
 @dataclass
@@ -150,13 +136,14 @@ class SpanMaker:
         self.provider = TracerProvider(resource=resource, id_generator=self.ids, shutdown_on_exit=True)
         self.provider.add_span_processor(
             BatchSpanProcessor(
-                _OnceExporter(exporter, f"{where}, set by {settings.source}"),
+                OnceExporter(exporter, f"{where}, set by {settings.source}"),
                 max_queue_size=QUEUE_SIZE,
                 export_timeout_millis=int(EXPORT_TIMEOUT_S * 1000),
             )
         )
         self.tracer = self.provider.get_tracer("crewpoint", __version__)
-        self._lock = threading.RLock()
+        self._handoff = Handoff(self._handle, EVENT_QUEUE_SIZE)
+        atexit.register(self._drain)  # before the provider's own exit flush (registered earlier, run later)
         self._open: dict[str, _Open] = {}  # started event id -> its open span
         self._parents: dict[str, str | None] = {}  # started event id -> the event it is nested in
         self._roots: dict[str, str] = {}  # run id -> its root's started event id
@@ -198,38 +185,61 @@ class SpanMaker:
 
     # -- events ------------------------------------------------------------------------------------------
     def on_event(self, source: Any, event: BaseEvent) -> None:
-        try:
-            with self._lock:
-                self._on_event(source, event)
-        except Exception:  # a span never stops a run
-            log.debug("no span for %s", event.type, exc_info=True)
+        """On the run's thread: only what the event's moment knows goes onto the queue; spans are made on theirs."""
+        kind = event.type
+        if not (kind in _HANDLED or kind.endswith("_started") or (event.started_event_id and kind.endswith(_ENDINGS))):
+            return
+        seen = None
+        state = _state()
+        if state is not None and state.exports_traces:  # spans are a run's, and only of a run that asked for them
+            try:
+                extra = self._extra(source, event, state) if kind in _EXTRAS else None
+            except Exception:  # a span never stops a run
+                log.debug("no span for %s", kind, exc_info=True)
+                return
+            seen = _Seen(state.run_id, state.checkpoint_id, state.branch, state.source_run, state.resumed_from, extra)
+        self._handoff.put((event, seen))
 
-    def _on_event(self, source: Any, event: BaseEvent) -> None:
+    def _extra(self, source: Any, event: BaseEvent, state: RuntimeState) -> Any:
+        kind, data = event.type, event.__dict__
+        if kind == "task_started":
+            return data.get("agent_role") or role_of(source, data.get("task_id")) or data.get("task_name") or "agent"
+        if kind == "llm_call_started":
+            return self._chat(source, data)
+        if kind in _ROOT_ENDS:
+            return state.usage.rows()
+        return asked_in_history(state, kind, str(data.get(_ANSWERS[kind])))  # an answer: when it was asked
+
+    def _handle(self, item: tuple[Any, ...]) -> None:
+        if item[0] == "end":
+            self._end_run(*item[1:])
+        else:
+            self._on_event(*item)
+
+    def _on_event(self, event: BaseEvent, state: _Seen | None) -> None:
         kind = event.type
         if kind.endswith("_started"):
             self._parents[event.event_id] = event.parent_event_id
         elif kind not in _HANDLED:
-            if event.started_event_id and kind.endswith(("_completed", "_finished", "_failed", "_error")):
-                self._parents.pop(event.started_event_id, None)
+            self._parents.pop(event.started_event_id or "", None)
             return
-        state = _state()
-        if state is None or not state.exports_traces:  # spans are a run's, and only of a run that asked for them
+        if state is None:
             return
         run = state.run_id
         data: dict[str, Any] = event.__dict__  # the fields as they are (read, never changed): no copy per event
         if kind in _ROOTS:
             self._root(event, state, str(data.get(_ROOTS[kind]) or "run"))
         elif kind == "task_started":
-            role = data.get("agent_role") or _role_of(source, data.get("task_id")) or data.get("task_name") or "agent"
+            role = state.extra
             task = self._start(event, f"invoke_agent {role}", SpanKind.INTERNAL, self._agent(role, data), run)
-            task.checkpoint_before = state.checkpoint_id if state is not None else None
+            task.checkpoint_before = state.checkpoint_id
         elif kind == "method_execution_started":
             method = data.get("method_name") or "method"
             step = self._start(event, f"invoke_agent {method}", SpanKind.INTERNAL, self._agent(method, data), run)
-            step.checkpoint_before = state.checkpoint_id if state is not None else None
+            step.checkpoint_before = state.checkpoint_id
         elif kind == "llm_call_started":
             model = data.get("model") or "model"
-            self._start(event, f"chat {model}", SpanKind.CLIENT, self._chat(source, data), run)
+            self._start(event, f"chat {model}", SpanKind.CLIENT, state.extra, run)
         elif kind == "tool_usage_started":
             attributes = self._tool(data)
             if self.settings.capture_content and data.get("tool_args") is not None:
@@ -249,8 +259,8 @@ class SpanMaker:
             self._chat_completed(event, data, state)
         elif kind in ("task_completed", "method_execution_finished"):
             unit = self._open.get(event.started_event_id or "")
-            wrote = state is not None and unit is not None and state.checkpoint_id != unit.checkpoint_before
-            self._end(event, attributes={"crewpoint.checkpoint.id": state.checkpoint_id if wrote and state else None})
+            wrote = unit is not None and state.checkpoint_id != unit.checkpoint_before
+            self._end(event, attributes={"crewpoint.checkpoint.id": state.checkpoint_id if wrote else None})
         elif kind == "crew_kickoff_failed":  # the run's closing ends it, with the exception's name (end_run)
             self._parents.pop(event.started_event_id or "", None)
         elif kind in _ROOT_ENDS:
@@ -267,19 +277,19 @@ class SpanMaker:
         elif kind in _WAITS:  # (a flow's method_execution_paused and flow_paused that follow are the same wait)
             self._paused(event, data, run, kind)
         elif kind in _ANSWERS:
-            self._resumed(event, data, run, state, kind)
+            self._resumed(event, data, run, state.extra, kind)
 
-    def _root(self, event: BaseEvent, state: RuntimeState | None, name: str) -> None:
+    def _root(self, event: BaseEvent, state: _Seen, name: str) -> None:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_workflow",
             "gen_ai.workflow.name": name,
-            "crewpoint.run.id": state.run_id if state is not None else None,
-            "crewpoint.branch": state.branch if state is not None else None,
+            "crewpoint.run.id": state.run_id,
+            "crewpoint.branch": state.branch,
             "crewpoint.entity.kind": "crew" if event.type == "crew_kickoff_started" else "flow",
         }
         links: list[Link] = []
-        if state is not None and self._enclosing(event.parent_event_id) is None:
-            source_run = getattr(state, "source_run", None)
+        if self._enclosing(event.parent_event_id) is None:
+            source_run = state.source_run
             if source_run and source_run != state.run_id:
                 trace_id, span_id = run_ids(source_run)
                 link_context = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(1))
@@ -296,27 +306,25 @@ class SpanMaker:
             links=links,
             start_time=_ns(event.timestamp),
         )
-        run = state.run_id if state is not None else None
+        run = state.run_id
         self._open[event.event_id] = _Open(span, run)
-        if run is not None:
-            self._roots[run] = event.event_id
-            self._prices[run] = prices_in_force()
+        self._roots[run] = event.event_id
+        self._prices[run] = prices_in_force()
 
     def _root_of(self, run: str | None) -> _Open | None:
         started = self._roots.get(run or "")
         return self._open.get(started) if started else None
 
-    def _root_end(self, event: BaseEvent, state: RuntimeState | None, error: str | None) -> None:
-        if state is not None:
-            self._cost_and_checkpoint(state)
-            self._roots.pop(state.run_id, None)
+    def _root_end(self, event: BaseEvent, state: _Seen, error: str | None) -> None:
+        self._cost_and_checkpoint(state)
+        self._roots.pop(state.run_id, None)
         self._end(event, error)
 
-    def _cost_and_checkpoint(self, state: RuntimeState) -> None:
+    def _cost_and_checkpoint(self, state: _Seen) -> None:
         root = self._root_of(state.run_id)
         if root is None:
             return
-        usd = run_cost(state, self._prices.pop(state.run_id, None))
+        usd = run_cost(state.extra, self._prices.pop(state.run_id, None))
         if usd is not None:
             root.span.set_attribute("crewpoint.cost.usd", usd)
         if state.checkpoint_id:
@@ -358,7 +366,7 @@ class SpanMaker:
                 attributes["gen_ai.input.messages"] = json.dumps(messages, default=str)
         return attributes
 
-    def _chat_completed(self, event: BaseEvent, data: dict[str, Any], state: RuntimeState | None) -> None:
+    def _chat_completed(self, event: BaseEvent, data: dict[str, Any], state: _Seen) -> None:
         opened = self._take(event)
         if opened is None:
             return
@@ -394,13 +402,11 @@ class SpanMaker:
         for opened in {id(o): o for o in (self._enclosing(event.parent_event_id), self._root_of(run)) if o}.values():
             opened.span.add_event("paused", attributes, timestamp=_ns(event.timestamp))
 
-    def _resumed(
-        self, event: BaseEvent, data: dict[str, Any], run: str | None, state: RuntimeState | None, kind: str
-    ) -> None:
+    def _resumed(self, event: BaseEvent, data: dict[str, Any], run: str | None, history: Any, kind: str) -> None:
         key = str(data.get(_ANSWERS[kind]))
         asked = self._waits.pop(key, None)
-        if asked is None and state is not None:
-            asked = _asked_in_history(state, kind, key)
+        if asked is None:
+            asked = history  # asked by the run that waited: when, from the run's event history
         attributes: dict[str, Any] = {"crewpoint.reason": kind, "crewpoint.request.id": data.get("request_id")}
         if asked is not None:
             attributes["crewpoint.wait.seconds"] = round(max(event.timestamp - asked, 0.0), 3)
@@ -409,25 +415,30 @@ class SpanMaker:
 
     # -- the end of a run ----------------------------------------------------------------------------------
     def end_run(self, state: RuntimeState, status: str, error: BaseException | None) -> None:
-        with self._lock:
-            started = self._roots.pop(state.run_id, None)
-            if started is None or started not in self._open:
-                return
-            self._cost_and_checkpoint_for(state, started)
-            stop = _STOPS.get(status, "") if status in _STOPS else None
-            if status == "failed":
-                stop = type(error).__name__ if error is not None else "failed"
-            now = time.time()
-            inside = [key for key in self._open if self._under(key, started)]
-            for key in reversed(inside):  # the innermost first
-                opened = self._open.pop(key)
-                _finish(opened, opened.error or stop, now)
-            root = self._open.pop(started)
-            if status == "waiting":
-                root.span.set_attribute("crewpoint.waiting", True)
-            _finish(root, root.error or stop, now)
+        """On the run's thread, as it closes: what it was, onto the queue (never dropped)."""
+        seen = _Seen(
+            state.run_id, state.checkpoint_id, state.branch, state.source_run, state.resumed_from, state.usage.rows()
+        )
+        stop = _STOPS.get(status, "") if status in _STOPS else None
+        if status == "failed":
+            stop = type(error).__name__ if error is not None else "failed"
+        self._handoff.put(("end", seen, status, stop, time.time()), must=True)
 
-    def _cost_and_checkpoint_for(self, state: RuntimeState, started: str) -> None:
+    def _end_run(self, state: _Seen, status: str, stop: str | None, now: float) -> None:
+        started = self._roots.pop(state.run_id, None)
+        if started is None or started not in self._open:
+            return
+        self._cost_and_checkpoint_for(state, started)
+        inside = [key for key in self._open if self._under(key, started)]
+        for key in reversed(inside):  # the innermost first
+            opened = self._open.pop(key)
+            _finish(opened, opened.error or stop, now)
+        root = self._open.pop(started)
+        if status == "waiting":
+            root.span.set_attribute("crewpoint.waiting", True)
+        _finish(root, root.error or stop, now)
+
+    def _cost_and_checkpoint_for(self, state: _Seen, started: str) -> None:
         self._roots[state.run_id] = started
         self._cost_and_checkpoint(state)
         self._roots.pop(state.run_id, None)
@@ -440,10 +451,19 @@ class SpanMaker:
             parent, seen = self._parents.get(parent), seen + 1
         return False
 
+    def _drain(self) -> None:
+        self._handoff.drain(EXPORT_TIMEOUT_S)
+
     def flush(self, timeout_s: float) -> bool:
-        return bool(self.provider.force_flush(int(timeout_s * 1000)))
+        start = time.monotonic()
+        if not self._handoff.drain(timeout_s):
+            return False
+        left = max(timeout_s - (time.monotonic() - start), 0.001)
+        return bool(self.provider.force_flush(int(left * 1000)))
 
     def shutdown(self) -> None:
+        self._handoff.stop(EXPORT_TIMEOUT_S)
+        atexit.unregister(self._drain)
         self.provider.shutdown()
 
 
@@ -452,15 +472,6 @@ def _finish(opened: _Open, error: str | None, timestamp: float) -> None:
         opened.span.set_attribute("error.type", error)
         opened.span.set_status(Status(StatusCode.ERROR))
     opened.span.end(end_time=_ns(timestamp))
-
-
-def _role_of(crew: Any, task_id: object) -> str | None:
-    """The role of the agent the crew gives its task ``task_id`` (a task's events name the task only)."""
-    for task in getattr(crew, "tasks", None) or ():
-        if getattr(task, "id", None) == task_id:
-            role = getattr(getattr(task, "agent", None), "role", None)
-            return role if isinstance(role, str) else None
-    return None
 
 
 def _state() -> RuntimeState | None:
@@ -476,14 +487,3 @@ def _ns(timestamp: float) -> int:
 
 def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
-
-
-def _asked_in_history(state: RuntimeState, kind: str, key: str) -> float | None:
-    """When the request ``key`` was made, from the run's event history (asked by the run that waited)."""
-    wanted = "human_feedback_requested" if kind == "human_feedback_received" else "flow_input_requested"
-    field_name = _WAITS[wanted]
-    for item in reversed(state.events.compacts()):
-        if item.get("type") == wanted and str(item.get(field_name)) == key:
-            stamp = item.get("timestamp")
-            return float(stamp) if isinstance(stamp, int | float) else None
-    return None

@@ -94,6 +94,10 @@ NOT_RUN = {
     "these options with a real browser",
     "crewpoint checkpoint info -l ./.checkpoints 20260115T093012_1a2b3c4d": "needs a CrewAI store holding those ids; "
     "tests/test_crewai_cli.py runs these commands on stores CrewAI wrote",
+    'otel={"endpoint": "http://127.0.0.1:4318"})': "needs a collector at that address; tests/test_telemetry.py runs "
+    "crews with otel={'endpoint': ...} exporting to a local receiver",
+    'otel = { endpoint = "http://127.0.0.1:4318", service_name': "needs a collector at that address; "
+    "test_which_setting_turns_export_on reads the setting from a project's pyproject.toml",
     "crewpoint checkpoint --location ./.checkpoints   # then a": "the app and a web server run until closed; "
     "test_a_run_that_waits_is_answered_each_way_the_readme_shows opens the app on the waiting run and presses a, "
     "tests/test_answer_app.py answers through the dialog and tests/test_serve.py drives serve in a real browser",

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,64 @@ def test_which_setting_turns_export_on(tmp_path: Path) -> None:
         otel.settings_for(None, {}, str(tmp_path))
     with pytest.raises(ValueError, match="otel"):
         CheckpointConfig(location="store", otel={"endpoint": 4318})
+
+
+def test_a_full_span_queue_drops_events_with_one_warning_and_never_blocks_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from crewpoint.telemetry_queue import Handoff
+
+    release, handled = threading.Event(), []
+    started = threading.Event()
+
+    def handle(item: int) -> None:
+        started.set()
+        release.wait()
+        handled.append(item)
+
+    handoff = Handoff(handle, size=2)
+    handoff.put(0)
+    assert started.wait(10)  # the spans' thread holds item 0: the queue is empty again
+    with caplog.at_level(logging.WARNING):
+        for item in range(1, 6):
+            handoff.put(item)  # 1 and 2 fit, 3 to 5 are dropped: the run's thread never waits
+        handoff.put(6, must=True)  # a run's end goes whatever the queue holds
+    release.set()
+    assert handoff.drain(10)
+    assert handled == [0, 1, 2, 6]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "the run goes on" in warnings[0].getMessage()
+    handoff.stop(10)
+
+
+def test_a_program_that_exits_right_after_its_run_still_sends_every_span(
+    server: LLMServer, receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    program = tmp_path / "run.py"
+    program.write_text(
+        textwrap.dedent(
+            f"""
+            import atexit, threading
+            from crewpoint import LLM, Agent, CheckpointConfig, Crew, Task
+            from crewpoint.telemetry_spans import SpanMaker
+
+            exiting = threading.Event()  # the spans' thread holds every event until the program is ending
+            handle = SpanMaker._handle
+            SpanMaker._handle = lambda self, item: (exiting.wait(), handle(self, item))
+            llm = LLM(model="gpt-4o", base_url={server.base_url!r}, provider="openai")
+            agent = Agent(role="Writer", goal="g", backstory="b", llm=llm)
+            tasks = [Task(description=f"Write {{n}}.", expected_output="text", agent=agent) for n in range(3)]
+            config = CheckpointConfig(location="store", otel={{"endpoint": {receiver.endpoint!r}}})
+            Crew(name="quick", agents=[agent], tasks=tasks, checkpoint=config).kickoff()
+            atexit.register(exiting.set)  # the first thing done at exit: nothing was made a span before
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    spans = receiver.wait_for(lambda got: any(s.name == "invoke_workflow quick" for s in got))
+    assert tree(spans) == [
+        "invoke_workflow quick [INTERNAL]",
+        *["  invoke_agent Writer [INTERNAL]", "    chat gpt-4o [CLIENT]"] * 3,
+    ]
