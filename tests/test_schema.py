@@ -21,6 +21,7 @@ from support.cli import cli
 from crewpoint import Agent, CheckpointConfig, Crew, Task
 from crewpoint.checkpoint import ops
 from crewpoint.checkpoint.schema import SCHEMA_VERSION, DamagedBody, load_body
+from crewpoint.checkpoint.schema_spec import REQUIRED, STR, Bad, Count, Nullable, Obj
 from crewpoint.flow import Flow, listen, start
 from crewpoint.providers import JsonProvider, provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, UnsupportedSchema
@@ -267,3 +268,18 @@ def test_a_body_in_a_format_nobody_registered_is_damaged_naming_the_field() -> N
     result = cli("checkpoint", "info", meta.id, "--location", "cp")
     assert result.exit_code == 2
     assert "format: expected 'crewpoint' or 'crewai', not " in result.stderr
+
+
+def test_a_nullable_field_checks_every_value_the_same_after_it_took_a_null() -> None:
+    """Once a null was taken (most fields are null) the next nulls are taken at once: a value of another kind, or
+    an object with a wrong field inside, is still refused and named as before, a good one still filled in."""
+    output = Nullable(Obj({"raw": (STR, REQUIRED), "count": (Count(), 0)}))
+    for _ in range(2):
+        assert output.check(None, ("output",)) is None
+        assert output.check({"raw": "facts"}, ("output",)) == {"raw": "facts", "count": 0}
+        with pytest.raises(Bad) as wrong:
+            output.check("just text", ("output",))
+        assert (wrong.value.path, wrong.value.problem) == (("output",), "expected an object or null, not a string")
+        with pytest.raises(Bad) as inside:
+            output.check({"raw": 3}, ("output",))
+        assert (inside.value.path, inside.value.problem) == (("output", "raw"), "expected a string, not a number")

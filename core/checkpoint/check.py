@@ -1,7 +1,8 @@
 """Which stored runs the current program can go on from, and what each would re-run: ``crewpoint checkpoint check``.
 
-Each checkpoint is read and checked once and compared with the program (loaded once per kind): the plan a resume
-would get (:mod:`crewpoint.checkpoint.changes`), summed up in one phrase. No LLM is called and nothing is written.
+Each checkpoint is read and checked once, through its store's provider found once, and compared with the program
+(loaded once per kind, its crew's task fingerprints made once): the plan a resume would get
+(:mod:`crewpoint.checkpoint.changes`), summed up in one phrase. No LLM is called and nothing is written.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewpoint.checkpoint.changes import ChangePlan
+from crewpoint.checkpoint.restore import read_checked
 from crewpoint.checkpoint.stores import load_checked
-from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.base import BaseProvider, CheckpointError
 
 UNCHANGED = "resume unchanged"
 
@@ -62,8 +64,10 @@ def summary_of(plan: ChangePlan | None) -> str:
 class ProgramCheck:
     """The program ``app`` against checkpoint after checkpoint, each kind of entity loaded from it once."""
 
-    def __init__(self, app: str) -> None:
+    def __init__(self, app: str, provider: BaseProvider | None = None) -> None:
         self.app = app
+        self.provider = provider
+        """The store's provider, when every checkpoint checked is of one store (each read skips finding it)."""
         self._programs: dict[str, Any] = {}
         self._prints: list[dict[str, str]] | None = None
         """The program crew's task fingerprints, made once for every checkpoint."""
@@ -81,11 +85,11 @@ class ProgramCheck:
         one line (a damaged body, another kind of entity)."""
         # lazy: comparing a crew loads its matching; a flow's comes from the flow engine
         from crewpoint.checkpoint.crew_changes import crew_change_plan, task_fingerprint
-        from crewpoint.checkpoint.plan import change_plan_of
         from crewpoint.entities import kind_of
 
         try:
-            record, body = load_checked(ref)
+            # a checkpoint of the store is read as itself; any other reference is resolved first
+            record, body = read_checked(ref, provider=self.provider) if self.provider else load_checked(ref)
             saved = body["entity"]
             if body["format"] != "crewpoint":
                 raise CheckpointError(f"it is in {body['format']}'s format, which {body['format']} runs")
@@ -96,6 +100,9 @@ class ProgramCheck:
                 tasks = list(saved["tasks"])  # type: ignore[typeddict-item]
                 plan: ChangePlan | None = crew_change_plan(tasks, program, prints=self._prints)[0]
             else:
+                # lazy: only a flow's (or an agent's) plan needs the resume planner, which loads describe and cost
+                from crewpoint.checkpoint.plan import change_plan_of
+
                 plan = change_plan_of(program, saved)
         except (CheckpointError, ValueError) as exc:  # (the program has no entity of the checkpoint's kind: AppError)
             reason = " ".join(str(exc).split())

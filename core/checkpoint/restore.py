@@ -7,20 +7,22 @@ from pathlib import Path
 
 from crewpoint.checkpoint.schema import CheckpointBody, load_body, migrate
 from crewpoint.providers import provider_for
-from crewpoint.providers.base import CheckpointError, CheckpointRecord
+from crewpoint.providers.base import BaseProvider, CheckpointError, CheckpointRecord
 from crewpoint.text import a_or_an
 
 
-def read_checked(ref: str | Path, checkpoint_id: str | None = None) -> tuple[CheckpointRecord, CheckpointBody]:
+def read_checked(
+    ref: str | Path, checkpoint_id: str | None = None, provider: BaseProvider | None = None
+) -> tuple[CheckpointRecord, CheckpointBody]:
     """Read the checkpoint ``ref`` names (file, folder, ``db#id``), migrated and validated in full, with its
     typed body. The record's body stays the data as stored (migrated to the current schema): readers that take
     a mapping see exactly the keys the checkpoint holds, and the typed body says they are of the right types.
 
     A body that does not validate raises :class:`~crewpoint.checkpoint.schema.DamagedBody` naming the field,
-    before anything acts on it.
+    before anything acts on it. ``provider``: the store's provider, when the caller reads many of its checkpoints.
     """
     ref = os.fspath(ref)
-    provider = provider_for(ref)
+    provider = provider if provider is not None else provider_for(ref)
     record = provider.read(ref, checkpoint_id)
     source = record.meta.id or record.meta.location or ref
     record.body = migrate(record.body, source)

@@ -44,10 +44,20 @@ def dotted(parts: Sequence[str | int]) -> str:
     return ".".join(str(p) for p in parts)
 
 
+_TYPE_NAMES: dict[type, str] = {
+    type(None): "null",
+    bool: "true/false",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    tuple: "a list",
+    dict: "an object",
+}
+
+
 def type_name(value: Any) -> str:
-    names = {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "a string"}
-    names.update({list: "a list", tuple: "a list", dict: "an object"})
-    return names.get(type(value), type(value).__name__)
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def shown(value: Any) -> str:
@@ -121,12 +131,20 @@ class OneOf(Spec):
     def __init__(self, *specs: Spec) -> None:
         self.specs = specs
         self.expected = " or ".join(dict.fromkeys(s.expected for s in specs))
+        self._null_taken = False
+        """A null was taken by the null member, every member before it refusing it: so is every null after (a
+        member's answer depends on the value alone), without the refusals made again (most fields are null)."""
 
     def check(self, value: Any, path: Path) -> Any:
+        if value is None and self._null_taken:
+            return None
         deeper: Bad | None = None
         for spec in self.specs:
             try:
-                return spec.check(value, path)
+                taken = spec.check(value, path)
+                if value is None and isinstance(spec, _Null):
+                    self._null_taken = True
+                return taken
             except Bad as bad:  # a member that took the value's kind and failed inside says most
                 if deeper is None and (len(bad.path) > len(path) or bad.kind_taken):
                     deeper = bad

@@ -37,26 +37,30 @@ def check(ctx: click.Context, location_arg: str | None, app: str | None, as_json
     No LLM is called and nothing is written. Exit 0 when every checkpoint can resume; 1 when one cannot, or with
     --strict when any would not resume unchanged; 2 for bad input (no store, a program that does not load).
     """
-    # lazy: the comparison loads the engine and the program, which only this command needs
-    from crewpoint.checkpoint import ops
+    # lazy: the comparison loads the engine and the program, which only this command needs; the store is found
+    # and listed by its own modules, not through ops (which loads describe, diff and cost for the other commands)
     from crewpoint.checkpoint.check import ProgramCheck
     from crewpoint.checkpoint.program import project_app
+    from crewpoint.checkpoint.prune_plan import store_named
+    from crewpoint.checkpoint.stores import list_checkpoints
     from crewpoint.providers import provider_for
     from crewpoint.tui.store_index import StoreIndex
 
     with bad_input(ctx):
-        store = ops.store_named(location_of(ctx, location_arg))
+        store = store_named(location_of(ctx, location_arg))
         program = app or project_app()
         if not program:
             raise ValueError("name your program: --app FILE.py:ATTR (or app in [tool.crewpoint] of pyproject.toml)")
-        index = StoreIndex.build(ops.list_checkpoints(store), runs=provider_for(store).read_runs(store))
-        checker = ProgramCheck(program)
+        provider = provider_for(store)
+        index = StoreIndex.build(list_checkpoints(store), runs=provider.read_runs(store))
         heads = []
         for segment in index.segments.values():
             state = index.state_of(segment)
             if (state is None and not segment.finished) or state in RESUMABLE:
                 heads.append(segment.head)
         heads.sort(key=lambda meta: meta.created_at)
+        # every checkpoint is read through the store's provider, found once (not once per checkpoint)
+        checker = ProgramCheck(program, provider if all(m.location for m in heads) else None)
         if heads:  # a program that does not load at all is bad input, not a checkpoint that cannot resume
             checker.program(heads[0].entity_kind)
         results = [checker.check(m.location or m.id, m.id, f"{m.entity_kind} {m.entity_name}") for m in heads]
