@@ -1,6 +1,7 @@
 """A run of the fleet recovered after its worker died, when the program changed since its checkpoint: the worker's
 ``--recover`` decides (rerun the changed tasks, keep their saved outputs, or refuse), and the plan is in the worker's
-log. Real PostgreSQL, real worker processes killed with SIGKILL, a real model server on 127.0.0.1."""
+log. A run whose model keeps failing ends failed with the reason, once. Real PostgreSQL, real worker processes killed
+with SIGKILL, a real model server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -90,3 +91,28 @@ def test_a_recovered_run_whose_program_changed_follows_recover(
     else:
         assert "s1: changed, saved output kept" in said
         assert asked["step 1 of t"] == 1  # its saved output was used
+
+
+def test_a_run_whose_model_keeps_failing_ends_failed_with_the_reason_and_is_not_run_again(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    server.mode = "always_fail"
+    server.fail_status = 503
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    worker = start_worker(pg_location, tmp_path, env)
+    said = tmp_path / "worker-0.log"
+    try:
+        wait_for(lambda: "job 1 failed" in said.read_text(encoding="utf-8"), "the worker saying the run failed")
+        server.mode = "echo"  # the model answers now: a run put back in the queue would finish
+        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
+        wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the next job finished on the same worker")
+    finally:
+        _stop(worker)
+    failed = [j for j in status(pg_location)[1] if j.id == 1]
+    assert [(j.status, j.attempts) for j in failed] == [("failed", 1)]  # ended once, never queued again
+    assert _asked(server)["step 1 of t"] == 5  # the first task's call, tried five times, nothing after it
+    assert not any(key.endswith(" of t") and not key.startswith("step 1 ") for key in _asked(server))
+    line = next(line for line in said.read_text(encoding="utf-8").splitlines() if "job 1 failed" in line)
+    assert "HTTP 503" in line and "gave up after 5 tries" in line, line
