@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import shlex
+import signal
 import socket
 import sys
 import time
@@ -210,7 +211,14 @@ async def _run_child(
     child = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
     )
-    _, err = await child.communicate(json.dumps({"inputs": job.inputs, "budget": job.budget}).encode())
+    try:
+        _, err = await child.communicate(json.dumps({"inputs": job.inputs, "budget": job.budget}).encode())
+    except asyncio.CancelledError:  # the job was aborted (checkpoint stop) or this worker stops: the run is
+        if child.returncode is None:  # interrupted as Ctrl-C would, and ends with its checkpoint
+            child.send_signal(signal.SIGINT)
+            await child.wait()
+        _say(f"job {job_id} stopped: its run was interrupted")
+        raise
     code = child.returncode
     lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
     last = lines[-1] if lines else ""
@@ -223,7 +231,7 @@ async def _run_child(
         _say(f"job {job_id}: this worker lost the run's lock (stopped or cut off); another worker runs it")
         raise Busy(f"job {job_id}: its run went on in another process")
     took = time.monotonic() - started
-    if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET):
+    if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET, ExitCode.INTERRUPTED):
         _say(f"job {job_id} ended in {took:.1f}s{': ' + last if last else ''}")
         return
     _say(f"job {job_id} failed (exit {code}): {last}")

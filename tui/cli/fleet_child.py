@@ -188,7 +188,12 @@ def run(
                 options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
                 outcome = run_checkpoint(options, planned=_plan_recovery(options, recover))
                 print(outcome.message, file=sys.stderr)
-                codes = {"finished": 0, "waiting": ExitCode.WAITING, "budget": ExitCode.BUDGET}
+                codes = {
+                    "finished": 0,
+                    "waiting": ExitCode.WAITING,
+                    "budget": ExitCode.BUDGET,
+                    "interrupted": ExitCode.INTERRUPTED,
+                }
                 return int(codes.get(outcome.kind, ExitCode.FAILED))
             return _start(job, location, budget)
         finally:
@@ -203,6 +208,9 @@ def _start(job: Job, location: str, budget: Any) -> int:
         entity.budget = budget
     try:
         result = entity.kickoff(dict(job.inputs)) if job.inputs else entity.kickoff()
+    except KeyboardInterrupt:  # the job was aborted: the run's checkpoint holds where it stopped
+        print("interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     except BudgetExceeded as exc:
         print(f"stopped at its budget: spent {exc.spent()} of {exc.budget}", file=sys.stderr)
         return int(ExitCode.BUDGET)
@@ -225,6 +233,9 @@ def main(argv: list[str]) -> int:
     except FleetError as exc:
         print(f"crewpoint: {exc}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
+    except KeyboardInterrupt:  # stopped before its run started
+        print("interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         print(f"crewpoint: the run failed: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
         return int(ExitCode.FAILED)

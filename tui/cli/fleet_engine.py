@@ -213,3 +213,33 @@ def status(location: str) -> tuple[list[WorkerRow], list[JobRow]]:
             ).fetchall()
         ]
     return workers, jobs
+
+
+def abort(location: str, run: str) -> tuple[int, str | None, bool] | None:
+    """Ask the worker running the fleet's job of ``run`` (the job's number, or its run's lineage or the start of
+    it) to stop it: the worker interrupts the run, which ends ``interrupted`` with a checkpoint (a job still queued
+    is cancelled). The job's number, its run's lineage and whether it was running; None when no queued or running
+    job of the fleet is that run, or the store has no fleet."""
+    place = where(location)
+    wanted = run.strip()
+    if not wanted:
+        return None
+    with connect(location) as conn:
+        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+        if queue is None or queue[0] is None:
+            return None
+        rows = conn.execute(
+            "SELECT f.job_id, f.lineage, j.status FROM crewpoint_fleet_runs f"
+            " JOIN procrastinate_jobs j ON j.id = f.job_id WHERE j.status IN ('todo', 'doing')"
+            " AND (f.job_id::text = %s OR left(f.lineage, length(%s)) = %s)",
+            (wanted, wanted, wanted),
+        ).fetchall()
+    if len(rows) > 1:
+        raise FleetError(f"{wanted!r} names {len(rows)} runs of the fleet: give more of the run's id")
+    if not rows:
+        return None
+    job_id, lineage, running = int(rows[0][0]), rows[0][1], rows[0][2] == "doing"
+    app = make_app(location)
+    with app.open():
+        app.job_manager.cancel_job_by_id(job_id, abort=True)
+    return job_id, lineage, running
