@@ -243,3 +243,34 @@ def abort(location: str, run: str) -> tuple[int, str | None, bool] | None:
     with app.open():
         app.job_manager.cancel_job_by_id(job_id, abort=True)
     return job_id, lineage, running
+
+
+STALE_WORKER = 30.0
+"""Seconds without a heartbeat after which a running job's worker is taken as gone (the workers' default
+``--stalled-after``): its run shows ``recovering`` until another worker takes it."""
+
+
+def run_states(location: str) -> dict[str, str]:
+    """Lineage → what the fleet does with the run now, for ``list``'s STATUS: ``queued``, ``running on HOST`` or
+    ``recovering`` (its worker stopped, or it waits to be taken again); runs the fleet is done with are left out,
+    as is every run of a store without the fleet's tables. Reads only (imports no procrastinate)."""
+    place = where(location)
+    with connect(location) as conn:
+        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+        if queue is None or queue[0] is None:
+            return {}
+        rows = conn.execute(
+            "SELECT f.lineage, j.status, f.host, f.attempts, w.id IS NOT NULL"
+            " AND w.last_heartbeat > now() - make_interval(secs => %s)"
+            " FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j ON j.id = f.job_id"
+            " LEFT JOIN procrastinate_workers w ON w.id = j.worker_id"
+            " WHERE f.lineage IS NOT NULL AND j.status IN ('todo', 'doing') ORDER BY j.id",
+            (STALE_WORKER,),
+        ).fetchall()
+    states: dict[str, str] = {}
+    for lineage, job_status, host, attempts, worker_alive in rows:
+        if job_status == "doing" and worker_alive:
+            states[lineage] = f"running on {host}" if host else "running"
+        else:
+            states[lineage] = "recovering" if attempts or job_status == "doing" else "queued"
+    return states
