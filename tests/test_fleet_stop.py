@@ -1,6 +1,7 @@
 """``crewpoint checkpoint stop RUN`` on a run of the fleet: its job is aborted, the worker interrupts the run's
 process, and the run ends interrupted with a checkpoint its resume goes on from; the worker goes on with other jobs.
-Real PostgreSQL, a real worker process, a real model server on 127.0.0.1."""
+On a local run it sends SIGINT to the process verified as that run. Real PostgreSQL, a real worker process, a real
+model server on 127.0.0.1, a real program's process."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.processes import user_env
+from support.processes import done_counts, gated_demo, user_env
 from support.waiting import wait_for
 from test_fleet import PROGRAM, _cli, _finished_steps, _in_group, _stop, _submit
 from test_fleet_recover import start_worker
@@ -89,3 +90,37 @@ def test_stop_cancels_a_queued_job_and_a_run_that_is_not_live_is_one_line(pg_loc
     assert queued.returncode == 0, queued.stderr
     assert queued.stdout.startswith("cancelled job 1: no worker had started it"), queued.stdout
     assert status(pg_location)[1][0].status == "cancelled"
+
+
+def test_stop_interrupts_a_local_run_in_the_process_verified_as_that_run(tmp_path: Path) -> None:
+    from crewpoint.providers.runs import read_runs
+
+    store = tmp_path / "store"
+    env = user_env()
+    proc = subprocess.Popen(gated_demo(store), cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+
+        def live_after_its_first_task() -> bool:
+            assert proc.poll() is None
+            return bool(done_counts(store)) and any(r.status == "running" for r in read_runs(str(store)))
+
+        wait_for(live_after_its_first_task, "the run live, held after its first task")
+        run = next(r for r in read_runs(str(store)) if r.status == "running")
+        stopped = subprocess.run(
+            _cli("checkpoint", "stop", run.run_id[:8], "-l", str(store)),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.startswith(f"stopping run {run.run_id[:8]}"), stopped.stdout
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    record = next(r for r in read_runs(str(store)) if r.run_id == run.run_id)
+    assert record.status == "interrupted"
+    assert record.checkpoint_id is not None
