@@ -231,7 +231,10 @@ async def _run_child(
         _say(f"job {job_id}: this worker lost the run's lock (stopped or cut off); another worker runs it")
         raise Busy(f"job {job_id}: its run went on in another process")
     took = time.monotonic() - started
-    if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET, ExitCode.INTERRUPTED):
+    if code == ExitCode.INTERRUPTED:  # a signal not from checkpoint stop (Ctrl-C on the worker's terminal)
+        _say(f"job {job_id}: its run was interrupted; queued again to go on from its checkpoint")
+        raise Busy(f"job {job_id}: its run was interrupted")
+    if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET):
         _say(f"job {job_id} ended in {took:.1f}s{': ' + last if last else ''}")
         return
     _say(f"job {job_id} failed (exit {code}): {last}")
