@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.pg_location import PgLocation, parse
 from crewpoint.providers.pg_sql import migrate
+from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     import procrastinate
@@ -270,7 +271,7 @@ def run_states(location: str) -> dict[str, str]:
     states: dict[str, str] = {}
     for lineage, job_status, host, attempts, worker_alive in rows:
         if job_status == "doing" and worker_alive:
-            states[lineage] = f"running on {host}" if host else "running"
+            states[lineage] = f"running on {visible(host, one_line=True)}" if host else "running"
         else:
             states[lineage] = "recovering" if attempts or job_status == "doing" else "queued"
     return states
