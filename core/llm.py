@@ -9,10 +9,12 @@ checkpoint, an event, a log line or an error message.
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
 import logging
 import os
+import random
 import re
 import threading
 import time
@@ -679,7 +681,33 @@ class LLMError(RuntimeError):
         self.status = status
 
 
-_RETRY_DELAYS = (0.2, 0.5)
+_RETRIES = 4
+"""Retries of a call the server could not answer now (HTTP 429, 5xx, a timeout) before it fails with the reason."""
+_BACKOFF = 0.25
+"""Seconds before the first retry; each next one waits twice as long, jittered between a half and the whole."""
+_WAIT_CAP = 30.0
+"""The longest wait before a retry, whatever the server's ``Retry-After`` asks."""
+
+
+def _retry_wait(attempt: int, retry_after: str | None = None) -> float:
+    """Seconds before retry ``attempt`` (0: the first): the server's ``Retry-After`` (seconds or an HTTP date) when
+    it gives one, else exponential backoff with jitter (calls that failed together do not come back together)."""
+    if retry_after:
+        try:
+            asked = float(retry_after)
+        except ValueError:
+            try:
+                asked = email.utils.parsedate_to_datetime(retry_after).timestamp() - time.time()
+            except (TypeError, ValueError):
+                asked = -1.0
+        if asked >= 0:
+            return min(asked, _WAIT_CAP)
+    step = min(_WAIT_CAP, _BACKOFF * 2**attempt)
+    return random.uniform(step / 2, step)
+
+
+def _gave_up(error: LLMError) -> LLMError:
+    return LLMError(f"{error}; gave up after {_RETRIES + 1} tries", status=error.status)
 
 
 def _is_retryable(status: int) -> bool:
@@ -896,19 +924,24 @@ class LLM(BaseLLM):
         self._check_reachable()
         body = self._body(messages, kwargs)
         with httpx.Client(timeout=self.timeout) as client:
-            for attempt in range(len(_RETRY_DELAYS) + 1):
+            for attempt in range(_RETRIES + 1):
                 try:
                     with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
                         if response.status_code >= 400:
                             content = response.read()
-                            if _is_retryable(response.status_code) and attempt < len(_RETRY_DELAYS):
-                                self._log_retry(response.status_code, attempt)
-                                time.sleep(_RETRY_DELAYS[attempt])
+                            if _is_retryable(response.status_code):
+                                if attempt == _RETRIES:
+                                    raise _gave_up(self._status_error(response.status_code, content))
+                                time.sleep(self._retry(response, attempt))
                                 continue
                             raise self._status_error(response.status_code, content)
                         if self.stream and self._is_sse(response):
                             return self._read_stream(response.iter_lines())
                         return self._parse_json(response.read())
+                except httpx.TimeoutException as exc:
+                    if attempt == _RETRIES:
+                        raise _gave_up(self._transport_error(exc)) from None
+                    time.sleep(self._retry(None, attempt))
                 except httpx.HTTPError as exc:
                     raise self._transport_error(exc) from None
         raise AssertionError("unreachable")
@@ -930,14 +963,15 @@ class LLM(BaseLLM):
         self._check_reachable()
         body = self._body(messages, kwargs)
         async with httpx.AsyncClient(timeout=self.timeout) as client:
-            for attempt in range(len(_RETRY_DELAYS) + 1):
+            for attempt in range(_RETRIES + 1):
                 try:
                     async with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
                         if response.status_code >= 400:
                             content = await response.aread()
-                            if _is_retryable(response.status_code) and attempt < len(_RETRY_DELAYS):
-                                self._log_retry(response.status_code, attempt)
-                                await asyncio.sleep(_RETRY_DELAYS[attempt])
+                            if _is_retryable(response.status_code):
+                                if attempt == _RETRIES:
+                                    raise _gave_up(self._status_error(response.status_code, content))
+                                await asyncio.sleep(self._retry(response, attempt))
                                 continue
                             raise self._status_error(response.status_code, content)
                         if self.stream and self._is_sse(response):
@@ -948,18 +982,21 @@ class LLM(BaseLLM):
                                     break
                             return stream.text()
                         return self._parse_json(await response.aread())
+                except httpx.TimeoutException as exc:
+                    if attempt == _RETRIES:
+                        raise _gave_up(self._transport_error(exc)) from None
+                    await asyncio.sleep(self._retry(None, attempt))
                 except httpx.HTTPError as exc:
                     raise self._transport_error(exc) from None
         raise AssertionError("unreachable")
 
-    def _log_retry(self, status: int, attempt: int) -> None:
-        log.info(
-            "LLM %s at %s returned HTTP %d; retrying in %.1fs",
-            self.model,
-            self.base_url,
-            status,
-            _RETRY_DELAYS[attempt],
-        )
+    def _retry(self, response: httpx.Response | None, attempt: int) -> float:
+        """The wait before retry ``attempt`` of a call the server answered with ``response`` (None: it timed out),
+        logged."""
+        wait = _retry_wait(attempt, response.headers.get("retry-after") if response is not None else None)
+        what = f"returned HTTP {response.status_code}" if response is not None else f"timed out ({self.timeout:g}s)"
+        log.info("LLM %s at %s %s; retrying in %.1fs", self.model, self.base_url, what, wait)
+        return wait
 
 
 # -- defaults ---------------------------------------------------------------------------------------------

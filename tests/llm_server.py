@@ -7,9 +7,13 @@ Set ``server.mode`` to choose how ``POST /v1/chat/completions`` answers:
 - ``"stream"``: the same text as server-sent events in ``server.chunks`` content chunks, then ``[DONE]``;
 - ``"fail_then_ok"``: HTTP ``server.fail_status`` (500) ``server.failures`` times, then like ``"echo"``;
 - ``"always_fail"``: HTTP ``server.fail_status`` every time;
+- ``"slow_then_ok"``: waits ``server.delay`` seconds before answering ``server.failures`` times, then like
+  ``"echo"`` (a client whose timeout is shorter times out that often);
 - ``"unauthorized"``: HTTP 401 with an OpenAI-style error body whose message is ``server.error_message``;
 - ``"malformed"``: HTTP 200 with a body that is not JSON;
 - ``"slow"``: waits ``server.delay`` seconds before answering like ``"echo"``.
+
+``server.retry_after`` (text) is sent as the ``Retry-After`` header of each failed answer.
 
 ``server.usage`` (a dict) is the ``usage`` object every answer reports instead of the counted one (streamed: in
 the last chunk, when the request asks with ``stream_options.include_usage``); ``server.report_usage = False``
@@ -45,6 +49,7 @@ class LLMServer:
         self.chunks = 3
         self.failures = 1
         self.fail_status = 500
+        self.retry_after: str | None = None
         self.delay = 2.0
         self.error_message = "Incorrect API key provided."
         self.reply: str | None = None
@@ -131,15 +136,23 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+        def _send(
+            self,
+            status: int,
+            payload: bytes,
+            content_type: str = "application/json",
+            headers: dict[str, str] | None = None,
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
 
-        def _send_json(self, status: int, data: Any) -> None:
-            self._send(status, json.dumps(data).encode("utf-8"))
+        def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+            self._send(status, json.dumps(data).encode("utf-8"), headers=headers)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -157,7 +170,10 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(
                     server.fail_status,
                     {"error": {"message": "the server is overloaded", "type": "server_error"}},
+                    {"Retry-After": server.retry_after} if server.retry_after is not None else None,
                 )
+                return
+            if mode == "slow_then_ok" and number <= server.failures and server._stopping.wait(server.delay):
                 return
             if mode == "unauthorized":
                 self._send_json(

@@ -291,25 +291,47 @@ def test_llm_streams_chunk_events_in_order(llm_server: LLMServer, events: list[B
     assert isinstance(completed, LLMCallCompletedEvent) and completed.completion_tokens == 9
 
 
-def test_llm_retries_server_errors(llm_server: LLMServer, no_key: None) -> None:
+def test_llm_retries_server_errors_with_growing_waits(llm_server: LLMServer, no_key: None) -> None:
     llm_server.mode = "fail_then_ok"
-    llm_server.failures = 2
+    llm_server.failures = 3
     llm = LLM(model="m", base_url=llm_server.base_url)
     started = time.monotonic()
     assert llm.call([user("again")]) == "echo: again"
-    assert time.monotonic() - started >= 0.7
+    assert time.monotonic() - started >= 0.125 + 0.25 + 0.5  # at least half of each doubling wait
+    assert len(llm_server.requests) == 4
+
+
+def test_llm_waits_as_long_as_retry_after_asks(llm_server: LLMServer, no_key: None) -> None:
+    llm_server.mode = "fail_then_ok"
+    llm_server.fail_status = 429
+    llm_server.retry_after = "1.5"
+    llm = LLM(model="m", base_url=llm_server.base_url)
+    started = time.monotonic()
+    assert llm.call([user("later")]) == "echo: later"
+    assert time.monotonic() - started >= 1.5
+    assert len(llm_server.requests) == 2
+
+
+def test_llm_retries_a_call_that_timed_out(llm_server: LLMServer, no_key: None) -> None:
+    llm_server.mode = "slow_then_ok"
+    llm_server.failures = 2
+    llm_server.delay = 5.0
+    assert LLM(model="m", base_url=llm_server.base_url, timeout=0.3).call([user("slow")]) == "echo: slow"
     assert len(llm_server.requests) == 3
 
 
-def test_llm_gives_up_after_two_retries(llm_server: LLMServer, events: list[BaseEvent], no_key: None) -> None:
+def test_llm_gives_up_after_its_retries_with_the_reason(
+    llm_server: LLMServer, events: list[BaseEvent], no_key: None
+) -> None:
     llm_server.mode = "always_fail"
     llm_server.fail_status = 429
     llm = LLM(model="m", base_url=llm_server.base_url)
     with pytest.raises(LLMError) as info:
         llm.invoke([user("again")])
-    assert len(llm_server.requests) == 3
+    assert len(llm_server.requests) == 5
     assert info.value.status == 429
     assert "HTTP 429" in str(info.value) and "the server is overloaded" in str(info.value)
+    assert str(info.value).endswith("gave up after 5 tries")
     assert [e.type for e in events] == ["llm_call_started", "llm_call_failed"]
 
 
@@ -341,9 +363,10 @@ def test_llm_timeout(llm_server: LLMServer, no_key: None) -> None:
     llm_server.mode = "slow"
     llm_server.delay = 5
     started = time.monotonic()
-    with pytest.raises(LLMError, match=r"did not answer within 0\.3s"):
+    with pytest.raises(LLMError, match=r"did not answer within 0\.3s.*; gave up after 5 tries$"):
         LLM(model="m", base_url=llm_server.base_url, timeout=0.3).call([user("hi")])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # five tries of 0.3 s and the waits between, not the server's 5 s each
+    assert len(llm_server.requests) == 5
 
 
 def test_llm_connection_refused(events: list[BaseEvent], no_key: None) -> None:

@@ -89,6 +89,9 @@ NOT_RUN = {
     "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
     "export CREWPOINT_CHECKPOINT_LOCATION=postgresql": "needs the PostgreSQL server db.internal of the example; "
     "tests/test_postgres_location.py runs these commands on a local server",
+    "crewpoint worker --app crew1.py:crew &": "workers run until stopped and the commands need a PostgreSQL server: "
+    "tests/test_fleet.py runs workers, submit and worker --status, tests/test_fleet_list.py the list's STATUS while a "
+    "worker is killed, tests/test_fleet_stop.py checkpoint stop, tests/test_fleet_recover.py --recover",
     "python scripts/pg_local.py": "starts a PostgreSQL server that runs until Ctrl-C (tests/pg_server.py is its core)",
     "crewpoint checkpoint serve --location": "starts a web server that runs until Ctrl-C; tests/test_serve.py drives "
     "these options with a real browser",

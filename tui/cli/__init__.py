@@ -64,6 +64,10 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
             "serve",
             "Serve the app to web browsers until Ctrl-C; prints the URL to open, with the access token in it.",
         ),
+        "stop": (
+            "stop",
+            "Stop the live run RUN (an id or its start; a fleet job's number): it ends interrupted with a checkpoint.",
+        ),
     },
 }
 """Group → command → (the module that registers it, its short help as ``--help`` lists it): a command's module is

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import shlex
+import signal
 import socket
 import sys
 import time
@@ -180,7 +181,7 @@ async def _work(
             why = f"this worker runs only {', '.join(programs)}, not {visible(job.program, one_line=True)}"
             _say(f"job {job_id} refused: {why}")
             raise Refused(why)
-        await _run_child(location, job_id, job, heartbeat, stalled_after)
+        await _run_child(location, job_id, job, heartbeat, stalled_after, recover)
 
     async with app.open_async():
         recovery = asyncio.create_task(_recover(app, heartbeat, stalled_after))
@@ -197,27 +198,42 @@ async def _work(
             recovery.cancel()
 
 
-async def _run_child(location: str, job_id: int, job: Job, heartbeat: float, stalled_after: float) -> None:
+async def _run_child(
+    location: str, job_id: int, job: Job, heartbeat: float, stalled_after: float, recover: str
+) -> None:
     # lazy: the job's arguments as the child reads them
     import json
 
     env = {**os.environ, "CREWPOINT_CHECKPOINT_LOCATION": location}
     argv = [sys.executable, "-m", "crewpoint.tui.cli.fleet_child", str(job_id), job.program]
-    argv += [f"{heartbeat:g}", f"{stalled_after:g}"]
+    argv += [f"{heartbeat:g}", f"{stalled_after:g}", recover]
     started = time.monotonic()
     child = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
     )
-    _, err = await child.communicate(json.dumps({"inputs": job.inputs, "budget": job.budget}).encode())
+    try:
+        _, err = await child.communicate(json.dumps({"inputs": job.inputs, "budget": job.budget}).encode())
+    except asyncio.CancelledError:  # the job was aborted (checkpoint stop) or this worker stops: the run is
+        if child.returncode is None:  # interrupted as Ctrl-C would, and ends with its checkpoint
+            child.send_signal(signal.SIGINT)
+            await child.wait()
+        _say(f"job {job_id} stopped: its run was interrupted")
+        raise
     code = child.returncode
     lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
     last = lines[-1] if lines else ""
+    for line in lines:  # the plan a recovered run follows, recorded with the run in the worker's log
+        if line.startswith("recover: ") and line != last:
+            _say(f"job {job_id} {line}")
     if code == BUSY:
         raise Busy(f"job {job_id}: its run is held by another process")
     if code == LOST:
         _say(f"job {job_id}: this worker lost the run's lock (stopped or cut off); another worker runs it")
         raise Busy(f"job {job_id}: its run went on in another process")
     took = time.monotonic() - started
+    if code == ExitCode.INTERRUPTED:  # a signal not from checkpoint stop (Ctrl-C on the worker's terminal)
+        _say(f"job {job_id}: its run was interrupted; queued again to go on from its checkpoint")
+        raise Busy(f"job {job_id}: its run was interrupted")
     if code in (ExitCode.OK, ExitCode.WAITING, ExitCode.BUDGET):
         _say(f"job {job_id} ended in {took:.1f}s{': ' + last if last else ''}")
         return

@@ -1,12 +1,15 @@
 """One job of the fleet, in a child process of a worker: ``python -m crewpoint.tui.cli.fleet_child JOB PROGRAM
-HEARTBEAT STALLED``.
+HEARTBEAT STALLED [RECOVER]``.
 
 Only a worker starts this module, so it imports the engine at once. The store's location comes in
 ``CREWPOINT_CHECKPOINT_LOCATION`` (never on the command line, where a password would show), the job's inputs and
 budget as JSON on stdin. The child takes the run's advisory lock (another process holding it: exit
 :data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run
 on the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
-resumes the newest of them: finished tasks never run again. Exit codes are the command line's.
+resumes the newest of them: finished tasks never run again. A recovered run whose program changed since its
+checkpoint follows RECOVER (``rerun``, the default: changed tasks run again; ``keep``: their saved outputs are used;
+``strict``: refused), and the plan is said on stderr in a line starting ``recover:``, which the worker repeats in its
+log. Exit codes are the command line's.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import AppError, load_app
-from crewpoint.checkpoint.run import RunOptions, run_checkpoint
+from crewpoint.checkpoint.run import PlannedRun, RunOptions, plan_run, run_checkpoint, shown_id
 from crewpoint.checkpoint.stores import list_checkpoints
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
@@ -33,6 +37,9 @@ from crewpoint.tui.cli.fleet_engine import BUSY, LOST, FleetError, Job, connect,
 from crewpoint.tui.diagnostics import ExitCode
 
 KINDS = ("crew", "flow", "agent")
+
+RECOVER = ("rerun", "keep", "strict")
+"""What a recovered run does when its program changed since its checkpoint (the worker's ``--recover``)."""
 
 
 def _load(spec: str) -> Any:
@@ -108,7 +115,44 @@ def _fence_writes(fence: Fence) -> None:
     PostgresProvider.write = fenced  # type: ignore[method-assign]  # this process's writes only
 
 
-def run(job_id: int, job: Job, location: str, heartbeat: float = 10.0, stalled_after: float = 30.0) -> int:
+def _plan_recovery(options: RunOptions, recover: str) -> PlannedRun:
+    """The resume of a recovered run, planned as ``recover`` says when its program changed since the checkpoint;
+    the plan is said in one line. A refusal raises :class:`FleetError` with the plan's reason."""
+    planned = plan_run(options)
+    changes = planned.prepared.changes
+    if changes is None or changes.unchanged:
+        return planned
+    at = shown_id(planned.record.meta.id)
+    if recover == "strict" or changes.blocked:
+        what = "; ".join(f"{v.name}: {v.verdict}" for v in changes.verdicts if v.verdict != "kept")
+        why = what or changes.blocked
+        refusal = "--recover strict refuses it" if recover == "strict" else "it cannot go on"
+        raise FleetError(
+            f"the program changed since checkpoint {at} ({why}): {refusal}; start a worker with --recover rerun"
+            " or keep to go on"
+        )
+    if recover == "keep" and planned.prepared.task_ids:
+        changed = tuple(str(v.index + 1) for v in changes.verdicts if v.verdict == "changed" and v.index is not None)
+        if changed:
+            planned = plan_run(replace(options, keep=changed))
+            changes = planned.prepared.changes or changes
+    said = "; ".join(
+        f"{v.name}: {v.verdict}, {'runs' if v.runs else 'saved output kept'}"
+        for v in changes.verdicts
+        if v.verdict != "kept"
+    )
+    print(f"recover: the program changed since checkpoint {at} (--recover {recover}): {said}", file=sys.stderr)
+    return planned
+
+
+def run(
+    job_id: int,
+    job: Job,
+    location: str,
+    heartbeat: float = 10.0,
+    stalled_after: float = 30.0,
+    recover: str = "rerun",
+) -> int:
     """Run the job's run to its end; the exit code."""
     with connect(location) as conn:
         held = conn.execute("SELECT pg_try_advisory_lock(%s)", (run_lock_key(location, job_id),)).fetchone()
@@ -142,9 +186,14 @@ def run(job_id: int, job: Job, location: str, heartbeat: float = 10.0, stalled_a
         try:
             if newest is not None:
                 options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
-                outcome = run_checkpoint(options)
+                outcome = run_checkpoint(options, planned=_plan_recovery(options, recover))
                 print(outcome.message, file=sys.stderr)
-                codes = {"finished": 0, "waiting": ExitCode.WAITING, "budget": ExitCode.BUDGET}
+                codes = {
+                    "finished": 0,
+                    "waiting": ExitCode.WAITING,
+                    "budget": ExitCode.BUDGET,
+                    "interrupted": ExitCode.INTERRUPTED,
+                }
                 return int(codes.get(outcome.kind, ExitCode.FAILED))
             return _start(job, location, budget)
         finally:
@@ -159,6 +208,9 @@ def _start(job: Job, location: str, budget: Any) -> int:
         entity.budget = budget
     try:
         result = entity.kickoff(dict(job.inputs)) if job.inputs else entity.kickoff()
+    except KeyboardInterrupt:  # the job was aborted: the run's checkpoint holds where it stopped
+        print("interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     except BudgetExceeded as exc:
         print(f"stopped at its budget: spent {exc.spent()} of {exc.budget}", file=sys.stderr)
         return int(ExitCode.BUDGET)
@@ -172,12 +224,18 @@ def main(argv: list[str]) -> int:
     location = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION", "")
     try:
         job_id, program, heartbeat, stalled_after = int(argv[0]), argv[1], float(argv[2]), float(argv[3])
+        recover = argv[4] if len(argv) > 4 else "rerun"
+        if recover not in RECOVER:
+            raise FleetError(f"--recover {recover!r} is not one of {', '.join(RECOVER)}")
         args = json.loads(sys.stdin.read() or "{}")
         job = Job.of({**args, "program": program})
-        return run(job_id, job, location, heartbeat, stalled_after)
+        return run(job_id, job, location, heartbeat, stalled_after, recover)
     except FleetError as exc:
         print(f"crewpoint: {exc}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
+    except KeyboardInterrupt:  # stopped before its run started
+        print("interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         print(f"crewpoint: the run failed: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
         return int(ExitCode.FAILED)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.pg_location import PgLocation, parse
 from crewpoint.providers.pg_sql import migrate
+from crewpoint.tui.visible import visible
 
 if TYPE_CHECKING:
     import procrastinate
@@ -213,3 +214,64 @@ def status(location: str) -> tuple[list[WorkerRow], list[JobRow]]:
             ).fetchall()
         ]
     return workers, jobs
+
+
+def abort(location: str, run: str) -> tuple[int, str | None, bool] | None:
+    """Ask the worker running the fleet's job of ``run`` (the job's number, or its run's lineage or the start of
+    it) to stop it: the worker interrupts the run, which ends ``interrupted`` with a checkpoint (a job still queued
+    is cancelled). The job's number, its run's lineage and whether it was running; None when no queued or running
+    job of the fleet is that run, or the store has no fleet."""
+    place = where(location)
+    wanted = run.strip()
+    if not wanted:
+        return None
+    with connect(location) as conn:
+        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+        if queue is None or queue[0] is None:
+            return None
+        rows = conn.execute(
+            "SELECT f.job_id, f.lineage, j.status FROM crewpoint_fleet_runs f"
+            " JOIN procrastinate_jobs j ON j.id = f.job_id WHERE j.status IN ('todo', 'doing')"
+            " AND (f.job_id::text = %s OR left(f.lineage, length(%s)) = %s)",
+            (wanted, wanted, wanted),
+        ).fetchall()
+    if len(rows) > 1:
+        raise FleetError(f"{wanted!r} names {len(rows)} runs of the fleet: give more of the run's id")
+    if not rows:
+        return None
+    job_id, lineage, running = int(rows[0][0]), rows[0][1], rows[0][2] == "doing"
+    app = make_app(location)
+    with app.open():
+        app.job_manager.cancel_job_by_id(job_id, abort=True)
+    return job_id, lineage, running
+
+
+STALE_WORKER = 30.0
+"""Seconds without a heartbeat after which a running job's worker is taken as gone (the workers' default
+``--stalled-after``): its run shows ``recovering`` until another worker takes it."""
+
+
+def run_states(location: str) -> dict[str, str]:
+    """Lineage → what the fleet does with the run now, for ``list``'s STATUS: ``queued``, ``running on HOST`` or
+    ``recovering`` (its worker stopped, or it waits to be taken again); runs the fleet is done with are left out,
+    as is every run of a store without the fleet's tables. Reads only (imports no procrastinate)."""
+    place = where(location)
+    with connect(location) as conn:
+        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+        if queue is None or queue[0] is None:
+            return {}
+        rows = conn.execute(
+            "SELECT f.lineage, j.status, f.host, f.attempts, w.id IS NOT NULL"
+            " AND w.last_heartbeat > now() - make_interval(secs => %s)"
+            " FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j ON j.id = f.job_id"
+            " LEFT JOIN procrastinate_workers w ON w.id = j.worker_id"
+            " WHERE f.lineage IS NOT NULL AND j.status IN ('todo', 'doing') ORDER BY j.id",
+            (STALE_WORKER,),
+        ).fetchall()
+    states: dict[str, str] = {}
+    for lineage, job_status, host, attempts, worker_alive in rows:
+        if job_status == "doing" and worker_alive:
+            states[lineage] = f"running on {visible(host, one_line=True)}" if host else "running"
+        else:
+            states[lineage] = "recovering" if attempts or job_status == "doing" else "queued"
+    return states

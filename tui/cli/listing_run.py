@@ -94,8 +94,9 @@ def _list(
             chunks = itertools.chain([metas], chunks)
     runs, requests = waiting_requests(store, _runs(store))
     costs = ListingCosts()
+    fleet = _fleet_states(store)
     if as_json:
-        statuses = ListingStatuses(runs).of(metas)
+        statuses = _with_fleet(ListingStatuses(runs).of(metas), metas, fleet)
         with bad_input(ctx):
             emit_json(
                 [
@@ -119,7 +120,8 @@ def _list(
     status_of = ListingStatuses(runs)
     with bad_input(ctx):
         for part in chunks:
-            widths = print_listing(HEADER if widths is None else None, part, status_of.of(part), widths, costs)
+            statuses = _with_fleet(status_of.of(part), part, fleet)
+            widths = print_listing(HEADER if widths is None else None, part, statuses, widths, costs)
 
 
 def _listed(store: str, branch: str | None) -> Iterator[CheckpointMeta]:
@@ -144,6 +146,34 @@ LISTED_REQUEST = ("request_id", "message", "label", "method", "task_index", "out
 
 def _asked(request: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: request[k] for k in LISTED_REQUEST if k in request} if request is not None else None
+
+
+FLEET_SHOWN = {None, "live", "crashed", "lost", "interrupted"}
+"""The statuses a run's record gives that the fleet knows better while it queues, runs or recovers the run."""
+
+
+def _fleet_states(store: str) -> dict[str, str]:
+    """Lineage → ``queued``, ``running on HOST`` or ``recovering`` for the runs of the fleet on a PostgreSQL store
+    (none elsewhere, or where the fleet's tables are missing)."""
+    if not store.startswith(("postgresql://", "postgres://")):
+        return {}
+    try:
+        # lazy: the fleet's engine reads its tables with psycopg, which only a PostgreSQL store has loaded
+        from crewpoint.tui.cli.fleet_engine import run_states
+
+        return run_states(store)
+    except Exception:  # the fleet's states only refine a column
+        return {}
+
+
+def _with_fleet(statuses: dict[str, str], metas: list[CheckpointMeta], fleet: dict[str, str]) -> dict[str, str]:
+    if not fleet:
+        return statuses
+    for meta in metas:
+        word = fleet.get(meta.lineage)
+        if word is not None and statuses.get(meta.id) in FLEET_SHOWN:
+            statuses[meta.id] = word
+    return statuses
 
 
 def _runs(store: str) -> list[Any]:
