@@ -62,6 +62,7 @@ class BrowserDialogs:
                 app=app,
                 body=shown.record.body,
                 later=self._later(shown.meta.id),
+                plan_at=(shown.meta.id, browser.controller.location),
             ),
             self._forked,
         )
@@ -101,7 +102,14 @@ class BrowserDialogs:
 
         question = browser.controller.resume_question(meta, info)
         browser.app.push_screen(
-            ResumeScreen(question, suggested_app(shown.record), shown.record.body, self._later(meta.id)), answered
+            ResumeScreen(
+                question,
+                suggested_app(shown.record),
+                shown.record.body,
+                self._later(meta.id),
+                plan_at=(meta.id, browser.controller.location),
+            ),
+            answered,
         )
 
     def answer(self) -> None:
@@ -162,6 +170,7 @@ class BrowserDialogs:
                 shown.record.body,
                 self._later(meta.id),
                 see_all=info_command(meta),
+                plan_at=(meta.id, browser.controller.location),
             ),
             answered,
         )

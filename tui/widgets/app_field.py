@@ -39,6 +39,12 @@ class AppField(Vertical):
         file: str | None
         error: str | None
 
+    @dataclass
+    class Named(Message):
+        """The field names a program file now (posted to the dialog after each check that finds one)."""
+
+        spec: str
+
     def __init__(self, spec: str | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.initial = spec or ""
@@ -47,6 +53,8 @@ class AppField(Vertical):
         self.file: str | None = None
         self.error: str | None = None
         self.checked_spec: str | None = None
+        self.typed = False
+        """Has the user changed the text from what the field started with (then it names their choice)?"""
 
     def compose(self) -> ComposeResult:
         yield Label("App (your program; empty: rebuild from the checkpoint alone)")
@@ -91,6 +99,7 @@ class AppField(Vertical):
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
+        self.typed = self.typed or event.value.strip() != self.initial.strip()
         self._check(event.value.strip())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="app-file")
@@ -115,6 +124,7 @@ class AppField(Vertical):
         if message.error is not None:
             note.update(Text(visible(f"✗ {message.error}")))
         elif message.file is not None:
+            self.post_message(self.Named(message.spec))
             shown = visible(f"runs {message.file}", one_line=True)
             if self.suggested:
                 shown += "\n" + visible(f"suggested: {self.source}", one_line=True)
