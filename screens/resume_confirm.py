@@ -112,7 +112,9 @@ class RunDialog(ModalScreen[T]):
 
     def plan_field(self, name: str) -> ComposeResult:
         """The plan lines of the program in the App field (id ``{name}-plan``), filled once a child dry run read it."""
-        yield Static("", markup=False, id=f"{name}-plan", classes="run-plan")
+        shown = Static("", markup=False, id=f"{name}-plan", classes="run-plan")
+        shown.display = False  # until a plan or why there is none: the dialog keeps its height without a program
+        yield shown
 
     @on(AppField.Named)
     def _program_named(self, message: AppField.Named) -> None:
@@ -147,6 +149,7 @@ class RunDialog(ModalScreen[T]):
         lines = [f"✗ {error}"] if error is not None else plan.lines() if plan is not None else []
         for shown in self.query(".run-plan").results(Static):
             shown.update(Text("\n".join(visible(line, one_line=True) for line in lines)))
+            shown.display = bool(lines)
         self.plan_shown()
 
     def plan_shown(self) -> None:
