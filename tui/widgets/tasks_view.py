@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from crewpoint.checkpoint.ops import CheckpointInfo
 from crewpoint.checkpoint.program import project_app
+from crewpoint.providers.formats import format_of_id
 from crewpoint.tui.launcher import PlanUnavailable, ProgramPlan, read_plan
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import EditedDetail, Rerun
@@ -102,7 +103,8 @@ class TasksView(VerticalScroll):
             for task in info.tasks
         ]
         await self.mount_all(cards)
-        if info.meta.location:  # the checkpoint's own file or ``DB#ID``: the child finds its store from it
+        # the checkpoint's own file or ``DB#ID``: the child finds its store from it; another tool's has no verdicts
+        if info.meta.location and not format_of_id(info.meta.id).foreign:
             self._read_verdicts(info.meta.id, info.meta.location)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="task-verdicts")
