@@ -1,6 +1,6 @@
 """The app marks what the program changed since a checkpoint, as the command line's dry run plans it: the Tasks tab
-marks each task (changed, dropped; the program's new tasks on a line), and the Resume and Fork dialogs list the
-verdicts, the Fork dialog's "Will run" from the plan.
+marks each task (changed, dropped; the program's new tasks on a line), and the Resume, Fork and Answer dialogs list
+the verdicts, the Fork dialog's "Will run" from the plan.
 
 Real parts: the user's program run to its end in its own process, then edited on disk; the app reads the plan from
 a child ``crewpoint checkpoint … --dry-run --json``, so the program is never imported in the app's process.
@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 from support.reading import choose, text_of
+from support.review import wait_in
 from support.waiting import settle, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from crewpoint.checkpoint import ops
+from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui import launcher
@@ -175,3 +177,28 @@ async def test_a_program_that_fails_is_said_in_one_line_and_nothing_is_marked(
         assert view.plan_error.endswith("RuntimeError: the program is broken")  # the child's own line, said once
         assert all(card.verdict is None for card in _cards(pilot).values())
         assert text_of(view.query_one("#tasks-verdicts", Static)) == f"✗ {view.plan_error}"
+
+
+async def test_the_answer_dialog_lists_what_the_bound_flow_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    row = wait_in(project, "store")  # the review flow, waiting for a person
+    source = (project / "review.py").read_text(encoding="utf-8")
+    assert 'return "published"' in source
+    (project / "review.py").write_text(source.replace('return "published"', 'return "published today"'))
+    (project / "pyproject.toml").write_text('[tool.crewpoint]\napp = "review.py:flow"\n', encoding="utf-8")
+    monkeypatch.chdir(project)
+    async with make_app(str(project / "store"), watch=False).run_test(size=SIZE) as pilot:
+        await choose(pilot, row["id"])
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, AnswerScreen))
+        dialog = pilot.app.screen
+        assert isinstance(dialog, AnswerScreen)
+        await wait_until(pilot, lambda: dialog.program_plan is not None or dialog.plan_error is not None, timeout=120)
+        assert dialog.plan_error is None and dialog.program_plan is not None
+        changed = [(t.name, t.verdict) for t in dialog.program_plan.tasks if t.verdict != "kept"]
+        assert changed == [("publish", "changed")]
+        shown = text_of(dialog.query_one("#answer-plan", Static))
+        assert "changed since the checkpoint" in shown and "changed  publish" in shown
+        await pilot.press("escape")

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 from textual.worker import get_current_worker
 
@@ -25,6 +26,9 @@ from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import EditedDetail, Rerun
 from crewpoint.tui.widgets.tab_view import ViewFilled
 from crewpoint.tui.widgets.task_card import TaskCard, clipped, info_command
+
+VERDICTS_DELAY = 0.4
+"""Seconds a checkpoint stays shown before its verdicts are asked for: moving through the tree starts no child."""
 
 
 class TasksView(VerticalScroll):
@@ -53,6 +57,7 @@ class TasksView(VerticalScroll):
         self.edits: dict[int, str] = {}
         self.checkpoint_id: str | None = None
         self._generation = 0
+        self._verdicts_timer: Timer | None = None
         self.plan: ProgramPlan | None = None
         """The verdicts of the shown checkpoint's tasks against the bound program (None: none bound, or not yet)."""
         self.plan_error: str | None = None
@@ -80,6 +85,8 @@ class TasksView(VerticalScroll):
         self._generation += 1
         self.plan, self.plan_error = None, None
         self._say_verdicts()
+        if self._verdicts_timer is not None:
+            self._verdicts_timer.stop()  # the cursor moved on: no child for the checkpoint it left
         await self.remove_children(TaskCard)
         bar = self.query_one(ProgressBar)
         summary = self.query_one("#tasks-summary", Static)
@@ -104,16 +111,17 @@ class TasksView(VerticalScroll):
         ]
         await self.mount_all(cards)
         # the checkpoint's own file or ``DB#ID``: the child finds its store from it; another tool's has no verdicts
-        if info.meta.location and not format_of_id(info.meta.id).foreign:
-            self._read_verdicts(info.meta.id, info.meta.location)
+        program = project_app()  # none bound: no child, the tab as it always was
+        if program and info.meta.location and not format_of_id(info.meta.id).foreign:
+            checkpoint_id, ref = info.meta.id, info.meta.location
+            self._verdicts_timer = self.set_timer(
+                VERDICTS_DELAY, lambda: self._read_verdicts(checkpoint_id, ref, program)
+            )
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="task-verdicts")
-    def _read_verdicts(self, checkpoint_id: str, ref: str) -> None:
-        """The verdicts against the bound program, from a child dry run (a fork's: it is refused for no live or
-        finished run); nothing starts when no program is bound."""
-        app = project_app()
-        if not app:
-            return
+    def _read_verdicts(self, checkpoint_id: str, ref: str, app: str) -> None:
+        """The verdicts against the bound program ``app``, from a child dry run (a fork's: it is refused for no
+        live or finished run)."""
         plan: ProgramPlan | None = None
         error: str | None = None
         try:
