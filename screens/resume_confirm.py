@@ -128,6 +128,9 @@ class RunDialog(ModalScreen[T]):
         if self._plan_timer is not None:
             self._plan_timer.stop()
         spec = message.spec
+        if message.file is None:  # no program named now: the plan of the one named before no longer holds
+            self._show_plan(spec, None, None)
+            return
         self._plan_timer = self.set_timer(PLAN_DELAY, lambda: self._read_plan(spec))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="run-plan")

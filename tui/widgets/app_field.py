@@ -41,9 +41,11 @@ class AppField(Vertical):
 
     @dataclass
     class Named(Message):
-        """The field names a program file now (posted to the dialog after each check that finds one)."""
+        """What the field names after each check: ``file`` is the program's file, None when it names none (empty,
+        or a spec that cannot run), posted on to the dialog."""
 
         spec: str
+        file: str | None
 
     def __init__(self, spec: str | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -119,12 +121,12 @@ class AppField(Vertical):
         if message.spec != self.spec:
             return
         self.checked_spec, self.file, self.error = message.spec, message.file, message.error
+        self.post_message(self.Named(message.spec, message.file))
         note = self.query_one("#app-file", Static)
         self.set_class(message.error is not None, "-bad")
         if message.error is not None:
             note.update(Text(visible(f"✗ {message.error}")))
         elif message.file is not None:
-            self.post_message(self.Named(message.spec))
             shown = visible(f"runs {message.file}", one_line=True)
             if self.suggested:
                 shown += "\n" + visible(f"suggested: {self.source}", one_line=True)
