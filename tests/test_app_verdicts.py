@@ -157,6 +157,7 @@ async def test_without_a_bound_program_no_child_starts_until_one_is_typed(
         assert [a[len(launcher.CHILD)] for a in asked] == ["resume"]
         shown = text_of(dialog.query_one("#resume-plan", Static))
         assert "changed  research: description changed" in shown and "dropped  write" in shown
+        assert "Will run: research, outline, scope; estimate ~$0.0000, plus 1 with no history" in shown
         field.value = ""  # no program now: the plan of the one named before is gone
         await wait_until(pilot, lambda: dialog.program_plan is None)
         assert not dialog.query_one("#resume-plan", Static).display and len(asked) == 1

@@ -74,6 +74,10 @@ class ProgramPlan:
     tasks: tuple[TaskVerdict, ...]
     to_run: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    cost_usd: float | None = None
+    """The estimate of what will run, in dollars, from each task's last run (None: unknown)."""
+    no_history: tuple[str, ...] = ()
+    """The tasks that will run and never ran before on this chain: the estimate leaves them out."""
 
     @property
     def unchanged(self) -> bool:
@@ -87,7 +91,17 @@ class ProgramPlan:
         else:
             lines.append(f"Program {self.program} changed since the checkpoint:")
             lines += [f"  {t.line()}" for t in self.tasks if t.verdict != "kept"]
+        if self.to_run:
+            lines.append(f"Will run: {', '.join(self.to_run)}; {self.estimate_words()}")
         return lines
+
+    def estimate_words(self) -> str:
+        """``estimate ~$0.0123, plus 1 with no history`` as the plan prices what will run."""
+        # lazy: the dollars' words, only once a plan is shown
+        from crewpoint.cost import format_usd
+
+        said = f"estimate ~{format_usd(self.cost_usd)}"
+        return said + (f", plus {len(self.no_history)} with no history" if self.no_history else "")
 
     def by_saved(self) -> dict[int, TaskVerdict]:
         """The verdict of each task of the checkpoint, by its place there (a new task has none)."""
@@ -135,11 +149,15 @@ def read_plan(
             )
             for t in data.get("tasks") or ()
         )
+        estimate = data.get("estimate") or {}
+        cost = (estimate.get("total") or {}).get("cost_usd")
         return ProgramPlan(
             app.strip(),
             tasks,
             tuple(str(n) for n in data.get("to_run") or ()),
             tuple(str(n) for n in data.get("notes") or ()),
+            float(cost) if isinstance(cost, int | float) else None,
+            tuple(str(n) for n in estimate.get("no_history") or ()),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         raise PlanUnavailable(f"no plan from {app}: the dry run printed no JSON plan") from None
