@@ -146,8 +146,8 @@ class RunDialog(ModalScreen[T]):
             self.app.call_from_thread(self._show_plan, spec, plan, error)
 
     def _show_plan(self, spec: str, plan: ProgramPlan | None, error: str | None) -> None:
-        if spec != self.query_one(AppField).spec:
-            return  # the field names another program now
+        if not self.is_attached or spec != self.query_one(AppField).spec:
+            return  # the dialog is gone, or its field names another program now
         self.program_plan, self.plan_error = plan, error
         lines = [f"✗ {error}"] if error is not None else plan.lines() if plan is not None else []
         for shown in self.query(".run-plan").results(Static):

@@ -133,8 +133,8 @@ class TasksView(VerticalScroll):
 
     def mark_verdicts(self, checkpoint_id: str, plan: ProgramPlan | None, error: str | None = None) -> None:
         """Mark each card with its verdict in ``plan`` (or say ``error``), if ``checkpoint_id`` is still shown."""
-        if checkpoint_id != self.checkpoint_id:
-            return
+        if not self.is_attached or checkpoint_id != self.checkpoint_id:
+            return  # the tab is gone, or shows another checkpoint now
         self.plan, self.plan_error = plan, error
         verdicts = plan.by_saved() if plan is not None else {}
         for card in self.query(TaskCard):
