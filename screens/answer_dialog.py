@@ -57,8 +57,9 @@ class AnswerScreen(RunDialog[Answer | None]):
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
         see_all: str = "",
+        plan_at: tuple[str, str] | None = None,
     ) -> None:
-        super().__init__(app, body, later)
+        super().__init__(app, body, later, plan_at)
         self.checkpoint = checkpoint
         self.see_all = see_all
         """The command that prints the checkpoint whole, named under a clipped output."""
@@ -101,6 +102,7 @@ class AnswerScreen(RunDialog[Answer | None]):
                     )
                 yield TextArea(id="answer-feedback", soft_wrap=True, show_line_numbers=False)
                 yield from self.estimate_field("answer", pending_tasks(self.body or {}))
+                yield from self.plan_field("answer")
                 yield from self.run_fields("answer")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")

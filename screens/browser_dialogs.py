@@ -15,6 +15,7 @@ from rich.text import Text
 from crewpoint.checkpoint.program import suggested_app
 from crewpoint.checkpoint.stores import newest_descendant, store_of
 from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.formats import format_of_id
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
@@ -62,6 +63,7 @@ class BrowserDialogs:
                 app=app,
                 body=shown.record.body,
                 later=self._later(shown.meta.id),
+                plan_at=self._plan_at(shown.meta.id),
             ),
             self._forked,
         )
@@ -101,7 +103,14 @@ class BrowserDialogs:
 
         question = browser.controller.resume_question(meta, info)
         browser.app.push_screen(
-            ResumeScreen(question, suggested_app(shown.record), shown.record.body, self._later(meta.id)), answered
+            ResumeScreen(
+                question,
+                suggested_app(shown.record),
+                shown.record.body,
+                self._later(meta.id),
+                plan_at=self._plan_at(meta.id),
+            ),
+            answered,
         )
 
     def answer(self) -> None:
@@ -162,9 +171,15 @@ class BrowserDialogs:
                 shown.record.body,
                 self._later(meta.id),
                 see_all=info_command(meta),
+                plan_at=self._plan_at(meta.id),
             ),
             answered,
         )
+
+    def _plan_at(self, checkpoint_id: str) -> tuple[str, str] | None:
+        """The checkpoint and store the dialogs read a program's plan of (None: another tool's checkpoint, which
+        has no verdicts)."""
+        return None if format_of_id(checkpoint_id).foreign else (checkpoint_id, self.browser.controller.location)
 
     def _later(self, checkpoint_id: str) -> str | None:
         """Where the newest checkpoint after ``checkpoint_id`` is (in the tree as read), for the dialogs' estimates."""

@@ -52,6 +52,7 @@ class ForkScreen(RunDialog[ForkRequest | None]):
     """Confirm a fork. ``y``/enter starts it, ``n``/escape cancels."""
 
     CSS_PATH = "fork_confirm.tcss"
+    PLAN_ACTION = "fork"
 
     BINDINGS = [
         Binding("y", "confirm", "Fork"),
@@ -70,8 +71,9 @@ class ForkScreen(RunDialog[ForkRequest | None]):
         app: str | None = None,
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
+        plan_at: tuple[str, str] | None = None,
     ) -> None:
-        super().__init__(app, body, later)
+        super().__init__(app, body, later, plan_at)
         self.meta = meta
         self.info = info
         self.plan = plan
@@ -84,6 +86,7 @@ class ForkScreen(RunDialog[ForkRequest | None]):
             with VerticalScroll(id="fork-body"):  # what it runs first: a short terminal shows the top
                 yield Static(self._source(), markup=False, id="fork-source")
                 yield Static(self._rerun(), markup=False, id="fork-rerun")
+                yield from self.plan_field("fork")
                 if self.plan.rerun:
                     yield from self.estimate_field("fork", self.plan.rerun)
                 yield Label("Branch name", id="fork-branch-label")
@@ -135,11 +138,22 @@ class ForkScreen(RunDialog[ForkRequest | None]):
             )
         return table
 
-    def _rerun(self) -> Text:
-        if not self.plan.rerun:
-            return Text("Nothing will re-run: every task is done and no edit changes any.", style="italic")
+    def plan_shown(self) -> None:
+        self.query_one("#fork-rerun", Static).update(self._rerun())
+
+    def will_run(self) -> list[str]:
+        """The tasks "Will run" names: with the program's plan, what it runs (its new and changed tasks too) and
+        what the edits re-run of the tasks it keeps; without, what the edits re-run and what had not run yet."""
+        program = self.program_plan
+        if program is not None:
+            names = [t.name for t in program.tasks if t.runs]
+            saved = program.by_saved()
+            for index in self.plan.rerun:  # an edit upstream re-runs a task the program kept
+                verdict = saved.get(index)
+                if verdict is not None and verdict.verdict != "dropped" and verdict.name not in names:
+                    names.append(verdict.name)
+            return names
         tasks = {t.index: t for t in self.info.tasks}
-        text = Text("Will run: ", style="bold")
         names = []
         for index in self.plan.rerun:
             task = tasks.get(index)
@@ -147,6 +161,13 @@ class ForkScreen(RunDialog[ForkRequest | None]):
             if task is not None and task.done:
                 label += " (re-run)"
             names.append(label)
+        return names
+
+    def _rerun(self) -> Text:
+        names = self.will_run()
+        if not names:
+            return Text("Nothing will re-run: every task is done and no edit changes any.", style="italic")
+        text = Text("Will run: ", style="bold")
         text.append(visible(", ".join(names), one_line=True), style="")
         return text
 

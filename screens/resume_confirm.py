@@ -7,21 +7,29 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Static
+from textual.worker import get_current_worker
 
 from crewpoint.budget import budget_from_state, parse_usd
 from crewpoint.checkpoint.plan import rebuild_models
 from crewpoint.estimate import pending_tasks
+from crewpoint.tui.launcher import PlanUnavailable, ProgramPlan, read_plan
 from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.app_field import AppField
 from crewpoint.tui.widgets.cost_view import EstimateView
 
 T = TypeVar("T")
+
+BOUND = "[tool.crewpoint] app"
+"""How a suggestion from the project's own setting says where it comes from: such a program is bound to the store."""
+PLAN_DELAY = 0.6
+"""Seconds the App field rests before the plan of the program it names is asked for (not one child per key)."""
 
 
 class BudgetField(Vertical):
@@ -64,7 +72,16 @@ class RunDialog(ModalScreen[T]):
     """A dialog that starts a run from a checkpoint (Resume, Fork, Answer): one block for what they share, the
     estimate of what will run, the program that runs it (App) and what it may spend (Budget)."""
 
-    def __init__(self, app: str | None, body: Mapping[str, Any] | None = None, later: str | None = None) -> None:
+    PLAN_ACTION = "resume"
+    """The dry run whose plan the dialog shows (resume; the Fork dialog's is a fork's)."""
+
+    def __init__(
+        self,
+        app: str | None,
+        body: Mapping[str, Any] | None = None,
+        later: str | None = None,
+        plan_at: tuple[str, str] | None = None,
+    ) -> None:
         super().__init__()
         self.app_spec = app
         """The program the App field starts from (a suggestion), or None."""
@@ -72,6 +89,13 @@ class RunDialog(ModalScreen[T]):
         """The checkpoint's body: the estimate of what will run is priced from its chain's usage."""
         self.later = later
         """Where the newest checkpoint after this one is: the estimate looks there for what ran after it."""
+        self.plan_at = plan_at
+        """The checkpoint's id and store, for the plan of the program in the App field (None: no plan is read)."""
+        self.program_plan: ProgramPlan | None = None
+        """The plan of the program in the App field: each task's verdict and what will run (None: not read)."""
+        self.plan_error: str | None = None
+        """Why the program gave no plan, in one line."""
+        self._plan_timer: Timer | None = None
 
     def run_models(self) -> dict[str, tuple[str, str]]:
         """The models the run will call, as the command line's dry run prices them: rebuilt from the checkpoint
@@ -85,6 +109,54 @@ class RunDialog(ModalScreen[T]):
         """The estimate of the tasks ``rerun`` (0-based) at the models the run calls, when the body is known."""
         if self.body is not None:
             yield EstimateView(self.body, rerun, later=self.later, models=self.run_models(), id=f"{name}-estimate")
+
+    def plan_field(self, name: str) -> ComposeResult:
+        """The plan lines of the program in the App field (id ``{name}-plan``), filled once a child dry run read it."""
+        shown = Static("", markup=False, id=f"{name}-plan", classes="run-plan")
+        shown.display = False  # until a plan or why there is none: the dialog keeps its height without a program
+        yield shown
+
+    @on(AppField.Named)
+    def _program_named(self, message: AppField.Named) -> None:
+        """Read the plan of the program the App field names: the project's bound program, or one the user typed (a
+        suggestion recorded in the checkpoint is not run before the user confirms it)."""
+        message.stop()
+        field = self.query_one(AppField)
+        bound = field.suggested and (field.source or "").startswith(BOUND)
+        if self.plan_at is None or not (bound or field.typed):
+            return
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
+        spec = message.spec
+        if message.file is None:  # no program named now: the plan of the one named before no longer holds
+            self._show_plan(spec, None, None)
+            return
+        self._plan_timer = self.set_timer(PLAN_DELAY, lambda: self._read_plan(spec))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="run-plan")
+    def _read_plan(self, spec: str) -> None:
+        assert self.plan_at is not None
+        plan: ProgramPlan | None = None
+        error: str | None = None
+        try:
+            plan = read_plan(*self.plan_at, spec, action=self.PLAN_ACTION)
+        except PlanUnavailable as exc:
+            error = str(exc)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._show_plan, spec, plan, error)
+
+    def _show_plan(self, spec: str, plan: ProgramPlan | None, error: str | None) -> None:
+        if not self.is_attached or spec != self.query_one(AppField).spec:
+            return  # the dialog is gone, or its field names another program now
+        self.program_plan, self.plan_error = plan, error
+        lines = [f"✗ {error}"] if error is not None else plan.lines() if plan is not None else []
+        for shown in self.query(".run-plan").results(Static):
+            shown.update(Text("\n".join(visible(line, one_line=True) for line in lines)))
+            shown.display = bool(lines)
+        self.plan_shown()
+
+    def plan_shown(self) -> None:
+        """What a dialog redraws once the plan is read (the Fork dialog's "Will run")."""
 
     def run_fields(self, name: str) -> ComposeResult:
         """The App and Budget fields (ids ``{name}-app`` and ``{name}-budget``)."""
@@ -122,9 +194,14 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
     ]
 
     def __init__(
-        self, question: Text, app: str | None, body: Mapping[str, Any] | None = None, later: str | None = None
+        self,
+        question: Text,
+        app: str | None,
+        body: Mapping[str, Any] | None = None,
+        later: str | None = None,
+        plan_at: tuple[str, str] | None = None,
     ) -> None:
-        super().__init__(app, body, later)
+        super().__init__(app, body, later, plan_at)
         self.question = question
 
     def compose(self) -> ComposeResult:
@@ -132,6 +209,7 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
             yield Label("Resume the run", id="confirm-heading")
             yield Static(self.question, markup=False, id="confirm-question")
             yield from self.estimate_field("resume", pending_tasks(self.body or {}))
+            yield from self.plan_field("resume")
             yield from self.run_fields("resume")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)

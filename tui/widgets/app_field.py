@@ -39,6 +39,14 @@ class AppField(Vertical):
         file: str | None
         error: str | None
 
+    @dataclass
+    class Named(Message):
+        """What the field names after each check: ``file`` is the program's file, None when it names none (empty,
+        or a spec that cannot run), posted on to the dialog."""
+
+        spec: str
+        file: str | None
+
     def __init__(self, spec: str | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.initial = spec or ""
@@ -47,6 +55,8 @@ class AppField(Vertical):
         self.file: str | None = None
         self.error: str | None = None
         self.checked_spec: str | None = None
+        self.typed = False
+        """Has the user changed the text from what the field started with (then it names their choice)?"""
 
     def compose(self) -> ComposeResult:
         yield Label("App (your program; empty: rebuild from the checkpoint alone)")
@@ -91,6 +101,7 @@ class AppField(Vertical):
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
+        self.typed = self.typed or event.value.strip() != self.initial.strip()
         self._check(event.value.strip())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="app-file")
@@ -110,6 +121,7 @@ class AppField(Vertical):
         if message.spec != self.spec:
             return
         self.checked_spec, self.file, self.error = message.spec, message.file, message.error
+        self.post_message(self.Named(message.spec, message.file))
         note = self.query_one("#app-file", Static)
         self.set_class(message.error is not None, "-bad")
         if message.error is not None:

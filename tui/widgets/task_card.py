@@ -16,6 +16,7 @@ from textual.widgets import Static, TextArea
 
 from crewpoint.checkpoint.ops import TaskInfo
 from crewpoint.providers.base import CheckpointError, CheckpointMeta
+from crewpoint.tui.launcher import TaskVerdict
 from crewpoint.tui.read_only import is_read_only
 from crewpoint.tui.render import attach_gaps
 from crewpoint.tui.visible import visible
@@ -55,6 +56,7 @@ class TaskCard(Vertical):
     TaskCard.-done { border-left: thick $success; }
     TaskCard.-edited { border-left: thick $warning; }
     TaskCard.-rerun { border-left: thick $accent; }
+    TaskCard.-program-changed { border-left: thick $error; }
     TaskCard > .task-title { text-style: bold; }
     TaskCard > .task-note { color: $text-muted; }
     TaskCard > .task-status { color: $accent; text-style: bold; }
@@ -88,6 +90,8 @@ class TaskCard(Vertical):
         """The command that prints a clipped output whole."""
         self.edited_text = edited
         """The unsaved edit this card starts with, if any."""
+        self.verdict: TaskVerdict | None = None
+        """What the bound program does with this task (changed, moved, dropped; kept), when it is known."""
 
     def compose(self) -> ComposeResult:
         task = self.task_info
@@ -136,6 +140,12 @@ class TaskCard(Vertical):
         self.set_class(rerun, "-rerun")
         self._update_status()
 
+    def set_verdict(self, verdict: TaskVerdict | None) -> None:
+        """Mark the task with what the bound program does with it (None: no verdict known)."""
+        self.verdict = verdict
+        self.set_class(verdict is not None and verdict.verdict != "kept", "-program-changed")
+        self._update_status()
+
     def _update_status(self) -> None:
         found = self.query(".task-status").results(Static)
         status = next(found, None)
@@ -146,6 +156,10 @@ class TaskCard(Vertical):
             notes.append("✎ output edited")
         if self.has_class("-rerun"):
             notes.append("↻ will re-run" if self.task_info.done else "▶ will run")
+        verdict = self.verdict
+        if verdict is not None and verdict.verdict != "kept":
+            why = f": {', '.join(verdict.reasons)}" if verdict.reasons else ""
+            notes.append(visible(f"≠ {verdict.verdict} in the program{why}", one_line=True))
         status.update(Text("   ".join(notes)))
         status.set_class(not notes, "-empty")
 

@@ -1,21 +1,34 @@
-"""The Tasks tab: a progress bar and one card per task; edited outputs are collected here."""
+"""The Tasks tab: a progress bar and one card per task; edited outputs are collected here.
+
+When the project binds a program (``[tool.crewpoint] app``), each task is marked against it (changed, moved,
+dropped; the program's new tasks on a line above): the verdicts come from the command line's dry run, run as a
+child process in a thread, so the user's program is never imported in the app's process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
+from textual.worker import get_current_worker
 
 from crewpoint.checkpoint.ops import CheckpointInfo
+from crewpoint.checkpoint.program import project_app
+from crewpoint.providers.formats import format_of_id
+from crewpoint.tui.launcher import PlanUnavailable, ProgramPlan, read_plan
+from crewpoint.tui.visible import visible
 from crewpoint.tui.widgets.detail_state import EditedDetail, Rerun
 from crewpoint.tui.widgets.tab_view import ViewFilled
 from crewpoint.tui.widgets.task_card import TaskCard, clipped, info_command
+
+VERDICTS_DELAY = 0.4
+"""Seconds a checkpoint stays shown before its verdicts are asked for: moving through the tree starts no child."""
 
 
 class TasksView(VerticalScroll):
@@ -26,6 +39,8 @@ class TasksView(VerticalScroll):
     TasksView { padding: 0 1; }
     TasksView > #tasks-summary { margin-bottom: 1; }
     TasksView > ProgressBar { margin-bottom: 1; }
+    TasksView > #tasks-verdicts { color: $warning; margin-bottom: 1; }
+    TasksView > #tasks-verdicts.-empty { display: none; }
     """
 
     @dataclass
@@ -42,10 +57,16 @@ class TasksView(VerticalScroll):
         self.edits: dict[int, str] = {}
         self.checkpoint_id: str | None = None
         self._generation = 0
+        self._verdicts_timer: Timer | None = None
+        self.plan: ProgramPlan | None = None
+        """The verdicts of the shown checkpoint's tasks against the bound program (None: none bound, or not yet)."""
+        self.plan_error: str | None = None
+        """Why the bound program gave no verdicts, in one line (None: it did, or none is bound)."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="tasks-summary", markup=False)
         yield ProgressBar(total=1, show_eta=False, id="tasks-progress")
+        yield Static("", id="tasks-verdicts", markup=False, classes="-empty")
 
     async def watch_edited(self, edited: EditedDetail | None) -> None:
         if edited is None:
@@ -62,6 +83,10 @@ class TasksView(VerticalScroll):
         self.checkpoint_id = info.meta.id if info is not None else None
         self.edits = dict(edits or {})
         self._generation += 1
+        self.plan, self.plan_error = None, None
+        self._say_verdicts()
+        if self._verdicts_timer is not None:
+            self._verdicts_timer.stop()  # the cursor moved on: no child for the checkpoint it left
         await self.remove_children(TaskCard)
         bar = self.query_one(ProgressBar)
         summary = self.query_one("#tasks-summary", Static)
@@ -85,6 +110,49 @@ class TasksView(VerticalScroll):
             for task in info.tasks
         ]
         await self.mount_all(cards)
+        # the checkpoint's own file or ``DB#ID``: the child finds its store from it; another tool's has no verdicts
+        program = project_app()  # none bound: no child, the tab as it always was
+        if program and info.meta.location and not format_of_id(info.meta.id).foreign:
+            checkpoint_id, ref = info.meta.id, info.meta.location
+            self._verdicts_timer = self.set_timer(
+                VERDICTS_DELAY, lambda: self._read_verdicts(checkpoint_id, ref, program)
+            )
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="task-verdicts")
+    def _read_verdicts(self, checkpoint_id: str, ref: str, app: str) -> None:
+        """The verdicts against the bound program ``app``, from a child dry run (a fork's: it is refused for no
+        live or finished run)."""
+        plan: ProgramPlan | None = None
+        error: str | None = None
+        try:
+            plan = read_plan(ref, "", app, action="fork")
+        except PlanUnavailable as exc:
+            error = str(exc)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self.mark_verdicts, checkpoint_id, plan, error)
+
+    def mark_verdicts(self, checkpoint_id: str, plan: ProgramPlan | None, error: str | None = None) -> None:
+        """Mark each card with its verdict in ``plan`` (or say ``error``), if ``checkpoint_id`` is still shown."""
+        if not self.is_attached or checkpoint_id != self.checkpoint_id:
+            return  # the tab is gone, or shows another checkpoint now
+        self.plan, self.plan_error = plan, error
+        verdicts = plan.by_saved() if plan is not None else {}
+        for card in self.query(TaskCard):
+            card.set_verdict(verdicts.get(card.task_info.index))
+        self._say_verdicts()
+
+    def _say_verdicts(self) -> None:
+        """The line above the cards: why there are no verdicts, or the program's new tasks (they have no card)."""
+        line = self.query_one("#tasks-verdicts", Static)
+        said = ""
+        if self.plan_error is not None:
+            said = f"✗ {self.plan_error}"
+        elif self.plan is not None:
+            new = [t.line() for t in self.plan.tasks if t.verdict == "new"]
+            if new:
+                said = f"The program {self.plan.program} adds: " + "; ".join(new)
+        line.update(Text(visible(said, one_line=True)))
+        line.set_class(not said, "-empty")
 
     def mark_rerun(self, rerun: list[int]) -> None:
         wanted = set(rerun)
