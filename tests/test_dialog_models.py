@@ -36,7 +36,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[
 def _called(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` as the run will call them: at the model ``CREWPOINT_LLM`` names."""
     provider = LLM(model=NAMED).provider_name()
-    return [{**row, "model": NAMED, "provider": provider} for row in rows]
+    return [row._replace(model=NAMED, provider=provider) for row in rows]
 
 
 async def test_the_resume_dialog_prices_the_model_crewpoint_llm_names(
@@ -45,8 +45,8 @@ async def test_the_resume_dialog_prices_the_model_crewpoint_llm_names(
     monkeypatch.setenv("CREWPOINT_LLM", NAMED)
     location, metas = store
     first, last = metas[0], metas[-1]
-    ran = [r for r in usage_rows(ops.load(last.location or last.id).body) if r["label"] in ("t2", "t3")]
-    assert {r["model"] for r in ran} == {"gpt-4o"}  # what the checkpoint records
+    ran = [r for r in usage_rows(ops.load(last.location or last.id).body) if r.label in ("t2", "t3")]
+    assert {r.model for r in ran} == {"gpt-4o"}  # what the checkpoint records
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
         await choose(pilot, first.id)
         await pilot.press("e")
@@ -55,7 +55,7 @@ async def test_the_resume_dialog_prices_the_model_crewpoint_llm_names(
         await wait_until(pilot, lambda: view.estimate is not None)
         estimate = view.estimate
         assert estimate is not None and [u.label for u in estimate.units] == ["2. t2", "3. t3"]
-        assert {r["model"] for u in estimate.units for r in u.rows} == {NAMED}
+        assert {r.model for u in estimate.units for r in u.rows} == {NAMED}
         assert estimate.total.usd == price_rows(_called(ran), Prices()).usd
         assert estimate.total.usd < price_rows(ran, Prices()).usd  # gpt-4o-mini costs less than what it recorded
         await pilot.press("n")
@@ -67,7 +67,7 @@ async def test_the_fork_dialog_prices_the_model_crewpoint_llm_names(
     monkeypatch.setenv("CREWPOINT_LLM", NAMED)
     location, metas = store
     last = metas[-1]
-    task_3 = [r for r in usage_rows(ops.load(last.location or last.id).body) if r["label"] == "t3"]
+    task_3 = [r for r in usage_rows(ops.load(last.location or last.id).body) if r.label == "t3"]
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
         screen = await choose(pilot, last.id)
         screen.edits.keep(last.id, outputs={1: "A shorter outline."})  # task 2's output: task 3 runs again
@@ -84,7 +84,7 @@ async def test_the_fork_dialog_prices_the_model_crewpoint_llm_names(
 async def test_without_a_model_named_the_dialog_prices_the_recorded_one(store: tuple[str, list[Any]]) -> None:
     location, metas = store
     last = metas[-1]
-    task_3 = [r for r in usage_rows(ops.load(last.location or last.id).body) if r["label"] == "t3"]
+    task_3 = [r for r in usage_rows(ops.load(last.location or last.id).body) if r.label == "t3"]
     async with make_app(location, watch=False).run_test(size=SIZE) as pilot:
         screen = await choose(pilot, last.id)
         screen.edits.keep(last.id, outputs={1: "A shorter outline."})

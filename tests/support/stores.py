@@ -144,7 +144,7 @@ def fill_store(provider: BaseProvider, location: str, count: int, runs: bool = F
             if len(ids) >= count:
                 break
             checkpoint_id = uuid.uuid4().hex
-            meta = record.meta._replace(
+            meta = record.meta.with_(
                 id=checkpoint_id,
                 parent_id=parent,
                 branch=branch,
