@@ -437,7 +437,7 @@ async def test_a_run_record_alone_changes_the_branch_mark(store: Path) -> None:
         def line() -> str:  # the tree's line of main (the detail's title, right of the tree, may name main too)
             return next(part for ln in screen_text(pilot).splitlines() if "⎇ main" in (part := ln.split("▕")[0]))
 
-        assert "✓ done" in line()
+        await wait_until(pilot, lambda: "✓ done" in line(), timeout=10)  # (its run record is read after the tree)
         now = time.time()
         beat = RunInfo(
             "resumer", os.getpid(), this_host(), now, now, "running", "main", lineage, "crew", "x", main[-1].id
