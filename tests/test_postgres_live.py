@@ -129,7 +129,7 @@ async def test_a_stale_beat_from_another_host_shows_lost(pg_location: str) -> No
     app = make_app(pg_location, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: bool(browser(pilot).metas), timeout=20)
-        assert "✓ done" in screen_text(pilot)
+        await wait_until(pilot, lambda: "✓ done" in screen_text(pilot), timeout=20)  # run records follow the tree
         await _listening(pg_location)
         # a run resuming main on host-c, newer than the finished one, whose beats stopped coming
         started = time.time()
