@@ -201,7 +201,6 @@ def run_options_of(
 ) -> RunOptions:
     """The :class:`RunOptions` a command's arguments give: the store (``--location``, or the root's), the parsed
     ``--input KEY=VALUE`` and ``--set-output N=TEXT`` (a bad one: exit 2), and the rest as given."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
     from crewpoint.checkpoint.run import RunOptions
 
@@ -290,7 +289,6 @@ def _print_estimate(estimate: Estimate) -> None:
 def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
     """The format and store of ``ref`` (an id in ``where``, a file or ``db#id``) when it is another tool's
     checkpoint store (CrewAI's), or None for crewpoint's own."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     path = split_ref(ref)[0]
