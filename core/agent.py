@@ -60,7 +60,6 @@ def warn_ignored_settings(model: BaseModel, what: str) -> None:
     is validated again each time a task or a crew takes it, and says so once."""
     import warnings
 
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.serialize import _caller_stacklevel
 
     extra = model.model_extra or {}
@@ -124,7 +123,6 @@ class Agent(BaseModel, CheckpointedEntity):
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import check_savable, maker
 
         self._made_in = maker()
@@ -165,7 +163,6 @@ class Agent(BaseModel, CheckpointedEntity):
     # -- running ----------------------------------------------------------------------------------------
     def execute_task(self, task: Task, context: str = "", extra: Sequence[str] = ()) -> str:
         """Do ``task``: emits agent_execution_* events and returns the final answer."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import (
             AgentExecutionCompletedEvent,
             AgentExecutionErrorEvent,
@@ -279,15 +276,12 @@ class Agent(BaseModel, CheckpointedEntity):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(messages)
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import (
             LiteAgentExecutionCompletedEvent,
             LiteAgentExecutionErrorEvent,
             LiteAgentExecutionStartedEvent,
             event_bus,
         )
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, running
 
         if self._finished:  # a new run, as in CrewAI; a restored agent resumes instead
@@ -348,7 +342,6 @@ class Agent(BaseModel, CheckpointedEntity):
         return self._state.config if self._state is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import callable_path
 
         llm = self._llm if self._llm is not None else self.llm
@@ -375,7 +368,6 @@ class Agent(BaseModel, CheckpointedEntity):
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Self:
 
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import callbacks_trusted, load_callable
 
         llm_data = data["llm"]
@@ -419,7 +411,6 @@ class Agent(BaseModel, CheckpointedEntity):
         """Take the saved agent's id, conversation and run; keep this agent's LLM, tools, callbacks, knowledge."""
         problem = self.shape_mismatch(data)
         if problem is not None:
-            # lazy: importing the API builds no event class, store or runtime it does not use yet
             from crewpoint.providers.base import CheckpointError
 
             raise CheckpointError(problem)

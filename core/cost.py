@@ -265,7 +265,6 @@ class Cost:
 
 
 def _usage_of(row: UsageRow) -> Any:
-    # lazy: genai-prices loads pydantic and its price table only when something is priced
     from genai_prices import Usage
 
     counts = {
@@ -297,7 +296,6 @@ def price_row(row: object, prices: Prices | None = None) -> Cost:
     override = (prices or Prices()).override_for(clean.model) or (prices or Prices()).override_for(model)
     try:
         if override is not None:
-            # lazy: genai-prices loads pydantic and its price table only when something is priced
             from genai_prices.types import ModelPrice
 
             fields, source = override
@@ -306,7 +304,6 @@ def price_row(row: object, prices: Prices | None = None) -> Cost:
             return Cost(usd + _more_requests(model_price, clean.requests), f"override: {source}")
         if clean.provider == OFFLINE_PROVIDER:
             return Cost(Decimal(0), "offline")
-        # lazy: genai-prices loads pydantic and its price table only when something is priced
         from genai_prices import calc_price
 
         calc = calc_price(_usage_of(clean), model_ref=model, provider_id=provider or None)

@@ -90,7 +90,6 @@ class Crew(BaseModel, CheckpointedEntity):
 
     @model_validator(mode="after")
     def _check(self) -> Crew:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import check_savable, maker
 
         warn_ignored_settings(self, f"Crew {self.name!r}")
@@ -244,18 +243,13 @@ class Crew(BaseModel, CheckpointedEntity):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import (
             CrewKickoffCompletedEvent,
             CrewKickoffFailedEvent,
             CrewKickoffStartedEvent,
             event_bus,
         )
-
-        # lazy: the ways of asking a person load with the first run, not with the API
         from crewpoint.feedback import FeedbackWait
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, current_state, running
 
         if self._hooks is not None:
@@ -322,12 +316,9 @@ class Crew(BaseModel, CheckpointedEntity):
         )
 
     def _run_task(self, index: int) -> None:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         # lazy: the fingerprint is made when a task runs
         from crewpoint.checkpoint.crew_changes import task_fingerprint
         from crewpoint.events import TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent, event_bus
-
-        # lazy: the ways of asking a person load with the first run, not with the API
         from crewpoint.feedback import FeedbackWait
 
         task = self.tasks[index]
@@ -462,7 +453,6 @@ class Crew(BaseModel, CheckpointedEntity):
         )
 
     def to_state(self) -> dict[str, Any]:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import callable_path
 
         return {
@@ -489,7 +479,6 @@ class Crew(BaseModel, CheckpointedEntity):
         """Rebuild a crew from its checked state (``load_body``'s, every field there), code under the trust rule of
         :mod:`crewpoint.serialize`."""
 
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import load_callable
 
         agents = [Agent.from_state(a) for a in data["agents"]]

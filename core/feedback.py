@@ -333,10 +333,7 @@ def command_for(verb: str, checkpoint_id: str, store: str, app: str | None = Non
     then ``--app APP``, the program that runs it (:func:`crewpoint.checkpoint.program.command_app`), when given."""
     import shlex
 
-    # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers import shown_location
-
-    # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers.refs import short_id
 
     short = short_id(checkpoint_id, SHORT_ID, typeable=True)
@@ -351,18 +348,13 @@ def command_at(verb: str, meta: CheckpointMeta, origin: object = None) -> str:
     recorded ``origin`` (the body's ``origin``) or the project names."""
     # lazy: finding the program's spec reads pyproject.toml and folders, only when a command is named
     from crewpoint.checkpoint.program import command_app
-
-    # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers import provider_for
 
     return command_for(verb, meta.id, provider_for(meta.location).store_of(meta), command_app(origin))
 
 
 def _found_by_default(store: str) -> bool:
-    # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.checkpoint.stores import DEFAULT_STORES
-
-    # lazy: ids and locations by the providers' rules, only when a command is named
     from crewpoint.providers import is_url
 
     given = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION")
@@ -433,13 +425,8 @@ def answer(
     One answer wins per request: the store claims it atomically, and a later answer is refused in one line
     naming who answered. ``token`` lets a caller whose earlier answer crashed after its claim go on with it.
     """
-    # lazy: answering loads the schema, the stores and the runtime only when it runs
     from crewpoint.checkpoint.restore import read_checked
-
-    # lazy: answering loads the schema, the stores and the runtime only when it runs
     from crewpoint.checkpoint.restore_entities import reference_of, restore
-
-    # lazy: answering loads the schema, the stores and the runtime only when it runs
     from crewpoint.checkpoint.stores import store_of
 
     source = reference_of(ref)
@@ -455,7 +442,6 @@ def answer(
     kind = body["entity"]["kind"]
     location = record.meta.location or source
     if app is None or isinstance(app, str):
-        # lazy: answering loads the schema, the stores and the runtime only when it runs
         from crewpoint.checkpoint.plan import prepare_run
 
         entity: Any = prepare_run(location, app=app, record=record).entity
@@ -468,7 +454,6 @@ def answer(
     state = entity.runtime_state
     provider = state.config.provider if state is not None and state.config is not None else None
     if provider is None:
-        # lazy: answering loads the schema, the stores and the runtime only when it runs
         from crewpoint.providers import provider_for
 
         provider = provider_for(store)

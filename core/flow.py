@@ -165,7 +165,6 @@ class Flow(CheckpointedEntity, Generic[StateT]):
     def __init__(
         self, checkpoint: CheckpointConfig | bool | None = None, *, budget: Budget | None = None, **state: Any
     ) -> None:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import FlowCreatedEvent, event_bus
 
         problem = _self_trigger(type(self))
@@ -295,13 +294,8 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         if from_checkpoint is not None:
             self._bind_checkpoint(from_checkpoint)
             return self.kickoff(inputs)
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import FlowFinishedEvent, FlowStartedEvent, event_bus
-
-        # lazy: the ways of asking a person load with the first run, not with the API
         from crewpoint.feedback import FeedbackWait
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.runtime import RuntimeState, current_state, running
 
         if self._ran_here:
@@ -387,15 +381,12 @@ class Flow(CheckpointedEntity, Generic[StateT]):
     def _call(self, name: str, arg: Any, has_arg: bool, trigger: str | None = None) -> Any:
         import asyncio
 
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import (
             MethodExecutionFailedEvent,
             MethodExecutionFinishedEvent,
             MethodExecutionStartedEvent,
             event_bus,
         )
-
-        # lazy: the ways of asking a person load with the first run, not with the API
         from crewpoint.feedback import FeedbackWait
 
         index = len(self._log)
@@ -495,10 +486,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.agent import _config_state
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import class_path
 
         cls = self._state_class()
@@ -525,10 +513,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Self:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.agent import _config_from_state
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import event_bus
 
         with event_bus.scoped_handlers():
@@ -571,7 +556,6 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         """Take the saved flow's id, state and method outputs; keep this flow's methods and settings."""
         problem = self.shape_mismatch(data)
         if problem is not None:
-            # lazy: importing the API builds no event class, store or runtime it does not use yet
             from crewpoint.providers.base import CheckpointError
 
             raise CheckpointError(f"cannot resume this flow from the checkpoint: {problem}")

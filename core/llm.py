@@ -291,7 +291,6 @@ class BaseLLM(BaseModel):
 
     def emit_chunk(self, chunk: str) -> None:
         """Emit one ``llm_stream_chunk`` for the call in progress (streaming subclasses use this)."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMStreamChunkEvent, event_bus
 
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
@@ -299,21 +298,18 @@ class BaseLLM(BaseModel):
 
     def emit_thinking_chunk(self, chunk: str) -> None:
         """Emit one ``llm_thinking_chunk``: reasoning text the model streamed for the call in progress."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMThinkingChunkEvent, event_bus
 
         ctx = _current_call.get() or _CallContext(call_id=_new_call_id())
         event_bus.emit(self, LLMThinkingChunkEvent(chunk=chunk, **self._event_ids(ctx)))
 
     def _emit_started(self, ctx: _CallContext, messages: list[dict[str, str]]) -> None:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallStartedEvent, event_bus
 
         ctx.messages = messages
         event_bus.emit(self, LLMCallStartedEvent(message_count=len(messages), **self._event_ids(ctx)))
 
     def _emit_completed(self, ctx: _CallContext, text: str) -> None:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallCompletedEvent, event_bus
 
         reported = ctx.reported
@@ -338,7 +334,6 @@ class BaseLLM(BaseModel):
         )
 
     def _emit_failed(self, ctx: _CallContext, exc: BaseException) -> None:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import LLMCallFailedEvent, event_bus
 
         error = _one_line(str(exc)) or type(exc).__name__

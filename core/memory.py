@@ -42,7 +42,6 @@ def keywords(text: str) -> set[str]:
 
 
 def _shorten(text: str, limit: int) -> str:
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.text import clip
 
     return clip(text, limit)

@@ -256,7 +256,6 @@ def hooks_not_run(saved: Any) -> str | None:
 
 
 def warn_hooks_not_run(saved: Any) -> None:
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.serialize import _caller_stacklevel
 
     text = hooks_not_run(saved)
@@ -449,7 +448,6 @@ def fill_from_config(data: Any, fields: Mapping[str, Any], what: str, warn_unkno
         raise ValueError(f"{what}(config=...) takes the settings of a YAML entry (a mapping), not {type(config)}")
     unknown = sorted(str(k) for k in config if k not in fields and k not in rest)
     if warn_unknown and unknown:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import _caller_stacklevel
 
         warnings.warn(

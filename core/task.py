@@ -85,10 +85,7 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.agent import warn_ignored_settings
-
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import check_savable
 
         if self._checked:  # pydantic re-runs after-validators when the task is passed to a Crew
@@ -147,7 +144,6 @@ class Task(BaseModel):
     # -- guardrails -----------------------------------------------------------------------------------
     def check_guardrail(self, output: TaskOutput, agent: Agent) -> GuardrailResult:
         """Run the guardrail: a callable returns ``(ok, value_or_error)``; a string is judged by the LLM."""
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.events import (
             LLMGuardrailCompletedEvent,
             LLMGuardrailFailedEvent,
@@ -179,7 +175,6 @@ class Task(BaseModel):
 
     # -- state --------------------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import callable_path
 
         guardrail: dict[str, Any] | None = None
@@ -212,7 +207,6 @@ class Task(BaseModel):
 
         A saved callback or guardrail function comes back under the trust rule of :mod:`crewpoint.serialize`.
         """
-        # lazy: importing the API builds no event class, store or runtime it does not use yet
         from crewpoint.serialize import load_callable
 
         label = data["name"] or clip(data["description"], 48)
@@ -263,7 +257,6 @@ def _inside(name: str) -> bool:
 def _warn(message: str) -> None:
     import warnings
 
-    # lazy: importing the API builds no event class, store or runtime it does not use yet
     from crewpoint.serialize import _caller_stacklevel
 
     warnings.warn(message, UserWarning, stacklevel=_caller_stacklevel())

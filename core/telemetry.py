@@ -144,7 +144,6 @@ def settings_for(
 
 def prices_in_force() -> Any:
     """The prices ``crewpoint checkpoint cost`` uses in the working folder (None when its overrides are unusable)."""
-    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
     from crewpoint.cost import PricesError, load_prices
 
     try:
@@ -155,7 +154,6 @@ def prices_in_force() -> Any:
 
 def call_cost(usage: dict[str, Any], prices: Any) -> float | None:
     """One call's cost, priced as ``crewpoint checkpoint cost`` prices its row."""
-    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
     from crewpoint.cost import price_row
 
     prices = prices if prices is not None else prices_in_force()
@@ -167,7 +165,6 @@ def call_cost(usage: dict[str, Any], prices: Any) -> float | None:
 
 def run_cost(rows: list[UsageRow], prices: Any) -> float | None:
     """What a run's calls cost: its usage ``rows`` priced (the figure ``crewpoint checkpoint cost`` shows)."""
-    # lazy: the prices (and genai-prices' table) load only when a run exports its spans
     from crewpoint.cost import price_rows
 
     prices = prices if prices is not None else prices_in_force()

@@ -130,7 +130,6 @@ class SqlProvider(BaseProvider, Generic[D]):
     # records
 
     def write(self, location: str, record: CheckpointRecord) -> str:
-        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks
 
         meta = check_record(record)

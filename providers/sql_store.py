@@ -217,7 +217,6 @@ def by_time(sql: Dialect) -> bool:
 
 def body_of(sql: Dialect, meta: CheckpointMeta) -> CheckpointRecord:
     """The record of ``meta`` with its body, read and checked inside the caller's transaction."""
-    # lazy: `checkpoint list` never loads providers.chunks
     from crewpoint.providers import chunks
 
     found = sql.q("SELECT manifest FROM {s}bodies WHERE id = ?", [meta.id]).fetchone()
@@ -250,7 +249,6 @@ def load_chunks(sql: Dialect, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
 def sound_bodies(sql: Dialect, metas: builtins.list[CheckpointMeta]) -> builtins.list[CheckpointMeta]:
     """``metas`` with those whose body is missing, or whose manifest does not match its recorded digest, marked
     damaged: a prune never counts them (nor deletes them by a count). Chunks are checked when a body is read."""
-    # lazy: `checkpoint list` never loads providers.chunks
     from crewpoint.providers import chunks
 
     digests = ", c.body_length, c.digest" if sql.version >= sql.DIGESTS_SINCE else ", 0, ''"
@@ -299,7 +297,6 @@ def put_chunks(sql: Dialect, parts: chunks.Split) -> None:
 def delete_checkpoints(sql: Dialect, ids: Sequence[str]) -> int:
     """Delete checkpoints and release their chunks; a chunk nobody refers to any more goes, and releases its
     own. Called holding the store's lock alone."""
-    # lazy: `checkpoint list` never loads providers.chunks
     from crewpoint.providers import chunks
 
     released: Counter[bytes] = Counter()

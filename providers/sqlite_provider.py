@@ -304,7 +304,6 @@ class SqliteProvider(SqlProvider[SqliteDialect]):
 
         Normal use never leaves garbage (deletes release chunks at once); this repairs a store edited by hand.
         """
-        # lazy: `checkpoint list` never loads providers.chunks
         from crewpoint.providers import chunks  # bodies only: a listing never loads the chunk code
 
         path, _ = split_ref(location)

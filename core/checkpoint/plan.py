@@ -99,11 +99,7 @@ def flow_class(record: CheckpointRecord, body: CheckpointBody | None = None) -> 
     checkpoint be trusted (``CREWPOINT_DESERIALIZE_CALLBACKS=1``) for it to be imported."""
     # lazy: finding the program's spec reads pyproject.toml and folders, only for a flow's class
     from crewpoint.checkpoint.program import app_placeholder
-
-    # lazy: info loads no entity classes (pydantic)
     from crewpoint.flow import Flow
-
-    # lazy: info loads no entity classes (pydantic)
     from crewpoint.serialize import TRUST_ENV, load_class
 
     entity = (body if body is not None else body_of(record))["entity"]
@@ -199,7 +195,6 @@ def prepare_run(
     has it, and ``body`` its checked body: the checkpoint is then neither read nor checked again. ``keep`` and
     ``rerun`` name tasks whose saved output is used though they changed, or not used (:class:`ChangePlan`).
     """
-    # lazy: info loads no entity classes (pydantic)
     from crewpoint.checkpoint.restore_entities import restore
 
     if record is None:

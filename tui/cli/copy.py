@@ -27,7 +27,6 @@ def copy(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
     stderr, never written over). Keys (api_key values and key-looking strings) are masked on the way. CrewAI ids become
     crewpoint ids with '-' for '_'.
     """
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     with bad_input(ctx):

@@ -38,7 +38,6 @@ def demo(
 ) -> None:
     """Run the bundled example crew and flow on the offline model, checkpointing as they go. With --live the
     slow run takes about a minute (--delay sets the seconds per model call)."""
-    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import LIVE_DELAY, run_demo
 
     if provider == "sqlite" and location == "./.checkpoints":
@@ -87,7 +86,6 @@ def _clear_demo_location(location: str, force: bool) -> None:
     anything else only with ``force``."""
     import shutil
 
-    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import is_demo_store
 
     if os.path.islink(location):
@@ -130,7 +128,6 @@ def start_live_demo(
     crew's start) lands while the app opens."""
     import subprocess
 
-    # lazy: the demo crew and flow load the whole engine; only `demo` runs them
     from crewpoint.demo import seed_demo_store
 
     _clear_demo_location(location, force)

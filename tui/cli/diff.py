@@ -104,7 +104,6 @@ def _show(value: Any) -> str:
 @click.pass_context
 def diff(ctx: click.Context, first: str, second: str, location: str | None, as_json: bool) -> None:
     """Compare two checkpoints: inputs, task statuses and outputs, flow state and method outputs."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     with bad_input(ctx), looking_once():  # reads only: each store is looked at once

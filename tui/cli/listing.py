@@ -197,7 +197,6 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 
     A folder or database shows its latest checkpoint; an id (or unique prefix) is looked up in --location.
     """
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     with bad_input(ctx), looking_once():  # reads only: each store is looked at once
@@ -231,7 +230,6 @@ def info(ctx: click.Context, ref: str | None, location: str | None, as_json: boo
 def _lone_problem(record: Any) -> str | None:
     """Why ``record`` (a checkpoint file) lies in no store, or None when it does: such a file is shown without
     ancestry, and resume and fork refuse it (they write only into the store a checkpoint lies in)."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     try:

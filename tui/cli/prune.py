@@ -51,7 +51,6 @@ def prune(
     checkpoint of each fork.
     --dry-run answers exactly as the real prune would, and deletes nothing.
     """
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     if keep is None and older_than is None:

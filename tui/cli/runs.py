@@ -201,7 +201,6 @@ def run_options_of(
 ) -> RunOptions:
     """The :class:`RunOptions` a command's arguments give: the store (``--location``, or the root's), the parsed
     ``--input KEY=VALUE`` and ``--set-output N=TEXT`` (a bad one: exit 2), and the rest as given."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
     from crewpoint.checkpoint.run import RunOptions
 
@@ -209,6 +208,17 @@ def run_options_of(
         new_inputs = ops.parse_assignments(inputs, "--input")
         edits = ops.parse_assignments(outputs, "--set-output")
     return RunOptions(ref, location_of(ctx, location), inputs=new_inputs, outputs=edits, **given)
+
+
+def _run_given(ctx: click.Context, given: dict[str, Any], **fixed: Any) -> None:
+    """Run what a resume or fork command was given (its click parameters, by name): the run's options as one
+    :class:`RunOptions`, then the run, its plan printed instead with ``--dry-run``."""
+    budget = Budget.of(given.pop("budget_usd"), given.pop("budget_tokens"))
+    progress, dry_run, as_json = given.pop("progress"), given.pop("dry_run"), given.pop("as_json")
+    ref, location = given.pop("ref"), given.pop("location")
+    inputs, outputs = given.pop("inputs", ()), given.pop("outputs", ())
+    options = run_options_of(ctx, ref, location, inputs, outputs, budget=budget, **given, **fixed)
+    run_cli(ctx, options, progress, dry_run=dry_run, as_json=_json_for_dry_run(as_json, dry_run))
 
 
 def _print_plan(prepared: PreparedRun, app: str | None) -> None:
@@ -290,7 +300,6 @@ def _print_estimate(estimate: Estimate) -> None:
 def _foreign_store(where: str | None, ref: str) -> tuple[Format, str] | None:
     """The format and store of ``ref`` (an id in ``where``, a file or ``db#id``) when it is another tool's
     checkpoint store (CrewAI's), or None for crewpoint's own."""
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     path = split_ref(ref)[0]
@@ -355,21 +364,7 @@ def _foreign_run(ctx: click.Context, adapter: Format, store: str, options: RunOp
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--force", is_flag=True, help="Resume even beside a live run of the same branch (its tasks run twice).")
 @click.pass_context
-def resume(
-    ctx: click.Context,
-    ref: str,
-    location: str | None,
-    app: str | None,
-    budget_usd: float | None,
-    budget_tokens: int | None,
-    progress: str,
-    keep: tuple[str, ...],
-    rerun: tuple[str, ...],
-    strict: bool,
-    dry_run: bool,
-    as_json: bool,
-    force: bool,
-) -> None:
+def resume(ctx: click.Context, /, **given: Any) -> None:
     """Continue a run from checkpoint ID; finished tasks are not run again.
 
     ID is a checkpoint id or unique prefix (looked up in --location), a checkpoint file, or DB#ID.
@@ -377,11 +372,7 @@ def resume(
     interrupted. A checkpoint of a live run (its process running now) is refused with exit 2: fork it, or
     --force.
     """
-    budget = Budget.of(budget_usd, budget_tokens)
-    options = run_options_of(
-        ctx, ref, location, app=app, budget=budget, force=force, keep=keep, rerun=rerun, strict=strict
-    )
-    run_cli(ctx, options, progress, dry_run=dry_run, as_json=_json_for_dry_run(as_json, dry_run))
+    _run_given(ctx, given)
 
 
 @checkpoint.command()
@@ -400,44 +391,13 @@ def resume(
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
-def fork(
-    ctx: click.Context,
-    ref: str,
-    location: str | None,
-    branch: str | None,
-    inputs: tuple[str, ...],
-    outputs: tuple[str, ...],
-    app: str | None,
-    budget_usd: float | None,
-    budget_tokens: int | None,
-    progress: str,
-    keep: tuple[str, ...],
-    rerun: tuple[str, ...],
-    strict: bool,
-    dry_run: bool,
-    as_json: bool,
-) -> None:
+def fork(ctx: click.Context, /, **given: Any) -> None:
     """Start a new branch from checkpoint ID and run it, optionally with edited inputs or task outputs.
 
     Tasks whose text uses a changed input, tasks whose output you replace with --set-output, and the tasks
     that depend on them are the only ones run again. The original branch is left untouched.
     """
-    budget = Budget.of(budget_usd, budget_tokens)
-    options = run_options_of(
-        ctx,
-        ref,
-        location,
-        inputs,
-        outputs,
-        fork=True,
-        branch=branch,
-        app=app,
-        budget=budget,
-        keep=keep,
-        rerun=rerun,
-        strict=strict,
-    )
-    run_cli(ctx, options, progress, dry_run=dry_run, as_json=_json_for_dry_run(as_json, dry_run))
+    _run_given(ctx, given, fork=True)
 
 
 def _json_for_dry_run(as_json: bool, dry_run: bool) -> bool:

@@ -46,7 +46,6 @@ def serve(
     Each browser gets its own app on the store: every screen, key and dialog, live refresh and run status.
     Listens on 127.0.0.1 unless --host says otherwise (with a warning). Exit 2 on a bad token or a busy port.
     """
-    # lazy: crewpoint.checkpoint.ops loads the body schema, which the headless list never needs
     from crewpoint.checkpoint import ops
 
     with bad_input(ctx):
