@@ -27,7 +27,16 @@ from crewpoint.providers.runs import RunInfo
 from crewpoint.screens.browser_dialogs import BrowserDialogs
 from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.feed import StoreReader
-from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreChanged, StoreListed
+from crewpoint.tui.fleet_view import Fleet
+from crewpoint.tui.messages import (
+    DetailFailed,
+    DetailLoaded,
+    FleetRead,
+    PlanReady,
+    RunsRead,
+    StoreChanged,
+    StoreListed,
+)
 from crewpoint.tui.read_only import allows
 from crewpoint.tui.render import problem_of
 from crewpoint.tui.run_controller import RunController
@@ -51,6 +60,9 @@ from crewpoint.tui.widgets.tree_pane import TreePane
 HEADER_ICON = "≡"
 """The header's menu mark (it opens the command palette): a glyph every common monospace font has, where
 textual's own ⭘ shows as an empty box in many (the browser's font under ``serve`` among them)."""
+
+FLEET_EVERY = 3.0
+"""Seconds between reads of the fleet: a worker that dies sends nothing, its runs turn ``recovering`` by the clock."""
 
 
 class BrowserScreen(Screen[None]):
@@ -77,11 +89,15 @@ class BrowserScreen(Screen[None]):
     selected: reactive[Detail | None] = reactive(None, init=False, always_update=True)
     """The chosen checkpoint: loading, loaded or unreadable. The detail panel is bound to it; its tabs read it."""
 
-    def __init__(self, location: str, *, follow: bool = True, first_read: StoreReader | None = None) -> None:
+    def __init__(
+        self, location: str, *, follow: bool = True, first_read: StoreReader | None = None, fleet: Fleet | None = None
+    ) -> None:
+        """``fleet``: the store's fleet, on a PostgreSQL store (its runs' states in the tree, its counts in the
+        header, "run on the fleet" in the dialogs)."""
         super().__init__()
         self.location = location
         self.follow = follow
-        self.feed = StoreFeed(location, first_read)
+        self.feed = StoreFeed(location, first_read, fleet)
         self.edits = EditsModel()
         self.controller = RunController(location, self.edits)
         self.dialogs = BrowserDialogs(self)
@@ -142,6 +158,9 @@ class BrowserScreen(Screen[None]):
         if self.follow:
             self._follow()
         self.set_interval(2.0, self._tick)
+        if self.feed.fleet is not None:
+            self.feed.read_fleet(self)
+            self.set_interval(FLEET_EVERY, self._read_fleet)
 
     # -- reading the store (the feed keeps what was read) -------------------------------------------------
     def refresh_store(self) -> None:
@@ -170,8 +189,20 @@ class BrowserScreen(Screen[None]):
         else:
             self.refresh_store()
 
+    def _read_fleet(self) -> None:
+        self.feed.read_fleet(self)
+
+    @on(FleetRead)
+    def _fleet_read(self, message: FleetRead) -> None:
+        if message.error is not None:
+            return  # what was read stands until a read succeeds
+        self.feed.fleet_view = message.view
+        self.ckpt_tree.set_fleet(message.view)
+        self._retitle()
+
     @on(RunsRead)
     def _runs_read(self, message: RunsRead) -> None:
+        self.feed.read_fleet(self)  # a run's record changed: its job may have too
         if self.feed.take_runs(message):
             self.ckpt_tree.tick()
             self._count_waiting()
@@ -222,9 +253,18 @@ class BrowserScreen(Screen[None]):
     def _count_waiting(self) -> None:
         """The title counts the runs waiting for an answer (none: the app's own title); the footer offers
         Answer while the chosen checkpoint's run waits."""
-        waiting = self.waiting_runs()
-        self.title = f"{self.app.title} · ◷ {waiting} waiting" if waiting else None
+        self._retitle()
         self.refresh_bindings()
+
+    def _retitle(self) -> None:
+        """The title: the app's, the runs waiting for an answer, and the fleet's workers and jobs (on a store with
+        a fleet)."""
+        waiting = self.waiting_runs()
+        parts = [f"◷ {waiting} waiting"] if waiting else []
+        fleet = self.feed.fleet_view
+        if fleet is not None:
+            parts.append(fleet.header())
+        self.title = " · ".join([self.app.title, *parts]) if parts else None
 
     def waiting_refusal(self, checkpoint_id: str, holds_request: bool) -> str | None:
         """Why the checkpoint cannot be answered here (None: it can): it holds no request, its run went on past

@@ -18,6 +18,7 @@ from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.help import HelpScreen, keys_of
 from crewpoint.tui.feed import StoreReader
+from crewpoint.tui.fleet_view import Fleet
 from crewpoint.tui.messages import StoreListed
 from crewpoint.tui.read_only import NOTICE, WRITE_ACTIONS, allows
 from crewpoint.tui.widgets.palette import CheckpointCommands
@@ -38,10 +39,17 @@ class CheckpointApp(App[None]):
     ]
 
     def __init__(
-        self, location: str, *, follow: bool = True, read_only: bool = False, reader: StoreReader | None = None
+        self,
+        location: str,
+        *,
+        follow: bool = True,
+        read_only: bool = False,
+        reader: StoreReader | None = None,
+        fleet: Fleet | None = None,
     ) -> None:
         """``reader`` (``make_app``'s) reads the store from the moment the app loads; without it the screen reads
-        the store once it is up. Nothing starts here."""
+        the store once it is up. ``fleet``: the store's fleet (``make_app``'s, on a PostgreSQL store). Nothing
+        starts here."""
         super().__init__()
         self.location = location
         self.follow = follow
@@ -49,6 +57,7 @@ class CheckpointApp(App[None]):
         if read_only:
             self.title = f"{self.TITLE} (read-only)"
         self._first_read = reader
+        self.fleet = fleet
         self._collector_paused = False
 
     def on_load(self) -> None:
@@ -61,7 +70,7 @@ class CheckpointApp(App[None]):
             self._collector_paused = True
 
     def get_default_screen(self) -> Screen[None]:
-        return BrowserScreen(self.location, follow=self.follow, first_read=self._first_read)
+        return BrowserScreen(self.location, follow=self.follow, first_read=self._first_read, fleet=self.fleet)
 
     @on(StoreListed)
     def _listed(self) -> None:
@@ -137,4 +146,16 @@ def _action_of(binding: BindingType) -> str:
 def make_app(location: str, *, watch: bool = True, read_only: bool = False) -> App[None]:
     """The app on the store at ``location``; ``watch=False`` turns off following changes on disk (tests);
     ``read_only`` turns off resume, fork, edit, cancel and prune."""
-    return CheckpointApp(location, follow=watch, read_only=read_only, reader=StoreReader(location))
+    return CheckpointApp(
+        location, follow=watch, read_only=read_only, reader=StoreReader(location), fleet=fleet_of(location)
+    )
+
+
+def fleet_of(location: str) -> Fleet | None:
+    """The fleet of a store on PostgreSQL (whether it has one is read later, off the app's thread); None elsewhere."""
+    if not location.startswith(("postgresql://", "postgres://")):
+        return None
+    # lazy: the fleet's engine is the PostgreSQL extra's (procrastinate loads only when a job is queued or stopped)
+    from crewpoint.tui.cli.fleet_link import FleetLink
+
+    return FleetLink(location)

@@ -9,6 +9,7 @@ from textual.message import Message
 from crewpoint.checkpoint.ops import CheckpointInfo, DiffEntry
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
 from crewpoint.providers.runs import RunInfo
+from crewpoint.tui.fleet_view import FleetView
 from crewpoint.tui.store_index import StoreIndex
 
 
@@ -30,6 +31,15 @@ class RunsRead(Message):
 
     runs: list[RunInfo]
     read_at: float
+
+
+@dataclass
+class FleetRead(Message):
+    """The store's fleet was read: its runs' states and its workers' counts (None: the store has no fleet);
+    ``error`` says why it could not be read."""
+
+    view: FleetView | None
+    error: str | None = None
 
 
 @dataclass

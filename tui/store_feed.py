@@ -24,7 +24,8 @@ from crewpoint.providers.runs import RunInfo, classify
 from crewpoint.tui.diagnostics import no_checkpoints
 from crewpoint.tui.edits import EditsModel
 from crewpoint.tui.feed import StoreReader, read_runs_of, read_store
-from crewpoint.tui.messages import DetailFailed, DetailLoaded, PlanReady, RunsRead, StoreListed
+from crewpoint.tui.fleet_view import Fleet, FleetView
+from crewpoint.tui.messages import DetailFailed, DetailLoaded, FleetRead, PlanReady, RunsRead, StoreListed
 from crewpoint.tui.store_index import Segment, StoreIndex
 from crewpoint.tui.widgets.detail_state import Detail
 
@@ -35,8 +36,12 @@ RunsHere = Callable[[Segment], bool]
 class StoreFeed:
     """The newest store listing and run records taken, and what they say about live runs."""
 
-    def __init__(self, location: str, first_read: StoreReader | None = None) -> None:
+    def __init__(self, location: str, first_read: StoreReader | None = None, fleet: Fleet | None = None) -> None:
         self.location = location
+        self.fleet = fleet
+        """The store's fleet, on a PostgreSQL store (None elsewhere)."""
+        self.fleet_view: FleetView | None = None
+        """The fleet as last read (None: no fleet, or not read yet)."""
         self.first_read = first_read
         """The read started before the screen was up (``make_app``'s), until the screen takes its answers."""
         self.metas: list[CheckpointMeta] = []
@@ -89,6 +94,26 @@ class StoreFeed:
         runs = read_runs_of(self.location, time.monotonic())
         if not get_current_worker().is_cancelled:
             node.post_message(runs)
+
+    def read_fleet(self, node: DOMNode) -> None:
+        """Read the fleet's states and counts (:class:`FleetRead`), when the store has a fleet."""
+        if self.fleet is not None:
+            node.run_worker(
+                partial(self._read_fleet, node, self.fleet),
+                group="fleet",
+                exclusive=True,
+                exit_on_error=False,
+                thread=True,
+            )
+
+    @staticmethod
+    def _read_fleet(node: DOMNode, fleet: Fleet) -> None:
+        try:
+            message = FleetRead(fleet.read())
+        except Exception as exc:  # the fleet only adds marks and counts: the store's own reads go on
+            message = FleetRead(None, " ".join(str(exc).split()) or type(exc).__name__)
+        if not get_current_worker().is_cancelled:
+            node.post_message(message)
 
     def regroup(self, node: DOMNode, query: str) -> None:
         """Group the checkpoints shown anew by ``query`` (the filter), without reading the store again."""

@@ -23,6 +23,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from crewpoint.providers.base import CheckpointMeta
+from crewpoint.tui.fleet_view import FleetView
 from crewpoint.tui.store_index import (
     CheckpointRef,
     EntityKey,
@@ -85,6 +86,8 @@ class CheckpointTree(Tree[NodeRef]):
         self.running: dict[str, tuple[float, str]] = {}
         """Runs this app started that are still going, as source checkpoint id → (start time, branch written):
         the segments they write are shown live."""
+        self.fleet: FleetView | None = None
+        """The store's fleet as last read: its runs show queued, running on HOST or recovering."""
         self._by_ref: dict[NodeRef, Node] = {}
         self._filled: set[str] = set()
         self._labels: dict[NodeRef, Text] = {}
@@ -207,6 +210,12 @@ class CheckpointTree(Tree[NodeRef]):
     def set_edited(self, checkpoint_ids: set[str]) -> None:
         if checkpoint_ids != self.edited:
             self.edited = set(checkpoint_ids)
+            self._labels.clear()
+            self._relabel()
+
+    def set_fleet(self, fleet: FleetView | None) -> None:
+        if fleet != self.fleet:
+            self.fleet = fleet
             self._labels.clear()
             self._relabel()
 

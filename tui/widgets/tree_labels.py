@@ -17,6 +17,7 @@ from crewpoint.estimate import cost_text, summary_cost
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.refs import short_id
 from crewpoint.tui.diagnostics import plural
+from crewpoint.tui.fleet_view import FleetView, fleet_mark
 from crewpoint.tui.render import STATE_MARKS, attach_gaps, format_time, problem_of
 from crewpoint.tui.store_index import (
     CheckpointRef,
@@ -53,6 +54,7 @@ class Labelled(Protocol):
     now: float
     marked: str | None
     edited: set[str]
+    fleet: FleetView | None
 
     def runs_here(self, segment: Segment) -> bool: ...
 
@@ -122,8 +124,15 @@ class TreeLabels:
         text = Text.assemble(
             ("⎇ ", self._style("branch")), (visible(segment.branch, one_line=True), self._style("branch"))
         )
-        state = "running" if self._tree.runs_here(segment) else self._tree.index.state_of(segment, self._tree.now)
-        if state in STATE_MARKS:
+        here = self._tree.runs_here(segment)
+        state = "running" if here else self._tree.index.state_of(segment, self._tree.now)
+        fleet = self._tree.fleet
+        word = fleet.state_over(segment.lineage, state) if fleet is not None and not here else None
+        if word is not None:  # queued, running on HOST or recovering: the fleet's word, as list says it
+            mark, style = fleet_mark(word)
+            text.append(" ")
+            text.append(visible(mark, one_line=True), self._style(style))
+        elif state in STATE_MARKS:
             mark, style = STATE_MARKS[state]
             text.append(" ")
             text.append(mark, self._style(style))

@@ -1,0 +1,136 @@
+"""The fleet in the app: the tree marks a fleet run ``running on HOST``, then ``recovering`` once its worker died, as
+``list`` says it; the header counts the live workers and their jobs, and follows them. On a store without a fleet
+there are no counts, and on a store that is not PostgreSQL the app has no fleet at all (procrastinate never loads).
+Real PostgreSQL, real worker processes (one killed with SIGKILL), a real model server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import LLMServer
+from support.processes import user_env
+from support.reading import browser
+from support.waiting import settle, wait_for, wait_until
+from test_fleet import PROGRAM, _finished_steps, _in_group, _stop, _submit
+from test_fleet_recover import start_worker
+from textual.pilot import Pilot
+
+from crewpoint.tui.app import make_app
+from crewpoint.tui.cli.fleet_engine import ensure_schema, status
+from crewpoint.tui.store_index import SegmentRef
+
+SIZE = (150, 40)
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as running:
+        running.mode = "slow"
+        running.delay = 1.5
+        yield running
+
+
+def branch_mark(pilot: Pilot[Any], lineage: str) -> str:
+    """The tree's label of the run's newest segment (its branch, its state, its progress)."""
+    screen = browser(pilot)
+    segments = [s for s in screen.index.segments.values() if s.lineage == lineage]
+    if not segments:
+        return ""
+    newest = max(segments, key=lambda s: (s.head.sequence, s.head.created_at))
+    return screen.ckpt_tree._label_for(SegmentRef(newest.key)).plain
+
+
+def header(pilot: Pilot[Any]) -> str:
+    return browser(pilot).title or ""
+
+
+async def test_the_tree_and_the_header_follow_a_fleet_run_from_running_to_recovering(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    for topic in ("t", "u"):
+        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
+    a = start_worker(pg_location, tmp_path, env)
+    b: subprocess.Popen[bytes] | None = None
+    try:
+
+        def checkpointed_on_a() -> bool:
+            assert a.poll() is None
+            job = next(j for j in status(pg_location)[1] if j.id == 1)
+            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
+
+        wait_for(checkpointed_on_a, "job 1 checkpointed on worker A")
+        lineage = next(j for j in status(pg_location)[1] if j.id == 1).lineage or ""
+        app = make_app(pg_location, watch=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: f"● running on {socket.gethostname()}" in branch_mark(pilot, lineage))
+            await wait_until(pilot, lambda: "1 worker · 1 running · 1 queued" in header(pilot))
+            b = start_worker(pg_location, tmp_path, env)  # one run at a time: job 2 keeps it busy
+            await wait_until(pilot, lambda: "2 workers · 2 running · 0 queued" in header(pilot), timeout=60)
+            os.killpg(a.pid, signal.SIGKILL)
+            a.wait(timeout=30)
+            await wait_until(pilot, lambda: "↻ recovering" in branch_mark(pilot, lineage), timeout=60)
+            assert "1 running · 0 queued · 1 recovering" in header(pilot)
+            await wait_until(pilot, lambda: "✓ done" in branch_mark(pilot, lineage), timeout=120)
+            await wait_until(pilot, lambda: "0 running · 0 queued" in header(pilot), timeout=60)
+    finally:
+        _stop(a)
+        if b is not None:
+            _stop(b)
+
+
+async def test_a_postgresql_store_without_a_fleet_shows_no_counts(pg_location: str) -> None:
+    from crewpoint import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+    from crewpoint.providers import provider_for
+
+    demo_crew(checkpoint=CheckpointConfig(location=pg_location, provider=provider_for(pg_location))).kickoff(
+        inputs=DEMO_INPUTS
+    )
+    app = make_app(pg_location, watch=False)  # the fleet is read every few seconds all the same
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: bool(screen.metas) and "✓ done" in branch_mark(pilot, screen.metas[0].lineage))
+        await settle(pilot)  # the fleet's first read too
+        assert screen.feed.fleet is not None and screen.feed.fleet_view is None
+        assert "worker" not in header(pilot)
+        ensure_schema(pg_location)  # as a worker or a submit meeting the store does: the next read finds a fleet
+        await wait_until(pilot, lambda: "0 workers · 0 running · 0 queued" in header(pilot))
+
+
+APP_ON_A_FOLDER = """
+import asyncio, sys
+from crewpoint.tui.app import make_app
+
+async def main():
+    app = make_app(sys.argv[1], watch=False)
+    async with app.run_test() as pilot:
+        while not app.screen.metas:
+            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        print(app.fleet is None, "procrastinate" in sys.modules, "psycopg" in sys.modules, app.screen.title)
+
+asyncio.run(main())
+"""
+
+
+def test_an_app_on_a_folder_has_no_fleet_and_loads_no_queue(tmp_path: Path) -> None:
+    from crewpoint import CheckpointConfig
+    from crewpoint.demo import DEMO_INPUTS, demo_crew
+
+    store = tmp_path / "store"
+    demo_crew(checkpoint=CheckpointConfig(location=str(store))).kickoff(inputs=DEMO_INPUTS)
+    shown = subprocess.run(
+        [sys.executable, "-c", APP_ON_A_FOLDER, str(store)], env=user_env(), capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["True", "False", "False", "None"], shown.stdout

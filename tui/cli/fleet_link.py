@@ -1,0 +1,71 @@
+"""The app's link to its store's fleet (:class:`crewpoint.tui.fleet_view.Fleet`), on the fleet's engine: the states
+``list`` shows (:func:`~crewpoint.tui.cli.fleet_engine.run_states`), the header's counts, a run's job queued to go on
+from its newest checkpoint, and a run's job aborted as ``crewpoint checkpoint stop`` does. The app makes one only for a
+PostgreSQL store; reading loads no procrastinate (queueing and aborting do)."""
+
+from __future__ import annotations
+
+from crewpoint.tui.cli.fleet_engine import (
+    QUEUE,
+    STALE_WORKER,
+    TASK,
+    Job,
+    abort,
+    connect,
+    ensure_schema,
+    make_app,
+    run_states,
+    where,
+)
+from crewpoint.tui.fleet_view import FleetView, Stopped
+
+COUNTS = """
+SELECT
+    (SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => %(stale)s)),
+    count(*) FILTER (WHERE j.status = 'doing' AND alive),
+    count(*) FILTER (WHERE j.status = 'todo' AND COALESCE(f.attempts, 0) = 0),
+    count(*) FILTER (WHERE NOT (j.status = 'doing' AND alive) AND (j.status = 'doing' OR COALESCE(f.attempts, 0) > 0))
+FROM procrastinate_jobs j
+LEFT JOIN crewpoint_fleet_runs f ON f.job_id = j.id
+LEFT JOIN LATERAL (
+    SELECT w.id IS NOT NULL AND w.last_heartbeat > now() - make_interval(secs => %(stale)s) AS alive
+    FROM (SELECT 1) one LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
+) live ON true
+WHERE j.task_name = %(task)s AND j.status IN ('todo', 'doing')
+"""
+"""Live workers, and the fleet's jobs running, queued and recovering, classified as :func:`run_states` does."""
+
+
+class FleetLink:
+    """The fleet of the PostgreSQL store at ``location``."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+
+    def read(self) -> FleetView | None:
+        place = where(self.location)
+        with connect(self.location) as conn:
+            queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+            if queue is None or queue[0] is None:
+                return None
+            row = conn.execute(COUNTS, {"stale": STALE_WORKER, "task": TASK}).fetchone()
+        workers, running, queued, recovering = (int(n or 0) for n in row) if row is not None else (0, 0, 0, 0)
+        return FleetView(run_states(self.location), workers, running, queued, recovering)
+
+    def resume(self, lineage: str, program: str, budget: float | None) -> int:
+        """The job and the run it goes on with are written in one transaction: no worker can take the job before
+        it names its run (it would start a new run instead)."""
+        ensure_schema(self.location)
+        job = Job(program.strip(), {}, budget)
+        app = make_app(self.location)
+        with app.open(), connect(self.location) as conn, conn.transaction():
+            job_id = app.configure_task(TASK, queue=QUEUE, connection=conn).defer(**job.args())
+            conn.execute(
+                "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)",
+                (job_id, job.program, lineage),
+            )
+        return int(job_id)
+
+    def stop(self, lineage: str) -> Stopped | None:
+        aborted = abort(self.location, lineage)
+        return Stopped(aborted[0], aborted[2]) if aborted is not None else None
