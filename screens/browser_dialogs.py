@@ -191,11 +191,14 @@ class BrowserDialogs:
         self.browser.run_panel.start(request)
 
     def cancel_run(self) -> None:
-        """Stop the run this app started; else offer to stop a live run started elsewhere (on this machine)."""
+        """Stop the run this app started; else offer to stop a run of the fleet (its job aborted, wherever it runs)
+        or a live run started elsewhere (on this machine)."""
         browser = self.browser
         if browser.run_panel.cancel():
             return
         run = browser.feed.live_run_elsewhere(browser.ckpt_tree.chosen_id)
+        if self._stop_on_fleet(run.lineage if run is not None else None):
+            return
         if run is None:
             browser.notify("No run is going.", severity="information")
             return
@@ -210,6 +213,37 @@ class BrowserDialogs:
                 browser.notify(said, severity="error" if failed else "information", markup=False)
 
         browser.app.push_screen(ConfirmScreen("Stop a run started elsewhere", plan.question, yes="Stop it"), answered)
+
+    def _stop_on_fleet(self, live: str | None) -> bool:
+        """Offer to abort the job of the chosen checkpoint's run (else of the live run) when the fleet queues, runs
+        or recovers it, as ``crewpoint checkpoint stop`` does; False when the fleet has neither."""
+        browser = self.browser
+        feed, fleet = browser.feed, browser.feed.fleet
+        view = feed.fleet_view
+        if fleet is None or view is None:
+            return False
+        chosen = feed.index.metas.get(browser.ckpt_tree.chosen_id or "")
+        lineage = next((x for x in (chosen.lineage if chosen else None, live) if x and x in view.states), None)
+        if lineage is None:
+            return False
+        question = browser.controller.fleet_stop_question(lineage, view.states[lineage])
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                browser.run_worker(stop, thread=True, group="fleet-stop", exit_on_error=False)
+
+        def stop() -> None:
+            try:
+                stopped = fleet.stop(lineage)
+            except Exception as exc:
+                said, severity = f"Cannot stop the run of the fleet: {' '.join(str(exc).split())}", "error"
+            else:
+                said = stopped.said() if stopped is not None else "The fleet has no job of this run any more."
+                severity = "information" if stopped is not None else "warning"
+            browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
+
+        browser.app.push_screen(ConfirmScreen("Stop a run of the fleet", question, yes="Stop it"), answered)
+        return True
 
     def run_finished(self, message: RunPanel.Finished) -> None:
         """One notification per run: success, cancelled or failed, by how it ended."""

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from llm_server import LLMServer
 from support.processes import user_env
-from support.reading import browser
+from support.reading import browser, notifications, text_of
 from support.waiting import settle, wait_for, wait_until
 from test_fleet import PROGRAM, _finished_steps, _in_group, _stop, _submit
 from test_fleet_recover import start_worker
 from textual.pilot import Pilot
 
+from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.fleet_engine import ensure_schema, status
 from crewpoint.tui.store_index import SegmentRef
@@ -109,6 +110,7 @@ async def test_a_postgresql_store_without_a_fleet_shows_no_counts(pg_location: s
 
 APP_ON_A_FOLDER = """
 import asyncio, sys
+from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.tui.app import make_app
 
 async def main():
@@ -134,3 +136,47 @@ def test_an_app_on_a_folder_has_no_fleet_and_loads_no_queue(tmp_path: Path) -> N
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split() == ["True", "False", "False", "None"], shown.stdout
+
+
+async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with_a_checkpoint(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    from crewpoint.providers.runs import read_runs
+
+    server.delay = 3.0  # the run is still going when x is pressed
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    worker = start_worker(pg_location, tmp_path, env)
+    try:
+
+        def checkpointed() -> bool:
+            assert worker.poll() is None
+            job = status(pg_location)[1][0]
+            return bool(
+                job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
+            )
+
+        wait_for(checkpointed, "the run checkpointed on the worker")
+        lineage = status(pg_location)[1][0].lineage or ""
+        app = make_app(pg_location, watch=True)
+        said = notifications(app)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: "● running on" in branch_mark(pilot, lineage))
+            screen = browser(pilot)
+            newest = max((m for m in screen.metas if m.lineage == lineage), key=lambda m: m.sequence)
+            assert screen.ckpt_tree.reveal(newest.id)  # (choose() would wait on the store's watch, which goes on)
+            await wait_until(pilot, lambda: screen.ckpt_tree.chosen_id == newest.id)
+            await pilot.press("x")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            assert "of the fleet is running on" in text_of(app.screen.query_one("#confirm-question"))
+            await pilot.press("y")
+            await wait_until(pilot, lambda: any(s.startswith("Stopping job 1:") for s in said))
+            await wait_until(pilot, lambda: status(pg_location)[1][0].status == "aborted")
+            await wait_until(pilot, lambda: "■ interrupted" in branch_mark(pilot, lineage), timeout=60)
+    finally:
+        _stop(worker)
+    record = next(r for r in read_runs(pg_location) if r.lineage == lineage)
+    assert record.status == "interrupted"
+    assert record.checkpoint_id is not None
+    assert "job 1 stopped: its run was interrupted" in (tmp_path / "worker-0.log").read_text(encoding="utf-8")

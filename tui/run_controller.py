@@ -217,6 +217,16 @@ class RunController:
         return StopPlan(run, who, refusal, question, severity)
 
     @staticmethod
+    def fleet_stop_question(lineage: str, state: str) -> Text:
+        """Stopping a run of the fleet aborts its job, as ``crewpoint checkpoint stop`` does."""
+        question = Text(visible(f"Run {run_label(lineage)} of the fleet is {state}.", one_line=True) + "\n")
+        question.append(
+            "Abort its job? Its worker interrupts the run, which ends interrupted with a checkpoint (a job no worker "
+            "took yet is cancelled). Resume it later from its last checkpoint with e."
+        )
+        return question
+
+    @staticmethod
     def stop(plan: StopPlan) -> tuple[str, bool]:
         """Send SIGINT to the planned run's process: what to tell the user, and whether it went wrong."""
         reason = run_control.interrupt(plan.run)
