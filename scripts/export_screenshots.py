@@ -229,6 +229,70 @@ async def shoot_browser(out: Path) -> Path:
             server.stdout.close()
 
 
+FLEET_PROGRAM = "fleet_crew.py"
+"""The program the fleet's workers run: the demo crew, each model call slowed so runs are caught going."""
+
+
+async def shoot_fleet(out: Path, folder: Path) -> Path:
+    """The app on a PostgreSQL store with a fleet: three runs submitted to two workers, one worker killed with its
+    runs; the tree shows a run going on a worker, one recovering and one queued, the header the counts."""
+    import signal
+
+    from pg_server import LocalServer
+    from support.waiting import wait_for
+
+    from crewpoint.tui.cli.fleet_engine import status
+
+    folder.mkdir()
+    (folder / FLEET_PROGRAM).write_text(
+        "from crewpoint.demo import demo_crew\n\ncrew = demo_crew(delay=2.0)\n", encoding="utf-8"
+    )
+    server = await asyncio.to_thread(LocalServer().start)
+    location = f"{server.url}?schema=fleet"
+    env = {**os.environ, **server.env(), "CREWPOINT_CHECKPOINT_LOCATION": location}
+    os.environ["PGPASSFILE"] = str(server.passfile)
+    cli = [sys.executable, "-m", "crewpoint.tui.cli"]
+    workers: list[subprocess.Popen[bytes]] = []
+
+    def worker() -> subprocess.Popen[bytes]:
+        argv = [*cli, "worker", "--app", f"{FLEET_PROGRAM}:crew", "--heartbeat", "0.5", "--stalled-after", "2"]
+        proc = subprocess.Popen(argv, cwd=folder, env=env, stderr=subprocess.DEVNULL, start_new_session=True)
+        workers.append(proc)
+        return proc
+
+    try:
+        for topic in ("agents", "queues", "retries"):
+            argv = [*cli, "submit", f"{FLEET_PROGRAM}:crew", "--input", f"topic={topic}", "--input", "audience=x"]
+            subprocess.run(argv, cwd=folder, env=env, check=True, capture_output=True)
+        first, _ = worker(), worker()
+
+        def jobs_with_checkpoints(count: int) -> bool:
+            from crewpoint.checkpoint.stores import list_checkpoints
+
+            runs = {m.lineage for m in list_checkpoints(location)}
+            return sum(1 for j in status(location)[1] if j.status == "doing" and j.lineage in runs) >= count
+
+        await asyncio.to_thread(wait_for, lambda: jobs_with_checkpoints(2), "two runs going", 120)
+        os.killpg(first.pid, signal.SIGKILL)  # a worker and its run, as a host that dies
+        first.wait()
+        app = make_app(location, watch=True)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, BrowserScreen)
+            await wait_until(pilot, lambda: "1 recovering" in (screen.title or ""), timeout=60)
+            await wait_until(pilot, lambda: "● running on" in screen_text(pilot), timeout=30)
+            screen.ckpt_tree.focus()
+            await pilot.pause(0.3)
+            app.save_screenshot("fleet.svg", path=str(out))
+        return out / "fleet.svg"
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        await asyncio.to_thread(server.stop)
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "screenshots")
     out = out.resolve()
@@ -244,6 +308,7 @@ def main() -> None:
         for path in asyncio.run(shoot_cost(out, Path(tmp) / "cost")):
             print(path)
         print(asyncio.run(shoot_browser(out)))
+        print(asyncio.run(shoot_fleet(out, Path(tmp) / "fleet")))
 
 
 if __name__ == "__main__":
