@@ -14,12 +14,13 @@ from rich.text import Text
 
 from crewpoint.checkpoint.program import suggested_app
 from crewpoint.checkpoint.stores import newest_descendant, store_of
-from crewpoint.providers.base import CheckpointError
+from crewpoint.providers.base import CheckpointError, CheckpointMeta
 from crewpoint.providers.formats import format_of_id
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeAnswer, ResumeScreen
+from crewpoint.tui.diagnostics import plural
 from crewpoint.tui.run_controller import Answer, RunRequest
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -98,7 +99,9 @@ class BrowserDialogs:
             return
 
         def answered(answer: ResumeAnswer | None) -> None:
-            if answer is not None:
+            if answer is not None and answer.fleet:
+                self._queue_resume(meta.lineage, answer.app, answer.budget)
+            elif answer is not None:
                 self._start(browser.controller.resume_request(meta, info, answer.app, answer.budget))
 
         question = browser.controller.resume_question(meta, info)
@@ -109,9 +112,44 @@ class BrowserDialogs:
                 shown.record.body,
                 self._later(meta.id),
                 plan_at=self._plan_at(meta.id),
+                fleet=self._fleet_offer(meta),
             ),
             answered,
         )
+
+    def _fleet_offer(self, meta: CheckpointMeta) -> str | None:
+        """What the fleet has up (``2 workers``) when a run from ``meta`` may go to it: the store has a fleet with
+        workers, and ``meta`` is its run's newest checkpoint (a worker goes on from there); else None."""
+        view = self.browser.feed.fleet_view
+        if self.browser.feed.fleet is None or view is None or not view.workers or not meta.lineage:
+            return None
+        run = [m for m in self.browser.feed.metas if m.lineage == meta.lineage and not m.damaged]
+        newest = max(run, key=lambda m: (m.sequence, m.created_at), default=None)
+        return plural(view.workers, "worker") + " up" if newest is not None and newest.id == meta.id else None
+
+    def _queue_resume(self, lineage: str, app: str, budget: float | None) -> None:
+        """Queue the run ``lineage`` for the fleet (a worker of ``app`` goes on from its newest checkpoint), off the
+        app's thread, and say the job's number."""
+        browser, fleet = self.browser, self.browser.feed.fleet
+        if fleet is None:
+            return
+        if not app.strip():
+            said = "Run on the fleet needs the program in App: a worker runs only the programs it was started with."
+            browser.notify(said, severity="warning", markup=False)
+            return
+
+        def queue() -> None:
+            try:
+                job = fleet.resume(lineage, app, budget)
+            except Exception as exc:
+                said, severity = f"Cannot queue the run: {' '.join(str(exc).split())}", "error"
+            else:
+                said = f"Queued job {job}: a worker started with --app {app.strip()} goes on with run {lineage[:6]}."
+                severity = "information"
+            browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
+            browser.app.call_from_thread(browser.feed.read_fleet, browser)
+
+        browser.run_worker(queue, thread=True, group="fleet-queue", exit_on_error=False)
 
     def answer(self) -> None:
         """Answer the chosen checkpoint's pending request (a run waiting for a person), then run on as resume does.

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Checkbox, Footer, Input, Label, Static
 from textual.worker import get_current_worker
 
 from crewpoint.budget import budget_from_state, parse_usd
@@ -81,8 +81,12 @@ class RunDialog(ModalScreen[T]):
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
         plan_at: tuple[str, str] | None = None,
+        fleet: str | None = None,
     ) -> None:
         super().__init__()
+        self.fleet = fleet
+        """What the store's fleet has up (``2 workers``), when the run may go to it instead of a local process;
+        None: no "run on the fleet" choice."""
         self.app_spec = app
         """The program the App field starts from (a suggestion), or None."""
         self.body = body
@@ -163,6 +167,16 @@ class RunDialog(ModalScreen[T]):
         yield AppField(self.app_spec, id=f"{name}-app")
         yield BudgetField(self.body, id=f"{name}-budget")
 
+    def fleet_field(self, name: str) -> ComposeResult:
+        """The "run on the fleet" choice (id ``{name}-fleet``), when the store's fleet has workers up."""
+        if self.fleet is not None:
+            said = f"Run on the fleet ({self.fleet}): a worker started with --app and the program above runs it"
+            yield Checkbox(Text(visible(said, one_line=True)), id=f"{name}-fleet", compact=True)
+
+    def on_fleet(self) -> bool:
+        """Was "run on the fleet" chosen?"""
+        return any(box.value for box in self.query(Checkbox).results(Checkbox) if (box.id or "").endswith("-fleet"))
+
     def program_and_budget(self) -> tuple[str, float | None] | None:
         """The program (``""``: rebuilt from the checkpoint) and the budget in dollars (None: the run's own), or
         None when either is refused (the reason is shown and the field focused)."""
@@ -180,6 +194,8 @@ class ResumeAnswer:
 
     app: str
     budget: float | None = None
+    fleet: bool = False
+    """Queue it for the store's fleet instead of running it here."""
 
 
 class ResumeScreen(RunDialog[ResumeAnswer | None]):
@@ -200,8 +216,9 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
         plan_at: tuple[str, str] | None = None,
+        fleet: str | None = None,
     ) -> None:
-        super().__init__(app, body, later, plan_at)
+        super().__init__(app, body, later, plan_at, fleet)
         self.question = question
 
     def compose(self) -> ComposeResult:
@@ -211,6 +228,7 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
             yield from self.estimate_field("resume", pending_tasks(self.body or {}))
             yield from self.plan_field("resume")
             yield from self.run_fields("resume")
+            yield from self.fleet_field("resume")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)
                 yield Button("Cancel (n)", id="confirm-no", compact=True)
@@ -222,7 +240,7 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
     def action_confirm(self) -> None:
         chosen = self.program_and_budget()
         if chosen is not None:
-            self.dismiss(ResumeAnswer(*chosen))
+            self.dismiss(ResumeAnswer(*chosen, fleet=self.on_fleet()))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -17,16 +17,19 @@ from typing import Any
 import pytest
 from llm_server import LLMServer
 from support.processes import user_env
-from support.reading import browser, notifications, text_of
+from support.reading import browser, choose, notifications, text_of
 from support.waiting import settle, wait_for, wait_until
-from test_fleet import PROGRAM, _finished_steps, _in_group, _stop, _submit
+from test_fleet import PROGRAM, _asked, _finished_steps, _in_group, _stop, _submit
 from test_fleet_recover import start_worker
 from textual.pilot import Pilot
+from textual.widgets import Button, Checkbox, Input
 
 from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
-from crewpoint.tui.cli.fleet_engine import ensure_schema, status
+from crewpoint.tui.cli.fleet_engine import abort, ensure_schema, status
 from crewpoint.tui.store_index import SegmentRef
+from crewpoint.tui.widgets.app_field import AppField
 
 SIZE = (150, 40)
 
@@ -111,6 +114,7 @@ async def test_a_postgresql_store_without_a_fleet_shows_no_counts(pg_location: s
 APP_ON_A_FOLDER = """
 import asyncio, sys
 from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 
 async def main():
@@ -180,3 +184,59 @@ async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with
     assert record.status == "interrupted"
     assert record.checkpoint_id is not None
     assert "job 1 stopped: its run was interrupted" in (tmp_path / "worker-0.log").read_text(encoding="utf-8")
+
+
+async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
+    pg_location: str, tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+    from crewpoint.providers.runs import read_runs
+
+    server.delay = 0.5
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    worker = start_worker(pg_location, tmp_path, env)
+    try:
+
+        def checkpointed() -> bool:
+            assert worker.poll() is None
+            job = status(pg_location)[1][0]
+            return bool(
+                job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
+            )
+
+        wait_for(checkpointed, "the run checkpointed on the worker")
+        lineage = status(pg_location)[1][0].lineage or ""
+        assert abort(pg_location, lineage) is not None  # the run stops part-way, with a checkpoint
+        wait_for(lambda: any(r.lineage == lineage and r.status == "interrupted" for r in read_runs(pg_location)))
+        done_before = _finished_steps(pg_location)[lineage]
+        assert done_before < 4
+        asked_before = _asked(server)
+        monkeypatch.chdir(tmp_path)  # the App field's program is found where the user is
+        app = make_app(pg_location, watch=False)
+        said = notifications(app)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = browser(pilot)
+            await wait_until(pilot, lambda: screen.feed.fleet_view is not None and bool(screen.metas))
+            newest = max((m for m in screen.metas if m.lineage == lineage), key=lambda m: m.sequence)
+            await choose(pilot, newest.id)
+            await pilot.press("e")
+            await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
+            dialog = app.screen
+            box = dialog.query_one("#resume-fleet", Checkbox)
+            assert "Run on the fleet (1 worker up)" in str(box.label)
+            dialog.query_one(AppField).query_one(Input).value = "crew_app.py:crew"
+            box.value = True
+            dialog.query_one("#confirm-yes", Button).focus()
+            await pilot.press("y")
+            await wait_until(pilot, lambda: any(s.startswith("Queued job 2:") for s in said), timeout=60)
+            assert not screen.run_panel.running  # nothing runs in a local process
+        wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
+    finally:
+        _stop(worker)
+    assert _finished_steps(pg_location)[lineage] == 4
+    assert len({m.lineage for m in list_checkpoints(pg_location)}) == 1  # the same run went on, no new one
+    asked = _asked(server)
+    for step in range(1, done_before + 1):  # the tasks finished before the stop ran once
+        assert asked[f"step {step} of t"] == asked_before[f"step {step} of t"] == 1
