@@ -6,6 +6,7 @@ Real PostgreSQL, real worker processes (one killed with SIGKILL), a real model s
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from llm_server import LLMServer
 from support.processes import user_env
 from support.reading import browser, choose, notifications, text_of
 from support.waiting import settle, wait_for, wait_until
+from test_app_snapshots import fixed_id, fixed_store  # noqa: F401  (the fixed store, a fixture)
 from test_fleet import PROGRAM, _asked, _finished_steps, _in_group, _stop, _submit
 from test_fleet_recover import start_worker
 from textual.pilot import Pilot
@@ -28,6 +30,7 @@ from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.fleet_engine import abort, ensure_schema, status
+from crewpoint.tui.fleet_view import FleetView, Stopped
 from crewpoint.tui.store_index import SegmentRef
 from crewpoint.tui.widgets.app_field import AppField
 
@@ -240,3 +243,39 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
     asked = _asked(server)
     for step in range(1, done_before + 1):  # the tasks finished before the stop ran once
         assert asked[f"step {step} of t"] == asked_before[f"step {step} of t"] == 1
+
+
+class FixedFleet:
+    """A fleet read as fixed words, for a picture that is the same on every run: the words and counts the real
+    fleet gives are the tests' above."""
+
+    def __init__(self, view: FleetView) -> None:
+        self.view = view
+
+    def read(self) -> FleetView | None:
+        return self.view
+
+    def resume(self, lineage: str, program: str, budget: float | None) -> int:
+        raise AssertionError("a picture queues nothing")
+
+    def stop(self, lineage: str) -> Stopped | None:
+        raise AssertionError("a picture stops nothing")
+
+
+def test_snapshot_of_a_fleet_run_in_the_tree_and_the_counts_in_the_header(
+    snap_compare: object,
+    fixed_store: str,  # noqa: F811  (the fixture imported above)
+) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+    from crewpoint.tui.app import CheckpointApp
+
+    shutil.rmtree(Path(fixed_store) / ".runs")  # no record of its own says more than the fleet of these runs
+    lineage = next(m.lineage for m in list_checkpoints(fixed_store) if m.id == fixed_id(10))
+    states = {lineage: "running on build-7"}  # (the fixed store's runs share one lineage)
+    app = CheckpointApp(fixed_store, follow=False, fleet=FixedFleet(FleetView(states, 2, 1, 3)))
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await wait_until(pilot, lambda: "2 workers · 1 running · 3 queued" in header(pilot))
+        await choose(pilot, fixed_id(10))
+
+    assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)  # type: ignore[operator]
