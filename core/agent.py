@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
-from crewpoint.entities import CheckpointedEntity, Entity
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.llm import BaseLLM, llm_from_state, parse_reply, resolve_llm
@@ -320,15 +320,7 @@ class Agent(BaseModel, CheckpointedEntity):
         self._finished = True
         return AgentOutput(raw=answer, agent_role=self.role)
 
-    async def akickoff(
-        self,
-        messages: str | Sequence[Mapping[str, str]] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-    ) -> AgentOutput:
-        import asyncio
-
-        return await asyncio.to_thread(self.kickoff, messages, from_checkpoint=from_checkpoint)
+    akickoff = in_thread(kickoff)  # type: ignore[pydantic-field]  # a method, not a field
 
     # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property

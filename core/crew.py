@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from crewpoint.agent import Agent, _config_from_state, _config_state, warn_ignored_settings
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
-from crewpoint.entities import CheckpointedEntity, Entity
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.memory import CrewMemory
@@ -301,19 +301,7 @@ class Crew(BaseModel, CheckpointedEntity):
         self._pending, self._answer, self._answered = None, None, []
         self._finished = False
 
-    async def akickoff(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-        feedback: str | None = None,
-        budget: Budget | None = None,
-    ) -> CrewOutput | FeedbackPending:
-        import asyncio
-
-        return await asyncio.to_thread(
-            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, budget=budget
-        )
+    akickoff = in_thread(kickoff)  # type: ignore[pydantic-field]  # a method, not a field
 
     def _run_task(self, index: int) -> None:
         # lazy: the fingerprint is made when a task runs

@@ -16,10 +16,11 @@ and a kind's class is imported only when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, Self, TypeVar, cast
 
 from crewpoint.providers.base import CheckpointError
 
@@ -106,6 +107,25 @@ class Entity(Protocol):
 
     @classmethod
     def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Self: ...
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def in_thread(method: Callable[_P, _R]) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """The async twin of ``method`` (``akickoff = in_thread(kickoff)``): the same parameters, the same call run in a
+    worker thread, so an event loop goes on while a run's model calls block."""
+
+    @functools.wraps(method)
+    async def twin(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        import asyncio
+
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    twin.__name__ = "a" + method.__name__
+    twin.__qualname__ = twin.__qualname__.removesuffix(method.__name__) + twin.__name__
+    return twin
 
 
 class CheckpointedEntity:

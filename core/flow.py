@@ -26,7 +26,7 @@ from crewpoint.checkpoint.flow_changes import (
     rerun_set,
     state_keys_written,
 )
-from crewpoint.entities import CheckpointedEntity, Entity
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.events.base import BaseEvent
 from crewpoint.flow_review import FeedbackSpec, HumanFeedbackResult, ask, review, spec_of
 from crewpoint.flow_review import human_feedback as human_feedback
@@ -332,22 +332,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._ran_here = True
         return result
 
-    async def kickoff_async(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-        feedback: str | None = None,
-        outcome: str | None = None,
-        budget: Budget | None = None,
-    ) -> Any:
-        import asyncio
-
-        return await asyncio.to_thread(
-            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, outcome=outcome, budget=budget
-        )
-
-    akickoff = kickoff_async
+    akickoff = kickoff_async = in_thread(kickoff)
 
     def _walk(self) -> Any:
         queue: list[tuple[str, Any, bool, str | None]] = [(name, None, False, None) for name in self._starts]
