@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import os
@@ -9,6 +10,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,8 +276,7 @@ class RuntimeState:
             if error is not None or ref is None:
                 self._write_failed(record, config.location, error)
                 return
-            self._write_done(record, ref)
-            self._recorded_in(config.provider, config.location)
+            self._written_in(config.provider, config.location, record, ref)
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
@@ -377,15 +378,24 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         writer.flush()
         record = self.capture(trigger)
-        self._started(record, loc)
-        try:
+        with self._writing(record, loc):
             ref = provider.write(loc, record)
             provider.flush()
+        return self._written_in(provider, loc, record, ref)
+
+    @contextlib.contextmanager
+    def _writing(self, record: CheckpointRecord, location: str) -> Iterator[None]:
+        """A checkpoint written now (not by the background writer): started, and counted as failed if it fails."""
+        self._started(record, location)
+        try:
+            yield
         except Exception as exc:
-            self._write_failed(record, loc, exc)
+            self._write_failed(record, location, exc)
             raise
+
+    def _written_in(self, provider: BaseProvider, location: str, record: CheckpointRecord, ref: str) -> str:
         self._write_done(record, ref)
-        self._recorded_in(provider, loc)
+        self._recorded_in(provider, location)
         return ref
 
     def _recorded_in(self, provider: BaseProvider, location: str) -> None:
@@ -403,16 +413,10 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
-        self._started(record, loc)
-        try:
+        with self._writing(record, loc):
             ref = await provider.awrite(loc, record)
             await asyncio.to_thread(provider.flush)
-        except Exception as exc:
-            self._write_failed(record, loc, exc)
-            raise
-        self._write_done(record, ref)
-        self._recorded_in(provider, loc)
-        return ref
+        return self._written_in(provider, loc, record, ref)
 
     # -- events ----------------------------------------------------------------------------------------
     def on_event(self, source: Any, event: BaseEvent) -> None:
