@@ -134,7 +134,9 @@ def test_fork_with_an_edited_output_reruns_only_its_dependents(llm_calls: list[s
     llm_calls.clear()
     latest = ops.list_checkpoints(store)[0]
     info = ops.describe(ops.load(latest.id, store))
-    result = ops.run_from(latest.id[:8], fork=True, branch="new-draft", outputs={2: "A new draft."}, location=store)
+    result = ops.prepare_run(
+        latest.id[:8], fork=True, branch="new-draft", outputs={2: "A new draft."}, location=store
+    ).kickoff()
     assert set(llm_calls) == {info.tasks[3].id}
     assert "review" in result.raw.lower()
     fork = ops.list_checkpoints(store, branch="new-draft")
@@ -150,7 +152,7 @@ def test_fork_with_a_changed_input_keeps_tasks_that_do_not_use_it(llm_calls: lis
     llm_calls.clear()
     latest = ops.list_checkpoints(store)[0]
     info = ops.describe(ops.load(latest.id, store))
-    ops.run_from(latest.id, fork=True, inputs={"audience": "CTOs"}, location=store)
+    ops.prepare_run(latest.id, fork=True, inputs={"audience": "CTOs"}, location=store).kickoff()
     assert set(llm_calls) == {t.id for t in info.tasks[1:]}
     branch = next(m.branch for m in ops.list_checkpoints(store) if m.branch != "main")
     assert branch.startswith("fork-")
@@ -179,11 +181,11 @@ def test_fork_branch_names_are_checked_before_anything_runs(llm_calls: list[str]
     llm_calls.clear()
     latest = ops.list_checkpoints(store)[0].id
     with pytest.raises(CheckpointError, match="already exists"):
-        ops.run_from(latest, fork=True, branch="main", location=store)
+        ops.prepare_run(latest, fork=True, branch="main", location=store).kickoff()
     with pytest.raises(CheckpointError, match="leave the checkpoint store"):
-        ops.run_from(latest, fork=True, branch="../escape", location=store)
+        ops.prepare_run(latest, fork=True, branch="../escape", location=store).kickoff()
     with pytest.raises(ValueError, match="does not exist"):
-        ops.run_from(latest, fork=True, outputs={9: "x"}, location=store)
+        ops.prepare_run(latest, fork=True, outputs={9: "x"}, location=store).kickoff()
     assert llm_calls == []
     assert len(ids_of(store)) == 4
 
@@ -203,14 +205,14 @@ def test_a_flow_class_comes_from_the_running_program_or_a_trusted_checkpoint(mon
     config = CheckpointConfig(location=".checkpoints", on_events=["method_execution_finished"])
     NoteFlow(checkpoint=config).kickoff()
     first = ops.list_checkpoints(".checkpoints")[-1]
-    assert ops.run_from(first.id, fork=True, branch="again", location=".checkpoints") == "one two"
+    assert ops.prepare_run(first.id, fork=True, branch="again", location=".checkpoints").kickoff() == "one two"
     record = ops.load(first.id, ".checkpoints")
     record.body["entity"]["class"] = "no_such_package_xyz.Flow"
     with pytest.raises(CheckpointError, match="CREWPOINT_DESERIALIZE_CALLBACKS=1"):
         ops.prepare_run(first.id, fork=True, location=".checkpoints", record=record)
     TriageFlow(checkpoint=CheckpointConfig(location="triage", on_events=["method_execution_finished"])).kickoff()
     start_meta = ops.list_checkpoints("triage")[-1]
-    assert "on-call" in ops.run_from(start_meta.id, fork=True, location="triage")
+    assert "on-call" in ops.prepare_run(start_meta.id, fork=True, location="triage").kickoff()
     info = ops.describe(ops.load(start_meta.id, "triage"))
     assert info.kind == "flow" and info.flow_state["severity"] == "high"
     assert info.method_outputs == [("classify", "high")]
@@ -220,7 +222,7 @@ def test_diff_lists_changed_inputs_statuses_and_outputs() -> None:
     store = make_store()
     metas = ops.list_checkpoints(store)
     latest, second = metas[0], metas[2]
-    ops.run_from(latest.id, fork=True, branch="b", inputs={"audience": "CTOs"}, location=store)
+    ops.prepare_run(latest.id, fork=True, branch="b", inputs={"audience": "CTOs"}, location=store).kickoff()
     fork_latest = ops.list_checkpoints(store, branch="b")[0]
     changes = ops.diff(ops.load(latest.id, store), ops.load(fork_latest.id, store))
     keys = {(c.section, c.key) for c in changes}
@@ -238,7 +240,7 @@ def test_prune_plan_keeps_fork_points_unless_forced() -> None:
     store = make_store()
     metas = ops.list_checkpoints(store)
     fork_point = metas[2]  # 2/4
-    ops.run_from(fork_point.id, fork=True, branch="side", location=store)
+    ops.prepare_run(fork_point.id, fork=True, branch="side", location=store).kickoff()
     plan = ops.prune(store, ops.PruneStrategy(keep=1, branch="main"), dry_run=True)
     assert {m.id for m in plan.doomed} == {metas[1].id, metas[3].id}
     assert plan.kept_fork_points == {fork_point.id}
