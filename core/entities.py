@@ -132,10 +132,26 @@ class CheckpointedEntity:
     """The part of :class:`Entity` that is the same for every kind, written once. A subclass sets ``KIND``."""
 
     KIND: ClassVar[str]
+    if TYPE_CHECKING:
+        checkpoint: CheckpointConfig | bool | None
+        _runtime: RuntimeState | None
 
     @property
     def entity_kind(self) -> str:
         return self.KIND
+
+    @property
+    def runtime_state(self) -> RuntimeState | None:
+        """The run this entity is in: None before its first kickoff, and once restored until it runs again."""
+        return self._runtime
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
+        """The checkpoint settings of the run (before it runs, the entity's own); a crew's tasks and agents may
+        set their own."""
+        # lazy: the settings load pydantic, which this module's readers (list, the app's tree) never need
+        from crewpoint.checkpoint.config import resolve
+
+        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
 
     @classmethod
     def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Self:

@@ -217,7 +217,7 @@ def test_a_failed_write_is_logged_counted_and_the_run_goes_on(caplog: pytest.Log
     with caplog.at_level(logging.WARNING, logger="crewpoint.checkpoint"):
         result = crew.kickoff(inputs=DEMO_INPUTS)
     assert len(result.tasks_output) == 4
-    assert crew._state is not None and crew._state.failed == 4
+    assert crew._runtime is not None and crew._runtime.failed == 4
     messages = [r.getMessage() for r in caplog.records]
     assert sum(m.startswith("checkpoint ") and "was not written" in m for m in messages) == 4
     assert any(m.startswith("4 checkpoints were not written") for m in messages)  # the run's summary

@@ -197,7 +197,7 @@ def test_5_a_failed_write_is_an_event_and_the_next_parent_is_the_last_written() 
     crew = demo_crew(checkpoint=CheckpointConfig(location=location, provider=MemoryProvider()))
     result = crew.kickoff(inputs=DEMO_INPUTS)
     assert len(result.tasks_output) == 4
-    state = crew._state
+    state = crew._runtime
     assert state is not None and state.failed == 1 and len(failed) == 1
     assert "the disk is full" in failed[0].error
     metas = MemoryProvider().list(location)
