@@ -198,45 +198,19 @@ def _types_of(values: Iterable[object]) -> set[type]:
 
 @dataclass(slots=True, eq=False)
 class _Tally:
-    """One row as a ledger counts it: what the row is, the calls summed so far, and the row as a checkpoint last
-    stored it."""
+    """One row as a ledger counts it: the calls summed so far, and the row as a checkpoint last stored it."""
 
     at: int
     """The row's place among the ledger's rows."""
-    unit: str | None
-    label: str
-    agent: str | None
-    model: str
-    provider: str
-    estimated: bool
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    requests: int = 0
-    duration_s: float = 0.0
+    sums: UsageRow
+    """The row so far, its seconds not yet rounded."""
     changed: bool = True
     """A call was counted since the row was last stored."""
     stored: UsageRow | None = None
 
     def row(self) -> UsageRow:
         """The row as a checkpoint stores it: the seconds to the microsecond."""
-        return UsageRow(
-            self.unit,
-            self.label,
-            self.agent,
-            self.model,
-            self.provider,
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-            self.reasoning_tokens,
-            self.requests,
-            round(self.duration_s, 6),
-            self.estimated,
-        )
+        return self.sums._replace(duration_s=round(self.sums.duration_s, 6))
 
 
 class UsageLedger:
@@ -285,17 +259,27 @@ class UsageLedger:
         with self._lock:
             tally = self._at.get(key)
             if tally is None:
-                tally = self._at[key] = _Tally(len(self._tallies), unit, label, agent, model, provider, estimated)
+                row = UsageRow(unit, label, agent, model, provider, estimated=estimated)
+                tally = self._at[key] = _Tally(len(self._tallies), row)
                 self._tallies.append(tally)
                 self._stored.append([])  # (stored at the next checkpoint)
                 self._texts.append("")
-            tally.input_tokens += counts[0]
-            tally.output_tokens += counts[1]
-            tally.cache_read_tokens += counts[2]
-            tally.cache_write_tokens += counts[3]
-            tally.reasoning_tokens += counts[4]
-            tally.requests += 1
-            tally.duration_s += seconds
+            sums = tally.sums
+            tally.sums = UsageRow(
+                unit=sums.unit,
+                label=sums.label,
+                agent=sums.agent,
+                model=sums.model,
+                provider=sums.provider,
+                input_tokens=sums.input_tokens + counts[0],
+                output_tokens=sums.output_tokens + counts[1],
+                cache_read_tokens=sums.cache_read_tokens + counts[2],
+                cache_write_tokens=sums.cache_write_tokens + counts[3],
+                reasoning_tokens=sums.reasoning_tokens + counts[4],
+                requests=sums.requests + 1,
+                duration_s=sums.duration_s + seconds,
+                estimated=sums.estimated,
+            )
             tally.changed = self._changed = True
 
     def _store(self) -> None:
