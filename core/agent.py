@@ -18,7 +18,7 @@ from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.llm import BaseLLM, llm_from_state, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.task import Task, _warn_not_saved
+from crewpoint.task import Task, _warn_not_saved, filled_from_config
 from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool, tool_from_state
 
@@ -113,12 +113,7 @@ class Agent(BaseModel, CheckpointedEntity):
     @classmethod
     def _from_config(cls, data: Any) -> Any:
         """``Agent(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
-        if not isinstance(data, dict) or "config" not in data:
-            return data
-        # lazy: crewpoint.project (YAML projects) loads only when a config is given
-        from crewpoint.project import fill_from_config
-
-        return fill_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
+        return filled_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:
