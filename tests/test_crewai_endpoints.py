@@ -18,7 +18,7 @@ from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
 
 from crewpoint.formats.crewai.rebuild import models_of
-from crewpoint.formats.crewai.runner import endpoint_safe_copy, endpoints, handoff
+from crewpoint.formats.crewai.runner import endpoints, handoff, rebuilt_copy
 from crewpoint.tui.cli import main
 
 CREW_FIRST_JSON = "20261130T150415_34a58f9a"  # crew, main, 1/3
@@ -70,7 +70,7 @@ def fake_crewai(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_copy_keeps_the_model_and_drops_every_endpoint(store: Path) -> None:
     dump = json.loads((store / FIRST_FILE).read_text(encoding="utf-8"))
-    safe = endpoint_safe_copy(dump, str(store), "json")
+    safe = rebuilt_copy(dump, str(store), "json")[0]
     text = json.dumps(safe)
     assert HOSTILE not in text and "X-Exfil" not in text and FAKE_KEY not in text and "/tmp/elsewhere" not in text
     llms = _llms(safe)
@@ -85,7 +85,7 @@ def test_the_copy_keeps_the_model_and_drops_every_endpoint(store: Path) -> None:
     ]
     assert endpoints(safe, {}) == ["gpt-4o-mini (openai) at https://api.openai.com/v1 (the provider's default)"]
     # trusted, CrewAI gets the checkpoint as saved, and the line says where it goes
-    assert endpoint_safe_copy(dump, str(store), "json", trust=True) == dump
+    assert rebuilt_copy(dump, str(store), "json", trust=True)[0] == dump
     assert endpoints(dump, {}, trust=True) == [f"gpt-4o-mini (openai) at {HOSTILE}"]
 
 
