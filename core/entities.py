@@ -6,8 +6,9 @@
   are shown about it: the word for its units of work and how its progress reads. Code that treats kinds
   differently asks :func:`kind_of` instead of comparing kind names (``tests/test_entity_registry.py`` scans
   for such comparisons).
-- :class:`CheckpointedEntity` writes the shared classmethods (``from_checkpoint``, ``afrom_checkpoint``,
-  ``fork``) once.
+- :class:`CheckpointedEntity` writes what every kind shares once: the classmethods (``from_checkpoint``,
+  ``afrom_checkpoint``, ``fork``), ``runtime_state`` and the run's checkpoint settings; :func:`in_thread` makes a
+  kind's ``akickoff`` from its ``kickoff``.
 
 To add a kind: write its class on :class:`CheckpointedEntity` with ``KIND``, and add its :class:`EntityKind`
 below. This module is cheap to import (no pydantic, no textual): the headless ``list`` and the app's tree use it,
