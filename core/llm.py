@@ -49,7 +49,6 @@ __all__ = [
 
 log = logging.getLogger("crewpoint")
 
-DESERIALIZE_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER_ENDPOINTS: Mapping[str, tuple[str, str]] = {
     "openai": (DEFAULT_BASE_URL, "OPENAI_API_KEY"),
