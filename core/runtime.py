@@ -19,6 +19,7 @@ from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import command_app, origin_of, refuse_kickoff_while_loading
 from crewpoint.checkpoint.prune_plan import prune_store
+from crewpoint.checkpoint.record import new_record, with_parent
 from crewpoint.checkpoint.restore import load_record
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
@@ -33,10 +34,10 @@ from crewpoint.events import (
 from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import provider_for, shown_location
-from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
+from crewpoint.providers.base import BaseProvider, CheckpointRecord
 from crewpoint.providers.chunks import Encoded, encode_json
 from crewpoint.providers.prune import PruneStrategy
-from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
+from crewpoint.providers.refs import check_branch
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
 from crewpoint.text import clip
@@ -74,7 +75,6 @@ class RuntimeState:
         sequence: int = 0,
         resumed_from: str | None = None,
     ) -> None:
-        _check_lineage(branch, lineage, parent_id, sequence)
         self.root = root
         self.config = config
         self.inputs: dict[str, Any] = dict(inputs or {})
@@ -160,23 +160,6 @@ class RuntimeState:
         done, total = self.root.progress()
         entity = self.root.to_state()
         usage, summary = self.usage_section(entity)
-        meta = CheckpointMeta(
-            id=checkpoint_id,
-            parent_id=parent,
-            branch=self.branch,
-            lineage=self.lineage,
-            sequence=sequence,
-            created_at=now,
-            trigger=trigger,
-            entity_kind=self.root.entity_kind,
-            entity_name=self.root.entity_name,
-            tasks_done=done,
-            tasks_total=total,
-            schema_version=SCHEMA_VERSION,
-            version=__version__,
-            run_id=self.run_id,
-            usage=summary,
-        )
         body = {
             "schema_version": SCHEMA_VERSION,
             "version": __version__,
@@ -196,7 +179,8 @@ class RuntimeState:
             "origin": self.origin,
             "usage": usage,
         }
-        return CheckpointRecord(meta=meta, body=body)
+        name = self.root.entity_name
+        return new_record(body, entity_name=name, tasks_done=done, tasks_total=total, run_id=self.run_id, usage=summary)
 
     def _encoded_events(self) -> Encoded:
         """The event history as a checkpoint stores it, with each event's JSON: an event the last capture had
@@ -289,11 +273,7 @@ class RuntimeState:
         parent = record.meta.parent_id
         if parent is None or parent not in self._lost:
             return record
-        written = self.written_id
-        body = dict(record.body)
-        if isinstance(body.get("lineage"), dict):
-            body["lineage"] = {**body["lineage"], "parent_id": written}
-        return CheckpointRecord(meta=record.meta.with_(parent_id=written), body=body)
+        return with_parent(record, self.written_id)
 
     def _write_done(self, record: CheckpointRecord, ref: str) -> None:
 
@@ -666,20 +646,6 @@ class Heartbeat:
 
         release(self._mark)
         self._mark = None
-
-
-def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
-    """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
-    copied into new checkpoints."""
-    problem = stored_branch_problem(branch)
-    if problem is None and lineage is not None and not isinstance(lineage, str):
-        problem = f"lineage must be text, not {type(lineage).__name__}"
-    if problem is None and parent_id is not None and (not isinstance(parent_id, str) or not ID_RE.fullmatch(parent_id)):
-        problem = f"invalid parent id {parent_id!r}"
-    if problem is None and (type(sequence) is not int or not 0 <= sequence <= MAX_SEQUENCE):
-        problem = f"sequence must be an integer from 0, not {sequence!r}"
-    if problem is not None:
-        raise DamagedCheckpoint(f"damaged checkpoint lineage: {problem}")
 
 
 def emit_in(state: RuntimeState, event: BaseEvent) -> BaseEvent:
