@@ -19,7 +19,7 @@ from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import command_app, origin_of, refuse_kickoff_while_loading
 from crewpoint.checkpoint.prune_plan import prune_store
-from crewpoint.checkpoint.record import new_record, with_parent
+from crewpoint.checkpoint.record import new_record
 from crewpoint.checkpoint.restore import load_record
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
@@ -91,7 +91,6 @@ class RuntimeState:
         """The run's entity was rebuilt from a checkpoint (not the program's own object): which entity and branch
         it is, the checkpoint says, so ``max_checkpoints`` trims only what this run wrote itself."""
         """The newest checkpoint of this run actually written (or the one it resumes from)."""
-        self._lost: set[str] = set()
         self.sequence = sequence
         self.resumed_from = resumed_from
         self.source_run: str | None = None
@@ -266,14 +265,7 @@ class RuntimeState:
         if self.heartbeat is None and _current.get() is self:  # checkpoints by an agent's config alone
             self.heartbeat = Heartbeat(self, config.provider, config.location)  # so it reads finished once it ends
         self._started(record, config.location)
-        writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
-
-    def _reparent(self, record: CheckpointRecord) -> CheckpointRecord:
-        """``record`` with its parent set to the newest checkpoint written, if the one it names was lost."""
-        parent = record.meta.parent_id
-        if parent is None or parent not in self._lost:
-            return record
-        return with_parent(record, self.written_id)
+        writer.submit(config.provider, config.location, record, done)
 
     def _write_done(self, record: CheckpointRecord, ref: str) -> None:
 
@@ -299,7 +291,6 @@ class RuntimeState:
         reason = " ".join(str(error).split()) if error is not None else "no reference returned"
         with self._lock:
             self.failed += 1
-            self._lost.add(record.meta.id)
             if self.checkpoint_id == record.meta.id:  # the next checkpoint's parent: the newest written
                 self.checkpoint_id = self.written_id
         self.failures.append(f"checkpoint {record.meta.id[:12]} ({record.meta.trigger}) was not written: {reason}")
