@@ -35,7 +35,6 @@ from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import provider_for, shown_location
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
-from crewpoint.providers.chunks import Encoded, encode_json
 from crewpoint.providers.prune import PruneStrategy
 from crewpoint.providers.refs import check_branch
 from crewpoint.providers.run_mark import hold, release
@@ -121,8 +120,8 @@ class RuntimeState:
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
-        # the last capture's events: the history's own dicts, the copies a body holds, their JSON
-        self._events_encoded: tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]] = ([], [], [])
+        # the last capture's events: the history's own dicts and the copies a body holds
+        self._events_stored: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
         self.outer: RuntimeState | None = None
         """The run this one runs inside (a crew kicked off in a flow's method): its usage is counted there too."""
         self._lock = threading.Lock()
@@ -164,7 +163,7 @@ class RuntimeState:
             "version": __version__,
             "entity": entity,
             "inputs": dict(self.inputs),
-            "events": self._encoded_events(),
+            "events": self._stored_events(),
             "lineage": {
                 "id": checkpoint_id,
                 "parent_id": parent,
@@ -181,20 +180,19 @@ class RuntimeState:
         name = self.root.entity_name
         return new_record(body, entity_name=name, tasks_done=done, tasks_total=total, run_id=self.run_id, usage=summary)
 
-    def _encoded_events(self) -> Encoded:
-        """The event history as a checkpoint stores it, with each event's JSON: an event the last capture had
-        (the history only grows, and a recorded event is never changed) keeps the copy and the text made then, so
-        a capture copies and encodes only the events that came since."""
+    def _stored_events(self) -> list[dict[str, Any]]:
+        """The event history as a checkpoint stores it: copies of the recorded events, each made once. An event
+        the last capture had (the history only grows, and a recorded event is never changed) keeps the copy made
+        then, so a capture copies only the events that came since, and the stores' codec, which knows an item it
+        encoded by the item itself, encodes only those."""
         compacts = self.events.compacts()
-        known, events, texts = self._events_encoded
+        known, events = self._events_stored
         count = len(known)
         if count > len(compacts) or compacts[:count] != known:
-            count, events, texts = 0, [], []
-        fresh = compacts[count:]
-        events = [*events[:count], *map(dict, fresh)]
-        texts = [*texts[:count], *map(encode_json, fresh)]
-        self._events_encoded = (compacts, events, texts)
-        return Encoded(events, texts)
+            count, events = 0, []
+        events = [*events[:count], *map(dict, compacts[count:])]
+        self._events_stored = (compacts, events)
+        return events
 
     # -- usage ----------------------------------------------------------------------------------------
     def take_source_usage(self, section: Any) -> None:
@@ -204,9 +202,8 @@ class RuntimeState:
             self.usage.start_from([row for key in ("before", "rows") for row in section.get(key) or ()])
 
     def usage_section(self, entity: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
-        (each list with its rows' JSON, for the writers to splice in); and the metadata's usage summary of the
-        same rows."""
+        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over;
+        and the metadata's usage summary of the same rows."""
         usage = self.usage
         reused = usage.stored_reused(finished_units(entity), self._usage_units) if usage.before else []
         rows, summary = usage.stored_and_summary()
