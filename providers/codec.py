@@ -3,15 +3,17 @@
 The engine hands a store a plain body; what the JSON store writes of it is made here. Each checkpoint of a run
 repeats what its previous one held (the event history so far, the usage rows of tasks that did not change, the
 chain's rows before the run), so the codec remembers, for the last runs it encoded, the JSON text of each item of a
-body's lists by the item itself, and encodes only the items that are new: a checkpoint costs what came since the
-last one, not the whole run again. An item is known by identity, so a body handed to a store, like the record it
-is in, is data that is read and never changed afterwards (the engine's items are its own copies, made once).
+body's lists by its place and the item itself, and encodes only the items that are new there: a checkpoint costs
+what came since the last one, not the whole run again. An item is known by identity, so a body handed to a store,
+like the record it is in, is data that is read and never changed afterwards (the engine's items are its own
+copies, made once).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from operator import is_
 from typing import Any
 
 from crewpoint.providers.chunks import encode_json
@@ -19,8 +21,8 @@ from crewpoint.providers.chunks import encode_json
 RUNS_KEPT = 8
 """How many runs' item texts the codec keeps (the runs writing at once in one process, with room to spare)."""
 
-Known = dict[int, tuple[Any, str]]
-"""An item's ``id`` -> the item (held, so that its id is not reused while it is known) and its JSON text."""
+Known = tuple[Sequence[Any], Sequence[str]]
+"""A list's items as last encoded and the JSON text of each, by position."""
 Items = Callable[[str, Sequence[Any]], Iterable[str]]
 """``items(field, values)``: the JSON text of each of ``values``, the items of the list at ``field``."""
 
@@ -48,16 +50,16 @@ class BodyCodec:
         learned: dict[str, Known] = {}
 
         def items(field: str, values: Sequence[Any]) -> list[str]:
-            old = known.get(field, {})
-            new: Known = {}
-            for item in values:
-                key = id(item)
-                found = old.get(key)
-                new[key] = found if found is not None else (item, encode_json(item))
-            learned[field] = new
-            if len(new) == len(values):
-                return [text for _, text in new.values()]
-            return [new[id(item)][1] for item in values]  # an item that is in the list more than once
+            old, old_texts = known.get(field, _NONE)
+            count = min(len(old), len(values))
+            same = list(map(is_, values[:count], old[:count]))
+            if all(same):  # the history grew: the texts of the items it had, and the new ones encoded
+                texts = [*old_texts[:count], *map(encode_json, values[count:])]
+            else:  # some items changed in place (a usage row): those encoded again
+                texts = [old_texts[n] if kept else encode_json(values[n]) for n, kept in enumerate(same)]
+                texts += map(encode_json, values[count:])
+            learned[field] = (list(values), texts)
+            return texts
 
         text = _layout(body, encode_json, items)
         with self._lock:
@@ -97,6 +99,8 @@ def _value(field: str, value: Any, encode: Callable[[Any], str], items: Items) -
         parts.append(encode(key) + ":" + text)
     return "{" + ",".join(parts) + "}"
 
+
+_NONE: Known = ((), ())
 
 codec = BodyCodec()
 """The codec of the stores that keep a body as JSON text."""
