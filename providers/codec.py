@@ -51,8 +51,8 @@ class BodyCodec:
 
         def items(field: str, values: Sequence[Any]) -> list[str]:
             old, old_texts = known.get(field, _NONE)
-            count = min(len(old), len(values))
-            same = list(map(is_, values[:count], old[:count]))
+            same = list(map(is_, values, old))
+            count = len(same)
             if all(same):  # the history grew: the texts of the items it had, and the new ones encoded
                 texts = [*old_texts[:count], *map(encode_json, values[count:])]
             else:  # some items changed in place (a usage row): those encoded again
@@ -90,13 +90,13 @@ def _layout(body: dict[str, Any], encode: Callable[[Any], str], items: Items) ->
 
 
 def _value(field: str, value: Any, encode: Callable[[Any], str], items: Items) -> str:
-    """A field's text; a section of lists (the body's ``usage``) with its lists' items by ``items``."""
-    if type(value) is not dict or list not in map(type, value.values()) or not all(type(k) is str for k in value):
+    """A field's text; a section whose every value is a list (the body's ``usage``) with its lists' items by
+    ``items``. Any other object is encoded whole, at once (an entity's parts change at every checkpoint)."""
+    if type(value) is not dict or not value or set(map(type, value.values())) != {list}:
         return encode(value)
-    parts = []
-    for key, inner in value.items():
-        text = "[" + ",".join(items(f"{field}.{key}", inner)) + "]" if type(inner) is list else encode(inner)
-        parts.append(encode(key) + ":" + text)
+    if not all(type(k) is str for k in value):
+        return encode(value)
+    parts = [encode(key) + ":[" + ",".join(items(f"{field}.{key}", inner)) + "]" for key, inner in value.items()]
     return "{" + ",".join(parts) + "}"
 
 

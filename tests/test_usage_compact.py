@@ -161,6 +161,12 @@ def test_runs_written_in_turn_are_each_encoded_as_their_bodies_say() -> None:
     for body in bodies:
         assert codec.body_text(body) == BodyCodec().body_text(plain(body))
         assert json.loads("{" + codec.body_text(body)[:-1])["body"] == body
+    rows: list[Any] = [["r", 1], ["r", 2]]
+    grown = {"lineage": {"lineage": "c", "branch": "main"}, "events": rows, "usage": {"rows": rows}}
+    codec.body_text(grown)
+    rows.append(["r", 3])
+    rows[0] = ["r", 9]  # the same lists, changed after they were encoded: encoded again
+    assert codec.body_text(grown) == BodyCodec().body_text(plain(grown))
     meta = CheckpointMeta("c" * 32, None, "main", "l", 1, 1.0, "t")
     surrogate = {"lineage": {"lineage": "a", "branch": "main"}, "events": [event, {"text": "\ud800"}]}
     assert json.loads(encode_file(meta, surrogate).split(b"\n", 1)[1][7:-2]) == surrogate
