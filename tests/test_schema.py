@@ -252,12 +252,18 @@ def test_fields_an_llm_class_refuses_are_named_by_their_path(llm_calls: list[str
 
 
 def test_a_resumed_run_continues_the_branch_its_record_is_in_whatever_the_body_says() -> None:
+    """A body's lineage block is data: the run goes on from the store's record of the checkpoint (its branch, run
+    and sequence), and what it writes next says so in its body and its metadata alike."""
     record = _first_checkpoint()
-    _, meta = _crafted(record, lambda b: b["lineage"].update(branch="elsewhere", lineage="someone-else"))
+    crafted = {"branch": "elsewhere", "lineage": "someone-else", "sequence": 10**6, "parent_id": "f" * 32}
+    _, meta = _crafted(record, lambda b: b["lineage"].update(crafted))
     result = cli("checkpoint", "resume", meta.id, "--location", "cp")
     assert result.exit_code == 0, result.stderr
     written = [m for m in ops.list_checkpoints("cp") if m.parent_id == meta.id]
-    assert [(m.branch, m.lineage) for m in written] == [("crafted", meta.lineage)]
+    assert [(m.branch, m.lineage, m.sequence) for m in written] == [("crafted", meta.lineage, meta.sequence + 1)]
+    lineage = ops.load(written[0].id, "cp").body["lineage"]
+    assert lineage == {**lineage, "parent_id": meta.id, "branch": "crafted", "lineage": meta.lineage}
+    assert lineage["sequence"] == meta.sequence + 1 and lineage["resumed_from"] == meta.id
     assert not Path("cp", "elsewhere").exists()
 
 

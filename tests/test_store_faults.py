@@ -204,6 +204,9 @@ def test_5_a_failed_write_is_an_event_and_the_next_parent_is_the_last_written() 
     ids = {m.id for m in metas}
     assert failed[0].checkpoint_id not in ids
     assert all(m.parent_id is None or m.parent_id in ids for m in metas)  # no checkpoint names a missing parent
+    for meta in metas:  # the checkpoint after the lost one names the last written in its body as in its metadata
+        lineage = MemoryProvider().read(location, meta.id).body["lineage"]
+        assert (lineage["id"], lineage["parent_id"], lineage["sequence"]) == (meta.id, meta.parent_id, meta.sequence)
     assert state.checkpoint_id == metas[0].id  # the run's latest is one that was written
     summary = state.failure_summary()
     assert summary is not None and "1 checkpoint was not written" in summary

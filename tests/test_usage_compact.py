@@ -1,6 +1,6 @@
 """Recording usage costs little: what every checkpoint of a run repeats (its usage rows, the chain's rows before it,
-the finished part of its event history, its usage summary) is worked out once, and what each store keeps is still
-byte for byte what a full encode of the same body gives."""
+the finished part of its event history, its usage summary) is worked out once (the stores' codec encodes only what
+came since), and what each store keeps is still byte for byte what a full encode of the same body gives."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+import crewpoint.providers.codec as codec_module
 from crewpoint import Agent, CheckpointConfig, Crew, OfflineLLM, Task
 from crewpoint.events import TaskStartedEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
-from crewpoint.providers.chunks import Encoded, encode_json, encode_value, item_texts, split
+from crewpoint.providers.chunks import encode_json
+from crewpoint.providers.codec import BodyCodec, codec
 from crewpoint.providers.json_provider import encode_file
 from crewpoint.providers.usage_meta import ROW_KEYS, usage_summary
 from crewpoint.runtime import RuntimeState
@@ -74,28 +76,60 @@ def test_each_store_keeps_what_a_full_encode_of_the_body_gives(location: str, tm
     assert all(m.body_length and len(m.digest) == 64 for m in stored)
 
 
-def test_a_capture_carries_its_lists_json_exactly(tmp_path: Path) -> None:
+def encoded_items(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The items the stores' codec encodes from now on (each one it could not take from a body before)."""
+    seen: list[Any] = []
+
+    def counting(value: Any) -> str:
+        seen.append(value)
+        return encode_json(value)
+
+    monkeypatch.setattr(codec_module, "encode_json", counting)
+    return seen
+
+
+def test_a_capture_is_stored_as_a_full_encode_of_its_body_gives(tmp_path: Path) -> None:
     metas = run_and_resume(str(tmp_path / "store"))
     assert len(metas) == 5  # three, and the two tasks the resume ran
     state = RuntimeState(three_steps(str(tmp_path / "other")), None)
     state.take_source_usage(provider_for(str(tmp_path / "store")).read(str(tmp_path / "store")).body["usage"])
     state.usage.add({"input_tokens": 3, "output_tokens": 4, "model": "m", "duration_s": 0.5}, "u", "U", "a")
-    body = state.capture("manual")
-    for values in (body.body["events"], *body.body["usage"].values()):
-        assert type(values) is Encoded
-        assert list(item_texts(values)) == [encode_json(v) for v in values]
-    assert encode_value(body.body["usage"]) == encode_json(body.body["usage"])
+    state.events.add(TaskStartedEvent(task_id="u", task_name="U"))
+    for _ in range(2):  # the second time from what the codec kept of the first
+        body = state.capture("manual").body
+        assert body["usage"]["rows"] and body["usage"]["before"] and body["events"]
+        assert codec.body_text(body) == BodyCodec().body_text(plain(body))
+
+
+def test_a_capture_is_encoded_for_what_came_since_the_last_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = RuntimeState(three_steps(str(tmp_path / "store")), None)
+    call = {"input_tokens": 5, "output_tokens": 7, "model": "m", "provider": "p", "duration_s": 0.25}
+    for n in range(3):
+        state.events.add(TaskStartedEvent(task_id=f"t{n}", task_name=f"task {n}"))
+        state.usage.add(call, f"t{n}", f"task {n}", "agent")
+    first = state.capture("manual").body
+    codec.body_text(first)
+    seen = encoded_items(monkeypatch)
+    state.events.add(TaskStartedEvent(task_id="t3", task_name="task 3"))
+    state.usage.add(call, "t2", "task 2", "agent")
+    second = state.capture("manual").body
+    text = codec.body_text(second)
+    encoded = list(seen)
+    assert [e for e in encoded if isinstance(e, dict) and "type" in e] == [second["events"][-1]]  # the new event
+    assert [r for r in encoded if isinstance(r, list)] == [second["usage"]["rows"][2]]  # the row that changed
+    assert text == BodyCodec().body_text(plain(second))
 
 
 def test_a_history_that_is_not_the_one_last_captured_is_encoded_afresh(tmp_path: Path) -> None:
     state = RuntimeState(three_steps(str(tmp_path / "store")), None)
     for n in range(3):
         state.events.add(TaskStartedEvent(task_id=f"t{n}", task_name=f"task {n}"))
-    first = state.capture("manual").body["events"]
+    first = state.capture("manual").body
+    codec.body_text(first)
     state.events = EventRecord(TaskStartedEvent(task_id=name, task_name="another history") for name in "wxyz")
-    events = state.capture("manual").body["events"]
-    assert [e["task_id"] for e in events] == list("wxyz") and len(first) == 3
-    assert list(item_texts(events)) == [encode_json(e) for e in events]
+    second = state.capture("manual").body
+    assert [e["task_id"] for e in second["events"]] == list("wxyz") and len(first["events"]) == 3
+    assert codec.body_text(second) == BodyCodec().body_text(plain(second))
 
 
 def test_each_capture_holds_the_whole_history_and_changing_one_leaves_the_run_s_history_as_it_was(
@@ -107,29 +141,47 @@ def test_each_capture_holds_the_whole_history_and_changing_one_leaves_the_run_s_
     state.events.add(TaskStartedEvent(task_id="t1", task_name="task 1"))
     second = state.capture("manual").body["events"]
     assert [e["task_id"] for e in first] == ["t0"] and [e["task_id"] for e in second] == ["t0", "t1"]
-    assert second == state.events.to_list() and list(item_texts(second)) == [encode_json(e) for e in second]
+    assert second == state.events.to_list()
     second[0]["task_name"] = "changed by a reader of the body"
     assert [e["task_name"] for e in state.events.to_list()] == ["task 0", "task 1"]
     assert [e["task_name"] for e in state.events.compacts()] == ["task 0", "task 1"]
 
 
-def test_a_list_changed_after_it_was_encoded_is_encoded_again() -> None:
-    rows = Encoded([{"a": 1}], [encode_json({"a": 1})])
-    rows.append({"b": True})
-    section = {"rows": rows, "before": Encoded()}
-    assert encode_value(section) == '{"rows":[{"a":1},{"b":true}],"before":[]}'
-    body = {"events": Encoded([{"n": i} for i in range(40)], [encode_json({"n": i}) for i in range(40)])}
-    body["usage"] = section
-    assert split(body).manifest == split(plain(body)).manifest
+def test_runs_written_in_turn_are_each_encoded_as_their_bodies_say() -> None:
+    """The codec keeps what it encoded per run: two runs writing in turn, an item that is in a list twice, a body
+    with no lineage and one a lone surrogate keeps from UTF-8 are each stored as a full encode gives."""
+    event = {"type": "task_started", "n": 1}
+    bodies = [
+        {"lineage": {"lineage": run, "branch": "main"}, "events": [event, {"n": i}], "usage": {"rows": [[run, i]]}}
+        for i in range(3)
+        for run in ("a", "b")
+    ]
+    bodies.append({"lineage": {"lineage": "a", "branch": "main"}, "events": [event, event], "usage": {"rows": []}})
+    bodies.append({"events": [event], "usage": {"rows": [["x"]], "before": []}})
+    for body in bodies:
+        assert codec.body_text(body) == BodyCodec().body_text(plain(body))
+        assert json.loads("{" + codec.body_text(body)[:-1])["body"] == body
+    rows: list[Any] = [["r", 1], ["r", 2]]
+    grown = {"lineage": {"lineage": "c", "branch": "main"}, "events": rows, "usage": {"rows": rows}}
+    codec.body_text(grown)
+    rows.append(["r", 3])
+    rows[0] = ["r", 9]  # the same lists, changed after they were encoded: encoded again
+    assert codec.body_text(grown) == BodyCodec().body_text(plain(grown))
+    meta = CheckpointMeta("c" * 32, None, "main", "l", 1, 1.0, "t")
+    surrogate = {"lineage": {"lineage": "a", "branch": "main"}, "events": [event, {"text": "\ud800"}]}
+    assert json.loads(encode_file(meta, surrogate).split(b"\n", 1)[1][7:-2]) == surrogate
 
 
-def test_a_ledgers_rows_carry_their_json_as_they_change() -> None:
+def test_a_ledgers_unchanged_rows_are_the_same_lists_from_one_checkpoint_to_the_next() -> None:
     ledger = UsageLedger()
     call = {"input_tokens": 5, "output_tokens": 7, "model": "m", "provider": "p", "duration_s": 0.1234567}
+    last: list[Any] = []
     for unit in ("a", "b", "a", "c", "a"):
         ledger.add(call, unit, unit.upper(), "agent")
         rows = ledger.stored_and_summary()[0]
-        assert type(rows) is Encoded and list(item_texts(rows)) == [encode_json(row) for row in rows]
+        changed = ["abc".index(unit)]
+        assert [i for i, r in enumerate(last) if r is not rows[i]] == [i for i in changed if i < len(last)]
+        last = rows
     assert [row[ROW_KEYS.index("requests")] for row in rows] == [3, 1, 1]
 
 
