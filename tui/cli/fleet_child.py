@@ -4,12 +4,13 @@ HEARTBEAT STALLED [RECOVER]``.
 Only a worker starts this module, so it imports the engine at once. The store's location comes in
 ``CREWPOINT_CHECKPOINT_LOCATION`` (never on the command line, where a password would show), the job's inputs and
 budget as JSON on stdin. The child takes the run's advisory lock (another process holding it: exit
-:data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run
-on the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
-resumes the newest of them: finished tasks never run again. A recovered run whose program changed since its
-checkpoint follows RECOVER (``rerun``, the default: changed tasks run again; ``keep``: their saved outputs are used;
-``strict``: refused), and the plan is said on stderr in a line starting ``recover:``, which the worker repeats in its
-log. Exit codes are the command line's.
+:data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run on
+the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
+resumes the newest of them: finished tasks never run again. A continuation (a job queued by the answer to a request
+of a fleet run) resumes the answered checkpoint, or the newest written after it. A recovered run whose program
+changed since its checkpoint follows RECOVER (``rerun``, the default: changed tasks run again; ``keep``: their saved
+outputs are used; ``strict``: refused), and the plan is said on stderr in a line starting ``recover:``, which the
+worker repeats in its log. Exit codes are the command line's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import AppError, load_app
 from crewpoint.checkpoint.run import PlannedRun, RunOptions, plan_run, run_checkpoint, shown_id
-from crewpoint.checkpoint.stores import list_checkpoints
+from crewpoint.checkpoint.stores import list_checkpoints, newest_descendant
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
 from crewpoint.providers.base import CheckpointRecord
@@ -58,6 +59,13 @@ def _newest_of(location: str, lineage: str) -> str | None:
     if not metas:
         return None
     return max(metas, key=lambda m: (m.sequence, m.created_at)).id
+
+
+def _go_on_from(location: str, answered: str) -> str:
+    """Where a continuation goes on: the newest checkpoint written after the answered one (a continuation that was
+    itself recovered), else the answered checkpoint."""
+    found = newest_descendant(list_checkpoints(location), answered)
+    return found.id if found is not None else answered
 
 
 class LostRun(Exception):
@@ -161,10 +169,11 @@ def run(
         fence = Fence(conn, heartbeat, stalled_after)
         fence.start()
         _fence_writes(fence)
-        row = conn.execute(
-            "UPDATE crewpoint_fleet_runs SET host = %s, pid = %s, attempts = attempts + 1, updated_at = now()"
-            " WHERE job_id = %s RETURNING lineage",
-            (socket.gethostname(), os.getpid(), job_id),
+        row = conn.execute(  # (a job queued by hand, or before its row was written, gets its row here)
+            "INSERT INTO crewpoint_fleet_runs (job_id, program, host, pid, attempts) VALUES (%s, %s, %s, %s, 1)"
+            " ON CONFLICT (job_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
+            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage",
+            (job_id, job.program, socket.gethostname(), os.getpid()),
         ).fetchone()
         lineage = row[0] if row is not None else None
         recorded: set[str] = set()
@@ -182,7 +191,7 @@ def run(
 
         event_bus.add_observer(record_lineage)
         budget = Budget.of(job.budget)
-        newest = _newest_of(location, lineage) if lineage else None
+        newest = _go_on_from(location, job.resume) if job.resume else _newest_of(location, lineage) if lineage else None
         try:
             if newest is not None:
                 options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
@@ -221,7 +230,8 @@ def _start(job: Job, location: str, budget: Any) -> int:
 
 
 def main(argv: list[str]) -> int:
-    location = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION", "")
+    # taken out of the environment: the commands the run prints (the answer of a request) name the store
+    location = os.environ.pop("CREWPOINT_CHECKPOINT_LOCATION", "")
     try:
         job_id, program, heartbeat, stalled_after = int(argv[0]), argv[1], float(argv[2]), float(argv[3])
         recover = argv[4] if len(argv) > 4 else "rerun"
