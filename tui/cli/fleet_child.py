@@ -20,7 +20,6 @@ import os
 import socket
 import sys
 import threading
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -31,8 +30,7 @@ from crewpoint.checkpoint.run import PlannedRun, RunOptions, plan_run, run_check
 from crewpoint.checkpoint.stores import list_checkpoints, newest_descendant
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
-from crewpoint.providers.base import CheckpointRecord
-from crewpoint.providers.postgres_provider import PostgresProvider
+from crewpoint.providers.pg_sql import PgDialect
 from crewpoint.runtime import current_state
 from crewpoint.tui.cli.fleet_engine import BUSY, LOST, FleetError, Job, connect, run_lock_key, session
 from crewpoint.tui.diagnostics import ExitCode
@@ -75,12 +73,17 @@ class LostRun(Exception):
 
 class Fence:
     """The run's lock, held on a session the server ends after ``stalled_after`` seconds of silence (a process
-    stopped or cut off that long has lost its run to another worker). A thread keeps the session talking every
-    ``heartbeat`` seconds and ends the process once the session is gone; every checkpoint this process writes first
-    proves the session, and so the lock, is still there."""
+    stopped or cut off that long has lost its run to another worker), and the job's attempt when this process took
+    it: its fencing token. Each write transaction of this process to the store proves, inside that transaction, that
+    the job's attempt is still this token (:meth:`in_write`): the process that takes the run next counts a new
+    attempt, and waits for a write that read the old one to end, so a process that lost its run writes nothing
+    after, however long it was stopped between its check and its write. A thread keeps the session talking every
+    ``heartbeat`` seconds and ends the process once the session is gone or a write was refused."""
 
-    def __init__(self, conn: Any, heartbeat: float, stalled_after: float) -> None:
+    def __init__(self, conn: Any, job_id: int, heartbeat: float, stalled_after: float) -> None:
         self.conn = conn
+        self.job_id = job_id
+        self.token: int | None = None
         self.heartbeat = heartbeat
         self.lost = threading.Event()
         try:
@@ -99,28 +102,29 @@ class Fence:
             self.lost.set()
             raise LostRun("this process lost its run's lock: another worker runs the run now") from None
 
-    def start(self) -> None:
+    def in_write(self, sql: PgDialect) -> None:
+        """Inside a write transaction: raise :class:`LostRun` (the transaction writes nothing) unless the job's
+        attempt is still this process's. The row stays read-locked to the end of the write, so the process taking
+        the run next counts its attempt after it."""
+        row = sql.q("SELECT attempts FROM {s}crewpoint_fleet_runs WHERE job_id = ? FOR SHARE", [self.job_id]).fetchone()
+        if row is None or row[0] != self.token:
+            self.lost.set()
+            raise LostRun("this process lost its run: another worker runs the run now; nothing was written")
+
+    def start(self, token: int) -> None:
+        """Fence this process's writes with ``token`` and watch the session."""
+        self.token = token
+        PgDialect.fence = self.in_write
         threading.Thread(target=self._beat, name="crewpoint-fleet-fence", daemon=True).start()
 
     def _beat(self) -> None:
         while True:
-            time.sleep(self.heartbeat)
+            self.lost.wait(self.heartbeat)
             try:
                 self.check()
             except LostRun as exc:
                 print(f"crewpoint: {exc}", file=sys.stderr, flush=True)
                 os._exit(LOST)
-
-
-def _fence_writes(fence: Fence) -> None:
-    """Every checkpoint this process writes to a PostgreSQL store first proves the run's lock is still held."""
-    write = PostgresProvider.write
-
-    def fenced(self: Any, location: str, record: CheckpointRecord) -> str:
-        fence.check()
-        return write(self, location, record)
-
-    PostgresProvider.write = fenced  # type: ignore[method-assign]  # this process's writes only
 
 
 def _plan_recovery(options: RunOptions, recover: str) -> PlannedRun:
@@ -166,16 +170,16 @@ def run(
         held = conn.execute("SELECT pg_try_advisory_lock(%s)", (run_lock_key(location, job_id),)).fetchone()
         if not held or not held[0]:
             return BUSY
-        fence = Fence(conn, heartbeat, stalled_after)
-        fence.start()
-        _fence_writes(fence)
+        fence = Fence(conn, job_id, heartbeat, stalled_after)
         row = conn.execute(  # (a job queued by hand, or before its row was written, gets its row here)
             "INSERT INTO crewpoint_fleet_runs (job_id, program, host, pid, attempts) VALUES (%s, %s, %s, %s, 1)"
             " ON CONFLICT (job_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
-            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage",
+            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage, attempts",
             (job_id, job.program, socket.gethostname(), os.getpid()),
         ).fetchone()
-        lineage = row[0] if row is not None else None
+        assert row is not None  # an upsert returns its row
+        lineage, token = row
+        fence.start(int(token))  # from here, a write of this process stands only while the job's attempt is ours
         recorded: set[str] = set()
         writer = session(location)  # the run's thread records its lineage on a session of its own
 
