@@ -12,7 +12,7 @@ killed) lets the lock go with it. Headless: imports no textual; procrastinate is
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -134,6 +134,50 @@ def make_app(location: str) -> procrastinate.App:
     place = where(location)
     connector = procrastinate.PsycopgConnector(conninfo=place.conninfo, kwargs={"options": _options(place)})
     return procrastinate.App(connector=connector)
+
+
+_OURS = (
+    "WITH ours AS (SELECT id FROM procrastinate_jobs WHERE id = %(job_id)s AND status = 'doing'"
+    " AND worker_id IS NOT DISTINCT FROM %(worker_id)s FOR UPDATE) "
+)
+FINISH_IF_OURS = _OURS + "SELECT procrastinate_finish_job_v1(id, %(status)s, %(delete_job)s) FROM ours"
+"""procrastinate's end of a job, only while the job is still the one its worker took (running, by that worker)."""
+RETRY_IF_OURS = (
+    _OURS + "SELECT procrastinate_retry_job_v2(id, %(retry_at)s, %(new_priority)s, %(new_queue_name)s, %(new_lock)s)"
+    " FROM ours"
+)
+"""procrastinate's retry of a job, on the same condition."""
+
+
+def guard_job_ends(app: procrastinate.App, say: Callable[[str], None]) -> None:
+    """Make the app end or retry a job only while it is still the one its worker took: running, by the worker
+    that fetched it (checked and changed in one statement, the job's row locked). A worker that lost a job (stopped
+    past the stalled limit, its job handed to another worker, then continued) never marks it done, failed or
+    queued again over the worker that runs it now; it says so instead. Both return whether the job changed."""
+    # lazy: procrastinate loads only for the fleet's commands
+    from procrastinate.utils import utcnow
+
+    manager, connector = app.job_manager, app.connector
+
+    async def finish_job(job: Any, status: Any, delete_job: bool) -> bool:
+        args = {"job_id": job.id, "worker_id": job.worker_id, "status": status.value, "delete_job": delete_job}
+        if await connector.execute_query_all_async(FINISH_IF_OURS, **args):
+            return True
+        say(f"job {job.id}: another worker runs it now; this worker leaves it as it is")
+        return False
+
+    async def retry_job(
+        job: Any, retry_at: Any = None, priority: Any = None, queue: Any = None, lock: Any = None
+    ) -> bool:
+        args = {"job_id": job.id, "worker_id": job.worker_id, "retry_at": retry_at or utcnow()}
+        args |= {"new_priority": priority, "new_queue_name": queue, "new_lock": lock}
+        if await connector.execute_query_all_async(RETRY_IF_OURS, **args):
+            return True
+        say(f"job {job.id}: another worker runs it now; this worker leaves it as it is")
+        return False
+
+    manager.finish_job = finish_job  # type: ignore[method-assign,assignment]  # this app's ends only
+    manager.retry_job = retry_job  # type: ignore[method-assign,assignment]
 
 
 @dataclass(frozen=True, slots=True)
