@@ -194,7 +194,8 @@ def run(
             )
 
         event_bus.add_observer(record_lineage)
-        budget = Budget.of(job.budget)
+        # what the run spent before its worker died counts against its budget after it is resumed here
+        budget = Budget(job.budget, whole_run=True) if job.budget is not None else None
         newest = _go_on_from(location, job.resume) if job.resume else _newest_of(location, lineage) if lineage else None
         try:
             if newest is not None:
