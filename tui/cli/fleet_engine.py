@@ -253,11 +253,20 @@ def started(location: str, lineage: str) -> Job | None:
 def go_on(location: str, job: Job, lineage: str) -> int:
     """Queue the continuation of the run ``lineage`` from the answered checkpoint ``job.resume``; its job's id.
     One job per checkpoint waits in the queue (procrastinate's queueing lock): a second is refused."""
+    # lazy: procrastinate loads only for the fleet's commands
+    from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
+
     assert job.resume is not None
     app = make_app(location)
-    with app.open():
-        task = app.configure_task(TASK, queue=QUEUE, queueing_lock=f"answer:{job.resume}")
-        job_id = task.defer(**job.args())
+    place = where(location)
+    try:
+        with app.open():
+            task = app.configure_task(TASK, queue=QUEUE, queueing_lock=f"answer:{job.resume}")
+            job_id = task.defer(**job.args())
+    except AlreadyEnqueued:
+        raise FleetError(f"a continuation of checkpoint {job.resume} waits in the queue already") from None
+    except ProcrastinateException as exc:
+        raise FleetError(f"cannot queue on {place.name}: {place.scrub(' '.join(str(exc).split()))}") from None
     with connect(location) as conn:
         conn.execute(
             "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)"
