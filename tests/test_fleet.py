@@ -77,6 +77,8 @@ def _asked(server: LLMServer) -> Counter[str]:
     """How many requests the model server got for each step of each run (``step 2 of topic-3``)."""
     seen: Counter[str] = Counter()
     for request in server.requests:
+        if not isinstance(request.body, dict):  # cut off by a kill while it was sent: never answered
+            continue
         users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
         first = users[0] if users else ""
         seen[first.removeprefix("Current task: ").split("\n")[0].strip()] += 1

@@ -26,6 +26,7 @@ from crewpoint.tui.cli.fleet_engine import (
     FleetError,
     Job,
     ensure_schema,
+    guard_job_ends,
     make_app,
     status,
     where,
@@ -167,6 +168,7 @@ async def _work(
     # what procrastinate logs of a job's end the worker says itself, in one line (tracebacks stay out of the way)
     logging.getLogger("procrastinate").addHandler(logging.NullHandler())
     app = make_app(location)
+    guard_job_ends(app, _say)  # a job this worker lost (stopped, then continued) is left to the one that runs it
     retry = RetryStrategy(max_attempts=1000, wait=max(1, int(heartbeat)), retry_exceptions={Busy})
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
@@ -248,12 +250,9 @@ async def _recover(app: Any, heartbeat: float, stalled_after: float) -> None:
         await asyncio.sleep(heartbeat)
         try:
             stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after, queue=QUEUE)
-            for job in stalled:
-                try:
-                    await app.job_manager.retry_job(job)
+            for job in stalled:  # (another worker that handed it back first: it is left as it is)
+                if await app.job_manager.retry_job(job):
                     _say(f"job {job.id}: its worker stopped; queued again to resume its run")
-                except Exception as exc:  # another worker handed it back first
-                    _say(f"job {job.id}: not handed back ({' '.join(str(exc).split())})")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
