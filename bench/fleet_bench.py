@@ -116,13 +116,13 @@ class Fleet:
         self.location, self.folder, self.env = location, folder, env
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(self) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "crewpoint.tui.cli", "worker", "-l", self.location, "--app", APP]
         with (self.folder / f"worker-{len(self.workers)}.log").open("wb") as said:
             proc = subprocess.Popen(
                 argv,
                 cwd=self.folder,
-                env=env or self.env,
+                env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=said,
                 start_new_session=True,
@@ -241,8 +241,8 @@ def kill_latencies(url: str, folder: Path, kills: int, chains: int = 3) -> list[
 
 
 def _queued_batch(location: str, count: int, tag: str) -> float:
-    """Runs per second of ``count`` runs queued at once (as ``submit`` queues each, in one transaction) to waiting
-    workers: from their queueing to the last one's success, by the server's clock."""
+    """Runs per second of ``count`` runs queued at once (each as ``submit`` queues one, all in one transaction) to
+    waiting workers: from their queueing to the last one's success, by the server's clock."""
     from crewpoint.tui.cli.fleet_engine import QUEUE, TASK, Job, connect, make_app
 
     app = make_app(location)
@@ -302,7 +302,8 @@ def throughput(url: str, folder: Path, counts: tuple[int, ...], rounds: int) -> 
     with TimedServer() as server:
         env = {**bench_env(), "FLEET_BENCH_LLM": server.base_url, "OPENAI_API_KEY": "sk-x"}
         warm = [sys.executable, APP.split(":")[0], "warm-up"]  # bytecode, the page cache
-        subprocess.run(warm, cwd=folder, env={**env, "CREWPOINT_CHECKPOINT_LOCATION": f"{url}?schema=fleet_warm"})
+        warm_env = {**env, "CREWPOINT_CHECKPOINT_LOCATION": f"{url}?schema=fleet_warm"}
+        subprocess.run(warm, cwd=folder, env=warm_env, capture_output=True, check=True)
         for workers in counts:
             queue, direct = f"{url}?schema=fleet_queue_{workers}", f"{url}?schema=fleet_direct_{workers}"
             for location in (queue, direct):  # both stores made before, neither run pays for it
@@ -336,9 +337,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def idle_cost(server: LocalServer, folder: Path, seconds: float) -> tuple[float, int, int]:
-    """An idle worker's CPU seconds over ``seconds``, and the queries and round trips (its connection pool's
-    ``BEGIN``, ``COMMIT`` and checks too) it sent the server then, read from the server's statement log by the
-    worker's application name."""
+    """An idle worker's CPU seconds per minute, watched for ``seconds``, and the queries and the statements (its
+    connection pool's ``BEGIN``, ``COMMIT`` and checks too) it sent the server per minute, read from the server's
+    statement log by the worker's application name."""
     from crewpoint.tui.cli.fleet_engine import connect, ensure_schema
 
     location = f"{server.url}?schema=fleet_idle"
