@@ -200,3 +200,37 @@ def test_the_export_bench_runs_with_and_without_spans(bench_modules: None, tmp_p
     (row,) = bench_otel_export(runs=1)
     assert row.unit == "ms" and math.isfinite(row.value) and row.target == 0.5
     assert "spans received" in row.note and not row.note.endswith(" 0 spans received")
+
+
+def test_the_fleet_bench_kills_a_worker_and_times_both_sides(tmp_path: Path) -> None:
+    """The fleet bench, small (one kill, one round with one worker, an idle worker watched for two seconds): its rows
+    come out with their goals, each figure measured."""
+    from pg_server import find_bindir
+
+    find_bindir()  # a machine without PostgreSQL's binaries skips, as the PostgreSQL tests do
+    small = {"FLEET_BENCH_KILLS": "1", "FLEET_BENCH_ROUNDS": "1", "FLEET_BENCH_WORKERS": "1", "FLEET_BENCH_IDLE": "2"}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "bench_fleet"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **small},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = {
+        parts[1]: parts[2:]
+        for line in done.stdout.splitlines()
+        if len(parts := [cell.strip() for cell in line.split("│")]) > 4
+    }
+    assert "failed" not in done.stdout, done.stdout
+    value, unit, goal, _ok, note = cells["fleet: kill → next model call on another worker, p95"][:5]
+    assert (unit, goal) == ("s", "≤ 10") and float(value) > 0, done.stdout
+    one = f"{float(value):.2f} s"
+    assert note.startswith(f"p50 {one}, max {one} of 1;"), note  # one kill: its latency is every figure
+    value, unit, goal = cells["fleet: runs/s queued / started directly, 1 worker"][:3]
+    assert (unit, goal) == ("x", "≥ 0.9") and float(value) > 0, done.stdout
+    value, unit, goal, _ok, note = cells["fleet: an idle worker's CPU"][:5]
+    assert unit == "s/min" and float(value) >= 0, done.stdout
+    queries = int(note.split()[0])
+    assert queries > 0 and f"({queries} statements" not in note, note  # its pool's BEGIN and COMMIT are more

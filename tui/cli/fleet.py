@@ -20,8 +20,10 @@ import click
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.fleet_engine import (
     BUSY,
+    HEARTBEAT,
     LOST,
     QUEUE,
+    STALE_WORKER,
     TASK,
     FleetError,
     Job,
@@ -94,11 +96,17 @@ def submit_job(location: str, job: Job) -> int:
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, help="Runs at a time.")
 @click.option("--recover", type=click.Choice(["keep", "rerun", "strict"]), default="rerun", help=RECOVER_HELP)
 @click.option("--status", "show_status", is_flag=True, help="List the store's workers, their jobs and heartbeats.")
-@click.option("--heartbeat", type=float, default=10.0, show_default=True, help="Seconds between heartbeats.")
+@click.option(
+    "--heartbeat",
+    type=float,
+    default=HEARTBEAT,
+    show_default=True,
+    help="Seconds between heartbeats (and between looks for runs to take back).",
+)
 @click.option(
     "--stalled-after",
     type=float,
-    default=30.0,
+    default=STALE_WORKER,
     show_default=True,
     help="Seconds without a heartbeat after which a worker's runs go to another.",
 )
@@ -194,6 +202,7 @@ async def _work(
                 concurrency=concurrency,
                 update_heartbeat_interval=heartbeat,
                 stalled_worker_timeout=stalled_after,
+                fetch_job_polling_interval=heartbeat,  # a job handed back sends no notification: looked for as often
                 install_signal_handlers=True,
             )
         finally:
