@@ -66,11 +66,13 @@ def test_list_status_says_running_on_host_then_recovering_then_done(
         wait_for(checkpointed_on_a, "job 1 checkpointed on worker A")
         lineage = next(j for j in status(pg_location)[1] if j.id == 1).lineage or ""
         assert statuses(lineage) == {f"running on {socket.gethostname()}"}
+        server.hold()  # job 2 keeps B busy until the test has seen job 1 recovering, however slow the machine
         b = start_worker(pg_location, tmp_path, env)  # one run at a time: job 2 keeps it busy
         wait_for(lambda: next(j for j in status(pg_location)[1] if j.id == 2).status == "doing", "B running job 2")
         os.killpg(a.pid, signal.SIGKILL)
         a.wait(timeout=30)
         wait_for(lambda: statuses(lineage) == {"recovering"}, "job 1 shown recovering once A is gone")
+        server.release()
         wait_for(lambda: all(j.status == "succeeded" for j in status(pg_location)[1]), "both runs finished on B")
     finally:
         _stop(a)

@@ -46,6 +46,7 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
                 job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
             )
 
+        server.hold(after=1)  # the second task's call waits: the stop lands mid-run, whatever the machine's load
         wait_for(checkpointed, "the run checkpointed on the worker")
         lineage = status(pg_location)[1][0].lineage or ""
         stopped = subprocess.run(
@@ -59,6 +60,7 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
         assert stopped.returncode == 0, stopped.stderr
         assert stopped.stdout.startswith(f"stopping job 1 (run {lineage[:8]})"), stopped.stdout
         wait_for(lambda: status(pg_location)[1][0].status == "aborted", "the job aborted")
+        server.release()
         assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker's next job finished")
     finally:
