@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.cli import cli
 from support.reading import browser, text_of
 from support.waiting import settle, wait_for, wait_until
 from textual.widgets import Button, Input
@@ -141,8 +142,10 @@ def checkpoints(folder: Path, branch: str = "main") -> list[Path]:
 
 
 def listing(folder: Path) -> list[dict[str, object]]:
-    done = run([str(BIN / "crewpoint"), "checkpoint", "list", ".checkpoints", "--json"], folder)
-    assert done.returncode == 0, done.stderr
+    """``list .checkpoints --json`` in ``folder``. The test reads the store this way between the examples it runs, so
+    the listing runs in the test's process (the same command, without a process start each time)."""
+    done = cli("checkpoint", "list", str(folder / ".checkpoints"), "--json")
+    assert done.exit_code == 0, done.stderr
     rows: list[dict[str, object]] = json.loads(done.stdout)
     return rows
 
