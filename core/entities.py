@@ -4,7 +4,7 @@
   against all of it (each class module asserts ``_: type[Entity] = Crew``).
 - :data:`ENTITY_KINDS` maps a kind (the ``entity_kind`` a checkpoint records) to its class and to what people
   are shown about it: the word for its units of work and how its progress reads. Code that treats kinds
-  differently asks :func:`kind_of` instead of comparing kind names (``tests/test_entity_registry.py`` scans
+  differently asks :func:`kind_of` instead of comparing kind names (``tests/architecture/test_entity_registry.py`` scans
   for such comparisons).
 - :class:`CheckpointedEntity` writes what every kind shares once: the classmethods (``from_checkpoint``,
   ``afrom_checkpoint``, ``fork``), ``runtime_state`` and the run's checkpoint settings; :func:`in_thread` makes a

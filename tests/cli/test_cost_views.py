@@ -29,7 +29,7 @@ from crewpoint.usage import UsageRow
 
 PER_CALL = {"prompt_tokens": 1200, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 200}}
 TASKS = ("Research owls.", "Outline the post.", "Write the post.")
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from crewpoint.project import CrewBase, after_kickoff, agent, before_kickoff, cr
 from crewpoint.providers import JsonProvider
 from crewpoint.tools import tool
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TYPES = ROOT / "core" / "checkpoint" / "schema_types.py"
 
 

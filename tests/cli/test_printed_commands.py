@@ -171,7 +171,7 @@ def test_a_run_that_ran_offline_still_goes_on_offline_without_a_model_named(tmp_
 
 def readme_review() -> str:
     """The README's own ``review.py``: the Python block just before "Saved as `review.py`"."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     head = readme.split("Saved as `review.py`", 1)[0]
     return head.rsplit("```python\n", 1)[1].split("```", 1)[0]
 

@@ -44,8 +44,8 @@ from crewpoint.events import (
 )
 from crewpoint.events.record import RWLock
 
-SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
-CATALOGUE_COPY = Path(__file__).parent / "fixtures" / "seed-catalogue.txt"
+SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+CATALOGUE_COPY = Path(__file__).parents[1] / "fixtures" / "seed-catalogue.txt"
 """The seed pages' catalogue lines, kept with the tests for checkouts that have no seed pages beside them."""
 CATALOGUE_LINE = re.compile(
     r"^(?P<family>[A-Za-z0-9 ]+) — (?P<names>[a-z0-9_]+(?:, [a-z0-9_]+)*|SIG[A-Z]+(?:, SIG[A-Z]+)*)\s*$"

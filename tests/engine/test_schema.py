@@ -26,7 +26,7 @@ from crewpoint.flow import Flow, listen, start
 from crewpoint.providers import JsonProvider, provider_for
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, UnsupportedSchema
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _crew() -> Crew:

@@ -9,7 +9,7 @@ import ast
 import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _is_module(name: str) -> bool:

@@ -21,7 +21,7 @@ from crewpoint.tui.cli import main
 from crewpoint.tui.store_index import progress_text
 from crewpoint.tui.widgets.overview_view import progress_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class TwoSteps(Flow[dict[str, Any]]):

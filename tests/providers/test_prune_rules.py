@@ -22,7 +22,7 @@ from crewpoint.providers.base import CheckpointMeta
 from crewpoint.providers.json_provider import file_name
 from crewpoint.providers.runs import RunInfo, this_host
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def cli(*args: str) -> Result:

@@ -33,7 +33,7 @@ from crewpoint.estimate import cost_text
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.tui.app import make_app
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BIN = Path(sys.executable).parent
 TIMEOUT = 180
 
@@ -82,36 +82,39 @@ RUN = {
 }
 NOT_RUN = {
     "crewpoint checkpoint resume <id> --app prog.py:crew --dry-run": "the output of a dry run after the program "
-    "changed: tests/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its plan lines",
+    "changed: tests/engine/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its "
+    "plan lines",
     "dry run: would fork": "the output of the fork estimate example: "
     "test_the_fork_estimate_example_prints_the_summary_tasks_last_run compares its lines with it",
-    "crewpoint new notes": "tests/test_new_project.py runs these commands (the run waits for the review, the answer "
-    "finishes it)",
+    "crewpoint new notes": "tests/cli/test_new_project.py runs these commands (the run waits for the review, the "
+    "answer finishes it)",
     "make demo": "`make demo` needs a terminal and `make test` is the whole suite: the Makefile's own targets",
     "export CREWPOINT_CHECKPOINT_LOCATION=postgresql": "needs the PostgreSQL server db.internal of the example; "
-    "tests/test_postgres_location.py runs these commands on a local server",
+    "tests/providers/test_postgres_location.py runs these commands on a local server",
     "crewpoint worker --app crew1.py:crew &": "workers run until stopped and the commands need a PostgreSQL server: "
-    "tests/test_fleet.py runs workers, submit and worker --status, tests/test_fleet_list.py the list's STATUS while a "
-    "worker is killed, tests/test_fleet_stop.py checkpoint stop, tests/test_fleet_recover.py --recover",
+    "tests/cli/test_fleet.py runs workers, submit and worker --status, tests/cli/test_fleet_list.py the list's STATUS "
+    "while a worker is killed, tests/cli/test_fleet_stop.py checkpoint stop, tests/cli/test_fleet_recover.py --recover",
     "python scripts/pg_local.py": "starts a PostgreSQL server that runs until Ctrl-C (tests/pg_server.py is its core)",
-    "crewpoint checkpoint serve --location": "starts a web server that runs until Ctrl-C; tests/test_serve.py drives "
-    "these options with a real browser",
+    "crewpoint checkpoint serve --location": "starts a web server that runs until Ctrl-C; tests/app/test_serve.py "
+    "drives these options with a real browser",
     "crewpoint checkpoint info -l ./.checkpoints 20260115T093012_1a2b3c4d": "needs a CrewAI store holding those ids; "
-    "tests/test_crewai_cli.py runs these commands on stores CrewAI wrote",
-    'otel={"endpoint": "http://127.0.0.1:4318"})': "needs a collector at that address; tests/test_telemetry.py runs "
-    "crews with otel={'endpoint': ...} exporting to a local receiver",
+    "tests/cli/test_crewai_cli.py runs these commands on stores CrewAI wrote",
+    'otel={"endpoint": "http://127.0.0.1:4318"})': "needs a collector at that address; "
+    "tests/engine/test_telemetry.py runs crews with otel={'endpoint': ...} exporting to a local receiver",
     'otel = { endpoint = "http://127.0.0.1:4318", service_name': "needs a collector at that address; "
     "test_which_setting_turns_export_on reads the setting from a project's pyproject.toml",
     "crewpoint checkpoint --location ./.checkpoints   # then a": "the app and a web server run until closed; "
     "test_a_run_that_waits_is_answered_each_way_the_readme_shows opens the app on the waiting run and presses a, "
-    "tests/test_answer_app.py answers through the dialog and tests/test_serve.py drives serve in a real browser",
+    "tests/app/test_answer_app.py answers through the dialog and tests/app/test_serve.py drives serve in a real "
+    "browser",
 }
 LINES_NOT_RUN = {
     "crewpoint checkpoint resume <id> --app prog.py:crew --dry-run": "the output of a dry run after the program "
-    "changed: tests/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its plan lines",
-    "crewpoint checkpoint  ": "opens the terminal app (tests/test_app.py drives it)",
-    "crewpoint checkpoint --location ./my_checkpoints": "opens the terminal app (tests/test_app.py drives it)",
-    "crewpoint checkpoint serve --read-only": "a web server that runs until Ctrl-C (tests/test_serve.py)",
+    "changed: tests/engine/test_program_changes.py test_the_readme_plan_is_what_the_dry_run_prints compares its "
+    "plan lines",
+    "crewpoint checkpoint  ": "opens the terminal app (tests/app/test_app.py drives it)",
+    "crewpoint checkpoint --location ./my_checkpoints": "opens the terminal app (tests/app/test_app.py drives it)",
+    "crewpoint checkpoint serve --read-only": "a web server that runs until Ctrl-C (tests/app/test_serve.py)",
 }
 
 

@@ -304,7 +304,7 @@ def test_the_readme_plan_is_what_the_dry_run_prints(tmp_path: Path, server: LLMS
     dry = crewpoint(project, server, "resume", checkpoint, "--app", "prog.py:crew", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     printed = dry.stdout.split("plan:\n", 1)[1].split("model:", 1)[0].splitlines()
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     shown = readme.split("\nplan:\n", 1)[1].split("\nmodel:", 1)[0].splitlines()
     assert shown == printed
     assert "  2. research: changed, runs (description changed; moved from 1 to 2)" in printed

@@ -20,7 +20,7 @@ from crewpoint.llm import LLM, LLMError
 from crewpoint.providers import JsonProvider, SqliteProvider
 from crewpoint.providers.base import DamagedCheckpoint, UnsupportedSchema
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def run_demo_crew(location: str = "cp", **config: Any) -> Crew:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support import systems
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 SELECTED = [
-    "tests/test_serve.py::test_read_only_in_the_browser_offers_no_resume_or_fork",
-    "tests/test_postgres_copy.py::test_a_store_moves_into_postgres_and_back_out_whole",
+    "tests/app/test_serve.py::test_read_only_in_the_browser_offers_no_resume_or_fork",
+    "tests/providers/test_postgres_copy.py::test_a_store_moves_into_postgres_and_back_out_whole",
 ]
 
 

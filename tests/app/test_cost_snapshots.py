@@ -36,7 +36,7 @@ def cost_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     raw = tmp_path / "raw"
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[1])
     with usage_server() as server:
         subprocess.run([sys.executable, "-c", BUILD, str(raw), server.base_url, tests], check=True, capture_output=True)
     fix(str(raw), "store")

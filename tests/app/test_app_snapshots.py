@@ -42,7 +42,7 @@ def fixed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     time.tzset()
     raw = tmp_path / "raw"
     # In a fresh process: what earlier tests left in this one (handlers, notices said once) never reaches the body.
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[1])
     subprocess.run([sys.executable, "-c", MAKE_RAW_STORE, str(raw), tests], check=True, capture_output=True)
     fix_store(str(raw), "store", fixed_id)
     return "store"

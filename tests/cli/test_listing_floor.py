@@ -14,7 +14,7 @@ import pytest
 from crewpoint.providers.base import CheckpointMeta
 from crewpoint.tui.cli.tables import format_time, table_rows
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Africa/Monrovia", "Europe/Amsterdam", "Australia/Lord_Howe"]
 
 _CHECK = """

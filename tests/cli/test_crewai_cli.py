@@ -233,7 +233,8 @@ def test_fork_hands_the_run_to_the_users_crewai(json_store: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     argv = json.loads(record.read_text())
     assert argv[0] == "-c" and "Crew.from_checkpoint" in argv[1]
-    # CrewAI resumes a copy of the fork whose endpoints come from the environment (tests/test_crewai_endpoints.py)
+    # CrewAI resumes a copy of the fork whose endpoints come from the environment
+    # (tests/providers/test_crewai_endpoints.py)
     assert Path(argv[2]).name == Path(result.stdout.strip().splitlines()[0]).name and argv[3] == "crew"
 
 

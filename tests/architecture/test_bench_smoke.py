@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture()

@@ -128,7 +128,7 @@ def test_a_name_that_cannot_name_a_package_is_refused_in_one_line(tmp_path: Path
 
 
 def test_the_readme_projects_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Projects\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
     lines = block.strip().splitlines()

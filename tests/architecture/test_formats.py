@@ -26,7 +26,7 @@ from crewpoint.providers.formats import (
 )
 from crewpoint.providers.refs import short_id
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = ("core", "providers", "tui", "screens")
 CREWAI_FOLDERS = (ROOT / "providers" / "crewai", ROOT / "core" / "formats" / "crewai")
 """CrewAI's read-only stores, and its format above the schema (translation, forks, runs)."""

@@ -21,7 +21,7 @@ import crewpoint.events as events_pkg
 from crewpoint.events import types
 from crewpoint.events.base import BaseEvent
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT / "core" / "events" / "index.py"
 
 

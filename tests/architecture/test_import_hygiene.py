@@ -57,7 +57,7 @@ def test_every_public_name_resolves() -> None:
 
 def test_the_app_uses_only_public_textual_modules() -> None:
     """A private module (``textual.widgets._footer``) may change in any release; the app imports none."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     private = re.compile(r"^\s*(?:from|import)\s+textual(?:\.\w+)*\._\w+", re.MULTILINE)
     offenders = [
         str(path.relative_to(root))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 FOLDERS = {"crewpoint": "core", **{f"crewpoint/{name}": name for name in ("providers", "tui", "screens")}}
 

@@ -13,7 +13,7 @@ import grimp
 import pytest
 from support.stores import make_store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_list_shows_status_without_loading_the_apps_widgets_screens_or_textual(tmp_path: Path) -> None:
