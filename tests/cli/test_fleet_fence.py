@@ -15,7 +15,7 @@ from support.processes import user_env
 from crewpoint.checkpoint.stores import list_checkpoints
 from crewpoint.tui.cli.fleet_engine import LOST, connect, ensure_schema
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 WRITER = textwrap.dedent(
     """
