@@ -161,9 +161,9 @@ def run(
     job_id: int,
     job: Job,
     location: str,
-    heartbeat: float = 10.0,
-    stalled_after: float = 30.0,
-    recover: str = "rerun",
+    heartbeat: float,
+    stalled_after: float,
+    recover: str,
 ) -> int:
     """Run the job's run to its end; the exit code."""
     with connect(location) as conn:
