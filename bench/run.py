@@ -30,12 +30,18 @@ class Row:
     unit: str
     target: float | None
     note: str = ""
+    at_least: bool = False
+    """The target is a floor (a ratio of throughputs, say), not a ceiling."""
 
     @property
     def ok(self) -> str:
         if self.target is None:
             return "-"
-        return "yes" if self.value <= self.target else "NO"
+        return "yes" if (self.value >= self.target if self.at_least else self.value <= self.target) else "NO"
+
+    @property
+    def goal(self) -> str:
+        return "" if self.target is None else f"{'≥' if self.at_least else '≤'} {self.target:g}"
 
 
 def bench_env() -> dict[str, str]:
@@ -127,6 +133,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from checkpoint_bench import checkpoint_benches
     from crewai_bench import crewai_benches
     from feedback_bench import feedback_benches
+    from fleet_bench import fleet_benches
     from otel_bench import otel_benches
     from pg_bench import pg_benches
     from pg_cost_bench import pg_cost_benches
@@ -151,6 +158,7 @@ def all_benches() -> list[Callable[[], list[Row]]]:
         *crewai_benches(),
         *pg_benches(),
         *pg_cost_benches(),
+        *fleet_benches(),
     ]
 
 
@@ -171,8 +179,7 @@ def main() -> None:
             except Exception as exc:
                 rows = [Row(bench.__name__, float("nan"), "", None, f"failed: {exc}")]
             for row in rows:
-                target = "" if row.target is None else f"≤ {row.target:g}"
-                table.add_row(row.name, f"{row.value:,.3f}", row.unit, target, row.ok, row.note)
+                table.add_row(row.name, f"{row.value:,.3f}", row.unit, row.goal, row.ok, row.note)
             print(f"{bench.__name__}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     Console(width=160).print(table)
 

@@ -14,12 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, config_from_state, config_state, resolve
-from crewpoint.entities import CheckpointedEntity, Entity
-from crewpoint.events.base import BaseEvent
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.llm import BaseLLM, llm_from_state, parse_reply, resolve_llm
 from crewpoint.memory import ShortTermMemory
-from crewpoint.task import Task, _warn_not_saved
+from crewpoint.task import Task, _warn_not_saved, filled_from_config
 from crewpoint.text import interpolate
 from crewpoint.tools import BaseTool, tool_from_state
 
@@ -104,7 +103,7 @@ class Agent(BaseModel, CheckpointedEntity):
     _knowledge: Knowledge | None = PrivateAttr(default=None)
     _pending: list[dict[str, str]] | None = PrivateAttr(default=None)
     _result: str | None = PrivateAttr(default=None)
-    _state: RuntimeState | None = PrivateAttr(default=None)
+    _runtime: RuntimeState | None = PrivateAttr(default=None)
     _made_in: tuple[str, str] | None = PrivateAttr(default=None)
     _inputs: dict[str, Any] = PrivateAttr(default_factory=dict)
     _finished: bool = PrivateAttr(default=False)
@@ -114,12 +113,7 @@ class Agent(BaseModel, CheckpointedEntity):
     @classmethod
     def _from_config(cls, data: Any) -> Any:
         """``Agent(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
-        if not isinstance(data, dict) or "config" not in data:
-            return data
-        # lazy: crewpoint.project (YAML projects) loads only when a config is given
-        from crewpoint.project import fill_from_config
-
-        return fill_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
+        return filled_from_config(data, cls.model_fields, "Agent", warn_unknown=False)
 
     @model_validator(mode="after")
     def _check_settings(self) -> Agent:
@@ -285,7 +279,7 @@ class Agent(BaseModel, CheckpointedEntity):
         from crewpoint.runtime import RuntimeState, running
 
         if self._finished:  # a new run, as in CrewAI; a restored agent resumes instead
-            self._state, self._result, self._finished = None, None, False
+            self._runtime, self._result, self._finished = None, None, False
             if messages is None:
                 messages = list(self._pending or []) or None
         if messages is None:
@@ -299,8 +293,8 @@ class Agent(BaseModel, CheckpointedEntity):
         if self._result is not None and convo == self._pending:
             return AgentOutput(raw=self._result, agent_role=self.role)
         self._pending, self._result = convo, None
-        state = self._state or RuntimeState(self, resolve(self.checkpoint))
-        self._state = state
+        state = self._runtime or RuntimeState(self, resolve(self.checkpoint))
+        self._runtime = state
         with running(state):
             event_bus.emit(self, LiteAgentExecutionStartedEvent(agent_role=self.role, agent_id=self.id))
             try:
@@ -320,15 +314,7 @@ class Agent(BaseModel, CheckpointedEntity):
         self._finished = True
         return AgentOutput(raw=answer, agent_role=self.role)
 
-    async def akickoff(
-        self,
-        messages: str | Sequence[Mapping[str, str]] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-    ) -> AgentOutput:
-        import asyncio
-
-        return await asyncio.to_thread(self.kickoff, messages, from_checkpoint=from_checkpoint)
+    akickoff = in_thread(kickoff)  # type: ignore[pydantic-field]  # a method, not a field
 
     # -- checkpoint entity protocol (crewpoint.entities.Entity) --------------------------------------------
     @property
@@ -337,9 +323,6 @@ class Agent(BaseModel, CheckpointedEntity):
 
     def progress(self) -> tuple[int, int]:
         return (1 if self._result is not None else 0), 1
-
-    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
-        return self._state.config if self._state is not None else resolve(self.checkpoint)
 
     def to_state(self) -> dict[str, Any]:
         from crewpoint.serialize import callable_path
@@ -421,11 +404,7 @@ class Agent(BaseModel, CheckpointedEntity):
         self._finished = False
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
-        self._state, self._finished = runtime, False
-
-    @property
-    def runtime_state(self) -> RuntimeState | None:
-        return self._state
+        self._runtime, self._finished = runtime, False
 
     # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
     @classmethod

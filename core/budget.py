@@ -74,10 +74,14 @@ MAX_TOKENS = 10**15
 class Budget:
     """What a run may spend: ``usd`` dollars and/or ``tokens`` tokens (input + output + reasoning tokens, cached
     input included). ``None`` sets no limit of that kind. It counts what this run spends from its kickoff (or
-    resume), never what its source chain spent before."""
+    resume), never what its source chain spent before (unless ``whole_run``)."""
 
     usd: float | None = None
     tokens: int | None = None
+    whole_run: bool = False
+    """Count what the run's chain spent before this kickoff too (the resumed checkpoint's ledger, ``usage.before``),
+    not only what it spends from here: a run the fleet resumes after its worker died keeps the budget it was
+    started with. Not saved with the entity's state."""
 
     def __post_init__(self) -> None:
         usd, tokens = self.usd, self.tokens
@@ -381,6 +385,10 @@ def _meter_of(state: RuntimeState, budget: Budget) -> _Meter:
         meter = _Meter(state.run_started)
         base = spending_of(state.usage.rows(), meter, dollars=budget.usd is not None)
         meter.base_usd, meter.base_tokens = base.usd, base.tokens
+        if budget.whole_run:  # what the chain spent before counts as spent by this run
+            before = spending_of(state.usage.before, meter, dollars=budget.usd is not None)
+            meter.base_usd, meter.base_tokens = meter.base_usd - before.usd, meter.base_tokens - before.tokens
+            meter.warned.update(before.unpriced)
         meter.warned.update(base.unpriced)
         _learn(meter, state.usage.before, "before")
         _meters[state] = meter

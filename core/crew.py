@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from crewpoint.agent import Agent, _config_from_state, _config_state, warn_ignored_settings
 from crewpoint.budget import Budget, BudgetExceeded, budget_from_state, budget_state
 from crewpoint.checkpoint.config import CheckpointConfig, resolve
-from crewpoint.entities import CheckpointedEntity, Entity
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.events.base import BaseEvent
 from crewpoint.knowledge import BaseKnowledgeSource, Knowledge, knowledge_source_from_state
 from crewpoint.memory import CrewMemory
@@ -63,7 +63,7 @@ class Crew(BaseModel, CheckpointedEntity):
     _memory: CrewMemory = PrivateAttr(default_factory=CrewMemory)
     _knowledge: Knowledge | None = PrivateAttr(default=None)
     _inputs: dict[str, Any] | None = PrivateAttr(default=None)
-    _state: RuntimeState | None = PrivateAttr(default=None)
+    _runtime: RuntimeState | None = PrivateAttr(default=None)
     _made_in: tuple[str, str] | None = PrivateAttr(default=None)
     _finished: bool = PrivateAttr(default=False)
     """This object's own kickoff ran to the end: the next kickoff is a new run (as in CrewAI), unless the crew
@@ -218,7 +218,7 @@ class Crew(BaseModel, CheckpointedEntity):
         # lazy: the usage ledger's names load with the first run, not with the API
         from crewpoint.usage import UsageMetrics
 
-        return UsageMetrics.of(self._state.usage.rows()) if self._state is not None else None
+        return UsageMetrics.of(self._runtime.usage.rows()) if self._runtime is not None else None
 
     # -- running ------------------------------------------------------------------------------------------
     def kickoff(
@@ -265,11 +265,11 @@ class Crew(BaseModel, CheckpointedEntity):
             task.interpolate_inputs(run_inputs)
         for agent in self.agents:
             agent.interpolate_inputs(run_inputs)
-        if self._state is None:
+        if self._runtime is None:
             parent = current_state()
             config = resolve(self.checkpoint, parent.config if parent is not None else None)
-            self._state = RuntimeState(self, config, run_inputs)
-        state = self._state
+            self._runtime = RuntimeState(self, config, run_inputs)
+        state = self._runtime
         state.inputs = run_inputs
         with running(state):
             event_bus.emit(self, CrewKickoffStartedEvent(crew_name=self.name, crew_id=self.id, inputs=run_inputs))
@@ -297,23 +297,11 @@ class Crew(BaseModel, CheckpointedEntity):
             task.output = None
         if inputs is not None:
             self._inputs = None
-        self._state = None
+        self._runtime = None
         self._pending, self._answer, self._answered = None, None, []
         self._finished = False
 
-    async def akickoff(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-        feedback: str | None = None,
-        budget: Budget | None = None,
-    ) -> CrewOutput | FeedbackPending:
-        import asyncio
-
-        return await asyncio.to_thread(
-            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, budget=budget
-        )
+    akickoff = in_thread(kickoff)  # type: ignore[pydantic-field]  # a method, not a field
 
     def _run_task(self, index: int) -> None:
         # lazy: the fingerprint is made when a task runs
@@ -441,7 +429,7 @@ class Crew(BaseModel, CheckpointedEntity):
 
     def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
         """Task → Agent → Crew: the nearest explicit setting wins; ``False`` opts out."""
-        base = self._state.config if self._state is not None else resolve(self.checkpoint)
+        base = super().checkpoint_config_for(event)
         task = next((t for t in self.tasks if t.id == event.task_id), None) if event.task_id else None
         agent: Agent | None = task.agent if task is not None else None
         if agent is None and event.agent_id:
@@ -596,15 +584,11 @@ class Crew(BaseModel, CheckpointedEntity):
             self._pending["task_index"] = place.get(under_review)  # where the task is now (None: dropped)
         if self.budget is None:  # the program's own budget, else the one the run had
             self.budget = budget_from_state(data)
-        self._state = None
+        self._runtime = None
         self._finished = False  # restored: the next kickoff resumes and skips finished tasks
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
-        self._state, self._inputs, self._finished = runtime, inputs, False
-
-    @property
-    def runtime_state(self) -> RuntimeState | None:
-        return self._state
+        self._runtime, self._inputs, self._finished = runtime, inputs, False
 
     # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
     @classmethod

@@ -4,10 +4,11 @@
   against all of it (each class module asserts ``_: type[Entity] = Crew``).
 - :data:`ENTITY_KINDS` maps a kind (the ``entity_kind`` a checkpoint records) to its class and to what people
   are shown about it: the word for its units of work and how its progress reads. Code that treats kinds
-  differently asks :func:`kind_of` instead of comparing kind names (``tests/test_entity_registry.py`` scans
+  differently asks :func:`kind_of` instead of comparing kind names (``tests/architecture/test_entity_registry.py`` scans
   for such comparisons).
-- :class:`CheckpointedEntity` writes the shared classmethods (``from_checkpoint``, ``afrom_checkpoint``,
-  ``fork``) once.
+- :class:`CheckpointedEntity` writes what every kind shares once: the classmethods (``from_checkpoint``,
+  ``afrom_checkpoint``, ``fork``), ``runtime_state`` and the run's checkpoint settings; :func:`in_thread` makes a
+  kind's ``akickoff`` from its ``kickoff``.
 
 To add a kind: write its class on :class:`CheckpointedEntity` with ``KIND``, and add its :class:`EntityKind`
 below. This module is cheap to import (no pydantic, no textual): the headless ``list`` and the app's tree use it,
@@ -16,10 +17,11 @@ and a kind's class is imported only when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, Self, TypeVar, cast
 
 from crewpoint.providers.base import CheckpointError
 
@@ -108,14 +110,49 @@ class Entity(Protocol):
     def fork(cls, config: CheckpointConfig | str | Path, branch: str | None = None) -> Self: ...
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def in_thread(method: Callable[_P, _R]) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """The async twin of ``method`` (``akickoff = in_thread(kickoff)``): the same parameters, the same call run in a
+    worker thread, so an event loop goes on while a run's model calls block."""
+
+    @functools.wraps(method)
+    async def twin(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        import asyncio
+
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    twin.__name__ = "a" + method.__name__
+    twin.__qualname__ = twin.__qualname__.removesuffix(method.__name__) + twin.__name__
+    return twin
+
+
 class CheckpointedEntity:
     """The part of :class:`Entity` that is the same for every kind, written once. A subclass sets ``KIND``."""
 
     KIND: ClassVar[str]
+    if TYPE_CHECKING:
+        checkpoint: CheckpointConfig | bool | None
+        _runtime: RuntimeState | None
 
     @property
     def entity_kind(self) -> str:
         return self.KIND
+
+    @property
+    def runtime_state(self) -> RuntimeState | None:
+        """The run this entity is in: None before its first kickoff, and once restored until it runs again."""
+        return self._runtime
+
+    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
+        """The checkpoint settings of the run (before it runs, the entity's own); a crew's tasks and agents may
+        set their own."""
+        # lazy: the settings load pydantic, which this module's readers (list, the app's tree) never need
+        from crewpoint.checkpoint.config import resolve
+
+        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
 
     @classmethod
     def from_checkpoint(cls, config: CheckpointConfig | str | Path) -> Self:

@@ -26,8 +26,7 @@ from crewpoint.checkpoint.flow_changes import (
     rerun_set,
     state_keys_written,
 )
-from crewpoint.entities import CheckpointedEntity, Entity
-from crewpoint.events.base import BaseEvent
+from crewpoint.entities import CheckpointedEntity, Entity, in_thread
 from crewpoint.flow_review import FeedbackSpec, HumanFeedbackResult, ask, review, spec_of
 from crewpoint.flow_review import human_feedback as human_feedback
 from crewpoint.flow_review import text_of as _text
@@ -332,22 +331,7 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         self._ran_here = True
         return result
 
-    async def kickoff_async(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        from_checkpoint: CheckpointConfig | str | Path | None = None,
-        feedback: str | None = None,
-        outcome: str | None = None,
-        budget: Budget | None = None,
-    ) -> Any:
-        import asyncio
-
-        return await asyncio.to_thread(
-            self.kickoff, inputs, from_checkpoint=from_checkpoint, feedback=feedback, outcome=outcome, budget=budget
-        )
-
-    akickoff = kickoff_async
+    akickoff = kickoff_async = in_thread(kickoff)
 
     def _walk(self) -> Any:
         queue: list[tuple[str, Any, bool, str | None]] = [(name, None, False, None) for name in self._starts]
@@ -482,9 +466,6 @@ class Flow(CheckpointedEntity, Generic[StateT]):
         methods = set(self._starts) | {n for n, _ in self._listeners}
         return min(len({n for n, _ in self._log}), len(methods)), len(methods)
 
-    def checkpoint_config_for(self, event: BaseEvent) -> CheckpointConfig | None:
-        return self._runtime.config if self._runtime is not None else resolve(self.checkpoint)
-
     def to_state(self) -> dict[str, Any]:
         from crewpoint.agent import _config_state
         from crewpoint.serialize import class_path
@@ -569,10 +550,6 @@ class Flow(CheckpointedEntity, Generic[StateT]):
 
     def attach_runtime(self, runtime: RuntimeState, inputs: dict[str, Any]) -> None:
         self._runtime, self._inputs, self._ran_here = runtime, inputs, False
-
-    @property
-    def runtime_state(self) -> RuntimeState | None:
-        return self._runtime
 
     # -- resuming and forking: the interface Crew, Flow and Agent share ----------------------------------
     @classmethod

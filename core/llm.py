@@ -19,7 +19,8 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
@@ -48,7 +49,6 @@ __all__ = [
 
 log = logging.getLogger("crewpoint")
 
-DESERIALIZE_ENV = "CREWPOINT_DESERIALIZE_CALLBACKS"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER_ENDPOINTS: Mapping[str, tuple[str, str]] = {
     "openai": (DEFAULT_BASE_URL, "OPENAI_API_KEY"),
@@ -84,6 +84,7 @@ class _CallContext:
     reported: dict[str, int | None] | None = None
     started: float = 0.0
     messages: list[dict[str, str]] | None = None  # what was sent: its characters are counted only to estimate
+    answer: str = ""
 
 
 _current_call: ContextVar[_CallContext | None] = ContextVar("crewpoint_llm_call", default=None)
@@ -164,6 +165,16 @@ class BaseLLM(BaseModel):
         over = check_before_call(call)
         if over is not None:
             raise stop(*over, call)
+        with self._call_events(messages, agent_id, task_id, agent_role) as ctx:
+            ctx.answer = _check_text(self, self.call(messages, **kwargs))
+        return ctx.answer
+
+    @contextmanager
+    def _call_events(
+        self, messages: list[dict[str, str]], agent_id: str | None, task_id: str | None, agent_role: str | None
+    ) -> Iterator[_CallContext]:
+        """One call in progress (its context current): ``llm_call_started``, then ``llm_call_completed`` with the
+        ``answer`` the body sets, or ``llm_call_failed`` when the body raises."""
         ctx = _CallContext(
             _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
         )
@@ -171,12 +182,11 @@ class BaseLLM(BaseModel):
         try:
             self._emit_started(ctx, messages)
             try:
-                text = _check_text(self, self.call(messages, **kwargs))
+                yield ctx
             except BaseException as exc:
                 self._emit_failed(ctx, exc)
                 raise
-            self._emit_completed(ctx, text)
-            return text
+            self._emit_completed(ctx, ctx.answer)
         finally:
             _current_call.reset(token)
 
@@ -196,21 +206,9 @@ class BaseLLM(BaseModel):
             import asyncio
 
             raise await asyncio.to_thread(stop, *over, call)
-        ctx = _CallContext(
-            _new_call_id(), agent_id=agent_id, task_id=task_id, agent_role=agent_role, started=time.perf_counter()
-        )
-        token = _current_call.set(ctx)
-        try:
-            self._emit_started(ctx, messages)
-            try:
-                text = _check_text(self, await self.acall(messages, **kwargs))
-            except BaseException as exc:
-                self._emit_failed(ctx, exc)
-                raise
-            self._emit_completed(ctx, text)
-            return text
-        finally:
-            _current_call.reset(token)
+        with self._call_events(messages, agent_id, task_id, agent_role) as ctx:
+            ctx.answer = _check_text(self, await self.acall(messages, **kwargs))
+        return ctx.answer
 
     def output_limit(self, kwargs: Mapping[str, Any]) -> int | None:
         """The most output tokens a call may make (``max_tokens``, given to the call or set on the model), or None

@@ -61,8 +61,6 @@ _PROJECT = "__crewpoint_project__"
 """Set on a ``@CrewBase`` class."""
 _MADE = "_crewpoint_made"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-HOOKS_KEY = "kickoff_hooks"
-"""The key of a crew's checkpoint state naming its kickoff hooks (names only, never code)."""
 
 
 class ProjectError(ValueError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import os
@@ -9,6 +10,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from crewpoint.budget import BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import command_app, origin_of, refuse_kickoff_while_loading
 from crewpoint.checkpoint.prune_plan import prune_store
+from crewpoint.checkpoint.record import new_record
 from crewpoint.checkpoint.restore import load_record
 from crewpoint.checkpoint.schema import SCHEMA_VERSION
 from crewpoint.checkpoint.writer import writer
@@ -33,10 +36,9 @@ from crewpoint.events import (
 from crewpoint.events.base import BaseEvent
 from crewpoint.events.record import EventRecord
 from crewpoint.providers import provider_for, shown_location
-from crewpoint.providers.base import BaseProvider, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
-from crewpoint.providers.chunks import Encoded, encode_json
+from crewpoint.providers.base import BaseProvider, CheckpointRecord
 from crewpoint.providers.prune import PruneStrategy
-from crewpoint.providers.refs import ID_RE, MAX_SEQUENCE, check_branch, stored_branch_problem
+from crewpoint.providers.refs import check_branch
 from crewpoint.providers.run_mark import hold, release
 from crewpoint.providers.runs import BEAT_INTERVAL, RunInfo, this_host
 from crewpoint.text import clip
@@ -74,7 +76,6 @@ class RuntimeState:
         sequence: int = 0,
         resumed_from: str | None = None,
     ) -> None:
-        _check_lineage(branch, lineage, parent_id, sequence)
         self.root = root
         self.config = config
         self.inputs: dict[str, Any] = dict(inputs or {})
@@ -91,7 +92,6 @@ class RuntimeState:
         """The run's entity was rebuilt from a checkpoint (not the program's own object): which entity and branch
         it is, the checkpoint says, so ``max_checkpoints`` trims only what this run wrote itself."""
         """The newest checkpoint of this run actually written (or the one it resumes from)."""
-        self._lost: set[str] = set()
         self.sequence = sequence
         self.resumed_from = resumed_from
         self.source_run: str | None = None
@@ -122,8 +122,8 @@ class RuntimeState:
         self._usage_units: dict[str, str] = {}  # the units this run started (task id or method name) -> label
         self._usage_roles: dict[str, str] = {}  # agent id -> role
         self._usage_method: str | None = None  # the flow method running now
-        # the last capture's events: the history's own dicts, the copies a body holds, their JSON
-        self._events_encoded: tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]] = ([], [], [])
+        # the last capture's events: the history's own dicts and the copies a body holds
+        self._events_stored: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
         self.outer: RuntimeState | None = None
         """The run this one runs inside (a crew kicked off in a flow's method): its usage is counted there too."""
         self._lock = threading.Lock()
@@ -160,29 +160,12 @@ class RuntimeState:
         done, total = self.root.progress()
         entity = self.root.to_state()
         usage, summary = self.usage_section(entity)
-        meta = CheckpointMeta(
-            id=checkpoint_id,
-            parent_id=parent,
-            branch=self.branch,
-            lineage=self.lineage,
-            sequence=sequence,
-            created_at=now,
-            trigger=trigger,
-            entity_kind=self.root.entity_kind,
-            entity_name=self.root.entity_name,
-            tasks_done=done,
-            tasks_total=total,
-            schema_version=SCHEMA_VERSION,
-            version=__version__,
-            run_id=self.run_id,
-            usage=summary,
-        )
         body = {
             "schema_version": SCHEMA_VERSION,
             "version": __version__,
             "entity": entity,
             "inputs": dict(self.inputs),
-            "events": self._encoded_events(),
+            "events": self._stored_events(),
             "lineage": {
                 "id": checkpoint_id,
                 "parent_id": parent,
@@ -196,22 +179,22 @@ class RuntimeState:
             "origin": self.origin,
             "usage": usage,
         }
-        return CheckpointRecord(meta=meta, body=body)
+        name = self.root.entity_name
+        return new_record(body, entity_name=name, tasks_done=done, tasks_total=total, run_id=self.run_id, usage=summary)
 
-    def _encoded_events(self) -> Encoded:
-        """The event history as a checkpoint stores it, with each event's JSON: an event the last capture had
-        (the history only grows, and a recorded event is never changed) keeps the copy and the text made then, so
-        a capture copies and encodes only the events that came since."""
+    def _stored_events(self) -> list[dict[str, Any]]:
+        """The event history as a checkpoint stores it: copies of the recorded events, each made once. An event
+        the last capture had (the history only grows, and a recorded event is never changed) keeps the copy made
+        then, so a capture copies only the events that came since, and the stores' codec, which knows an item it
+        encoded by the item itself, encodes only those."""
         compacts = self.events.compacts()
-        known, events, texts = self._events_encoded
+        known, events = self._events_stored
         count = len(known)
         if count > len(compacts) or compacts[:count] != known:
-            count, events, texts = 0, [], []
-        fresh = compacts[count:]
-        events = [*events[:count], *map(dict, fresh)]
-        texts = [*texts[:count], *map(encode_json, fresh)]
-        self._events_encoded = (compacts, events, texts)
-        return Encoded(events, texts)
+            count, events = 0, []
+        events = [*events[:count], *map(dict, compacts[count:])]
+        self._events_stored = (compacts, events)
+        return events
 
     # -- usage ----------------------------------------------------------------------------------------
     def take_source_usage(self, section: Any) -> None:
@@ -221,9 +204,8 @@ class RuntimeState:
             self.usage.start_from([row for key in ("before", "rows") for row in section.get(key) or ()])
 
     def usage_section(self, entity: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over
-        (each list with its rows' JSON, for the writers to splice in); and the metadata's usage summary of the
-        same rows."""
+        """The body's ``usage``: this run's rows, the chain's before it, and those of the units it took over;
+        and the metadata's usage summary of the same rows."""
         usage = self.usage
         reused = usage.stored_reused(finished_units(entity), self._usage_units) if usage.before else []
         rows, summary = usage.stored_and_summary()
@@ -274,26 +256,14 @@ class RuntimeState:
             if error is not None or ref is None:
                 self._write_failed(record, config.location, error)
                 return
-            self._write_done(record, ref)
-            self._recorded_in(config.provider, config.location)
+            self._written_in(config.provider, config.location, record, ref)
             if config.max_checkpoints:
                 self._prune(config.provider, config.location, config.max_checkpoints)
 
         if self.heartbeat is None and _current.get() is self:  # checkpoints by an agent's config alone
             self.heartbeat = Heartbeat(self, config.provider, config.location)  # so it reads finished once it ends
         self._started(record, config.location)
-        writer.submit(config.provider, config.location, record, done, prepare=self._reparent)
-
-    def _reparent(self, record: CheckpointRecord) -> CheckpointRecord:
-        """``record`` with its parent set to the newest checkpoint written, if the one it names was lost."""
-        parent = record.meta.parent_id
-        if parent is None or parent not in self._lost:
-            return record
-        written = self.written_id
-        body = dict(record.body)
-        if isinstance(body.get("lineage"), dict):
-            body["lineage"] = {**body["lineage"], "parent_id": written}
-        return CheckpointRecord(meta=record.meta.with_(parent_id=written), body=body)
+        writer.submit(config.provider, config.location, record, done)
 
     def _write_done(self, record: CheckpointRecord, ref: str) -> None:
 
@@ -319,7 +289,6 @@ class RuntimeState:
         reason = " ".join(str(error).split()) if error is not None else "no reference returned"
         with self._lock:
             self.failed += 1
-            self._lost.add(record.meta.id)
             if self.checkpoint_id == record.meta.id:  # the next checkpoint's parent: the newest written
                 self.checkpoint_id = self.written_id
         self.failures.append(f"checkpoint {record.meta.id[:12]} ({record.meta.trigger}) was not written: {reason}")
@@ -377,15 +346,24 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         writer.flush()
         record = self.capture(trigger)
-        self._started(record, loc)
-        try:
+        with self._writing(record, loc):
             ref = provider.write(loc, record)
             provider.flush()
+        return self._written_in(provider, loc, record, ref)
+
+    @contextlib.contextmanager
+    def _writing(self, record: CheckpointRecord, location: str) -> Iterator[None]:
+        """A checkpoint written now (not by the background writer): started, and counted as failed if it fails."""
+        self._started(record, location)
+        try:
+            yield
         except Exception as exc:
-            self._write_failed(record, loc, exc)
+            self._write_failed(record, location, exc)
             raise
+
+    def _written_in(self, provider: BaseProvider, location: str, record: CheckpointRecord, ref: str) -> str:
         self._write_done(record, ref)
-        self._recorded_in(provider, loc)
+        self._recorded_in(provider, location)
         return ref
 
     def _recorded_in(self, provider: BaseProvider, location: str) -> None:
@@ -403,16 +381,10 @@ class RuntimeState:
         provider, loc = self._provider_for(None if location is None else str(location))
         await asyncio.to_thread(writer.flush)
         record = self.capture(trigger)
-        self._started(record, loc)
-        try:
+        with self._writing(record, loc):
             ref = await provider.awrite(loc, record)
             await asyncio.to_thread(provider.flush)
-        except Exception as exc:
-            self._write_failed(record, loc, exc)
-            raise
-        self._write_done(record, ref)
-        self._recorded_in(provider, loc)
-        return ref
+        return self._written_in(provider, loc, record, ref)
 
     # -- events ----------------------------------------------------------------------------------------
     def on_event(self, source: Any, event: BaseEvent) -> None:
@@ -666,20 +638,6 @@ class Heartbeat:
 
         release(self._mark)
         self._mark = None
-
-
-def _check_lineage(branch: object, lineage: object, parent_id: object, sequence: object) -> None:
-    """Refuse lineage values of the wrong type (from a damaged checkpoint) with one line, so they are never
-    copied into new checkpoints."""
-    problem = stored_branch_problem(branch)
-    if problem is None and lineage is not None and not isinstance(lineage, str):
-        problem = f"lineage must be text, not {type(lineage).__name__}"
-    if problem is None and parent_id is not None and (not isinstance(parent_id, str) or not ID_RE.fullmatch(parent_id)):
-        problem = f"invalid parent id {parent_id!r}"
-    if problem is None and (type(sequence) is not int or not 0 <= sequence <= MAX_SEQUENCE):
-        problem = f"sequence must be an integer from 0, not {sequence!r}"
-    if problem is not None:
-        raise DamagedCheckpoint(f"damaged checkpoint lineage: {problem}")
 
 
 def emit_in(state: RuntimeState, event: BaseEvent) -> BaseEvent:

@@ -76,12 +76,7 @@ class Task(BaseModel):
     @classmethod
     def _from_config(cls, data: Any) -> Any:
         """``Task(config=...)``: a YAML entry's settings fill every field not given explicitly (CrewAI's spelling)."""
-        if not isinstance(data, dict) or "config" not in data:
-            return data
-        # lazy: crewpoint.project (YAML projects) loads only when a config is given
-        from crewpoint.project import fill_from_config
-
-        return fill_from_config(data, cls.model_fields, "Task", warn_unknown=True)
+        return filled_from_config(data, cls.model_fields, "Task", warn_unknown=True)
 
     @model_validator(mode="after")
     def _warn_unsavable(self) -> Task:
@@ -246,6 +241,17 @@ class Task(BaseModel):
         output = data["output"]
         self.output = TaskOutput(**output) if output is not None else None
         self._fingerprint = dict(data["fingerprint"]) if data["fingerprint"] is not None else None
+
+
+def filled_from_config(data: Any, fields: Mapping[str, Any], kind: str, warn_unknown: bool) -> Any:
+    """A model's input with a YAML entry's ``config`` settings filling every field not given explicitly, as
+    CrewAI's ``Task(config=...)`` and ``Agent(config=...)`` take them; the input as it is without one."""
+    if not isinstance(data, dict) or "config" not in data:
+        return data
+    # lazy: crewpoint.project (YAML projects) loads only when a config is given
+    from crewpoint.project import fill_from_config
+
+    return fill_from_config(data, fields, kind, warn_unknown=warn_unknown)
 
 
 def _inside(name: str) -> bool:

@@ -22,9 +22,9 @@ Estimates follow one fixed rule, :func:`estimate_tokens`: ``ceil(characters / 4)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from crewpoint.providers.usage_meta import (
     MAX_SECONDS,
@@ -38,9 +38,6 @@ from crewpoint.providers.usage_meta import (
     grouped,
     summary_text,
 )
-
-if TYPE_CHECKING:
-    from crewpoint.providers.chunks import Encoded
 
 __all__ = [
     "CALL_KEYS",
@@ -198,45 +195,19 @@ def _types_of(values: Iterable[object]) -> set[type]:
 
 @dataclass(slots=True, eq=False)
 class _Tally:
-    """One row as a ledger counts it: what the row is, the calls summed so far, and the row as a checkpoint last
-    stored it."""
+    """One row as a ledger counts it: the calls summed so far, and the row as a checkpoint last stored it."""
 
     at: int
     """The row's place among the ledger's rows."""
-    unit: str | None
-    label: str
-    agent: str | None
-    model: str
-    provider: str
-    estimated: bool
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    requests: int = 0
-    duration_s: float = 0.0
+    sums: UsageRow
+    """The row so far, its seconds not yet rounded."""
     changed: bool = True
     """A call was counted since the row was last stored."""
     stored: UsageRow | None = None
 
     def row(self) -> UsageRow:
         """The row as a checkpoint stores it: the seconds to the microsecond."""
-        return UsageRow(
-            self.unit,
-            self.label,
-            self.agent,
-            self.model,
-            self.provider,
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-            self.reasoning_tokens,
-            self.requests,
-            round(self.duration_s, 6),
-            self.estimated,
-        )
+        return self.sums._replace(duration_s=round(self.sums.duration_s, 6))
 
 
 class UsageLedger:
@@ -248,10 +219,9 @@ class UsageLedger:
         self._at: dict[tuple[Any, ...], _Tally] = {}  # (unit, agent, model, provider, estimated) -> its tally
         self._changed = False  # a call was counted since the rows were last stored
         self._stored: list[list[Any]] = []  # each row as a checkpoint last stored it (same places)
-        self._texts: list[str] = []  # the JSON of each of those
         self.before: list[UsageRow] = []
         """What the chain spent before this run (a body's ``usage.before``): read and never changed."""
-        self._before_stored: list[list[Any]] = []  # as every checkpoint of the run stores them, with their JSON
+        self._before_stored: list[list[Any]] = []  # as every checkpoint of the run stores them
         self._before_groups: Groups = {}  # the same, summed for the summary
         self._groups: Groups = {}  # the stored rows, summed for the summary
         self._summary: str | None = ""  # the summary of both (None: to be made again)
@@ -260,13 +230,12 @@ class UsageLedger:
     def start_from(self, before: Iterable[object]) -> None:
         """Start from what the chain spent before this run: ``before``, rows as a body stores them (a resume's or a
         fork's source checkpoint's ``before`` and ``rows``; one that is not a row is left out), which every
-        checkpoint of the run holds, encoded once here, and its summary's chain counts."""
-        encoded, encode_json = _encoder()
+        checkpoint of the run holds (the same lists each time), and its summary's chain counts."""
         rows = [row for row in map(decode_row, before) if row is not None]
         stored = [encode_row(row) for row in rows]
         with self._lock:
             self.before = rows
-            self._before_stored = encoded(stored, [encode_json(values) for values in stored])
+            self._before_stored = stored
             self._before_groups = grouped(rows)
             self._summary = None
 
@@ -285,24 +254,32 @@ class UsageLedger:
         with self._lock:
             tally = self._at.get(key)
             if tally is None:
-                tally = self._at[key] = _Tally(len(self._tallies), unit, label, agent, model, provider, estimated)
+                row = UsageRow(unit, label, agent, model, provider, estimated=estimated)
+                tally = self._at[key] = _Tally(len(self._tallies), row)
                 self._tallies.append(tally)
                 self._stored.append([])  # (stored at the next checkpoint)
-                self._texts.append("")
-            tally.input_tokens += counts[0]
-            tally.output_tokens += counts[1]
-            tally.cache_read_tokens += counts[2]
-            tally.cache_write_tokens += counts[3]
-            tally.reasoning_tokens += counts[4]
-            tally.requests += 1
-            tally.duration_s += seconds
+            sums = tally.sums
+            tally.sums = UsageRow(
+                unit=sums.unit,
+                label=sums.label,
+                agent=sums.agent,
+                model=sums.model,
+                provider=sums.provider,
+                input_tokens=sums.input_tokens + counts[0],
+                output_tokens=sums.output_tokens + counts[1],
+                cache_read_tokens=sums.cache_read_tokens + counts[2],
+                cache_write_tokens=sums.cache_write_tokens + counts[3],
+                reasoning_tokens=sums.reasoning_tokens + counts[4],
+                requests=sums.requests + 1,
+                duration_s=sums.duration_s + seconds,
+                estimated=sums.estimated,
+            )
             tally.changed = self._changed = True
 
     def _store(self) -> None:
         """Store the rows that changed since they were last stored, and move their groups' sums by what each row
         changed, as a summary of the stored rows would count them (the lock held). In the rows' order, so that a
         new group comes where :func:`grouped` puts it."""
-        encode_json = _encoder()[1]
         for tally in self._tallies:
             if tally.changed:
                 row = tally.row()
@@ -310,8 +287,7 @@ class UsageLedger:
                     add_row(self._groups, tally.stored, -1)
                 add_row(self._groups, row)
                 tally.stored, tally.changed = row, False
-                values = self._stored[tally.at] = encode_row(row)
-                self._texts[tally.at] = encode_json(values)
+                self._stored[tally.at] = encode_row(row)
         self._changed = False
         self._summary = None
 
@@ -319,30 +295,27 @@ class UsageLedger:
         """The rows so far as a body stores them (:func:`encode_row`), in the order their first call came, and the
         usage summary of a checkpoint's metadata for the same rows: the chain's spend (before this run, and these
         rows) and the run's. The rows are to be read, never changed: a row that has not changed since the last call
-        is the same list (a checkpoint per task makes one row), and the summary is made again only after a row
-        changed. The list carries each row's JSON, encoded once, for the writers to splice in."""
-        encoded, encode_json = _encoder()
+        is the same list (a checkpoint per task makes one row: the stores' codec encodes only the rows that
+        changed), and the summary is made again only after a row changed."""
         with self._lock:
             if self._changed:
                 self._store()
             if self._summary is None:
                 chain = chain_groups(self._before_groups, self._groups)
-                self._summary = summary_text(chain, self._groups, encode_json)
-            return encoded(self._stored, list(self._texts)), self._summary
+                self._summary = summary_text(chain, self._groups)
+            return list(self._stored), self._summary
 
     def stored_before(self) -> list[list[Any]]:
-        """What the chain spent before this run as a body stores it, with its JSON (the same list every time)."""
+        """What the chain spent before this run as a body stores it (the same list every time)."""
         return self._before_stored
 
     def stored_reused(self, finished: Container[str], ran: Container[str]) -> list[list[Any]]:
         """The rows of :attr:`before` whose unit is ``finished`` now but was not among those this run ``ran``: work
-        taken over, not repeated, as a body stores them (with their JSON)."""
+        taken over, not repeated, as a body stores them."""
         if not self.before:
             return []
         stored = self._before_stored
-        texts = getattr(stored, "texts", None) or [""] * len(stored)
-        at = [i for i, row in enumerate(self.before) if row.unit in finished and row.unit not in ran]
-        return _encoder()[0]([stored[i] for i in at], [texts[i] for i in at])
+        return [stored[i] for i, row in enumerate(self.before) if row.unit in finished and row.unit not in ran]
 
     def rows(self) -> list[UsageRow]:
         """The rows so far (as a checkpoint stores them: seconds to the microsecond), in the order their first call
@@ -354,20 +327,6 @@ class UsageLedger:
 
     def __bool__(self) -> bool:
         return bool(self._tallies)
-
-
-_encoders: list[tuple[type[Encoded], Callable[[Any], str]]] = []
-
-
-def _encoder() -> tuple[type[Encoded], Callable[[Any], str]]:
-    """The providers' :class:`~crewpoint.providers.chunks.Encoded` and ``encode_json``, loaded by the first
-    checkpoint (they load hashlib and zlib), not by the import, then kept at hand."""
-    if not _encoders:
-        # lazy: the providers' JSON encoder (hashlib, zlib) is loaded by the first checkpoint, not by the import
-        from crewpoint.providers.chunks import Encoded, encode_json
-
-        _encoders.append((Encoded, encode_json))
-    return _encoders[0]
 
 
 def sum_rows(rows: Iterable[UsageRow]) -> UsageRow:

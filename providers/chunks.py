@@ -76,38 +76,6 @@ def encode_json(value: Any) -> str:
     return _py_encoder.encode(value)  # pragma: no cover - Python builds without the C accelerator
 
 
-class Encoded(list[Any]):
-    """A list that carries the compact JSON text of each of its items (``texts[i]`` is exactly
-    ``encode_json(self[i])``), made once by whoever built the items: writers splice the texts in instead of
-    encoding the items again (:func:`encode_value`, :func:`item_texts`). Like a checkpoint body, it is read and
-    never changed; a list whose length no longer matches its texts is encoded afresh."""
-
-    __slots__ = ("texts",)
-
-    def __init__(self, items: Iterable[Any] = (), texts: Sequence[str] = ()) -> None:
-        super().__init__(items)
-        self.texts = texts
-
-
-def item_texts(value: Sequence[Any]) -> Sequence[str]:
-    """The compact JSON text of each item of ``value``: the texts an :class:`Encoded` list carries, else each
-    item encoded now."""
-    if type(value) is Encoded and len(value.texts) == len(value):
-        return value.texts
-    return list(map(encode_json, value))
-
-
-def encode_value(value: Any) -> str:
-    """:func:`encode_json` of ``value``, the texts of :class:`Encoded` lists (the value, or values of a dict
-    of it) spliced in: the same text, without encoding those items again."""
-    kind = type(value)
-    if kind is Encoded:
-        return "[" + ",".join(item_texts(value)) + "]"
-    if kind is dict and Encoded in map(type, value.values()) and all(type(k) is str for k in value):
-        return "{" + ",".join([encode_json(k) + ":" + encode_value(v) for k, v in value.items()]) + "}"
-    return encode_json(value)
-
-
 def json_bytes(text: str) -> bytes:
     """UTF-8 bytes of JSON text; a lone surrogate becomes its ``\\u`` escape, which reads back the same."""
     try:

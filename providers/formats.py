@@ -35,6 +35,23 @@ class ForeignFork:
 
 
 @dataclass(frozen=True)
+class ForeignRunRequest:
+    """A resume or fork of another tool's checkpoint, as the command line asks its format to run it."""
+
+    store: str
+    ref: str
+    """The checkpoint (an id, a prefix, or ``store`` itself for its newest)."""
+    fork: bool
+    branch: str | None
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+    say: Callable[[str], None]
+    """Gets notes for people."""
+    forked: Callable[[dict[str, str]], None]
+    """Gets the fork written (its ``checkpoint_id``, ``branch`` and ``ref``)."""
+
+
+@dataclass(frozen=True)
 class ForeignRun:
     """What resuming or forking another tool's checkpoint did: the other tool's exit code, or None when nothing
     was run (``problem`` says why, e.g. the tool is not installed here)."""
@@ -88,22 +105,9 @@ class Format(Protocol):
         """What a fork of ``body`` with these edits changes and runs; nothing is written."""
         ...
 
-    def run(
-        self,
-        store: str,
-        ref: str,
-        *,
-        fork: bool,
-        branch: str | None,
-        inputs: dict[str, str],
-        outputs: dict[str, str],
-        say: Callable[[str], None],
-        forked: Callable[[dict[str, str]], None],
-    ) -> ForeignRun:
-        """Resume (or fork, then resume) the checkpoint ``ref`` of ``store`` with this format's own tool.
-
-        ``say`` gets notes for people, ``forked`` the fork written; bad input raises CheckpointError or
-        ValueError before anything runs."""
+    def run(self, request: ForeignRunRequest) -> ForeignRun:
+        """Resume (or fork, then resume) the checkpoint the request names with this format's own tool; bad input
+        raises CheckpointError or ValueError before anything runs."""
         ...
 
 
@@ -139,18 +143,7 @@ class _Native:
     def plan_fork(self, body: Mapping[str, Any], inputs: dict[str, Any], outputs: dict[int, str]) -> ForeignFork:
         raise NotImplementedError("crewpoint's engine plans its own forks (crewpoint.checkpoint.plan)")
 
-    def run(
-        self,
-        store: str,
-        ref: str,
-        *,
-        fork: bool,
-        branch: str | None,
-        inputs: dict[str, str],
-        outputs: dict[str, str],
-        say: Callable[[str], None],
-        forked: Callable[[dict[str, str]], None],
-    ) -> ForeignRun:
+    def run(self, request: ForeignRunRequest) -> ForeignRun:
         raise NotImplementedError("crewpoint's engine runs its own checkpoints (crewpoint.checkpoint.ops)")
 
 

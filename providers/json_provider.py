@@ -36,7 +36,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from operator import itemgetter
@@ -142,10 +142,10 @@ def encode_file(meta: CheckpointMeta, body: dict[str, Any]) -> bytes:
 
 def encode_record(meta: CheckpointMeta, body: dict[str, Any]) -> tuple[CheckpointMeta, bytes]:
     """``meta`` with the body's length and digest filled in, and the file's bytes."""
-    # lazy: providers.chunks loads hashlib and zlib, which a listing never needs; a write takes its encoder once
-    from crewpoint.providers.chunks import encode_value, item_texts
+    # lazy: the codec's encoder (providers.chunks) loads hashlib and zlib, which a listing never needs
+    from crewpoint.providers.codec import codec
 
-    rest = _text_bytes(_body_text(body, encode_value, item_texts), body)
+    rest = _text_bytes(codec.body_text(body), body)
     meta = meta.with_(body_length=len(rest), digest=_sha256(rest))
     return meta, _head_bytes(meta) + rest
 
@@ -163,30 +163,9 @@ def _text_bytes(text: str, body: dict[str, Any]) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return _body_text(body, _ASCII.encode).encode("ascii")
+        from crewpoint.providers.codec import codec
 
-
-def _body_text(
-    body: dict[str, Any], encode: Callable[[Any], str], items: Callable[[Any], Iterable[str]] | None = None
-) -> str:
-    """Everything after the metadata line: ``"body":{...}}`` and the closing newline. ``items`` gives the texts
-    of a top-level list's items (the ones a capture encoded already: ``chunks.item_texts``)."""
-    head = '"body":'
-    if not all(isinstance(k, str) for k in body):
-        return head + encode(body) + "}\n"
-    out = [head, "{"]
-    for n, (key, value) in enumerate(body.items()):
-        out.append("\n" if n == 0 else ",\n")
-        out.append(encode(key))
-        if isinstance(value, list) and value:
-            out.append(":[\n")
-            out.append(",\n".join(map(encode, value) if items is None else items(value)))
-            out.append("]")
-        else:
-            out.append(":")
-            out.append(encode(value))
-    out.append("}}\n")
-    return "".join(out)
+        return codec.body_text(body, _ASCII.encode).encode("ascii")
 
 
 class _Entry(NamedTuple):

@@ -32,6 +32,7 @@ from crewpoint.providers.claims import check_claim_key, decode_claim, encode_cla
 from crewpoint.providers.prune import newest_first
 from crewpoint.providers.refs import check_record, check_stored_branch, checked, match_prefix, split_ref
 from crewpoint.providers.runs import RunInfo
+from crewpoint.providers.watch import next_burst
 
 SCHEME = "memory://"
 
@@ -257,16 +258,10 @@ class MemoryProvider(BaseProvider):
         stopped = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
-                got = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({got, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if got not in done:
-                    got.cancel()
+                notes = await next_burst(queue, stopped, lambda: debounce_ms / 1000)
+                if notes is None:
                     return
-                runs_only = got.result()
-                await asyncio.sleep(debounce_ms / 1000)
-                while not queue.empty():
-                    runs_only = queue.get_nowait() and runs_only
-                yield StoreChange(name, runs_only=runs_only)
+                yield StoreChange(name, runs_only=all(notes))
         finally:
             stopped.cancel()
             with _lock:

@@ -13,7 +13,7 @@ import builtins
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, UnsupportedSchema
 from crewpoint.providers.pg_location import PgLocation
@@ -122,6 +122,12 @@ class PgDialect(Dialect):
     CLAIM_SIZE = "octet_length(value::text)"
     conn: psycopg.Connection[Any]
 
+    fence: ClassVar[Callable[[PgDialect], None] | None] = None
+    """Run inside each write transaction of this process, after the store's lock and before anything is written:
+    a process that may write only while it holds a run (a worker's child, :mod:`crewpoint.tui.cli.fleet_child`)
+    raises there once another process took the run, and the transaction writes nothing. None: writes are not
+    fenced (every process but a worker's child)."""
+
     def __init__(self, conn: psycopg.Connection[Any], where: PgLocation, version: int) -> None:
         super().__init__(conn, where.name, version, prefix=f'"{where.schema}".')
         self.where = where
@@ -140,6 +146,9 @@ class PgDialect(Dialect):
         with self.conn.transaction():
             lock = "pg_advisory_xact_lock" if alone else "pg_advisory_xact_lock_shared"
             self.conn.execute(f"SELECT {lock}(%s)", [self.where.lock_key])
+            fence = PgDialect.fence
+            if fence is not None:
+                fence(self)
             yield
 
     def retry(self, write: Callable[[], None]) -> None:

@@ -51,6 +51,7 @@ from crewpoint.providers.refs import split_ref
 from crewpoint.providers.runs import RunInfo, classify, this_host
 from crewpoint.providers.sql_provider import SqlProvider
 from crewpoint.providers.sql_store import RUN, Mode, list_metas, runs_of
+from crewpoint.providers.watch import next_burst
 
 if TYPE_CHECKING:
     import psycopg
@@ -273,6 +274,10 @@ class PostgresProvider(SqlProvider[PgDialect]):
         stopped = asyncio.ensure_future(stop.wait())
         loop = asyncio.get_running_loop()
         reconnected, quiet_until = False, 0.0
+
+        def in_burst() -> float | None:  # in a burst: gather until the window closes
+            return quiet_until - loop.time() if quiet_until > loop.time() else None
+
         try:
             while not stop.is_set():
                 try:
@@ -293,16 +298,9 @@ class PostgresProvider(SqlProvider[PgDialect]):
                     if reconnected:
                         yield StoreChange(where.name, runs_only=False)
                     while not stop.is_set():
-                        got = asyncio.ensure_future(queue.get())
-                        done, _ = await asyncio.wait({got, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                        if got not in done:
-                            got.cancel()
+                        payloads = await next_burst(queue, stopped, in_burst)
+                        if payloads is None:
                             return
-                        payloads = [got.result()]
-                        if quiet_until > loop.time():  # in a burst: gather until the window closes
-                            await asyncio.sleep(quiet_until - loop.time())
-                        while not queue.empty():
-                            payloads.append(queue.get_nowait())
                         if None in payloads:  # the connection was lost
                             reconnected = True
                             break

@@ -31,9 +31,6 @@ checkpoint holds the request), ``answered`` a waiting run whose request someone 
 goes on in a new run), ``budget`` a run that stopped at its budget (its newest checkpoint, trigger
 ``budget_exceeded``, is where a resume with a larger budget goes on)."""
 
-STATES = (*STATUSES, "lost")
-"""What :func:`classify` can say: ``lost`` is a stale beat from another host."""
-
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:

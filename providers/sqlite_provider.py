@@ -68,7 +68,6 @@ if TYPE_CHECKING:
     from crewpoint.providers.watch import WatchSpec
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 _SELECT_META = "SELECT " + ", ".join(f'"{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints"
 _LIST_META = "SELECT " + ", ".join(f'c."{c}"' for c in LISTED_COLUMNS) + " FROM checkpoints c"
 """A listing's rows; each is checked against :data:`_SOUND_BODIES`, read in the same transaction."""

@@ -17,10 +17,15 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from crewpoint.providers.base import StoreChange
 from crewpoint.providers.refs import split_ref
+
+if TYPE_CHECKING:
+    import asyncio
+
+_T = TypeVar("_T")
 
 
 def _never(_path: str) -> bool:
@@ -69,6 +74,27 @@ def _folders_under(top: str) -> frozenset[str]:
     for folder, names, _files in os.walk(top):
         found.extend(os.path.join(folder, name) for name in names)
     return frozenset(found)
+
+
+async def next_burst(
+    queue: asyncio.Queue[_T], stopped: asyncio.Future[Any], gather: Callable[[], float | None]
+) -> list[_T] | None:
+    """The next burst of notes a store's listeners put in ``queue``: the first, then all that come while the
+    ``gather()`` seconds asked after it pass (None: only those already there); None when ``stopped`` ends first."""
+    import asyncio  # a watch runs in an event loop; a store's listing or reading never loads asyncio
+
+    got = asyncio.ensure_future(queue.get())
+    done, _ = await asyncio.wait({got, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if got not in done:
+        got.cancel()
+        return None
+    notes = [got.result()]
+    seconds = gather()
+    if seconds is not None:
+        await asyncio.sleep(seconds)
+    while not queue.empty():
+        notes.append(queue.get_nowait())
+    return notes
 
 
 async def watch_files(

@@ -21,6 +21,9 @@ leaves ``usage`` out of every answer. ``server.thinking`` (a list of texts) is s
 ``reasoning_content`` chunks, as vLLM and DeepSeek stream a model's reasoning. ``server.replies`` (a list) answers
 the next requests in order, one each, before ``reply`` or the echo.
 
+``server.hold(after=N)`` answers the next N requests, then keeps every later one unanswered (recorded, then
+waiting) until ``server.release()``: a test holds a run mid-task for as long as it needs, without a clock.
+
 Every request is recorded in ``server.requests`` (path, headers, parsed JSON body).
 """
 
@@ -60,6 +63,8 @@ class LLMServer:
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._held_from: int | None = None
+        self._released = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -77,6 +82,29 @@ class LLMServer:
     def start(self) -> LLMServer:
         self._thread.start()
         return self
+
+    def hold(self, after: int = 0) -> None:
+        """Answer the next ``after`` requests, then none until :meth:`release` (or the server stops)."""
+        with self._lock:
+            self._released.clear()
+            self._held_from = len(self.requests) + after + 1
+
+    def release(self) -> None:
+        """Answer the held requests and every one after."""
+        with self._lock:
+            self._held_from = None
+            self._released.set()
+
+    def held(self, number: int) -> bool:
+        """Wait while request ``number`` is held; True if the server stopped meanwhile (nothing is answered)."""
+        with self._lock:
+            start = self._held_from
+        if start is None or number < start:
+            return False
+        while not self._released.wait(0.05):
+            if self._stopping.is_set():
+                return True
+        return False
 
     def stop(self) -> None:
         self._stopping.set()
@@ -164,6 +192,8 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             number = server.record(RecordedRequest(self.path, dict(self.headers.items()), body))
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            if server.held(number):
                 return
             mode = server.mode
             if (mode == "fail_then_ok" and number <= server.failures) or mode == "always_fail":

@@ -16,7 +16,6 @@ from crewpoint.checkpoint.plan import (
     flow_class,
     plan_fork,
     prepare_run,
-    run_from,
 )
 from crewpoint.checkpoint.prune_plan import PrunePlan, PruneStrategy, prune, store_named
 from crewpoint.checkpoint.stores import (
@@ -64,7 +63,6 @@ __all__ = [
     "prune",
     "resolve_id",
     "resolve_task",
-    "run_from",
     "short",
     "store_named",
     "store_of",

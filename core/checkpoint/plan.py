@@ -326,19 +326,3 @@ def saved_models_of(entity: Mapping[str, Any]) -> dict[str, str]:
         if isinstance(model, str) and isinstance(agent.get("role"), str):
             found[agent["role"]] = model
     return found
-
-
-def run_from(
-    ref: str,
-    *,
-    fork: bool = False,
-    branch: str | None = None,
-    inputs: dict[str, Any] | None = None,
-    outputs: dict[int, str] | None = None,
-    location: str | None = None,
-    app: str | None = None,
-) -> Any:
-    """Restore the checkpoint (forking onto ``branch`` when ``fork``), apply edits, run it here, return the
-    result (a ``CrewOutput``, a flow's last output, or an ``AgentOutput``)."""
-    prepared = prepare_run(ref, fork=fork, branch=branch, inputs=inputs, outputs=outputs, location=location, app=app)
-    return prepared.kickoff()

@@ -133,14 +133,6 @@ def pin_locations(entity: Any, config: CheckpointConfig) -> None:
             owner.checkpoint = setting.model_copy(update={"location": config.location, "provider": config.provider})
 
 
-def _lineage_block(record: CheckpointRecord, body: CheckpointBody) -> tuple[str, str, int]:
-    """Branch, lineage and sequence the restored run continues: as the store records them (the metadata, which
-    the provider checks against where the record sits), the body's lineage block only where the metadata has none.
-    A body never moves its run onto another branch than the one its record is in."""
-    block, meta = body["lineage"], record.meta
-    return meta.branch or block["branch"], meta.lineage or block["lineage"], meta.sequence or block["sequence"]
-
-
 def restore(
     config: CheckpointConfig | str | Path,
     kind: str,
@@ -179,17 +171,16 @@ def restore(
         run = run.model_copy(update={"otel": config.otel})
     if target is None and not callbacks_trusted():
         pin_locations(entity, run)
-    branch, lineage, sequence = _lineage_block(record, body)
     inputs = dict(body["inputs"])
     state = RuntimeState(
         entity,
         run,
         inputs,
         events=EventRecord.from_list(body["events"]),
-        branch=branch,
-        lineage=lineage,
+        branch=record.meta.branch,  # the store's record, checked where it sits: never the body's own lineage
+        lineage=record.meta.lineage,
         parent_id=record.meta.id,
-        sequence=sequence,
+        sequence=record.meta.sequence,
         resumed_from=record.meta.id,
     )
     state.source_run = record.meta.run_id

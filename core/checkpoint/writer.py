@@ -9,12 +9,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from crewpoint.checkpoint.record import with_parent
 from crewpoint.providers.base import BaseProvider, CheckpointRecord
 
 log = logging.getLogger("crewpoint.checkpoint")
 
 Done = Callable[[str | None, BaseException | None], None]
-Prepare = Callable[[CheckpointRecord], CheckpointRecord]
 
 
 @dataclass(slots=True)
@@ -23,7 +23,6 @@ class _Job:
     location: str
     record: CheckpointRecord
     done: Done | None
-    prepare: Prepare | None = None
 
 
 class BackgroundWriter:
@@ -36,6 +35,7 @@ class BackgroundWriter:
         self.written = 0
         self.failed = 0
         self._used: list[BaseProvider] = []
+        self._lost: dict[str, str | None] = {}  # a checkpoint that could not be written -> the parent it named
 
     def submit(
         self,
@@ -43,12 +43,12 @@ class BackgroundWriter:
         location: str,
         record: CheckpointRecord,
         done: Done | None,
-        prepare: Prepare | None = None,
     ) -> None:
-        """Queue ``record``; ``prepare`` may adjust it just before it is written (after every earlier write of
-        the queue finished), ``done`` is told the reference written or the error."""
+        """Queue ``record``; ``done`` is told the reference written or the error. A record whose parent could not
+        be written names, when its turn comes, the parent that one named instead (the newest written before it),
+        so the chain never names a missing parent."""
         self._ensure_thread()
-        self._queue.put(_Job(provider, location, record, done, prepare))
+        self._queue.put(_Job(provider, location, record, done))
 
     def flush(self, timeout: float | None = 30.0) -> None:
         """Block until every queued write has been attempted."""
@@ -83,14 +83,16 @@ class BackgroundWriter:
                 self._used.append(job.provider)
             ref: str | None = None
             error: BaseException | None = None
+            parent = job.record.meta.parent_id
+            if parent is not None and parent in self._lost:
+                job.record = with_parent(job.record, self._lost[parent])
             try:
-                if job.prepare is not None:
-                    job.record = job.prepare(job.record)
                 ref = job.provider.write(job.location, job.record)
                 self.written += 1
             except Exception as exc:  # best effort: log, count, go on
                 error = exc
                 self.failed += 1
+                self._lost[job.record.meta.id] = job.record.meta.parent_id
                 log.warning("checkpoint %s was not written: %s", job.record.meta.id[:12], exc)
             if job.done is not None:
                 try:

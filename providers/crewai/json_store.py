@@ -20,7 +20,6 @@ from typing import Any
 
 from crewpoint.providers.base import (
     BaseProvider,
-    CheckpointError,
     CheckpointMeta,
     CheckpointNotFound,
     CheckpointRecord,
@@ -39,9 +38,6 @@ from crewpoint.providers.files import NotRegular, processes_allowed, read_regula
 from crewpoint.providers.refs import split_ref
 from crewpoint.providers.watch import WatchSpec, waiting_spec
 
-READ_ONLY = (
-    "CrewAI stores are read-only in crewpoint: fork a checkpoint, or copy the store with `crewpoint checkpoint copy`"
-)
 _MAX_DEPTH = 8
 
 
@@ -121,17 +117,10 @@ class CrewAIJsonProvider(ListsLazily, BaseProvider):
     """Reads CrewAI's JSON checkpoint folders; every key in them is masked."""
 
     kind = "crewai-json"
-    read_only = True
     newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
 
     def __repr__(self) -> str:
         return "CrewAIJsonProvider()"
-
-    def write(self, location: str, record: CheckpointRecord) -> str:
-        raise CheckpointError(READ_ONLY)
-
-    def delete(self, location: str, ids: Iterable[str]) -> int:
-        raise CheckpointError(READ_ONLY)
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The store folder, recursively (CrewAI's fork branches nest); any ``.json`` file counts."""

@@ -23,11 +23,11 @@ import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from crewpoint.providers.base import CheckpointMeta, CheckpointNotFound
+from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointNotFound, CheckpointRecord
 from crewpoint.providers.crewai import common
 from crewpoint.providers.crewai.common import entity_name, events_of, main_entity, mask_text, progress
 from crewpoint.providers.files import NotRegular, one_look, open_regular
@@ -39,6 +39,9 @@ CHUNK = 2000
 """Rows learnt at a time while a listing streams (as many as `list` prints at a time)."""
 FEW = 8
 """An ancestry this short is learnt at once, without the store's cache."""
+READ_ONLY = (
+    "CrewAI stores are read-only in crewpoint: fork a checkpoint, or copy the store with `crewpoint checkpoint copy`"
+)
 
 _HEAD = 65_536
 _TAIL = 4_096
@@ -195,7 +198,9 @@ class LazyListing:
 
 class ListsLazily:
     """What a CrewAI provider lists, through the :class:`LazyListing` its ``_lazy`` gives (one per call, over a
-    cache kept per store while the provider lives)."""
+    cache kept per store while the provider lives), and the writes it refuses: CrewAI's stores are read-only."""
+
+    read_only = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -233,6 +238,12 @@ class ListsLazily:
                 cache.keep_only({e.key for e in ordered})
             self._orders[store] = (names, ordered, question)
         return LazyListing(ordered, cache, learn, self._lock)
+
+    def write(self, location: str, record: CheckpointRecord) -> str:
+        raise CheckpointError(READ_ONLY)
+
+    def delete(self, location: str, ids: Iterable[str]) -> int:
+        raise CheckpointError(READ_ONLY)
 
     def list(self, location: str, branch: str | None = None) -> builtins.list[CheckpointMeta]:
         return self._lazy(location, branch).all()

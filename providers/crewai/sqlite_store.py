@@ -15,7 +15,7 @@ import builtins
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,7 +27,6 @@ from crewpoint.providers.base import (
     DamagedCheckpoint,
 )
 from crewpoint.providers.crewai.common import parse_json, parse_stamp, to_body
-from crewpoint.providers.crewai.json_store import READ_ONLY
 from crewpoint.providers.crewai.listing import Entry, Facts, LazyListing, ListsLazily, describe_dump, entity_facts
 from crewpoint.providers.refs import split_ref
 from crewpoint.providers.watch import WatchSpec, database_spec
@@ -91,7 +90,6 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
     """Reads CrewAI's SQLite checkpoint stores; every key in them is masked."""
 
     kind = "crewai-sqlite"
-    read_only = True
     newest_is_cheap = True  # the order comes from names (or narrow columns); only the newest rows are read
 
     def __init__(self) -> None:
@@ -122,12 +120,6 @@ class CrewAISqliteProvider(ListsLazily, BaseProvider):
             return stat.st_dev, stat.st_ino, int(version)
         except failures:
             return None
-
-    def write(self, location: str, record: CheckpointRecord) -> str:
-        raise CheckpointError(READ_ONLY)
-
-    def delete(self, location: str, ids: Iterable[str]) -> int:
-        raise CheckpointError(READ_ONLY)
 
     def watch_spec(self, location: str) -> WatchSpec:
         """The database file and its WAL or journal."""

@@ -5,20 +5,28 @@ program loads it refuses, in one line with exit 2, a checkpoint that waits for n
 answered (naming who), an outcome the request does not offer, ``--feedback`` with ``--accept``, and ``--accept``
 alone on a request with outcomes (it would send the default outcome, which may well be a rejection: the outcome is
 chosen with ``--outcome``, or ``--default`` says "the default" in so many words).
+
+A run the fleet started (its lineage among the jobs of ``crewpoint submit``) does not run on here: the answer is
+claimed as any answer is, and the run's continuation is queued for a worker, which resumes it from the answered
+checkpoint (:mod:`crewpoint.tui.cli.fleet_engine`); the command prints the job and the command that watches it. The
+app's Answer runs this command, so it does the same.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from crewpoint.budget import Budget
-from crewpoint.feedback import already_answered
+from crewpoint.feedback import Answer, already_answered, collapse, command_for, who_am_i
 from crewpoint.feedback import answer as answer_request
-from crewpoint.feedback_claims import request_claim
+from crewpoint.feedback_claims import answer_value, claim_request, mark_answered, refusal, request_claim
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import CheckpointError
 from crewpoint.tui.cli.errors import fail
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
     from crewpoint.checkpoint.ops import PreparedRun
     from crewpoint.checkpoint.run import Kickoff, Starter
     from crewpoint.providers.base import CheckpointRecord
+    from crewpoint.tui.cli.fleet_engine import Job
 
 RULE = "-" * 60
 
@@ -81,8 +90,11 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
             offered = ", ".join(outcomes) or "none (this request takes feedback only)"
             raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {offered}")
         provider = provider_for(store)
+        fleet = _fleet_job(store, record)
         claim, _ = request_claim(provider, store, request, record.meta.id)
         if claim is not None:
+            if fleet is not None:
+                raise CheckpointError(_on_fleet(claim, record.meta.id, store))
             raise CheckpointError(already_answered(claim, record.meta.id, store))
         if accept and outcome is None and outcomes:
             raise CheckpointError(
@@ -96,6 +108,8 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
         elif text is None and outcome is None and not accept and not default:
             raise CheckpointError("no terminal to ask in: give --feedback TEXT, --accept, --default or --outcome O")
         token = uuid.uuid4().hex
+        if fleet is not None:  # recorded here, run by a worker: nothing of the program loads in this process
+            _queue_answer(fleet, record, store, request, Answer(text or "", outcome, who_am_i(), time.time(), default))
 
         def kickoff(prepared: PreparedRun) -> Any:
             # lazy: the run's refusals load with the engine's run machinery, which only a run needs
@@ -119,6 +133,81 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
         return kickoff
 
     return start
+
+
+class QueuedOnFleet(Exception):
+    """The answer to a run of the fleet is recorded and its continuation queued: nothing runs in this process."""
+
+    def __init__(self, job_id: int, store: str) -> None:
+        super().__init__(f"queued job {job_id}")
+        self.job_id, self.store = job_id, store
+
+
+def _fleet_job(store: str, record: CheckpointRecord) -> Job | None:
+    """The job that started the checkpoint's run when the fleet started it (a PostgreSQL store with the fleet's
+    tables, the run's lineage among its jobs'), else None."""
+    if not store.startswith(("postgresql://", "postgres://")):
+        return None
+    # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
+    from crewpoint.tui.cli.fleet_engine import FleetError, started
+
+    try:
+        return started(store, record.meta.lineage)
+    except FleetError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
+def _on_fleet(claim: dict[str, Any], checkpoint_id: str, store: str) -> str:
+    """The one line refusing a second answer to a run of the fleet: who answered, and the job that goes on."""
+    # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
+    from crewpoint.tui.cli.fleet_engine import continuation, where
+
+    job = continuation(store, checkpoint_id)
+    going = f"job {job} of the fleet goes on with it" if job is not None else "its run goes on on the fleet"
+    watch = f"crewpoint worker --status --location {shlex.quote(where(store).name)}"
+    return refusal(claim, f"{going}; watch it with: {watch}")
+
+
+def _queue_answer(fleet: Job, record: CheckpointRecord, store: str, request: dict[str, Any], mine: Answer) -> None:
+    """Claim ``mine`` for the request (one answer wins; a second is refused naming the first), then queue the run's
+    continuation from this checkpoint for a worker, and raise :class:`QueuedOnFleet`. The claim names no process:
+    the worker's resume goes on with it. An outcome left to the answer's words is settled here by their words
+    (the program's model, which a worker has, is not this process's)."""
+    # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
+    from crewpoint.tui.cli.fleet_engine import FleetError, Job, go_on
+
+    offered = [str(o) for o in request.get("outcomes") or []]
+    outcome = mine.outcome
+    if outcome is None and offered:
+        outcome = collapse("" if mine.default else mine.feedback, offered, request.get("default_outcome"), "offline")
+    token = uuid.uuid4().hex
+    provider = provider_for(store)
+    value = {**answer_value(mine, outcome, record.meta, None, token), "pid": None, "host": None}
+    claimed = claim_request(provider, store, request, record.meta.id, value)
+    if claimed.get("token") != token:
+        raise CheckpointError(_on_fleet(claimed, record.meta.id, store))
+    mark_answered(provider, store, record.meta.run_id)
+    try:
+        job_id = go_on(store, Job(fleet.program, {}, fleet.budget, resume=record.meta.id), record.meta.lineage)
+    except FleetError as exc:
+        resume = command_for("resume", record.meta.id, store, fleet.program)
+        raise CheckpointError(
+            f"the answer is recorded but its run was not queued ({exc}): go on with `{resume}`"
+        ) from None
+    raise QueuedOnFleet(job_id, store)
+
+
+def _say_queued(queued: QueuedOnFleet, progress: str) -> None:
+    """The job that goes on, and the command that watches it (JSON log records for the app's run panel)."""
+    # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
+    from crewpoint.tui.cli.fleet_engine import where
+
+    lines = [
+        f"queued job {queued.job_id}: a worker goes on with the answered run",
+        f"watch it with: crewpoint worker --status --location {shlex.quote(where(queued.store).name)}",
+    ]
+    for line in lines:
+        click.echo(json.dumps({"event": "log", "text": line}) if progress == "json" else line)
 
 
 @checkpoint.command()
@@ -172,4 +261,7 @@ def answer(
     options = run_options_of(
         ctx, ref, location, app=app, budget=budget, start=start, keep=keep, rerun=rerun, strict=strict
     )
-    run_cli(ctx, options, progress)
+    try:
+        run_cli(ctx, options, progress)
+    except QueuedOnFleet as queued:  # a run of the fleet: a worker goes on with it
+        _say_queued(queued, progress)

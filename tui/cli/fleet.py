@@ -20,12 +20,15 @@ import click
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.fleet_engine import (
     BUSY,
+    HEARTBEAT,
     LOST,
     QUEUE,
+    STALE_WORKER,
     TASK,
     FleetError,
     Job,
     ensure_schema,
+    guard_job_ends,
     make_app,
     status,
     where,
@@ -93,11 +96,17 @@ def submit_job(location: str, job: Job) -> int:
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, help="Runs at a time.")
 @click.option("--recover", type=click.Choice(["keep", "rerun", "strict"]), default="rerun", help=RECOVER_HELP)
 @click.option("--status", "show_status", is_flag=True, help="List the store's workers, their jobs and heartbeats.")
-@click.option("--heartbeat", type=float, default=10.0, show_default=True, help="Seconds between heartbeats.")
+@click.option(
+    "--heartbeat",
+    type=float,
+    default=HEARTBEAT,
+    show_default=True,
+    help="Seconds between heartbeats (and between looks for runs to take back).",
+)
 @click.option(
     "--stalled-after",
     type=float,
-    default=30.0,
+    default=STALE_WORKER,
     show_default=True,
     help="Seconds without a heartbeat after which a worker's runs go to another.",
 )
@@ -167,6 +176,7 @@ async def _work(
     # what procrastinate logs of a job's end the worker says itself, in one line (tracebacks stay out of the way)
     logging.getLogger("procrastinate").addHandler(logging.NullHandler())
     app = make_app(location)
+    guard_job_ends(app, _say)  # a job this worker lost (stopped, then continued) is left to the one that runs it
     retry = RetryStrategy(max_attempts=1000, wait=max(1, int(heartbeat)), retry_exceptions={Busy})
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
@@ -192,6 +202,7 @@ async def _work(
                 concurrency=concurrency,
                 update_heartbeat_interval=heartbeat,
                 stalled_worker_timeout=stalled_after,
+                fetch_job_polling_interval=heartbeat,  # a job handed back sends no notification: looked for as often
                 install_signal_handlers=True,
             )
         finally:
@@ -248,12 +259,9 @@ async def _recover(app: Any, heartbeat: float, stalled_after: float) -> None:
         await asyncio.sleep(heartbeat)
         try:
             stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after, queue=QUEUE)
-            for job in stalled:
-                try:
-                    await app.job_manager.retry_job(job)
+            for job in stalled:  # (another worker that handed it back first: it is left as it is)
+                if await app.job_manager.retry_job(job):
                     _say(f"job {job.id}: its worker stopped; queued again to resume its run")
-                except Exception as exc:  # another worker handed it back first
-                    _say(f"job {job.id}: not handed back ({' '.join(str(exc).split())})")
         except asyncio.CancelledError:
             raise
         except Exception as exc:

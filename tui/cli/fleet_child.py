@@ -4,12 +4,13 @@ HEARTBEAT STALLED [RECOVER]``.
 Only a worker starts this module, so it imports the engine at once. The store's location comes in
 ``CREWPOINT_CHECKPOINT_LOCATION`` (never on the command line, where a password would show), the job's inputs and
 budget as JSON on stdin. The child takes the run's advisory lock (another process holding it: exit
-:data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run
-on the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
-resumes the newest of them: finished tasks never run again. A recovered run whose program changed since its
-checkpoint follows RECOVER (``rerun``, the default: changed tasks run again; ``keep``: their saved outputs are used;
-``strict``: refused), and the plan is said on stderr in a line starting ``recover:``, which the worker repeats in its
-log. Exit codes are the command line's.
+:data:`~crewpoint.tui.cli.fleet_engine.BUSY`, the job is tried again later), then either starts the program's run on
+the store, recording its lineage with the job, or, when the job's run has checkpoints already (its worker died),
+resumes the newest of them: finished tasks never run again. A continuation (a job queued by the answer to a request
+of a fleet run) resumes the answered checkpoint, or the newest written after it. A recovered run whose program
+changed since its checkpoint follows RECOVER (``rerun``, the default: changed tasks run again; ``keep``: their saved
+outputs are used; ``strict``: refused), and the plan is said on stderr in a line starting ``recover:``, which the
+worker repeats in its log. Exit codes are the command line's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import os
 import socket
 import sys
 import threading
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -27,11 +27,10 @@ from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import AppError, load_app
 from crewpoint.checkpoint.run import PlannedRun, RunOptions, plan_run, run_checkpoint, shown_id
-from crewpoint.checkpoint.stores import list_checkpoints
+from crewpoint.checkpoint.stores import list_checkpoints, newest_descendant
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
-from crewpoint.providers.base import CheckpointRecord
-from crewpoint.providers.postgres_provider import PostgresProvider
+from crewpoint.providers.pg_sql import PgDialect
 from crewpoint.runtime import current_state
 from crewpoint.tui.cli.fleet_engine import BUSY, LOST, FleetError, Job, connect, run_lock_key, session
 from crewpoint.tui.diagnostics import ExitCode
@@ -60,6 +59,13 @@ def _newest_of(location: str, lineage: str) -> str | None:
     return max(metas, key=lambda m: (m.sequence, m.created_at)).id
 
 
+def _go_on_from(location: str, answered: str) -> str:
+    """Where a continuation goes on: the newest checkpoint written after the answered one (a continuation that was
+    itself recovered), else the answered checkpoint."""
+    found = newest_descendant(list_checkpoints(location), answered)
+    return found.id if found is not None else answered
+
+
 class LostRun(Exception):
     """This process no longer holds its run's lock (its session ended while it was stopped or cut off): another
     process may run the run now, so this one writes nothing more."""
@@ -67,12 +73,17 @@ class LostRun(Exception):
 
 class Fence:
     """The run's lock, held on a session the server ends after ``stalled_after`` seconds of silence (a process
-    stopped or cut off that long has lost its run to another worker). A thread keeps the session talking every
-    ``heartbeat`` seconds and ends the process once the session is gone; every checkpoint this process writes first
-    proves the session, and so the lock, is still there."""
+    stopped or cut off that long has lost its run to another worker), and the job's attempt when this process took
+    it: its fencing token. Each write transaction of this process to the store proves, inside that transaction, that
+    the job's attempt is still this token (:meth:`in_write`): the process that takes the run next counts a new
+    attempt, and waits for a write that read the old one to end, so a process that lost its run writes nothing
+    after, however long it was stopped between its check and its write. A thread keeps the session talking every
+    ``heartbeat`` seconds and ends the process once the session is gone or a write was refused."""
 
-    def __init__(self, conn: Any, heartbeat: float, stalled_after: float) -> None:
+    def __init__(self, conn: Any, job_id: int, heartbeat: float, stalled_after: float) -> None:
         self.conn = conn
+        self.job_id = job_id
+        self.token: int | None = None
         self.heartbeat = heartbeat
         self.lost = threading.Event()
         try:
@@ -91,28 +102,29 @@ class Fence:
             self.lost.set()
             raise LostRun("this process lost its run's lock: another worker runs the run now") from None
 
-    def start(self) -> None:
+    def in_write(self, sql: PgDialect) -> None:
+        """Inside a write transaction: raise :class:`LostRun` (the transaction writes nothing) unless the job's
+        attempt is still this process's. The row stays read-locked to the end of the write, so the process taking
+        the run next counts its attempt after it."""
+        row = sql.q("SELECT attempts FROM {s}crewpoint_fleet_runs WHERE job_id = ? FOR SHARE", [self.job_id]).fetchone()
+        if row is None or row[0] != self.token:
+            self.lost.set()
+            raise LostRun("this process lost its run: another worker runs the run now; nothing was written")
+
+    def start(self, token: int) -> None:
+        """Fence this process's writes with ``token`` and watch the session."""
+        self.token = token
+        PgDialect.fence = self.in_write
         threading.Thread(target=self._beat, name="crewpoint-fleet-fence", daemon=True).start()
 
     def _beat(self) -> None:
         while True:
-            time.sleep(self.heartbeat)
+            self.lost.wait(self.heartbeat)
             try:
                 self.check()
             except LostRun as exc:
                 print(f"crewpoint: {exc}", file=sys.stderr, flush=True)
                 os._exit(LOST)
-
-
-def _fence_writes(fence: Fence) -> None:
-    """Every checkpoint this process writes to a PostgreSQL store first proves the run's lock is still held."""
-    write = PostgresProvider.write
-
-    def fenced(self: Any, location: str, record: CheckpointRecord) -> str:
-        fence.check()
-        return write(self, location, record)
-
-    PostgresProvider.write = fenced  # type: ignore[method-assign]  # this process's writes only
 
 
 def _plan_recovery(options: RunOptions, recover: str) -> PlannedRun:
@@ -149,24 +161,25 @@ def run(
     job_id: int,
     job: Job,
     location: str,
-    heartbeat: float = 10.0,
-    stalled_after: float = 30.0,
-    recover: str = "rerun",
+    heartbeat: float,
+    stalled_after: float,
+    recover: str,
 ) -> int:
     """Run the job's run to its end; the exit code."""
     with connect(location) as conn:
         held = conn.execute("SELECT pg_try_advisory_lock(%s)", (run_lock_key(location, job_id),)).fetchone()
         if not held or not held[0]:
             return BUSY
-        fence = Fence(conn, heartbeat, stalled_after)
-        fence.start()
-        _fence_writes(fence)
-        row = conn.execute(
-            "UPDATE crewpoint_fleet_runs SET host = %s, pid = %s, attempts = attempts + 1, updated_at = now()"
-            " WHERE job_id = %s RETURNING lineage",
-            (socket.gethostname(), os.getpid(), job_id),
+        fence = Fence(conn, job_id, heartbeat, stalled_after)
+        row = conn.execute(  # (a job queued by hand, or before its row was written, gets its row here)
+            "INSERT INTO crewpoint_fleet_runs (job_id, program, host, pid, attempts) VALUES (%s, %s, %s, %s, 1)"
+            " ON CONFLICT (job_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
+            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage, attempts",
+            (job_id, job.program, socket.gethostname(), os.getpid()),
         ).fetchone()
-        lineage = row[0] if row is not None else None
+        assert row is not None  # an upsert returns its row
+        lineage, token = row
+        fence.start(int(token))  # from here, a write of this process stands only while the job's attempt is ours
         recorded: set[str] = set()
         writer = session(location)  # the run's thread records its lineage on a session of its own
 
@@ -181,8 +194,9 @@ def run(
             )
 
         event_bus.add_observer(record_lineage)
-        budget = Budget.of(job.budget)
-        newest = _newest_of(location, lineage) if lineage else None
+        # what the run spent before its worker died counts against its budget after it is resumed here
+        budget = Budget(job.budget, whole_run=True) if job.budget is not None else None
+        newest = _go_on_from(location, job.resume) if job.resume else _newest_of(location, lineage) if lineage else None
         try:
             if newest is not None:
                 options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
@@ -221,7 +235,8 @@ def _start(job: Job, location: str, budget: Any) -> int:
 
 
 def main(argv: list[str]) -> int:
-    location = os.environ.get("CREWPOINT_CHECKPOINT_LOCATION", "")
+    # taken out of the environment: the commands the run prints (the answer of a request) name the store
+    location = os.environ.pop("CREWPOINT_CHECKPOINT_LOCATION", "")
     try:
         job_id, program, heartbeat, stalled_after = int(argv[0]), argv[1], float(argv[2]), float(argv[3])
         recover = argv[4] if len(argv) > 4 else "rerun"

@@ -12,7 +12,7 @@ killed) lets the lock go with it. Headless: imports no textual; procrastinate is
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS crewpoint_fleet_runs (
     updated_at timestamptz NOT NULL DEFAULT now()
 )
 """
+
+RUNS_COLUMNS = ("CREATE INDEX IF NOT EXISTS crewpoint_fleet_runs_lineage ON crewpoint_fleet_runs (lineage)",)
+"""Added after the table's first form (each idempotent): a run's jobs found by its lineage."""
 
 
 class FleetError(Exception):
@@ -107,6 +110,8 @@ def ensure_schema(location: str) -> None:
             if found is None:
                 conn.execute(SchemaManager.get_schema())
             conn.execute(RUNS_TABLE)
+            for statement in RUNS_COLUMNS:
+                conn.execute(statement)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_key(f"schema:{place.schema}"),))
 
@@ -131,6 +136,50 @@ def make_app(location: str) -> procrastinate.App:
     return procrastinate.App(connector=connector)
 
 
+_OURS = (
+    "WITH ours AS (SELECT id FROM procrastinate_jobs WHERE id = %(job_id)s AND status = 'doing'"
+    " AND worker_id IS NOT DISTINCT FROM %(worker_id)s FOR UPDATE) "
+)
+FINISH_IF_OURS = _OURS + "SELECT procrastinate_finish_job_v1(id, %(status)s, %(delete_job)s) FROM ours"
+"""procrastinate's end of a job, only while the job is still the one its worker took (running, by that worker)."""
+RETRY_IF_OURS = (
+    _OURS + "SELECT procrastinate_retry_job_v2(id, %(retry_at)s, %(new_priority)s, %(new_queue_name)s, %(new_lock)s)"
+    " FROM ours"
+)
+"""procrastinate's retry of a job, on the same condition."""
+
+
+def guard_job_ends(app: procrastinate.App, say: Callable[[str], None]) -> None:
+    """Make the app end or retry a job only while it is still the one its worker took: running, by the worker
+    that fetched it (checked and changed in one statement, the job's row locked). A worker that lost a job (stopped
+    past the stalled limit, its job handed to another worker, then continued) never marks it done, failed or
+    queued again over the worker that runs it now; it says so instead. Both return whether the job changed."""
+    # lazy: procrastinate loads only for the fleet's commands
+    from procrastinate.utils import utcnow
+
+    manager, connector = app.job_manager, app.connector
+
+    async def finish_job(job: Any, status: Any, delete_job: bool) -> bool:
+        args = {"job_id": job.id, "worker_id": job.worker_id, "status": status.value, "delete_job": delete_job}
+        if await connector.execute_query_all_async(FINISH_IF_OURS, **args):
+            return True
+        say(f"job {job.id}: another worker runs it now; this worker leaves it as it is")
+        return False
+
+    async def retry_job(
+        job: Any, retry_at: Any = None, priority: Any = None, queue: Any = None, lock: Any = None
+    ) -> bool:
+        args = {"job_id": job.id, "worker_id": job.worker_id, "retry_at": retry_at or utcnow()}
+        args |= {"new_priority": priority, "new_queue_name": queue, "new_lock": lock}
+        if await connector.execute_query_all_async(RETRY_IF_OURS, **args):
+            return True
+        say(f"job {job.id}: another worker runs it now; this worker leaves it as it is")
+        return False
+
+    manager.finish_job = finish_job  # type: ignore[method-assign,assignment]  # this app's ends only
+    manager.retry_job = retry_job  # type: ignore[method-assign,assignment]
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """What a queued run asks: data only."""
@@ -138,24 +187,30 @@ class Job:
     program: str
     inputs: dict[str, str]
     budget: float | None = None
+    resume: str | None = None
+    """The checkpoint the job goes on from (an answered request's); None: a new run."""
 
     def args(self) -> dict[str, Any]:
-        return {"program": self.program, "inputs": dict(self.inputs), "budget": self.budget}
+        args: dict[str, Any] = {"program": self.program, "inputs": dict(self.inputs), "budget": self.budget}
+        return {**args, "resume": self.resume} if self.resume is not None else args
 
     @classmethod
     def of(cls, args: dict[str, Any]) -> Job:
         """A job from its stored arguments; anything but the expected data is refused."""
         program, inputs, budget = args.get("program"), args.get("inputs", {}), args.get("budget")
+        resume = args.get("resume")
         if not isinstance(program, str) or not isinstance(inputs, dict):
             raise FleetError("the job's arguments are not a program name and inputs")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
             raise FleetError("the job's inputs are not text")
         if budget is not None and not isinstance(budget, int | float):
             raise FleetError("the job's budget is not a number")
-        extra = sorted(set(args) - {"program", "inputs", "budget"})
+        if resume is not None and not (isinstance(resume, str) and resume.strip()):
+            raise FleetError("the job's checkpoint is not an id")
+        extra = sorted(set(args) - {"program", "inputs", "budget", "resume"})
         if extra:
             raise FleetError(f"the job carries what a worker never takes: {', '.join(extra)}")
-        return cls(program, {str(k): str(v) for k, v in inputs.items()}, budget)
+        return cls(program, {str(k): str(v) for k, v in inputs.items()}, budget, resume)
 
 
 def submit(location: str, job: Job) -> int:
@@ -170,6 +225,69 @@ def submit(location: str, job: Job) -> int:
             (job_id, job.program),
         )
     return int(job_id)
+
+
+def _has_fleet(conn: psycopg.Connection[Any], place: PgLocation) -> bool:
+    found = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
+    return found is not None and found[0] is not None
+
+
+def started(location: str, lineage: str) -> Job | None:
+    """The job that started the run ``lineage`` on the fleet (its program and budget), or None: the run is not the
+    fleet's (or the store has no fleet). Reads only."""
+    place = where(location)
+    with connect(location) as conn:
+        if not _has_fleet(conn, place):
+            return None
+        row = conn.execute(
+            "SELECT f.program, j.args->'budget' FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j"
+            " ON j.id = f.job_id WHERE f.lineage = %s ORDER BY f.job_id LIMIT 1",
+            (lineage,),
+        ).fetchone()
+    if row is None:
+        return None
+    budget = row[1] if isinstance(row[1], int | float) and not isinstance(row[1], bool) else None
+    return Job(str(row[0]), {}, budget)
+
+
+def go_on(location: str, job: Job, lineage: str) -> int:
+    """Queue the continuation of the run ``lineage`` from the answered checkpoint ``job.resume``; its job's id.
+    One job per checkpoint waits in the queue (procrastinate's queueing lock): a second is refused."""
+    # lazy: procrastinate loads only for the fleet's commands
+    from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
+
+    assert job.resume is not None
+    app = make_app(location)
+    place = where(location)
+    try:
+        with app.open():
+            task = app.configure_task(TASK, queue=QUEUE, queueing_lock=f"answer:{job.resume}")
+            job_id = task.defer(**job.args())
+    except AlreadyEnqueued:
+        raise FleetError(f"a continuation of checkpoint {job.resume} waits in the queue already") from None
+    except ProcrastinateException as exc:
+        raise FleetError(f"cannot queue on {place.name}: {place.scrub(' '.join(str(exc).split()))}") from None
+    with connect(location) as conn:
+        conn.execute(
+            "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)"
+            " ON CONFLICT (job_id) DO UPDATE SET lineage = EXCLUDED.lineage",
+            (job_id, job.program, lineage),
+        )
+    return int(job_id)
+
+
+def continuation(location: str, checkpoint_id: str) -> int | None:
+    """The job that goes on from the answered checkpoint ``checkpoint_id``, or None (not queued yet, or none)."""
+    place = where(location)
+    with connect(location) as conn:
+        if not _has_fleet(conn, place):
+            return None
+        row = conn.execute(
+            "SELECT j.id FROM procrastinate_jobs j WHERE j.task_name = %s AND j.args->>'resume' = %s"
+            " ORDER BY j.id LIMIT 1",
+            (TASK, checkpoint_id),
+        ).fetchone()
+    return int(row[0]) if row is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,9 +364,14 @@ def abort(location: str, run: str) -> tuple[int, str | None, bool] | None:
     return job_id, lineage, running
 
 
-STALE_WORKER = 30.0
+HEARTBEAT = 1.0
+"""Seconds between a worker's heartbeats, and between its looks for the jobs of stalled workers and for jobs handed
+back to the queue (the workers' default ``--heartbeat``): a few cheap statements a second per worker."""
+
+STALE_WORKER = 4.0
 """Seconds without a heartbeat after which a running job's worker is taken as gone (the workers' default
-``--stalled-after``): its run shows ``recovering`` until another worker takes it."""
+``--stalled-after``, four missed heartbeats): its run shows ``recovering`` until another worker takes it, which it
+does within about this plus two heartbeats and a child's start (``make bench``: p95 under 10 s)."""
 
 
 def run_states(location: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 ``crewpoint`` entry point when ``checkpoint list`` comes with only arguments this module fully understands
 (:func:`listing_args`), so that a listing builds no command line (click and what it imports are a tenth of a
 big listing's time). Anything else (``--help``, ``--debug``, an unknown or repeated option, a value that looks
-like an option) is click's to parse, and it gives the same bytes and exit codes (``tests/test_list_fast_path.py``)."""
+like an option) is click's to parse, and it gives the same bytes and exit codes
+(``tests/cli/test_list_fast_path.py``)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from crewpoint.budget import MAX_TOKENS, MAX_USD, Budget
 from crewpoint.entities import kind_of
 from crewpoint.providers import split_ref
 from crewpoint.providers.base import CheckpointError
-from crewpoint.providers.formats import format_of_store
+from crewpoint.providers.formats import ForeignRunRequest, format_of_store
 from crewpoint.tui.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -334,7 +334,7 @@ def _foreign_run(ctx: click.Context, adapter: Format, store: str, options: RunOp
 
     try:
         with bad_input(ctx):
-            outcome = adapter.run(
+            request = ForeignRunRequest(
                 store,
                 options.ref,
                 fork=options.fork,
@@ -344,6 +344,7 @@ def _foreign_run(ctx: click.Context, adapter: Format, store: str, options: RunOp
                 say=say,
                 forked=forked,
             )
+            outcome = adapter.run(request)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)

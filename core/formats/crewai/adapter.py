@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers import CheckpointError, provider_kind, provider_named
-from crewpoint.providers.formats import ForeignFork, ForeignRun
+from crewpoint.providers.formats import ForeignFork, ForeignRun, ForeignRunRequest
 from crewpoint.providers.refs import match_prefix, split_ref
 
 if TYPE_CHECKING:
@@ -80,18 +80,7 @@ class CrewAIFormat:
 
         return ForeignFork(*plan_body(dict(body), inputs, outputs))
 
-    def run(
-        self,
-        store: str,
-        ref: str,
-        *,
-        fork: bool,
-        branch: str | None,
-        inputs: dict[str, str],
-        outputs: dict[str, str],
-        say: Callable[[str], None],
-        forked: Callable[[dict[str, str]], None],
-    ) -> ForeignRun:
+    def run(self, request: ForeignRunRequest) -> ForeignRun:
         """A fork is written in CrewAI's format; the user's CrewAI runs it. CrewAI gets a copy rebuilt by
         allow-list, whose endpoints come from the user's environment (:mod:`crewpoint.formats.crewai.runner`);
         the endpoints, and what the copy left out, are said first."""
@@ -101,18 +90,19 @@ class CrewAIFormat:
         # lazy: `checkpoint list` never loads formats.crewai.runner
         from crewpoint.formats.crewai.runner import handoff, left_out_line
 
+        store, ref, say = request.store, request.ref, request.say
         path, ref_id = split_ref(store)
         is_file = os.path.isfile(path) and path.endswith(".json")
         provider = self.provider_for(store)
         if provider is None:
             raise CheckpointError(f"{store}: not a CrewAI checkpoint store")
-        if fork:
+        if request.fork:
             done = fork_checkpoint(
                 store,
                 None if (is_file or ref == store) else ref,
-                branch=branch,
-                inputs=inputs,
-                outputs=outputs,
+                branch=request.branch,
+                inputs=request.inputs,
+                outputs=request.outputs,
             )
             store, target = done.store, done.checkpoint_id
             names = done.task_names
@@ -124,7 +114,7 @@ class CrewAIFormat:
                 said += "; reset " + ", ".join(f"{i + 1}. {names[i]}" for i in done.reset)
             if done.will_run != done.reset:
                 said += "; CrewAI runs " + (", ".join(str(i + 1) for i in done.will_run) or "nothing")
-            forked({"checkpoint_id": target, "branch": done.branch, "ref": done.ref})
+            request.forked({"checkpoint_id": target, "branch": done.branch, "ref": done.ref})
             say(said)
         else:
             left_out = []

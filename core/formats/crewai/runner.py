@@ -31,7 +31,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crewpoint.formats.crewai.allowlist import rebuild_llm
 from crewpoint.formats.crewai.rebuild import models_of, rebuild
 from crewpoint.providers.crewai.common import mask_text
 from crewpoint.providers.crewai.json_store import read_dump as read_file
@@ -53,12 +52,6 @@ _PROVIDER_ENDPOINTS: dict[str, tuple[tuple[str, ...], str]] = {
 def trusted(environ: Mapping[str, str] | None = None) -> bool:
     """Does the user trust checkpoints (``CREWPOINT_DESERIALIZE_CALLBACKS=1``)?"""
     return (os.environ if environ is None else environ).get(TRUST_ENV) == "1"
-
-
-def is_crewai_llm(value: object) -> bool:
-    """Would CrewAI build an LLM from the mapping ``value`` in a model's place (``llm_type``, ``model``,
-    ``model_name`` or ``deployment_name``)?"""
-    return isinstance(value, dict) and (isinstance(value.get("llm_type"), str) or rebuild_llm(value) is not None)
 
 
 def _provider(llm: Any) -> str:
@@ -105,11 +98,6 @@ def rebuilt_copy(
         return copy.deepcopy(dict(dump)), []
     built = rebuild(dump, store, kind)
     return built.dump, built.left_out
-
-
-def endpoint_safe_copy(dump: Mapping[str, Any], store: str, kind: str, *, trust: bool = False) -> dict[str, Any]:
-    """The copy of :func:`rebuilt_copy` alone."""
-    return rebuilt_copy(dump, store, kind, trust=trust)[0]
 
 
 def endpoints(dump: Mapping[str, Any], environ: Mapping[str, str] | None = None, *, trust: bool = False) -> list[str]:

@@ -1,0 +1,96 @@
+"""An answer to a waiting run of the fleet queues its continuation: the answering process records the answer (one
+wins per request) and a worker resumes the run from the answered checkpoint; nothing of the program runs where the
+answer was given. Real PostgreSQL, real worker processes, real ``crewpoint checkpoint answer`` processes, a real
+model server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_server import LLMServer
+from support.processes import user_env
+from support.waiting import wait_for
+from test_fleet import PROGRAM, _asked, _cli, _finished_steps, _stop, _submit
+from test_fleet_recover import start_worker
+
+from crewpoint.tui.cli.fleet_engine import status
+
+REVIEWED = PROGRAM.replace("agent=writer)", "agent=writer, human_input=i == 2)")
+"""The fleet's four-task crew with its second task reviewed by a person."""
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as running:
+        yield running
+
+
+def waiting_on_the_fleet(location: str, project: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """A worker whose run of the reviewed crew waits for a person after its second task; the worker and the
+    ``answer`` command it printed in its log."""
+    (project / "crew_app.py").write_text(REVIEWED, encoding="utf-8")
+    assert _submit(location, project, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    worker = start_worker(location, project, env)
+    said = project / "worker-0.log"
+
+    def waiting() -> bool:
+        assert worker.poll() is None
+        return "answer with: " in said.read_text(encoding="utf-8")
+
+    wait_for(waiting, "the run waiting for a person on the worker")
+    line = next(line for line in said.read_text(encoding="utf-8").splitlines() if "answer with: " in line)
+    assert status(location)[1][0].status == "succeeded"  # the job ended: nothing holds a worker while it waits
+    return worker, line.split("answer with: ", 1)[1]
+
+
+def pasted(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``command`` pasted into a shell in ``cwd`` (``crewpoint`` on its PATH)."""
+    shell_env = {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
+    return subprocess.run(command, shell=True, cwd=cwd, env=shell_env, capture_output=True, text=True, timeout=120)
+
+
+def test_an_answer_from_the_cli_queues_the_continuation_and_a_worker_finishes_the_run(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    worker, command = waiting_on_the_fleet(pg_location, tmp_path, env)
+    try:
+        assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 1}
+        asked_before = len(server.requests)
+        answered = pasted(f"{command} --accept", tmp_path, env)  # the command the worker printed
+        assert answered.returncode == 0, answered.stderr
+        queued, watch = answered.stdout.splitlines()
+        assert queued == "queued job 2: a worker goes on with the answered run", answered.stdout
+        assert len(server.requests) == asked_before  # nothing of the program ran in the answering process
+
+        def finished() -> bool:
+            assert worker.poll() is None
+            jobs = status(pg_location)[1]
+            assert not [j for j in jobs if j.status == "failed"], jobs
+            return len(jobs) == 2 and all(j.status == "succeeded" for j in jobs)
+
+        wait_for(finished, "the continuation finished on the worker", timeout=120)
+        shown = pasted(watch.removeprefix("watch it with: "), tmp_path, env)
+        assert shown.returncode == 0, shown.stderr
+    finally:
+        _stop(worker)
+    jobs = status(pg_location)[1]
+    assert jobs[0].lineage == jobs[1].lineage  # the same run went on
+    assert _finished_steps(pg_location) == {jobs[0].lineage: 4}
+    assert all(n == 1 for n in _asked(server).values()) and len(_asked(server)) == 4, _asked(server)
+    assert sum(" succeeded " in line for line in shown.stdout.splitlines()) == 2
+    again = subprocess.run(
+        [*_cli("checkpoint", "answer", *shlex.split(command)[3:], "--accept")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 2
+    assert len(again.stderr.strip().splitlines()) == 1 and "already answered by " in again.stderr, again.stderr
