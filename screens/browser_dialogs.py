@@ -287,7 +287,9 @@ class BrowserDialogs:
         """One notification per run: success, cancelled or failed, by how it ended."""
         browser = self.browser
         cancelled = browser.run_panel.cancelled
-        said, severity = browser.controller.finished(message.request, message.returncode, cancelled, message.error)
+        said, severity = browser.controller.finished(
+            message.request, message.returncode, cancelled, message.error, message.queued
+        )
         browser.notify(said, severity=severity, markup=False)
 
     def discard_edits(self) -> None:

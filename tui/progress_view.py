@@ -25,6 +25,7 @@ Part = Literal[
     "finished",
     "waiting",
     "stopped",
+    "queued",
     "cut_short",
     "log",
     "quiet",
@@ -42,6 +43,7 @@ PART_OF: dict[str, Part] = {
     protocol.FINISHED: "finished",
     protocol.WAITING: "waiting",
     protocol.STOPPED_AT_BUDGET: "stopped",
+    protocol.QUEUED: "queued",
     protocol.FAILED: "cut_short",
     protocol.INTERRUPTED: "cut_short",
     protocol.LOG: "log",
@@ -94,6 +96,9 @@ class ProgressView:
 
     def draw_stopped(self, record: ProgressRecord) -> None:
         """The run stopped at its budget (``text``: what it spent of it): not a failure, it goes on from there."""
+
+    def draw_queued(self, record: ProgressRecord) -> None:
+        """Nothing ran here: the answered run goes on as a job of the fleet (``text`` names it)."""
 
     def draw_cut_short(self, record: ProgressRecord) -> None:
         """The run failed or was interrupted."""

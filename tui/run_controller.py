@@ -234,9 +234,14 @@ class RunController:
             return f"Cannot stop the live {plan.who}: {visible(reason)}", True
         return f"Sent SIGINT to pid {plan.run.pid}: the run stops.", False
 
-    def finished(self, request: RunRequest, returncode: int, cancelled: bool, error: str) -> tuple[str, Severity]:
-        """A run ended: forget it, and say how it ended, with a severity (success, cancelled or failed)."""
+    def finished(
+        self, request: RunRequest, returncode: int, cancelled: bool, error: str, queued: str = ""
+    ) -> tuple[str, Severity]:
+        """A run ended: forget it, and say how it ended, with a severity (success, cancelled or failed). ``queued``:
+        what it said of the fleet's job that goes on with it, when nothing ran here."""
         self.running.pop(request.source_id, None)
+        if returncode == 0 and queued:
+            return visible(f"{request.title}: {queued}"), "information"
         if returncode == 0:
             return visible(f"{request.title}: finished"), "information"
         if returncode == ExitCode.WAITING:

@@ -11,7 +11,7 @@ go through :class:`ProgressRecord`, so the two sides cannot drift apart. Every r
 * ``checkpoint``: a checkpoint was taken (``checkpoint_id``, ``trigger``), right after the event that took it;
   ``checkpoint_completed``: it is written (``location``); ``checkpoint_failed``: it could not be written;
 * last, ``finished`` (``result``), ``waiting`` (``text``), ``stopped_at_budget`` (``text``: what it spent of its
-  budget), ``failed`` (``error``) or ``interrupted``.
+  budget), ``queued`` (``text``: the fleet's job that goes on with it), ``failed`` (``error``) or ``interrupted``.
 
 Headless: the standard library only.
 """
@@ -35,6 +35,8 @@ answers it)."""
 STOPPED_AT_BUDGET = "stopped_at_budget"
 """The run stopped at its budget before an LLM call: not a failure; its newest checkpoint holds it (``text`` says
 what it spent of its budget)."""
+QUEUED = "queued"
+"""Nothing ran here: the answered run's continuation is queued for the fleet's workers (``text`` names the job)."""
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 LOG = "log"
@@ -42,7 +44,7 @@ LOG = "log"
 STEP_STARTED = ("task_started", "method_execution_started", "lite_agent_execution_started")
 STEP_DONE = ("task_completed", "method_execution_finished", "lite_agent_execution_completed")
 STEP_FAILED = ("task_failed", "method_execution_failed", "lite_agent_execution_error")
-ENDS = (FINISHED, WAITING, STOPPED_AT_BUDGET, FAILED, INTERRUPTED)
+ENDS = (FINISHED, WAITING, STOPPED_AT_BUDGET, QUEUED, FAILED, INTERRUPTED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ app's Answer runs this command, so it does the same.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -34,6 +33,7 @@ from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
 from crewpoint.tui.cli.runs import run_cli, run_options, run_options_of
 from crewpoint.tui.cli.tables import cli_id
+from crewpoint.tui.run_protocol import LOG, QUEUED, ProgressRecord
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
 
@@ -198,16 +198,18 @@ def _queue_answer(fleet: Job, record: CheckpointRecord, store: str, request: dic
 
 
 def _say_queued(queued: QueuedOnFleet, progress: str) -> None:
-    """The job that goes on, and the command that watches it (JSON log records for the app's run panel)."""
+    """The job that goes on, and the command that watches it (for the app's run panel, a log record, then the
+    protocol's ``queued`` end)."""
     # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
     from crewpoint.tui.cli.fleet_engine import where
 
-    lines = [
-        f"queued job {queued.job_id}: a worker goes on with the answered run",
-        f"watch it with: crewpoint worker --status --location {shlex.quote(where(queued.store).name)}",
-    ]
-    for line in lines:
-        click.echo(json.dumps({"event": "log", "text": line}) if progress == "json" else line)
+    said = f"queued job {queued.job_id}: a worker goes on with the answered run"
+    watch = f"watch it with: crewpoint worker --status --location {shlex.quote(where(queued.store).name)}"
+    if progress != "json":
+        click.echo(f"{said}\n{watch}")
+        return
+    click.echo(ProgressRecord(LOG, text=watch).to_json())
+    click.echo(ProgressRecord(QUEUED, text=said).to_json())  # the run's last record: nothing ran here
 
 
 @checkpoint.command()

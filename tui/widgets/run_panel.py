@@ -55,6 +55,8 @@ class RunPanel(Vertical, ProgressView):
         error: str = ""
         result: Any = None
         checkpoints: list[str] = field(default_factory=list)
+        queued: str = ""
+        """What the run's last record said of the fleet's job that goes on with it (nothing ran here)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -137,6 +139,7 @@ class RunPanel(Vertical, ProgressView):
         reader.start()
         result: Any = None
         checkpoints: list[str] = []
+        queued = ""
         assert process.stdout is not None
         for line in process.stdout:
             line = line.strip()
@@ -145,6 +148,8 @@ class RunPanel(Vertical, ProgressView):
             record = ProgressRecord.parse(line)
             if record.event == protocol.FINISHED:
                 result = record.result
+            if record.event == protocol.QUEUED:
+                queued = record.text or "queued on the fleet"
             if record.event in (protocol.CHECKPOINT, protocol.WRITTEN, protocol.FINISHED) and record.checkpoint_id:
                 if not checkpoints or checkpoints[-1] != record.checkpoint_id:
                     checkpoints.append(record.checkpoint_id)
@@ -152,7 +157,7 @@ class RunPanel(Vertical, ProgressView):
         returncode = process.wait()
         reader.join(timeout=5)
         error = next((e for e in reversed(errors) if e.strip()), "")
-        self.post_message(self.Finished(request, returncode, error.strip(), result, checkpoints))
+        self.post_message(self.Finished(request, returncode, error.strip(), result, checkpoints, queued))
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
@@ -200,6 +205,9 @@ class RunPanel(Vertical, ProgressView):
     def draw_stopped(self, record: ProgressRecord) -> None:
         said = visible(f"■ stopped at budget: {record.text or ''}".rstrip(": "), one_line=True)
         self._say(said, style="bold yellow")
+
+    def draw_queued(self, record: ProgressRecord) -> None:
+        self._say(visible(f"⇢ {record.text or 'queued on the fleet'}", one_line=True), style="bold")
 
     def draw_log(self, record: ProgressRecord) -> None:
         self._say(visible(record.text or ""), style="dim")
