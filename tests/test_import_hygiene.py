@@ -141,3 +141,20 @@ def test_list_loads_no_hashing_and_no_body_code(tmp_path: Path, kind: str) -> No
     shown, modules = _loaded_by("checkpoint", "list", store)
     assert {line.split()[0] for line in shown.splitlines()[1:]} == {i[:12] for i in ids}
     assert {"hashlib", "_hashlib", "crewpoint.checkpoint.schema"} & modules == set()
+
+
+def test_info_checks_a_body_without_loading_the_generated_types(tmp_path: Path) -> None:
+    """``checkpoint info`` reads a body through the schema's checks; the body's generated types are for type
+    checkers only and cost every reader of a body their start-up if a module imports them at run time."""
+    from support.stores import fill_store
+
+    from crewpoint.providers import SqliteProvider
+
+    store = str(tmp_path / "store.db")
+    provider = SqliteProvider()
+    newest = fill_store(provider, store, 4)[-1]
+    provider.close()
+    shown, modules = _loaded_by("checkpoint", "info", newest, "--location", store)
+    assert newest[:12] in shown and "research-crew" in shown
+    assert "crewpoint.checkpoint.schema" in modules
+    assert "crewpoint.checkpoint.schema_types" not in modules
