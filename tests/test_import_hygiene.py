@@ -143,9 +143,10 @@ def test_list_loads_no_hashing_and_no_body_code(tmp_path: Path, kind: str) -> No
     assert {"hashlib", "_hashlib", "crewpoint.checkpoint.schema"} & modules == set()
 
 
-def test_info_checks_a_body_without_loading_the_generated_types(tmp_path: Path) -> None:
+def test_info_checks_a_body_without_loading_the_generated_types_or_the_budget(tmp_path: Path) -> None:
     """``checkpoint info`` reads a body through the schema's checks; the body's generated types are for type
-    checkers only and cost every reader of a body their start-up if a module imports them at run time."""
+    checkers only, and a saved budget is checked against the ceilings without the budget's code: either would
+    cost every reader of a body its start-up."""
     from support.stores import fill_store
 
     from crewpoint.providers import SqliteProvider
@@ -157,4 +158,4 @@ def test_info_checks_a_body_without_loading_the_generated_types(tmp_path: Path) 
     shown, modules = _loaded_by("checkpoint", "info", newest, "--location", store)
     assert newest[:12] in shown and "research-crew" in shown
     assert "crewpoint.checkpoint.schema" in modules
-    assert "crewpoint.checkpoint.schema_types" not in modules
+    assert {"crewpoint.checkpoint.schema_types", "crewpoint.budget"} & modules == set()
