@@ -138,13 +138,11 @@ def all_benches() -> list[Callable[[], list[Row]]]:
     from pg_bench import pg_benches
     from pg_cost_bench import pg_cost_benches
     from side_by_side import side_by_side_benches
-    from startup_bench import startup_benches
     from store_bench import store_benches
     from usage_bench import usage_benches
 
     return [
         bench_import,
-        *startup_benches(),
         bench_kickoff,
         bench_list_floor,
         *checkpoint_benches(),

@@ -20,7 +20,9 @@ Tokens are ``input + output + reasoning`` tokens (``input`` counts cached tokens
 recorded usage priced as ``crewpoint checkpoint cost`` prices it (:mod:`crewpoint.cost`); a model no price covers
 counts in tokens only, and the run says once, in one line, that its dollars cannot be checked.
 
-Headless and cheap: the standard library only at import time.
+Headless and cheap: at import time the standard library only, and the ceilings (``MAX_USD``, ``MAX_TOKENS``), which
+live beside the usage they bound (:mod:`crewpoint.providers.usage_meta`) so that checking a saved budget loads no
+budget code.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from crewpoint.providers.usage_meta import MAX_TOKENS, MAX_USD
 
 if TYPE_CHECKING:
     from crewpoint.cost import Prices
@@ -62,12 +66,6 @@ TRIGGER = "budget_exceeded"
 
 STATUS = "budget"
 """What the run record of a run stopped by its budget reads (``stopped: budget``)."""
-
-MAX_USD = 1_000_000_000.0
-"""The largest budget in dollars (a billion): a larger one is a typo, refused where it is read (``Budget``,
-``--budget``, the app's Budget field, a checkpoint's saved budget)."""
-MAX_TOKENS = 10**15
-"""The largest budget in tokens."""
 
 
 @dataclass(frozen=True, slots=True)

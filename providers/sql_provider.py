@@ -6,7 +6,6 @@ connection) and keeps what only it does; every other read and write of records, 
 from __future__ import annotations
 
 import builtins
-import hashlib
 import os
 import threading
 import time
@@ -130,6 +129,9 @@ class SqlProvider(BaseProvider, Generic[D]):
     # records
 
     def write(self, location: str, record: CheckpointRecord) -> str:
+        # lazy: hashlib starts OpenSSL, which `checkpoint list` never needs
+        import hashlib
+
         from crewpoint.providers import chunks
 
         meta = check_record(record)

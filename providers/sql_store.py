@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import hashlib
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -217,6 +216,9 @@ def by_time(sql: Dialect) -> bool:
 
 def body_of(sql: Dialect, meta: CheckpointMeta) -> CheckpointRecord:
     """The record of ``meta`` with its body, read and checked inside the caller's transaction."""
+    # lazy: hashlib starts OpenSSL, which `checkpoint list` never needs
+    import hashlib
+
     from crewpoint.providers import chunks
 
     found = sql.q("SELECT manifest FROM {s}bodies WHERE id = ?", [meta.id]).fetchone()

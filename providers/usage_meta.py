@@ -34,6 +34,12 @@ DAMAGED = '{"damaged":true}'
 """The summary a store keeps of a checkpoint whose metadata's summary says other than its body's usage rows: a
 listing shows it as damage (never a figure), and a store's cost counts that checkpoint for nothing."""
 _MAX_COUNT = 10**15
+MAX_USD = 1_000_000_000.0
+"""The largest budget in dollars (a billion): a larger one is a typo, refused where it is read (``Budget``,
+``--budget``, the app's Budget field, a checkpoint's saved budget). Declared here, beside the usage a budget is
+counted in, so that checking a saved budget loads no budget code."""
+MAX_TOKENS = 10**15
+"""The largest budget in tokens."""
 MAX_TEXT = 200
 """The longest model or provider name a summary keeps (a longer one is cut)."""
 

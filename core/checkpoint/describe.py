@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.restore import body_of
-from crewpoint.checkpoint.schema import CheckpointBody, TaskState
 from crewpoint.cost import load_prices, price_rows, table_version, usage_rows
 from crewpoint.entities import kind_of
 from crewpoint.providers.base import CheckpointMeta, CheckpointRecord
@@ -15,7 +14,7 @@ from crewpoint.text import clip
 from crewpoint.text import placeholders as find_placeholders
 
 if TYPE_CHECKING:
-    from crewpoint.checkpoint.schema import AgentState, CrewState, FlowState
+    from crewpoint.checkpoint.schema import AgentState, CheckpointBody, CrewState, FlowState, TaskState
     from crewpoint.cost import CostSummary, Prices
     from crewpoint.providers.usage_meta import UsageRow
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from crewpoint.checkpoint.describe import describe
 from crewpoint.checkpoint.restore import body_of
-from crewpoint.checkpoint.schema import CheckpointBody
 from crewpoint.checkpoint.stores import _provider, load_checked, store_of
 from crewpoint.entities import entity_class, kind_of
 from crewpoint.providers.base import CheckpointError, CheckpointMeta, CheckpointRecord, DamagedCheckpoint
@@ -19,7 +18,7 @@ from crewpoint.text import unknown_inputs
 
 if TYPE_CHECKING:
     from crewpoint.checkpoint.changes import ChangePlan
-    from crewpoint.checkpoint.schema import CrewState, FlowState
+    from crewpoint.checkpoint.schema import CheckpointBody, CrewState, FlowState
     from crewpoint.runtime import RuntimeState
 
 

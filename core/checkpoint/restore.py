@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from crewpoint.checkpoint.schema import CheckpointBody, load_body, migrate
+from crewpoint.checkpoint.schema import load_body, migrate
 from crewpoint.providers import provider_for
 from crewpoint.providers.base import BaseProvider, CheckpointError, CheckpointRecord
 from crewpoint.text import a_or_an
+
+if TYPE_CHECKING:
+    from crewpoint.checkpoint.schema import CheckpointBody
 
 
 def read_checked(

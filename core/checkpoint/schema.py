@@ -55,7 +55,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any, cast
 
-from crewpoint.budget import MAX_TOKENS, MAX_USD
 from crewpoint.checkpoint.schema_spec import (
     ANY,
     BOOL,
@@ -90,7 +89,7 @@ from crewpoint.checkpoint.schema_spec import (
 from crewpoint.generated import write_or_check
 from crewpoint.providers.base import UnsupportedSchema
 from crewpoint.providers.claims import REQUEST_ID_RE
-from crewpoint.providers.usage_meta import ROW_KEYS, UsageRow
+from crewpoint.providers.usage_meta import MAX_TOKENS, MAX_USD, ROW_KEYS, UsageRow
 
 if TYPE_CHECKING:
     from pydantic import ValidationError

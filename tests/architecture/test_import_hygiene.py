@@ -124,3 +124,38 @@ def test_the_command_table_agrees_with_the_commands() -> None:
             if command.callback is not None and command.callback.__module__ != "crewpoint.tui.cli.root"
         }
         assert COMMANDS[group.name or ""] == registered
+
+
+@pytest.mark.parametrize("kind", ["JSON", "SQLite"])
+def test_list_loads_no_hashing_and_no_body_code(tmp_path: Path, kind: str) -> None:
+    """``checkpoint list`` reads rows, never a body: it loads neither hashlib (starting OpenSSL costs every listing
+    a few milliseconds) nor the body's schema, and still lists every checkpoint."""
+    from support.stores import fill_store
+
+    from crewpoint.providers import JsonProvider, SqliteProvider
+
+    store = str(tmp_path / ("store.db" if kind == "SQLite" else "store"))
+    provider = SqliteProvider() if kind == "SQLite" else JsonProvider(fsync=False)
+    ids = fill_store(provider, store, 12)
+    provider.close()
+    shown, modules = _loaded_by("checkpoint", "list", store)
+    assert {line.split()[0] for line in shown.splitlines()[1:]} == {i[:12] for i in ids}
+    assert {"hashlib", "_hashlib", "crewpoint.checkpoint.schema"} & modules == set()
+
+
+def test_info_checks_a_body_without_loading_the_generated_types_or_the_budget(tmp_path: Path) -> None:
+    """``checkpoint info`` reads a body through the schema's checks; the body's generated types are for type
+    checkers only, and a saved budget is checked against the ceilings without the budget's code: either would
+    cost every reader of a body its start-up."""
+    from support.stores import fill_store
+
+    from crewpoint.providers import SqliteProvider
+
+    store = str(tmp_path / "store.db")
+    provider = SqliteProvider()
+    newest = fill_store(provider, store, 4)[-1]
+    provider.close()
+    shown, modules = _loaded_by("checkpoint", "info", newest, "--location", store)
+    assert newest[:12] in shown and "research-crew" in shown
+    assert "crewpoint.checkpoint.schema" in modules
+    assert {"crewpoint.checkpoint.schema_types", "crewpoint.budget"} & modules == set()
