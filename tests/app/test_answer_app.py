@@ -11,19 +11,22 @@ import sys
 from pathlib import Path
 
 from chromium import Chromium, stop_group
-from support.reading import browser, notifications, text_of
+from support.reading import browser, log_text, notifications, text_of
 from support.review import REVIEW, ran
+from support.stores import make_store
 from support.waiting import settle, wait_until
 from test_answer_cli import paused
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, TextArea
+from textual.widgets import Button, Input, RichLog, TextArea
 
 from crewpoint.screens.answer_dialog import AnswerScreen
 from crewpoint.screens.browser import BrowserScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.read_only import allows
+from crewpoint.tui.run_controller import RunRequest
 from crewpoint.tui.store_index import CheckpointRef, SegmentRef
 from crewpoint.tui.widgets.palette import CheckpointCommands
+from crewpoint.tui.widgets.run_panel import RunPanel
 
 SIZE = (140, 40)
 
@@ -271,3 +274,29 @@ async def test_a_task_review_is_accepted_or_revised_from_the_dialog(tmp_path: Pa
         await wait_until(pilot, lambda: screen.run_panel.has_class("-ok") and not screen.run_panel.running, 60)
         await settle(pilot)
         assert screen.waiting_runs() == 0 and screen.title is None
+
+
+QUEUED_ANSWER = """
+from crewpoint.tui.run_protocol import LOG, QUEUED, ProgressRecord
+print(ProgressRecord(LOG, text="watch it with: crewpoint worker --status --location team").to_json(), flush=True)
+print(ProgressRecord(QUEUED, text="queued job 7: a worker goes on with the answered run").to_json(), flush=True)
+"""
+
+
+async def test_an_answer_the_fleet_goes_on_with_ends_queued_in_the_panel_and_the_notice(tmp_path: Path) -> None:
+    """The answer command's records for a run of the fleet (its real protocol lines, from a real child process):
+    the run panel says the job, and the notice says it is queued, never that the run finished."""
+    store = make_store(str(tmp_path / "store"))
+    app = make_app(store, watch=False)
+    said = notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await settle(pilot)
+        request = RunRequest([sys.executable, "-c", QUEUED_ANSWER], "answer abc on main", "main", source_id="abc")
+        screen.run_panel.start(request)
+        await wait_until(pilot, lambda: any(s.startswith("answer abc on main:") for s in said), 60)
+        panel = screen.query_one(RunPanel)
+        assert "⇢ queued job 7: a worker goes on with the answered run" in log_text(panel.query_one(RichLog))
+    assert [s for s in said if s.startswith("answer abc on main:")] == [
+        "answer abc on main: queued job 7: a worker goes on with the answered run"
+    ]
