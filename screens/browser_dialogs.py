@@ -65,6 +65,7 @@ class BrowserDialogs:
                 body=shown.record.body,
                 later=self._later(shown.meta.id),
                 plan_at=self._plan_at(shown.meta.id),
+                fleet=self._workers_up(),
             ),
             self._forked,
         )
@@ -73,6 +74,9 @@ class BrowserDialogs:
         if request is None:
             return
         r = request
+        if r.fleet:
+            self._queue_fork(r)
+            return
         self._start(
             self.browser.controller.fork_request(
                 r.source_id, r.branch, r.inputs, r.outputs, r.app, len(r.rerun), r.budget
@@ -117,15 +121,22 @@ class BrowserDialogs:
             answered,
         )
 
-    def _fleet_offer(self, meta: CheckpointMeta) -> str | None:
-        """What the fleet has up (``2 workers``) when a run from ``meta`` may go to it: the store has a fleet with
-        workers, and ``meta`` is its run's newest checkpoint (a worker goes on from there); else None."""
+    def _workers_up(self) -> str | None:
+        """What the store's fleet has up (``2 workers up``); None without a fleet or a live worker."""
         view = self.browser.feed.fleet_view
-        if self.browser.feed.fleet is None or view is None or not view.workers or not meta.lineage:
+        if self.browser.feed.fleet is None or view is None or not view.workers:
+            return None
+        return plural(view.workers, "worker") + " up"
+
+    def _fleet_offer(self, meta: CheckpointMeta) -> str | None:
+        """What the fleet has up when a resume from ``meta`` may go to it: :meth:`_workers_up`, when ``meta`` is its
+        run's newest checkpoint on its branch (a worker goes on from there); else None."""
+        up = self._workers_up()
+        if up is None or not meta.lineage:
             return None
         run = [m for m in self.browser.feed.metas if m.lineage == meta.lineage and not m.damaged]
         newest = max(run, key=lambda m: (m.sequence, m.created_at), default=None)
-        return plural(view.workers, "worker") + " up" if newest is not None and newest.id == meta.id else None
+        return up if newest is not None and newest.id == meta.id else None
 
     def _queue_resume(self, lineage: str, app: str, budget: float | None) -> None:
         """Queue the run ``lineage`` for the fleet (a worker of ``app`` goes on from its newest checkpoint), off the
@@ -146,6 +157,33 @@ class BrowserDialogs:
             else:
                 said = f"Queued job {job}: a worker started with --app {app.strip()} goes on with run {lineage[:6]}."
                 severity = "information"
+            browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
+            browser.app.call_from_thread(browser.feed.read_fleet, browser)
+
+        browser.run_worker(queue, thread=True, group="fleet-queue", exit_on_error=False)
+
+    def _queue_fork(self, r: ForkRequest) -> None:
+        """Queue the confirmed fork for the fleet (a worker of its program forks onto its branch with its edits), off
+        the app's thread, and say the job's number; the edits live on in the new branch."""
+        browser, fleet = self.browser, self.browser.feed.fleet
+        if fleet is None:
+            return
+        if not r.app.strip():
+            said = "Run on the fleet needs the program in App: a worker runs only the programs it was started with."
+            browser.notify(said, severity="warning", markup=False)
+            return
+        outputs = {str(index + 1): text for index, text in sorted(r.outputs.items())}  # counted from 1, as typed
+
+        def queue() -> None:
+            try:
+                job = fleet.fork(r.source_id, r.branch, dict(r.inputs), outputs, r.app, r.budget)
+            except Exception as exc:
+                said, severity = f"Cannot queue the fork: {' '.join(str(exc).split())}", "error"
+            else:
+                said = f"Queued job {job}: a worker started with --app {r.app.strip()} forks onto ⎇ {r.branch}."
+                severity = "information"
+                browser.app.call_from_thread(browser.controller.edits.discard, r.source_id)
+                browser.app.call_from_thread(browser.edits_changed, r.source_id, True)
             browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
             browser.app.call_from_thread(browser.feed.read_fleet, browser)
 

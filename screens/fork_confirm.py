@@ -38,6 +38,8 @@ class ForkRequest:
     """The program to run it with (``--app``); empty: rebuilt from the checkpoint alone."""
     budget: float | None = None
     """The dollars the run may spend (``--budget``); None: no limit."""
+    fleet: bool = False
+    """Queue it for the store's fleet instead of running it here."""
 
 
 def default_branch_name(now: float | None = None) -> str:
@@ -72,8 +74,9 @@ class ForkScreen(RunDialog[ForkRequest | None]):
         body: Mapping[str, Any] | None = None,
         later: str | None = None,
         plan_at: tuple[str, str] | None = None,
+        fleet: str | None = None,
     ) -> None:
-        super().__init__(app, body, later, plan_at)
+        super().__init__(app, body, later, plan_at, fleet)
         self.meta = meta
         self.info = info
         self.plan = plan
@@ -94,6 +97,7 @@ class ForkScreen(RunDialog[ForkRequest | None]):
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")
                 yield Static(self._changes(), markup=False, id="fork-changes")
                 yield from self.run_fields("fork")
+                yield from self.fleet_field("fork")
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
                 yield Button("Cancel (n)", id="fork-cancel", compact=True)
@@ -203,6 +207,7 @@ class ForkScreen(RunDialog[ForkRequest | None]):
             rerun=list(plan.rerun),
             app=app,
             budget=budget,
+            fleet=self.on_fleet(),
         )
 
     def action_confirm(self) -> None:

@@ -10,7 +10,7 @@ screen makes it in a worker thread. Headless: no textual here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from crewpoint.tui.diagnostics import plural
 
@@ -78,6 +78,19 @@ class Fleet(Protocol):
     def resume(self, lineage: str, program: str, budget: float | None) -> int:
         """Queue a job that goes on with the run ``lineage`` from its newest checkpoint, run by a worker started
         with ``program``; the job's number."""
+        ...
+
+    def fork(
+        self,
+        source: str,
+        branch: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, str],
+        program: str,
+        budget: float | None,
+    ) -> int:
+        """Queue a job that forks checkpoint ``source`` onto ``branch`` with these edits (outputs by task number from
+        1), run by a worker started with ``program``; the job's number."""
         ...
 
     def stop(self, lineage: str) -> Stopped | None:

@@ -27,6 +27,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input
 
 from crewpoint.screens.confirm import ConfirmScreen
+from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.fleet_engine import abort, ensure_schema, status
@@ -245,6 +246,47 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
         assert asked[f"step {step} of t"] == asked_before[f"step {step} of t"] == 1
 
 
+async def test_fork_on_the_fleet_queues_a_job_a_worker_forks_onto_the_branch_named(
+    pg_location: str, tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+
+    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    worker = start_worker(pg_location, tmp_path, env)
+    try:
+        wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the run finished")
+        second = next(m for m in list_checkpoints(pg_location) if m.tasks_done == 2)
+        monkeypatch.chdir(tmp_path)  # the App field's program is found where the user is
+        app = make_app(pg_location, watch=False)
+        said = notifications(app)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = browser(pilot)
+            await wait_until(pilot, lambda: screen.feed.fleet_view is not None and bool(screen.metas))
+            await choose(pilot, second.id)
+            await pilot.press("f")
+            await wait_until(pilot, lambda: isinstance(app.screen, ForkScreen))
+            dialog = app.screen
+            box = dialog.query_one("#fork-fleet", Checkbox)
+            assert "Run on the fleet (1 worker up)" in str(box.label)
+            dialog.query_one("#fork-branch", Input).value = "on-the-fleet"
+            dialog.query_one(AppField).query_one(Input).value = "crew_app.py:crew"
+            box.value = True
+            dialog.query_one("#fork-confirm", Button).focus()
+            await pilot.press("y")
+            await wait_until(pilot, lambda: any(s.startswith("Queued job 2:") for s in said), timeout=60)
+            assert not screen.run_panel.running  # nothing runs in a local process
+        wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
+    finally:
+        _stop(worker)
+    forked = [m for m in list_checkpoints(pg_location) if m.branch == "on-the-fleet"]
+    assert max(m.tasks_done for m in forked) == 4
+    assert min(m.sequence for m in forked) > second.sequence  # it went on from the checkpoint chosen
+    asked = _asked(server)  # the fork asked only the tasks after its checkpoint
+    assert asked == {"step 1 of t": 1, "step 2 of t": 1, "step 3 of t": 2, "step 4 of t": 2}, asked
+
+
 class FixedFleet:
     """A fleet read as fixed words, for a picture that is the same on every run: the words and counts the real
     fleet gives are the tests' above."""
@@ -256,6 +298,17 @@ class FixedFleet:
         return self.view
 
     def resume(self, lineage: str, program: str, budget: float | None) -> int:
+        raise AssertionError("a picture queues nothing")
+
+    def fork(
+        self,
+        source: str,
+        branch: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, str],
+        program: str,
+        budget: float | None,
+    ) -> int:
         raise AssertionError("a picture queues nothing")
 
     def stop(self, lineage: str) -> Stopped | None:

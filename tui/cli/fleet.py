@@ -223,7 +223,8 @@ async def _run_child(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env
     )
     try:
-        _, err = await child.communicate(json.dumps({"inputs": job.inputs, "budget": job.budget}).encode())
+        args = {key: value for key, value in job.args().items() if key != "program"}  # (the program is argv's)
+        _, err = await child.communicate(json.dumps(args).encode())
     except asyncio.CancelledError:  # the job was aborted (checkpoint stop) or this worker stops: the run is
         if child.returncode is None:  # interrupted as Ctrl-C would, and ends with its checkpoint
             child.send_signal(signal.SIGINT)

@@ -26,7 +26,7 @@ from typing import Any
 from crewpoint.budget import Budget, BudgetExceeded
 from crewpoint.checkpoint.config import CheckpointConfig
 from crewpoint.checkpoint.program import AppError, load_app
-from crewpoint.checkpoint.run import PlannedRun, RunOptions, plan_run, run_checkpoint, shown_id
+from crewpoint.checkpoint.run import Outcome, PlannedRun, RunOptions, plan_run, run_checkpoint, shown_id
 from crewpoint.checkpoint.stores import list_checkpoints, newest_descendant
 from crewpoint.events.bus import event_bus
 from crewpoint.feedback import FeedbackPending
@@ -52,8 +52,13 @@ def _load(spec: str) -> Any:
     raise problem
 
 
-def _newest_of(location: str, lineage: str) -> str | None:
-    metas = [m for m in list_checkpoints(location) if m.lineage == lineage and not m.damaged]
+def _newest_of(location: str, lineage: str, branch: str | None) -> str | None:
+    """The newest checkpoint the job's run wrote: its lineage, on its branch (a fork shares its run's lineage)."""
+    metas = [
+        m
+        for m in list_checkpoints(location)
+        if m.lineage == lineage and not m.damaged and (branch is None or m.branch == branch)
+    ]
     if not metas:
         return None
     return max(metas, key=lambda m: (m.sequence, m.created_at)).id
@@ -174,45 +179,66 @@ def run(
         row = conn.execute(  # (a job queued by hand, or before its row was written, gets its row here)
             "INSERT INTO crewpoint_fleet_runs (job_id, program, host, pid, attempts) VALUES (%s, %s, %s, %s, 1)"
             " ON CONFLICT (job_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
-            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage, attempts",
+            " attempts = crewpoint_fleet_runs.attempts + 1, updated_at = now() RETURNING lineage, attempts, branch",
             (job_id, job.program, socket.gethostname(), os.getpid()),
         ).fetchone()
         assert row is not None  # an upsert returns its row
-        lineage, token = row
+        lineage, token, branch = row
         fence.start(int(token))  # from here, a write of this process stands only while the job's attempt is ours
-        recorded: set[str] = set()
-        writer = session(location)  # the run's thread records its lineage on a session of its own
+        recorded: set[tuple[str, str]] = set()
+        writer = session(location)  # the run's thread records its lineage and branch on a session of its own
 
         def record_lineage(_source: Any, _event: Any) -> None:
             state = current_state()
-            if state is None or state.outer is not None or state.lineage in recorded:
+            if state is None or state.outer is not None or (state.lineage, state.branch) in recorded:
                 return
-            recorded.add(state.lineage)
+            recorded.add((state.lineage, state.branch))  # (a fork names its new branch once it has forked)
             writer.execute(
-                "UPDATE crewpoint_fleet_runs SET lineage = %s, updated_at = now() WHERE job_id = %s",
-                (state.lineage, job_id),
+                "UPDATE crewpoint_fleet_runs SET lineage = %s, branch = %s, updated_at = now() WHERE job_id = %s",
+                (state.lineage, state.branch, job_id),
             )
 
         event_bus.add_observer(record_lineage)
         # what the run spent before its worker died counts against its budget after it is resumed here
         budget = Budget(job.budget, whole_run=True) if job.budget is not None else None
-        newest = _go_on_from(location, job.resume) if job.resume else _newest_of(location, lineage) if lineage else None
+        if job.fork is not None:  # its own branch, never its source's (named before the fork is made)
+            branch = job.fork.branch
+        newest = (
+            _go_on_from(location, job.resume)
+            if job.resume
+            else _newest_of(location, lineage, branch)
+            if lineage
+            else None
+        )
         try:
             if newest is not None:
                 options = RunOptions(newest, location, app=job.program, budget=budget, force=True)
-                outcome = run_checkpoint(options, planned=_plan_recovery(options, recover))
-                print(outcome.message, file=sys.stderr)
-                codes = {
-                    "finished": 0,
-                    "waiting": ExitCode.WAITING,
-                    "budget": ExitCode.BUDGET,
-                    "interrupted": ExitCode.INTERRUPTED,
-                }
-                return int(codes.get(outcome.kind, ExitCode.FAILED))
+                return _ended(run_checkpoint(options, planned=_plan_recovery(options, recover)))
+            if job.fork is not None:
+                fork = job.fork
+                options = RunOptions(
+                    fork.source,
+                    location,
+                    fork=True,
+                    branch=fork.branch,
+                    inputs=fork.inputs,
+                    outputs=fork.outputs,
+                    app=job.program,
+                    budget=budget,
+                    force=True,
+                )
+                return _ended(run_checkpoint(options))
             return _start(job, location, budget)
         finally:
             event_bus.remove_observer(record_lineage)
             writer.close()
+
+
+def _ended(outcome: Outcome) -> int:
+    """The exit code of a resumed or forked run that ended as ``outcome`` (said on stderr)."""
+    print(outcome.message, file=sys.stderr)
+    codes = {"finished": 0, "waiting": ExitCode.WAITING, "budget": ExitCode.BUDGET, "interrupted": ExitCode.INTERRUPTED}
+    return int(codes.get(outcome.kind, ExitCode.FAILED))
 
 
 def _start(job: Job, location: str, budget: Any) -> int:

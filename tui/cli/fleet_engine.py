@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crewpoint.providers.base import CheckpointError
@@ -50,8 +50,12 @@ CREATE TABLE IF NOT EXISTS crewpoint_fleet_runs (
 )
 """
 
-RUNS_COLUMNS = ("CREATE INDEX IF NOT EXISTS crewpoint_fleet_runs_lineage ON crewpoint_fleet_runs (lineage)",)
-"""Added after the table's first form (each idempotent): a run's jobs found by its lineage."""
+RUNS_COLUMNS = (
+    "CREATE INDEX IF NOT EXISTS crewpoint_fleet_runs_lineage ON crewpoint_fleet_runs (lineage)",
+    "ALTER TABLE crewpoint_fleet_runs ADD COLUMN IF NOT EXISTS branch text",
+)
+"""Added after the table's first form (each idempotent): a run's jobs found by its lineage; the branch its job
+runs on (a fork shares its run's lineage on a branch of its own)."""
 
 
 class FleetError(Exception):
@@ -189,10 +193,16 @@ class Job:
     budget: float | None = None
     resume: str | None = None
     """The checkpoint the job goes on from (an answered request's); None: a new run."""
+    fork: Fork | None = None
+    """The fork the job runs: a new branch from a checkpoint, with its edits; None: not a fork."""
 
     def args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"program": self.program, "inputs": dict(self.inputs), "budget": self.budget}
-        return {**args, "resume": self.resume} if self.resume is not None else args
+        if self.resume is not None:
+            args["resume"] = self.resume
+        if self.fork is not None:
+            args["fork"] = self.fork.args()
+        return args
 
     @classmethod
     def of(cls, args: dict[str, Any]) -> Job:
@@ -207,10 +217,44 @@ class Job:
             raise FleetError("the job's budget is not a number")
         if resume is not None and not (isinstance(resume, str) and resume.strip()):
             raise FleetError("the job's checkpoint is not an id")
-        extra = sorted(set(args) - {"program", "inputs", "budget", "resume"})
+        extra = sorted(set(args) - {"program", "inputs", "budget", "resume", "fork"})
         if extra:
             raise FleetError(f"the job carries what a worker never takes: {', '.join(extra)}")
-        return cls(program, {str(k): str(v) for k, v in inputs.items()}, budget, resume)
+        fork = Fork.of(args["fork"]) if args.get("fork") is not None else None
+        if fork is not None and resume is not None:
+            raise FleetError("the job both resumes and forks")
+        return cls(program, {str(k): str(v) for k, v in inputs.items()}, budget, resume, fork)
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """A fork a job runs: from checkpoint ``source`` onto ``branch``, with changed inputs and task outputs (by task
+    number from 1, a name or an id prefix, as ``fork --output`` takes them). Data only."""
+
+    source: str
+    branch: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def args(self) -> dict[str, Any]:
+        return {"source": self.source, "branch": self.branch, "inputs": self.inputs, "outputs": self.outputs}
+
+    @classmethod
+    def of(cls, args: object) -> Fork:
+        """A fork from its stored arguments; anything but ids, a branch name, JSON inputs and texts is refused."""
+        if not isinstance(args, dict) or set(args) - {"source", "branch", "inputs", "outputs"}:
+            raise FleetError("the job's fork is not a checkpoint, a branch and edits")
+        source, branch = args.get("source"), args.get("branch")
+        inputs, outputs = args.get("inputs", {}), args.get("outputs", {})
+        if not (isinstance(source, str) and source.strip() and isinstance(branch, str) and branch.strip()):
+            raise FleetError("the job's fork does not name its checkpoint and branch")
+        if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
+            raise FleetError("the job's fork inputs are not named values")
+        if not isinstance(outputs, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()
+        ):
+            raise FleetError("the job's fork outputs are not texts by task")
+        return cls(source, branch, dict(inputs), dict(outputs))
 
 
 def submit(location: str, job: Job) -> int:

@@ -5,16 +5,20 @@ PostgreSQL store; reading loads no procrastinate (queueing and aborting do)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from crewpoint.tui.cli.fleet_engine import (
     QUEUE,
     STALE_WORKER,
     TASK,
+    Fork,
     Job,
     abort,
     connect,
     ensure_schema,
     make_app,
     run_states,
+    submit,
     where,
 )
 from crewpoint.tui.fleet_view import FleetView, Stopped
@@ -65,6 +69,17 @@ class FleetLink:
                 (job_id, job.program, lineage),
             )
         return int(job_id)
+
+    def fork(
+        self,
+        source: str,
+        branch: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, str],
+        program: str,
+        budget: float | None,
+    ) -> int:
+        return submit(self.location, Job(program.strip(), {}, budget, fork=Fork(source, branch, inputs, outputs)))
 
     def stop(self, lineage: str) -> Stopped | None:
         aborted = abort(self.location, lineage)
