@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.syntax import Syntax
 from rich.text import Text
 from support.stores import make_store
 from textual.app import App, ComposeResult
@@ -67,16 +68,20 @@ async def test_the_body_is_laid_out_once_per_width_however_often_the_tab_is_draw
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = {"tasks": [{"output": f"line {n} [not markup]"} for n in range(200)], "long": "word " * 40}
+    highlighted: list[str] = []
     wrapped: list[int] = []
-    render_lines = Console.render_lines
+    highlight, wrap = Syntax.highlight, Text.wrap
 
-    def counted(console: Console, renderable: Any, *args: Any, **kwargs: Any) -> Any:
-        lines = render_lines(console, renderable, *args, **kwargs)
-        if isinstance(renderable, Text) and renderable.plain.startswith('{\n  "tasks"'):
-            wrapped.append(len(lines))
-        return lines
+    def counted_highlight(syntax: Syntax, code: str, *args: Any) -> Text:
+        highlighted.append(code)
+        return highlight(syntax, code, *args)
 
-    monkeypatch.setattr(Console, "render_lines", counted)
+    def counted_wrap(text: Text, console: Console, width: int, **kwargs: Any) -> Any:
+        wrapped.append(width)
+        return wrap(text, console, width, **kwargs)
+
+    monkeypatch.setattr(Syntax, "highlight", counted_highlight)
+    monkeypatch.setattr(Text, "wrap", counted_wrap)
     async with RawApp().run_test(size=(80, 24)) as pilot:
         view = pilot.app.query_one(RawView)
         view.show(body)
@@ -85,10 +90,10 @@ async def test_the_body_is_laid_out_once_per_width_however_often_the_tab_is_draw
             view.scroll_down(animate=False)
             view.refresh(layout=True)
             await pilot.pause()
-        assert len(wrapped) == 1 and view.scroll_offset.y == 5
+        assert len(highlighted) == 1 and len(wrapped) == 1 and view.scroll_offset.y == 5
         assert view.show_vertical_scrollbar and not view.show_horizontal_scrollbar  # the long line is wrapped
         assert view.shown.plain == json.dumps(body, indent=2)
         assert '"output": "line 1 [not markup]"' in "".join(s.text for s in view.render_line(1))
         await pilot.resize_terminal(50, 24)
         await pilot.pause()
-        assert len(wrapped) == 2  # a new width wraps once more
+        assert len(highlighted) == 1 and len(wrapped) == 2  # a new width wraps the long line once more

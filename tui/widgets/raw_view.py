@@ -2,8 +2,9 @@
 
 Only what is shown is formatted: the body is written out piece by piece up to :data:`RAW_LIMIT` characters (a
 string longer than that is cut before it is encoded), so a huge output costs the tab no more memory than it shows.
-The text is highlighted once per shown checkpoint and wrapped into lines once per width; a frame draws only the
-lines in sight (the line API), so layout and scrolling never highlight or wrap the body again. The scrollbar's
+The text is highlighted once per shown checkpoint and its lines wrapped once per width (only a line wider than
+the tab is wrapped at all); a frame draws only the lines in sight (the line API), each turned into segments once,
+so layout and scrolling never highlight, wrap or render the whole body again. The scrollbar's
 gutter is always kept, so a scrollbar coming or going never changes the width the lines were wrapped for.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -86,7 +88,9 @@ class RawView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.shown = Text("")
         """The text on the tab, highlighted: what its lines are wrapped from."""
-        self._lines: list[Strip] = []
+        self._source: list[Text] = []
+        self._lines: list[Text] = []
+        self._strips: LRUCache[int, Strip] = LRUCache(1024)
         self._width = 0
 
     def watch_detail(self, detail: Detail | None) -> None:
@@ -107,6 +111,7 @@ class RawView(ScrollView, can_focus=True):
             code = visible(text)
             self.shown = Syntax(code, "json", background_color="default").highlight(code)
             self.shown.rstrip()  # the newline highlighting adds
+        self._source = list(self.shown.split("\n", allow_blank=True))
         self._width = 0
         self.scroll_home(animate=False, immediate=True)
         self._wrap()
@@ -117,9 +122,14 @@ class RawView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if width <= 0 or width == self._width:
             return
-        console = self.app.console
-        lines = console.render_lines(self.shown, console.options.update_width(width), pad=False)
-        self._lines = [Strip(line) for line in lines]
+        lines: list[Text] = []
+        for line in self._source:
+            if line.cell_len <= width:
+                lines.append(line)
+            else:
+                lines.extend(line.wrap(self.app.console, width))
+        self._lines = lines
+        self._strips.clear()
         self._width = width
         self.virtual_size = Size(width, len(self._lines))
 
@@ -133,4 +143,8 @@ class RawView(ScrollView, can_focus=True):
         number = scroll_y + y
         if number >= len(self._lines):
             return Strip.blank(width, style)
-        return self._lines[number].crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, number)
+        strip = self._strips.get(number)
+        if strip is None:
+            line = self._lines[number]
+            strip = self._strips[number] = Strip(line.render(self.app.console, end=""), line.cell_len)
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, number)
