@@ -12,14 +12,14 @@ import pytest
 from crewai_fixtures import FAKE_KEY
 from crewai_fixtures import json_store as copy_json_store
 from crewai_fixtures import sqlite_store as copy_sqlite_store
-from rich.syntax import Syntax
 from support.reading import browser, choose, screen_text
 from support.waiting import settle, wait_until
-from textual.widgets import Input, RichLog, Static, TextArea
+from textual.widgets import Input, RichLog, TextArea
 
 from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
+from crewpoint.tui.widgets.raw_view import RawView
 from crewpoint.tui.widgets.tabs import TABS
 from crewpoint.tui.widgets.task_card import TaskCard
 
@@ -82,9 +82,8 @@ async def test_every_tab_shows_the_checkpoint_and_no_key(store: Path) -> None:
             if kind == "crew":
                 cards = list(screen.query(TaskCard))
                 assert [c.task_info.done for c in cards] == [True, True, True]
-                raw = screen.query_one("#raw-body", Static).content
-                assert isinstance(raw, Syntax)
-                assert '"api_key": "••••"' in raw.code and FAKE_KEY[:10] not in raw.code  # the dump, keys masked
+                raw = screen.query_one(RawView).shown.plain
+                assert '"api_key": "••••"' in raw and FAKE_KEY[:10] not in raw  # the dump, keys masked
             screen.ckpt_tree.focus()
 
 

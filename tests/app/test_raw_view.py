@@ -7,10 +7,12 @@ import json
 import tracemalloc
 from typing import Any
 
+import pytest
+from rich.console import Console
 from rich.syntax import Syntax
+from rich.text import Text
 from support.stores import make_store
 from textual.app import App, ComposeResult
-from textual.widgets import Static
 
 from crewpoint.checkpoint import ops
 from crewpoint.tui.widgets.raw_view import RAW_LIMIT, RawView, raw_text
@@ -54,10 +56,44 @@ async def test_the_tab_says_what_it_cut() -> None:
         view = pilot.app.query_one(RawView)
         view.show(body, stored=2 * RAW_LIMIT + 20)
         await pilot.pause()
-        shown = view.query_one("#raw-body", Static).content
-        assert isinstance(shown, Syntax)
-        assert shown.code.startswith('{\n  "output": "xxx')
-        last = shown.code.splitlines()[-1]
+        shown = view.shown.plain
+        assert shown.startswith('{\n  "output": "xxx')
+        last = shown.splitlines()[-1]
         said = f"the first {RAW_LIMIT:,} characters of 781.3 KiB are shown; open the file to see the rest"
         assert last == f"… (cut: {said})"
-        assert len(shown.code) < RAW_LIMIT + len(last) + 2
+        assert len(shown) < RAW_LIMIT + len(last) + 2
+
+
+async def test_the_body_is_laid_out_once_per_width_however_often_the_tab_is_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = {"tasks": [{"output": f"line {n} [not markup]"} for n in range(200)], "long": "word " * 40}
+    highlighted: list[str] = []
+    wrapped: list[int] = []
+    highlight, wrap = Syntax.highlight, Text.wrap
+
+    def counted_highlight(syntax: Syntax, code: str, *args: Any) -> Text:
+        highlighted.append(code)
+        return highlight(syntax, code, *args)
+
+    def counted_wrap(text: Text, console: Console, width: int, **kwargs: Any) -> Any:
+        wrapped.append(width)
+        return wrap(text, console, width, **kwargs)
+
+    monkeypatch.setattr(Syntax, "highlight", counted_highlight)
+    monkeypatch.setattr(Text, "wrap", counted_wrap)
+    async with RawApp().run_test(size=(80, 24)) as pilot:
+        view = pilot.app.query_one(RawView)
+        view.show(body)
+        await pilot.pause()
+        for _ in range(5):  # scrolling and redrawing reuse the lines: JSON line 6 ends on top
+            view.scroll_down(animate=False)
+            view.refresh(layout=True)
+            await pilot.pause()
+        assert len(highlighted) == 1 and len(wrapped) == 1 and view.scroll_offset.y == 5
+        assert view.show_vertical_scrollbar and not view.show_horizontal_scrollbar  # the long line is wrapped
+        assert view.shown.plain == json.dumps(body, indent=2)
+        assert '"output": "line 1 [not markup]"' in "".join(s.text for s in view.render_line(1))
+        await pilot.resize_terminal(50, 24)
+        await pilot.pause()
+        assert len(highlighted) == 1 and len(wrapped) == 2  # a new width wraps the long line once more

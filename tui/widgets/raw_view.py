@@ -2,6 +2,10 @@
 
 Only what is shown is formatted: the body is written out piece by piece up to :data:`RAW_LIMIT` characters (a
 string longer than that is cut before it is encoded), so a huge output costs the tab no more memory than it shows.
+The text is highlighted once per shown checkpoint and its lines wrapped once per width (only a line wider than
+the tab is wrapped at all); a frame draws only the lines in sight (the line API), each turned into segments once,
+so layout and scrolling never highlight, wrap or render the whole body again. The scrollbar's
+gutter is always kept, so a scrollbar coming or going never changes the width the lines were wrapped for.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from typing import Any
 
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widgets import Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from crewpoint.text import format_size
 from crewpoint.tui.visible import visible
@@ -69,17 +75,23 @@ def raw_text(body: Any, limit: int = RAW_LIMIT) -> tuple[str, bool]:
     return "".join(parts), False
 
 
-class RawView(VerticalScroll):
+class RawView(ScrollView, can_focus=True):
     """The body of ``detail``, redrawn when it changes."""
 
     DEFAULT_CSS = """
-    RawView { padding: 0 1; }
+    RawView { padding: 0 1; overflow-x: hidden; scrollbar-gutter: stable; }
     """
 
     detail: reactive[Detail | None] = reactive(None, init=False, always_update=True)
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="raw-body", markup=False)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.shown = Text("")
+        """The text on the tab, highlighted: what its lines are wrapped from."""
+        self._source: list[Text] = []
+        self._lines: list[Text] = []
+        self._strips: LRUCache[int, Strip] = LRUCache(1024)
+        self._width = 0
 
     def watch_detail(self, detail: Detail | None) -> None:
         if detail is not None:
@@ -89,12 +101,50 @@ class RawView(VerticalScroll):
 
     def show(self, body: dict[str, Any] | None, message: str = "", stored: int = 0) -> None:
         """Draw ``body`` (``stored``: its size in the store, said when it is cut), or ``message`` without one."""
-        target = self.query_one("#raw-body", Static)
         if body is None:
-            target.update(Text(message or "nothing to show", style="dim"))
+            self.shown = Text(message or "nothing to show", style="dim")
+        else:
+            text, cut = raw_text(body)
+            if cut:
+                whole = f" of {format_size(stored)}" if stored else ""
+                text += f"\n… (cut: the first {RAW_LIMIT:,} characters{whole} are shown; open the file to see the rest)"
+            code = visible(text)
+            self.shown = Syntax(code, "json", background_color="default").highlight(code)
+            self.shown.rstrip()  # the newline highlighting adds
+        self._source = list(self.shown.split("\n", allow_blank=True))
+        self._width = 0
+        self.scroll_home(animate=False, immediate=True)
+        self._wrap()
+        self.refresh()
+
+    def _wrap(self) -> None:
+        """Wrap the shown text into lines for the width the tab has now, unless they were wrapped for it."""
+        width = self.scrollable_content_region.width
+        if width <= 0 or width == self._width:
             return
-        text, cut = raw_text(body)
-        if cut:
-            whole = f" of {format_size(stored)}" if stored else ""
-            text += f"\n… (cut: the first {RAW_LIMIT:,} characters{whole} are shown; open the file to see the rest)"
-        target.update(Syntax(visible(text), "json", word_wrap=True, background_color="default"))
+        lines: list[Text] = []
+        for line in self._source:
+            if line.cell_len <= width:
+                lines.append(line)
+            else:
+                lines.extend(line.wrap(self.app.console, width))
+        self._lines = lines
+        self._strips.clear()
+        self._width = width
+        self.virtual_size = Size(width, len(self._lines))
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self._wrap()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        number = scroll_y + y
+        if number >= len(self._lines):
+            return Strip.blank(width, style)
+        strip = self._strips.get(number)
+        if strip is None:
+            line = self._lines[number]
+            strip = self._strips[number] = Strip(line.render(self.app.console, end=""), line.cell_len)
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, number)
