@@ -58,8 +58,9 @@ class AnswerScreen(RunDialog[Answer | None]):
         later: str | None = None,
         see_all: str = "",
         plan_at: tuple[str, str] | None = None,
+        fleet: str | None = None,
     ) -> None:
-        super().__init__(app, body, later, plan_at)
+        super().__init__(app, body, later, plan_at, fleet)
         self.checkpoint = checkpoint
         self.see_all = see_all
         """The command that prints the checkpoint whole, named under a clipped output."""
@@ -104,6 +105,7 @@ class AnswerScreen(RunDialog[Answer | None]):
                 yield from self.estimate_field("answer", pending_tasks(self.body or {}))
                 yield from self.plan_field("answer")
                 yield from self.run_fields("answer")
+                yield from self.fleet_field("answer")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n in self.buttons:
@@ -140,7 +142,10 @@ class AnswerScreen(RunDialog[Answer | None]):
             self.query_one("#answer-feedback", TextArea).focus()
             self.notify("Write the feedback first, or Accept.", severity="warning")
             return
-        self.dismiss(Answer(outcome=outcome, feedback=feedback, accept=accept, app=app, budget=budget))
+        answer = Answer(
+            outcome=outcome, feedback=feedback, accept=accept, app=app, budget=budget, fleet=self.on_fleet()
+        )
+        self.dismiss(answer)
 
     def action_send(self) -> None:
         """The default answer, with the feedback written: the default outcome; without outcomes, the feedback, or

@@ -248,6 +248,7 @@ class BrowserDialogs:
                 self._later(meta.id),
                 see_all=info_command(meta),
                 plan_at=self._plan_at(meta.id),
+                fleet=self._workers_up(),
             ),
             answered,
         )

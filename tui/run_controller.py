@@ -63,6 +63,8 @@ class Answer:
     app: str = ""
     budget: float | None = None
     """The dollars the run may spend once answered (``--budget``); None: the budget the run had, if any."""
+    fleet: bool = False
+    """Queue the answered run's continuation for the store's fleet (``--on-fleet``) instead of running it here."""
 
 
 def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[str]:
@@ -74,6 +76,8 @@ def answer_command(checkpoint_id: str, location: str, answer: Answer) -> list[st
         args += ["--feedback", answer.feedback]
     elif answer.accept or answer.outcome is None:
         args.append("--accept")
+    if answer.fleet:
+        args.append("--on-fleet")
     return cli_command(*args, app=answer.app, budget=answer.budget)
 
 

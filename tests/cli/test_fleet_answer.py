@@ -94,3 +94,50 @@ def test_an_answer_from_the_cli_queues_the_continuation_and_a_worker_finishes_th
     )
     assert again.returncode == 2
     assert len(again.stderr.strip().splitlines()) == 1 and "already answered by " in again.stderr, again.stderr
+
+
+LOCAL_RUN = """
+import sys
+from crew_app import crew
+from crewpoint import CheckpointConfig
+crew.checkpoint = CheckpointConfig(location=sys.argv[1])
+crew.kickoff({"topic": "t"})
+"""
+
+
+def test_an_answer_on_fleet_sends_a_run_started_here_to_a_worker_and_says_the_job_as_its_last_record(
+    pg_location: str, tmp_path: Path, server: LLMServer
+) -> None:
+    from crewpoint.checkpoint.stores import list_checkpoints
+    from crewpoint.tui.run_protocol import QUEUED, ProgressRecord
+
+    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test", CREWPOINT_FEEDBACK="wait")
+    (tmp_path / "crew_app.py").write_text(REVIEWED, encoding="utf-8")
+    (tmp_path / "local_run.py").write_text(LOCAL_RUN, encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, "local_run.py", pg_location], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    waiting = max(list_checkpoints(pg_location), key=lambda m: m.sequence)
+    assert waiting.tasks_done == 1  # the second task's output waits for its review
+
+    def answer(*more: str) -> subprocess.CompletedProcess[str]:
+        argv = _cli("checkpoint", "answer", waiting.id, "-l", pg_location, "--accept", "--on-fleet", *more)
+        return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    no_app = answer()
+    assert no_app.returncode == 2 and len(no_app.stderr.strip().splitlines()) == 1, no_app.stderr
+    assert "--on-fleet needs --app APP" in no_app.stderr
+    queued = answer("--app", "crew_app.py:crew", "--progress", "json")
+    assert queued.returncode == 0, queued.stderr
+    last = ProgressRecord.parse(queued.stdout.splitlines()[-1])
+    assert last.event == QUEUED and (last.text or "").startswith("queued job 1: "), queued.stdout
+    asked_here = sum(_asked(server).values())
+    worker = start_worker(pg_location, tmp_path, env)
+    try:
+        wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the worker went on")
+    finally:
+        _stop(worker)
+    assert _finished_steps(pg_location) == {waiting.lineage: 4}
+    asked = _asked(server)
+    assert sum(asked.values()) > asked_here and all(n == 1 for n in asked.values()), asked

@@ -78,8 +78,11 @@ def _prompt(request: dict[str, Any]) -> str:
     return "Your feedback (Enter to accept the output as it is)"
 
 
-def _starter(outcome: str | None, feedback: str | None, accept: bool, default: bool) -> Starter:
-    """The checks of ``answer`` on the loaded checkpoint, and the run that claims the answer and goes on."""
+def _starter(
+    outcome: str | None, feedback: str | None, accept: bool, default: bool, on_fleet: Job | None = None
+) -> Starter:
+    """The checks of ``answer`` on the loaded checkpoint, and the run that claims the answer and goes on (queued for
+    the fleet when the fleet started the run, or when ``on_fleet`` names the program and budget its worker takes)."""
 
     def start(record: CheckpointRecord, store: str) -> Kickoff:
         request = pending_request(record.body)
@@ -90,7 +93,7 @@ def _starter(outcome: str | None, feedback: str | None, accept: bool, default: b
             offered = ", ".join(outcomes) or "none (this request takes feedback only)"
             raise CheckpointError(f"outcome {outcome!r} is not offered: the outcomes are {offered}")
         provider = provider_for(store)
-        fleet = _fleet_job(store, record)
+        fleet = _fleet_job(store, record) or _on_fleet_here(store, on_fleet)
         claim, _ = request_claim(provider, store, request, record.meta.id)
         if claim is not None:
             if fleet is not None:
@@ -155,6 +158,13 @@ def _fleet_job(store: str, record: CheckpointRecord) -> Job | None:
         return started(store, record.meta.lineage)
     except FleetError as exc:
         raise CheckpointError(str(exc)) from None
+
+
+def _on_fleet_here(store: str, job: Job | None) -> Job | None:
+    """``--on-fleet``'s job for a run the fleet did not start: only on a store on PostgreSQL."""
+    if job is not None and not store.startswith(("postgresql://", "postgres://")):
+        raise CheckpointError(f"--on-fleet needs the team's store on PostgreSQL, and {store} is not")
+    return job
 
 
 def _on_fleet(claim: dict[str, Any], checkpoint_id: str, store: str) -> str:
@@ -226,6 +236,12 @@ def _say_queued(queued: QueuedOnFleet, progress: str) -> None:
 @click.option(
     "--default", "use_default", is_flag=True, help="Answer with the request's default outcome, whichever it is."
 )
+@click.option(
+    "--on-fleet",
+    is_flag=True,
+    help="Queue the answered run's continuation for the store's fleet (a worker started with --app APP goes on) "
+    "instead of running it here. A run the fleet started always goes on there.",
+)
 @run_options
 @click.pass_context
 def answer(
@@ -236,6 +252,7 @@ def answer(
     feedback: str | None,
     accept: bool,
     use_default: bool,
+    on_fleet: bool,
     app: str | None,
     budget_usd: float | None,
     budget_tokens: int | None,
@@ -259,7 +276,17 @@ def answer(
     if len(given) > 1:
         fail(f"give one of {' or '.join(given)}, not both")
     budget = Budget.of(budget_usd, budget_tokens)
-    start = _starter(outcome, feedback, accept, use_default)
+    if on_fleet and not (app or "").strip():
+        fail("--on-fleet needs --app APP: a worker runs only the programs it was started with")
+    if on_fleet and budget_tokens is not None:
+        fail("--on-fleet takes a budget in dollars (--budget), which the fleet's job carries")
+    fleet = None
+    if on_fleet:
+        # lazy: the fleet's engine is the PostgreSQL extra's, read only when the answer goes to the fleet
+        from crewpoint.tui.cli.fleet_engine import Job
+
+        fleet = Job((app or "").strip(), {}, budget_usd)
+    start = _starter(outcome, feedback, accept, use_default, fleet)
     options = run_options_of(
         ctx, ref, location, app=app, budget=budget, start=start, keep=keep, rerun=rerun, strict=strict
     )

@@ -301,6 +301,7 @@ def go_on(location: str, job: Job, lineage: str) -> int:
     from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
 
     assert job.resume is not None
+    ensure_schema(location)  # (a run started outside the fleet may be the first of its store to go to it)
     app = make_app(location)
     place = where(location)
     try:
