@@ -300,3 +300,13 @@ async def test_an_answer_the_fleet_goes_on_with_ends_queued_in_the_panel_and_the
     assert [s for s in said if s.startswith("answer abc on main:")] == [
         "answer abc on main: queued job 7: a worker goes on with the answered run"
     ]
+
+
+def test_the_answer_dialog_s_run_on_the_fleet_becomes_the_command_s_on_fleet() -> None:
+    from crewpoint.tui.run_controller import Answer, answer_command
+
+    here = answer_command("abc", "postgresql://team/db", Answer(accept=True, app="crew_app.py:crew"))
+    there = answer_command("abc", "postgresql://team/db", Answer(accept=True, app="crew_app.py:crew", fleet=True))
+    assert "--on-fleet" not in here
+    assert [a for a in there if a not in here] == ["--on-fleet"]
+    assert there[there.index("--app") + 1] == "crew_app.py:crew"
