@@ -44,7 +44,8 @@ def waiting_on_the_fleet(location: str, project: Path, env: dict[str, str]) -> t
 
     wait_for(waiting, "the run waiting for a person on the worker")
     line = next(line for line in said.read_text(encoding="utf-8").splitlines() if "answer with: " in line)
-    assert status(location)[1][0].status == "succeeded"  # the job ended: nothing holds a worker while it waits
+    # the job ends (its worker says so just before it marks it): nothing holds a worker while the run waits
+    wait_for(lambda: status(location)[1][0].status == "succeeded", "the waiting run's job ended")
     return worker, line.split("answer with: ", 1)[1]
 
 

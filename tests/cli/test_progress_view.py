@@ -72,7 +72,7 @@ def test_every_step_event_of_the_protocol_has_its_part() -> None:
         (protocol.STEP_FAILED, "step_failed"),
     ):
         assert {part_of(kind) for kind in kinds} == {part}
-    assert {part_of(kind) for kind in protocol.ENDS} == {"finished", "waiting", "stopped", "cut_short"}
+    assert {part_of(kind) for kind in protocol.ENDS} == {"finished", "waiting", "stopped", "queued", "cut_short"}
 
 
 def test_the_command_line_and_the_run_panel_both_draw_through_the_table() -> None:
