@@ -180,7 +180,15 @@ class RuntimeState:
             "usage": usage,
         }
         name = self.root.entity_name
-        return new_record(body, entity_name=name, tasks_done=done, tasks_total=total, run_id=self.run_id, usage=summary)
+        return new_record(
+            body,
+            entity_name=name,
+            tasks_done=done,
+            tasks_total=total,
+            run_id=self.run_id,
+            usage=summary,
+            from_ledger=True,
+        )
 
     def _stored_events(self) -> list[dict[str, Any]]:
         """The event history as a checkpoint stores it: copies of the recorded events, each made once. An event

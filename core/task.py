@@ -45,6 +45,12 @@ class TaskOutput(BaseModel):
 GuardrailResult = tuple[bool, Any]
 
 
+def _callable_path(fn: Callable[..., Any]) -> str | None:
+    from crewpoint.serialize import callable_path
+
+    return callable_path(fn)
+
+
 class Task(BaseModel):
     """A task for an agent. ``{placeholder}`` in the texts is filled from kickoff inputs."""
 
@@ -170,15 +176,16 @@ class Task(BaseModel):
 
     # -- state --------------------------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        from crewpoint.serialize import callable_path
-
+        # every checkpoint of a crew takes each task's state: what a task without functions does not need is not
+        # done (the import), and the fingerprint is read where pydantic keeps it, without its __getattr__
         guardrail: dict[str, Any] | None = None
         if isinstance(self.guardrail, str):
             guardrail = {"text": self.guardrail}
         elif self.guardrail is not None:
-            path = callable_path(self.guardrail)
+            path = _callable_path(self.guardrail)
             guardrail = {"path": path} if path else {"unsaved": True}
-        callback = callable_path(self.callback) if self.callback is not None else None
+        callback = _callable_path(self.callback) if self.callback is not None else None
+        fingerprint = (self.__pydantic_private__ or {}).get("_fingerprint")
         return {
             "id": self.id,
             "name": self.name,
@@ -193,7 +200,7 @@ class Task(BaseModel):
             "checkpoint": config_state(self.checkpoint),
             "output": self.output.to_state() if self.output is not None else None,
             "human_input": self.human_input,
-            "fingerprint": dict(self._fingerprint) if self._fingerprint is not None else None,
+            "fingerprint": dict(fingerprint) if fingerprint is not None else None,
         }
 
     @classmethod

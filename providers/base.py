@@ -128,6 +128,10 @@ new_meta: Callable[..., CheckpointMeta] = CheckpointMeta
 class CheckpointRecord:
     meta: CheckpointMeta
     body: dict[str, Any] = field(default_factory=dict)
+    usage_from_ledger: bool = field(default=False, compare=False, repr=False)
+    """The metadata's usage summary and the body's usage rows were made together from a run's own ledger
+    (``new_record``), so a store need not check one against the other; any other record (read from a store,
+    copied, crafted) is checked."""
 
 
 @dataclass(frozen=True, slots=True)

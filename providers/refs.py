@@ -190,8 +190,10 @@ def check_meta(meta: CheckpointMeta) -> CheckpointMeta:
 def check_record(record: CheckpointRecord) -> CheckpointMeta:
     """The metadata a store keeps of ``record``: :func:`check_meta`'s, with a usage summary its body does not bear
     out kept as damaged (``usage_meta.DAMAGED``), so a record copied in from elsewhere never lists a figure its
-    body does not hold."""
+    body does not hold. A run's own record (``usage_from_ledger``) made both from one ledger: not summed again."""
     meta = check_meta(record.meta)
+    if record.usage_from_ledger:
+        return meta
     usage = checked_usage(meta.usage, record.body)
     return meta if usage == meta.usage else meta.with_(usage=usage)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from crewpoint.checkpoint.changes import ChangePlan, Verdict, VerdictWord, changed_parts, fingerprint
+from crewpoint.checkpoint.changes import ChangePlan, Verdict, VerdictWord, changed_parts, part_hash
 from crewpoint.providers.dependencies import readers, reads_of
 
 PART_WORDS = {
@@ -67,8 +67,47 @@ def task_parts(crew: Any, index: int) -> dict[str, Any]:
     }
 
 
+HASHES_KEPT = 4096
+"""How many parts' hashes :func:`task_fingerprint` remembers (all are forgotten at once beyond it)."""
+
+_hashes: dict[Any, str] = {}
+"""Each part's hash (:func:`part_hash`) by its value, frozen: a crew's tasks share most of their parts (the agent,
+its model and settings, the tools) and a program is fingerprinted again at each run and check, so a value is hashed
+once, not at every task's checkpoint."""
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as a key that is equal only for values whose canonical JSON is the same; None for one that cannot
+    be a key (it is hashed each time)."""
+    kind = type(value)
+    if value is None or kind in (str, int, bool):
+        return kind, value
+    if kind is float:
+        return kind, repr(value)  # -0.0 == 0.0, but their JSON differs
+    if kind is list:
+        items = tuple(map(_frozen, value))
+        return None if None in items else (list, items)
+    if kind is dict and all(type(key) is str for key in value):
+        pairs = tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+        return None if any(item is None for _, item in pairs) else (dict, pairs)
+    return None
+
+
 def task_fingerprint(crew: Any, index: int) -> dict[str, str]:
-    return fingerprint(task_parts(crew, index))
+    """The fingerprint (:func:`crewpoint.checkpoint.changes.fingerprint`) of :func:`task_parts`, each value hashed
+    once."""
+    prints: dict[str, str] = {}
+    for name, value in sorted(task_parts(crew, index).items()):
+        key = _frozen(value)
+        known = _hashes.get(key) if key is not None else None
+        if known is None:
+            known = part_hash(value)
+            if key is not None:
+                if len(_hashes) >= HASHES_KEPT:
+                    _hashes.clear()
+                _hashes[key] = known
+        prints[name] = known
+    return prints
 
 
 def _label(saved: Mapping[str, Any]) -> str:

@@ -22,9 +22,11 @@ def new_record(
     tasks_total: int = 0,
     run_id: str = "",
     usage: str = "",
+    from_ledger: bool = False,
 ) -> CheckpointRecord:
     """The record of ``body`` (a whole body at the current schema, as a run captures it), its metadata derived
-    from the body's ``lineage``, ``trigger``, ``created_at``, versions and entity kind."""
+    from the body's ``lineage``, ``trigger``, ``created_at``, versions and entity kind. ``from_ledger``: ``usage``
+    and the body's ``usage`` rows were made together from the run's ledger (the stores do not check them again)."""
     lineage = body["lineage"]
     meta = CheckpointMeta(
         id=lineage["id"],
@@ -43,7 +45,7 @@ def new_record(
         run_id=run_id,
         usage=usage,
     )
-    return CheckpointRecord(meta=meta, body=body)
+    return CheckpointRecord(meta=meta, body=body, usage_from_ledger=from_ledger)
 
 
 def with_parent(record: CheckpointRecord, parent_id: str | None) -> CheckpointRecord:
@@ -57,4 +59,5 @@ def with_parent(record: CheckpointRecord, parent_id: str | None) -> CheckpointRe
         tasks_total=meta.tasks_total,
         run_id=meta.run_id,
         usage=meta.usage,
+        from_ledger=record.usage_from_ledger,
     )

@@ -155,3 +155,39 @@ def test_list_and_a_stores_cost_by_model_never_show_a_summary_its_body_does_not_
         assert all("1000" not in json.dumps(group) for group in total.get("groups", [])), where
         shown = cli("cost", where, "--by", "model", cwd=project).stdout
         assert "1,000" not in shown and "could not be read or" in shown, where
+
+
+def test_a_runs_own_checkpoints_are_not_summed_again_and_a_copy_of_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's checkpoint holds its summary and its rows from one ledger: its store does not sum the chain's rows
+    again at each write (a checkpoint per task would cost more the longer the run). The same record read back and
+    written elsewhere is checked, and a lie put in it is kept as damage."""
+    from crewpoint import Agent, CheckpointConfig, Crew, Task
+    from crewpoint.providers import refs, usage_meta
+
+    summed: list[str] = []
+
+    def counted(usage: str, body: object) -> str:
+        summed.append(usage)
+        return usage_meta.checked_usage(usage, body)
+
+    monkeypatch.setattr(refs, "checked_usage", counted)
+    agent = Agent(role="Writer", goal="Write", backstory="Experienced")
+    tasks = [Task(description=f"Step {i}", expected_output="One line", agent=agent) for i in range(3)]
+    provider = JsonProvider(fsync=False)
+    run = str(tmp_path / "run")
+    Crew(agents=[agent], tasks=tasks, checkpoint=CheckpointConfig(location=run, provider=provider)).kickoff()
+    listed = provider.list(run)
+    assert len(listed) >= 3 and all(m.usage and not m.damaged for m in listed)
+    assert summed == []
+
+    record = provider.read(run, listed[0].id)
+    copy_to = str(tmp_path / "copy")
+    provider.write(copy_to, record)
+    provider.write(
+        copy_to, CheckpointRecord(meta=record.meta.with_(id="c0ffee" + record.meta.id[6:], usage=LIE), body=record.body)
+    )
+    assert summed == [record.meta.usage, LIE]
+    by_id = {m.id[:6]: m.usage for m in provider.list(copy_to)}
+    assert by_id[record.meta.id[:6]] == record.meta.usage and by_id["c0ffee"] == usage_meta.DAMAGED

@@ -308,3 +308,26 @@ def test_the_readme_plan_is_what_the_dry_run_prints(tmp_path: Path, server: LLMS
     shown = readme.split("\nplan:\n", 1)[1].split("\nmodel:", 1)[0].splitlines()
     assert shown == printed
     assert "  2. research: changed, runs (description changed; moved from 1 to 2)" in printed
+
+
+def test_a_task_edited_in_one_process_gets_the_fingerprint_of_its_new_parts() -> None:
+    """Each part's hash is remembered by its value: an edit between two runs of one process still changes the
+    fingerprint part by part, an edit back gives the first one again, and each is what a fresh hash gives."""
+    from crewpoint import Agent, Crew, Task
+    from crewpoint.checkpoint.changes import changed_parts, fingerprint
+    from crewpoint.checkpoint.crew_changes import task_fingerprint, task_parts
+
+    agent = Agent(role="Writer", goal="Write", backstory="Experienced")
+    tasks = [Task(description=f"Step {i}", expected_output="One line", agent=agent) for i in range(3)]
+    crew = Crew(agents=[agent], tasks=tasks, checkpoint=False)
+    first = task_fingerprint(crew, 2)
+    assert first == fingerprint(task_parts(crew, 2)) == task_fingerprint(crew, 2)
+
+    agent.role, tasks[2].description = "Editor", "Step 1"
+    edited = task_fingerprint(crew, 2)
+    assert changed_parts(first, edited) == ["description", "role"]
+    assert edited == fingerprint(task_parts(crew, 2))
+    assert edited["description"] == task_fingerprint(crew, 1)["description"]
+
+    agent.role, tasks[2].description = "Writer", "Step 2"
+    assert task_fingerprint(crew, 2) == first
