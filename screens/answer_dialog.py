@@ -105,7 +105,6 @@ class AnswerScreen(RunDialog[Answer | None]):
                 yield from self.estimate_field("answer", pending_tasks(self.body or {}))
                 yield from self.plan_field("answer")
                 yield from self.run_fields("answer")
-                yield from self.fleet_field("answer")
             with Horizontal(id="answer-buttons"):
                 default = request.get("default_outcome")
                 for n in self.buttons:

@@ -21,6 +21,7 @@ from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeAnswer, ResumeScreen
 from crewpoint.tui.diagnostics import plural
+from crewpoint.tui.fleet_view import ForkJob
 from crewpoint.tui.run_controller import Answer, RunRequest
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -113,8 +114,8 @@ class BrowserDialogs:
             ResumeScreen(
                 question,
                 suggested_app(shown.record),
-                shown.record.body,
-                self._later(meta.id),
+                body=shown.record.body,
+                later=self._later(meta.id),
                 plan_at=self._plan_at(meta.id),
                 fleet=self._fleet_offer(meta),
             ),
@@ -176,7 +177,7 @@ class BrowserDialogs:
 
         def queue() -> None:
             try:
-                job = fleet.fork(r.source_id, r.branch, dict(r.inputs), outputs, r.app, r.budget)
+                job = fleet.fork(ForkJob(r.source_id, r.branch, dict(r.inputs), outputs, r.app, r.budget))
             except Exception as exc:
                 said, severity = f"Cannot queue the fork: {' '.join(str(exc).split())}", "error"
             else:

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from crewpoint.checkpoint.ops import CheckpointInfo, ForkPlan
@@ -97,10 +97,7 @@ class ForkScreen(RunDialog[ForkRequest | None]):
                 yield Static("", id="fork-branch-error", markup=False, classes="-empty")
                 yield Static(self._changes(), markup=False, id="fork-changes")
                 yield from self.run_fields("fork")
-                yield from self.fleet_field("fork")
-            with Horizontal(id="fork-buttons"):
-                yield Button("Fork (y)", variant="primary", id="fork-confirm", compact=True)
-                yield Button("Cancel (n)", id="fork-cancel", compact=True)
+            yield from self.button_row("fork-buttons", ("Fork (y)", "fork-confirm"), ("Cancel (n)", "fork-cancel"))
         yield Footer()
 
     def on_mount(self) -> None:

@@ -163,15 +163,20 @@ class RunDialog(ModalScreen[T]):
         """What a dialog redraws once the plan is read (the Fork dialog's "Will run")."""
 
     def run_fields(self, name: str) -> ComposeResult:
-        """The App and Budget fields (ids ``{name}-app`` and ``{name}-budget``)."""
+        """The App and Budget fields (ids ``{name}-app`` and ``{name}-budget``), then the "run on the fleet" choice
+        (id ``{name}-fleet``) when the store's fleet has workers up."""
         yield AppField(self.app_spec, id=f"{name}-app")
         yield BudgetField(self.body, id=f"{name}-budget")
-
-    def fleet_field(self, name: str) -> ComposeResult:
-        """The "run on the fleet" choice (id ``{name}-fleet``), when the store's fleet has workers up."""
         if self.fleet is not None:
             said = f"Run on the fleet ({self.fleet}): a worker started with --app and the program above runs it"
             yield Checkbox(Text(visible(said, one_line=True)), id=f"{name}-fleet", compact=True)
+
+    @staticmethod
+    def button_row(box: str, confirm: tuple[str, str], cancel: tuple[str, str]) -> ComposeResult:
+        """The row ``box`` of the confirm button (its label and id, the primary one) and the cancel button."""
+        with Horizontal(id=box):
+            yield Button(confirm[0], variant="primary", id=confirm[1], compact=True)
+            yield Button(cancel[0], id=cancel[1], compact=True)
 
     def on_fleet(self) -> bool:
         """Was "run on the fleet" chosen?"""
@@ -209,16 +214,9 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
         Binding("n,escape", "cancel", "Cancel"),
     ]
 
-    def __init__(
-        self,
-        question: Text,
-        app: str | None,
-        body: Mapping[str, Any] | None = None,
-        later: str | None = None,
-        plan_at: tuple[str, str] | None = None,
-        fleet: str | None = None,
-    ) -> None:
-        super().__init__(app, body, later, plan_at, fleet)
+    def __init__(self, question: Text, app: str | None, **given: Any) -> None:
+        """``given``: the :class:`RunDialog`'s body, later, plan_at and fleet."""
+        super().__init__(app, **given)
         self.question = question
 
     def compose(self) -> ComposeResult:
@@ -228,10 +226,7 @@ class ResumeScreen(RunDialog[ResumeAnswer | None]):
             yield from self.estimate_field("resume", pending_tasks(self.body or {}))
             yield from self.plan_field("resume")
             yield from self.run_fields("resume")
-            yield from self.fleet_field("resume")
-            with Horizontal(id="confirm-buttons"):
-                yield Button("Resume (y)", variant="primary", id="confirm-yes", compact=True)
-                yield Button("Cancel (n)", id="confirm-no", compact=True)
+            yield from self.button_row("confirm-buttons", ("Resume (y)", "confirm-yes"), ("Cancel (n)", "confirm-no"))
         yield Footer()
 
     def on_mount(self) -> None:

@@ -67,6 +67,19 @@ class Stopped:
         return f"Cancelled job {self.job}: no worker had started it."
 
 
+@dataclass(frozen=True, slots=True)
+class ForkJob:
+    """A fork for the fleet: checkpoint ``source`` onto ``branch`` with its edits (outputs by task number from 1), run
+    by a worker started with ``program``, within ``budget`` dollars."""
+
+    source: str
+    branch: str
+    inputs: dict[str, Any]
+    outputs: dict[str, str]
+    program: str
+    budget: float | None
+
+
 class Fleet(Protocol):
     """The store's fleet, as the app reads and drives it. Every method talks to the store's server: call it off the
     app's thread. Each raises an exception whose text is one line for the user."""
@@ -80,17 +93,8 @@ class Fleet(Protocol):
         with ``program``; the job's number."""
         ...
 
-    def fork(
-        self,
-        source: str,
-        branch: str,
-        inputs: dict[str, Any],
-        outputs: dict[str, str],
-        program: str,
-        budget: float | None,
-    ) -> int:
-        """Queue a job that forks checkpoint ``source`` onto ``branch`` with these edits (outputs by task number from
-        1), run by a worker started with ``program``; the job's number."""
+    def fork(self, fork: ForkJob) -> int:
+        """Queue a job that runs ``fork``; the job's number."""
         ...
 
     def stop(self, lineage: str) -> Stopped | None:

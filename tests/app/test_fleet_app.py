@@ -31,7 +31,7 @@ from crewpoint.screens.fork_confirm import ForkScreen
 from crewpoint.screens.resume_confirm import ResumeScreen
 from crewpoint.tui.app import make_app
 from crewpoint.tui.cli.fleet_engine import abort, ensure_schema, status
-from crewpoint.tui.fleet_view import FleetView, Stopped
+from crewpoint.tui.fleet_view import FleetView, ForkJob, Stopped
 from crewpoint.tui.store_index import SegmentRef
 from crewpoint.tui.widgets.app_field import AppField
 
@@ -300,15 +300,7 @@ class FixedFleet:
     def resume(self, lineage: str, program: str, budget: float | None) -> int:
         raise AssertionError("a picture queues nothing")
 
-    def fork(
-        self,
-        source: str,
-        branch: str,
-        inputs: dict[str, Any],
-        outputs: dict[str, str],
-        program: str,
-        budget: float | None,
-    ) -> int:
+    def fork(self, fork: ForkJob) -> int:
         raise AssertionError("a picture queues nothing")
 
     def stop(self, lineage: str) -> Stopped | None:

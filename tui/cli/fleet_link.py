@@ -5,8 +5,6 @@ PostgreSQL store; reading loads no procrastinate (queueing and aborting do)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from crewpoint.tui.cli.fleet_engine import (
     QUEUE,
     STALE_WORKER,
@@ -21,7 +19,7 @@ from crewpoint.tui.cli.fleet_engine import (
     submit,
     where,
 )
-from crewpoint.tui.fleet_view import FleetView, Stopped
+from crewpoint.tui.fleet_view import FleetView, ForkJob, Stopped
 
 COUNTS = """
 SELECT
@@ -70,16 +68,9 @@ class FleetLink:
             )
         return int(job_id)
 
-    def fork(
-        self,
-        source: str,
-        branch: str,
-        inputs: dict[str, Any],
-        outputs: dict[str, str],
-        program: str,
-        budget: float | None,
-    ) -> int:
-        return submit(self.location, Job(program.strip(), {}, budget, fork=Fork(source, branch, inputs, outputs)))
+    def fork(self, fork: ForkJob) -> int:
+        edits = Fork(fork.source, fork.branch, fork.inputs, fork.outputs)
+        return submit(self.location, Job(fork.program.strip(), {}, fork.budget, fork=edits))
 
     def stop(self, lineage: str) -> Stopped | None:
         aborted = abort(self.location, lineage)
