@@ -124,9 +124,11 @@ def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_onc
 
         wait_for(a_runs_a_checkpointed_run, "worker A mid-run, with a checkpoint written")
         before = _finished_steps(pg_location)
-        asked_before = _asked(server)
         os.killpg(a.pid, signal.SIGKILL)  # the worker and its children, as a host that dies
         assert a.wait(timeout=30) == -signal.SIGKILL
+        # what was asked once A is gone (a call A's child began after the checkpoints were read is counted here;
+        # B takes A's runs only once A's heartbeats are missed)
+        asked_before = _asked(server)
 
         def all_finished() -> bool:
             assert b.poll() is None
@@ -305,6 +307,8 @@ def test_both_workers_killed_and_one_started_later_every_run_finishes_each_check
         wait_for(both_run_checkpointed_runs, "both workers mid-run, with checkpoints written")
         os.killpg(a.pid, signal.SIGKILL)
         os.killpg(b.pid, signal.SIGKILL)
+        a.wait(timeout=30)
+        b.wait(timeout=30)
         before, asked_before = _finished_steps(pg_location), _asked(server)
         server.delay = 0.15
         later = _worker(pg_location, tmp_path, env)
