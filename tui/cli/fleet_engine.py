@@ -428,14 +428,19 @@ def run_states(location: str) -> dict[str, str]:
         queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
         if queue is None or queue[0] is None:
             return {}
-        rows = conn.execute(
-            "SELECT f.lineage, j.status, f.host, f.attempts, w.id IS NOT NULL"
-            " AND w.last_heartbeat > now() - make_interval(secs => %s)"
-            " FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j ON j.id = f.job_id"
-            " LEFT JOIN procrastinate_workers w ON w.id = j.worker_id"
-            " WHERE f.lineage IS NOT NULL AND j.status IN ('todo', 'doing') ORDER BY j.id",
-            (STALE_WORKER,),
-        ).fetchall()
+        return states_of(conn)
+
+
+def states_of(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """:func:`run_states` on an open session of a store with the fleet's tables."""
+    rows = conn.execute(
+        "SELECT f.lineage, j.status, f.host, f.attempts, w.id IS NOT NULL"
+        " AND w.last_heartbeat > now() - make_interval(secs => %s)"
+        " FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j ON j.id = f.job_id"
+        " LEFT JOIN procrastinate_workers w ON w.id = j.worker_id"
+        " WHERE f.lineage IS NOT NULL AND j.status IN ('todo', 'doing') ORDER BY j.id",
+        (STALE_WORKER,),
+    ).fetchall()
     states: dict[str, str] = {}
     for lineage, job_status, host, attempts, worker_alive in rows:
         if job_status == "doing" and worker_alive:

@@ -15,7 +15,7 @@ from crewpoint.tui.cli.fleet_engine import (
     connect,
     ensure_schema,
     make_app,
-    run_states,
+    states_of,
     submit,
     where,
 )
@@ -50,9 +50,12 @@ class FleetLink:
             queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
             if queue is None or queue[0] is None:
                 return None
-            row = conn.execute(COUNTS, {"stale": STALE_WORKER, "task": TASK}).fetchone()
+            with conn.transaction():  # the runs' states and the counts from one snapshot, at one now()
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                row = conn.execute(COUNTS, {"stale": STALE_WORKER, "task": TASK}).fetchone()
+                states = states_of(conn)
         workers, running, queued, recovering = (int(n or 0) for n in row) if row is not None else (0, 0, 0, 0)
-        return FleetView(run_states(self.location), workers, running, queued, recovering)
+        return FleetView(states, workers, running, queued, recovering)
 
     def resume(self, lineage: str, program: str, budget: float | None) -> int:
         """The job and the run it goes on with are written in one transaction: no worker can take the job before
