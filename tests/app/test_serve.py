@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from chromium import Chromium, stop_group
 from click.testing import CliRunner
 from support.processes import gated_demo
 from support.stores import make_store
+from support.waiting import wait_for
 from textual.widgets import Input, TextArea
 
 from crewpoint.checkpoint import ops
@@ -156,10 +156,7 @@ async def test_ctrl_c_stops_the_server_and_every_app_it_started(served: Served) 
                 pass
         assert await asyncio.to_thread(server.wait, 20) == 0
         assert server.stderr is not None and b"Traceback" not in server.stderr.read()
-        deadline = time.monotonic() + 10
-        while group_alive(group):  # the app process ends with its session
-            assert time.monotonic() < deadline, "an app process outlived the server"
-            await asyncio.sleep(0.05)
+        await asyncio.to_thread(wait_for, lambda: not group_alive(group), "the app process to end with its session")
 
 
 def group_alive(group: int) -> bool:
