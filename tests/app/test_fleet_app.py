@@ -17,12 +17,19 @@ from typing import Any
 
 import pytest
 from llm_server import LLMServer
+from support.fleet import (
+    checkpointed_on,
+    finished_steps,
+    kill_worker,
+    model_calls,
+    program_env,
+    start_worker,
+    submit_run,
+)
 from support.processes import user_env
 from support.reading import browser, choose, notifications, text_of
 from support.waiting import settle, wait_for, wait_until
 from test_app_snapshots import fixed_id, fixed_store  # noqa: F401  (the fixed store, a fixture)
-from test_fleet import PROGRAM, _asked, _finished_steps, _in_group, _stop, _submit
-from test_fleet_recover import start_worker
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, Input
 
@@ -63,21 +70,13 @@ def header(pilot: Pilot[Any]) -> str:
 async def test_the_tree_and_the_header_follow_a_fleet_run_from_running_to_recovering(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    env = program_env(tmp_path, server)
     for topic in ("t", "u"):
-        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
+        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     try:
-
-        def checkpointed_on_a() -> bool:
-            assert a.poll() is None
-            job = next(j for j in status(pg_location)[1] if j.id == 1)
-            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
-
-        wait_for(checkpointed_on_a, "job 1 checkpointed on worker A")
-        lineage = next(j for j in status(pg_location)[1] if j.id == 1).lineage or ""
+        lineage = checkpointed_on(pg_location, a)
         app = make_app(pg_location, watch=True)
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: f"● running on {socket.gethostname()}" in branch_mark(pilot, lineage))
@@ -91,9 +90,9 @@ async def test_the_tree_and_the_header_follow_a_fleet_run_from_running_to_recove
             await wait_until(pilot, lambda: "✓ done" in branch_mark(pilot, lineage), timeout=120)
             await wait_until(pilot, lambda: "0 running · 0 queued" in header(pilot), timeout=60)
     finally:
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
+            kill_worker(b)
 
 
 async def test_a_postgresql_store_without_a_fleet_shows_no_counts(pg_location: str) -> None:
@@ -152,21 +151,11 @@ async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with
     from crewpoint.providers.runs import read_runs
 
     server.delay = 3.0  # the run is still going when x is pressed
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     try:
-
-        def checkpointed() -> bool:
-            assert worker.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(
-                job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
-            )
-
-        wait_for(checkpointed, "the run checkpointed on the worker")
-        lineage = status(pg_location)[1][0].lineage or ""
+        lineage = checkpointed_on(pg_location, worker)
         app = make_app(pg_location, watch=True)
         said = notifications(app)
         async with app.run_test(size=SIZE) as pilot:
@@ -183,7 +172,7 @@ async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with
             await wait_until(pilot, lambda: status(pg_location)[1][0].status == "aborted")
             await wait_until(pilot, lambda: "■ interrupted" in branch_mark(pilot, lineage), timeout=60)
     finally:
-        _stop(worker)
+        kill_worker(worker)
     record = next(r for r in read_runs(pg_location) if r.lineage == lineage)
     assert record.status == "interrupted"
     assert record.checkpoint_id is not None
@@ -197,26 +186,16 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
     from crewpoint.providers.runs import read_runs
 
     server.delay = 0.5
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     try:
-
-        def checkpointed() -> bool:
-            assert worker.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(
-                job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
-            )
-
-        wait_for(checkpointed, "the run checkpointed on the worker")
-        lineage = status(pg_location)[1][0].lineage or ""
+        lineage = checkpointed_on(pg_location, worker)
         assert abort(pg_location, lineage) is not None  # the run stops part-way, with a checkpoint
         wait_for(lambda: any(r.lineage == lineage and r.status == "interrupted" for r in read_runs(pg_location)))
-        done_before = _finished_steps(pg_location)[lineage]
+        done_before = finished_steps(pg_location)[lineage]
         assert done_before < 4
-        asked_before = _asked(server)
+        asked_before = model_calls(server)
         monkeypatch.chdir(tmp_path)  # the App field's program is found where the user is
         app = make_app(pg_location, watch=False)
         said = notifications(app)
@@ -238,10 +217,10 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
             assert not screen.run_panel.running  # nothing runs in a local process
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
     finally:
-        _stop(worker)
-    assert _finished_steps(pg_location)[lineage] == 4
+        kill_worker(worker)
+    assert finished_steps(pg_location)[lineage] == 4
     assert len({m.lineage for m in list_checkpoints(pg_location)}) == 1  # the same run went on, no new one
-    asked = _asked(server)
+    asked = model_calls(server)
     for step in range(1, done_before + 1):  # the tasks finished before the stop ran once
         assert asked[f"step {step} of t"] == asked_before[f"step {step} of t"] == 1
 
@@ -251,9 +230,8 @@ async def test_fork_on_the_fleet_queues_a_job_a_worker_forks_onto_the_branch_nam
 ) -> None:
     from crewpoint.checkpoint.stores import list_checkpoints
 
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     try:
         wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the run finished")
@@ -279,11 +257,11 @@ async def test_fork_on_the_fleet_queues_a_job_a_worker_forks_onto_the_branch_nam
             assert not screen.run_panel.running  # nothing runs in a local process
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
     finally:
-        _stop(worker)
+        kill_worker(worker)
     forked = [m for m in list_checkpoints(pg_location) if m.branch == "on-the-fleet"]
     assert max(m.tasks_done for m in forked) == 4
     assert min(m.sequence for m in forked) > second.sequence  # it went on from the checkpoint chosen
-    asked = _asked(server)  # the fork asked only the tasks after its checkpoint
+    asked = model_calls(server)  # the fork asked only the tasks after its checkpoint
     assert asked == {"step 1 of t": 1, "step 2 of t": 1, "step 3 of t": 2, "step 4 of t": 2}, asked
 
 

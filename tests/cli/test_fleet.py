@@ -9,35 +9,29 @@ import os
 import signal
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.fleet import (
+    PROGRAM,
+    cli_argv,
+    finished_steps,
+    in_group,
+    kill_worker,
+    model_calls,
+    program_env,
+    start_worker,
+    submit_run,
+    two_writers,
+)
 from support.processes import user_env
 from support.waiting import wait_for
 
 from crewpoint.tui.cli.fleet_engine import QUEUE, TASK, connect, make_app, status, where
 
-PROGRAM = """
-import os
-from crewpoint import LLM, Agent, Crew, Task
-
-llm = LLM(model="gpt-4o-mini", base_url=os.environ["FLEET_TEST_LLM"], provider="openai")
-writer = Agent(role="Writer", goal="write", backstory="writes", llm=llm)
-crew = Crew(
-    agents=[writer],
-    tasks=[
-        Task(name=f"s{i}", description=f"step {i} of {{topic}}", expected_output="text", agent=writer)
-        for i in range(1, 5)
-    ],
-)
-"""
-
 RUNS = 20
-HEARTBEAT = "0.5"
-STALLED_AFTER = "2"
 
 
 @pytest.fixture
@@ -48,87 +42,32 @@ def server() -> Iterator[LLMServer]:
         yield running
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "crewpoint.tui.cli", *args]
-
-
-def _worker(location: str, cwd: Path, env: dict[str, str], app: str = "crew_app.py:crew") -> subprocess.Popen[bytes]:
-    """A worker in a process group of its own (its children in it too), what it says kept in ``cwd``."""
-    argv = _cli("worker", "-l", location, "--app", app, "--concurrency", "3")
-    argv += ["--heartbeat", HEARTBEAT, "--stalled-after", STALLED_AFTER]
-    log = cwd / f"worker-{len(list(cwd.glob('worker-*.log')))}.log"
-    with log.open("wb") as said:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=said, start_new_session=True)
-
-
-def _submit(location: str, cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _cli("submit", *args, "-l", location), cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
-def _asked(server: LLMServer) -> Counter[str]:
-    """How many requests the model server got for each step of each run (``step 2 of topic-3``)."""
-    seen: Counter[str] = Counter()
-    for request in server.requests:
-        if not isinstance(request.body, dict):  # cut off by a kill while it was sent: never answered
-            continue
-        users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
-        first = users[0] if users else ""
-        seen[first.removeprefix("Current task: ").split("\n")[0].strip()] += 1
-    return seen
-
-
-def _in_group(pid: int | None, group: int) -> bool:
-    try:
-        return pid is not None and os.getpgid(pid) == group
-    except ProcessLookupError:
-        return False
-
-
-def _finished_steps(location: str) -> dict[str, int]:
-    """Tasks done by each run (lineage), at its newest checkpoint."""
-    from crewpoint.checkpoint.stores import list_checkpoints
-
-    done: dict[str, int] = {}
-    for meta in list_checkpoints(location):
-        done[meta.lineage] = max(done.get(meta.lineage, 0), meta.tasks_done)
-    return done
-
-
 def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_once(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    env = program_env(tmp_path, server)
     for n in range(RUNS):
-        queued = _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic=topic-{n}")
+        queued = submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic=topic-{n}")
         assert queued.returncode == 0, queued.stderr
         assert queued.stdout.startswith("queued job "), queued.stdout
         watch = queued.stdout.splitlines()[1].removeprefix("watch it with: ")
-    a = _worker(pg_location, tmp_path, env)
-    b = _worker(pg_location, tmp_path, env)
+    a = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
+    b = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
     try:
 
         def a_runs_a_checkpointed_run() -> bool:
             assert a.poll() is None and b.poll() is None
             _, jobs = status(pg_location)
-            done = _finished_steps(pg_location)
-            return any(j.status == "doing" and _in_group(j.pid, a.pid) and done.get(j.lineage or "") for j in jobs)
+            done = finished_steps(pg_location)
+            return any(j.status == "doing" and in_group(j.pid, a.pid) and done.get(j.lineage or "") for j in jobs)
 
         wait_for(a_runs_a_checkpointed_run, "worker A mid-run, with a checkpoint written")
-        before = _finished_steps(pg_location)
+        before = finished_steps(pg_location)
         os.killpg(a.pid, signal.SIGKILL)  # the worker and its children, as a host that dies
         assert a.wait(timeout=30) == -signal.SIGKILL
         # what was asked once A is gone (a call A's child began after the checkpoints were read is counted here;
         # B takes A's runs only once A's heartbeats are missed)
-        asked_before = _asked(server)
+        asked_before = model_calls(server)
 
         def all_finished() -> bool:
             assert b.poll() is None
@@ -138,15 +77,15 @@ def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_onc
 
         wait_for(all_finished, "every run finished on worker B", timeout=120)
     finally:
-        _stop(a)
-        _stop(b)
+        kill_worker(a)
+        kill_worker(b)
 
     _, jobs = status(pg_location)
     recovered = [j for j in jobs if j.attempts > 1]
     assert recovered, "no run was recovered from the killed worker"
-    done = _finished_steps(pg_location)
+    done = finished_steps(pg_location)
     assert sorted(done.get(j.lineage or "", 0) for j in jobs) == [4] * RUNS
-    asked = _asked(server)
+    asked = model_calls(server)
     for n in range(RUNS):
         for step in range(1, 5):
             key = f"step {step} of topic-{n}"
@@ -156,7 +95,7 @@ def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_onc
     for lineage, steps in before.items():  # a task checkpointed before the kill was asked once, never again
         for step in range(1, steps + 1):
             assert asked[f"step {step} of {topics[lineage]}"] == 1, (lineage, step)
-    _assert_one_writer_per_run(pg_location)
+    assert not two_writers(pg_location)
     shown = subprocess.run(  # the command submit printed, pasted into a shell
         watch,
         shell=True,
@@ -170,29 +109,20 @@ def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_onc
     assert sum(" succeeded " in line for line in shown.stdout.splitlines()) == RUNS
 
 
-def _assert_one_writer_per_run(location: str) -> None:
-    """Each run's checkpoints are one chain: no checkpoint has two children (two writers would fork it)."""
-    from crewpoint.checkpoint.stores import list_checkpoints
-
-    metas = list_checkpoints(location)
-    children = Counter((m.lineage, m.parent_id) for m in metas if m.parent_id)
-    assert max(children.values()) == 1, children.most_common(3)
-
-
 def test_a_job_naming_a_program_the_worker_was_not_started_with_or_carrying_more_than_data_is_refused(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
     (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
     (tmp_path / "other.py").write_text(PROGRAM, encoding="utf-8")
     env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    queued = _submit(pg_location, tmp_path, env, "other.py:crew", "--input", "topic=t")
+    queued = submit_run(pg_location, tmp_path, env, "other.py:crew", "--input", "topic=t")
     assert queued.returncode == 0, queued.stderr
     app = make_app(pg_location)  # a job written by hand that carries more than data: a URL for the model
     with app.open():
         app.configure_task(TASK, queue=QUEUE).defer(
             program="crew_app.py:crew", inputs={"topic": "t"}, budget=None, base_url="http://127.0.0.1:9/v1"
         )
-    worker = _worker(pg_location, tmp_path, env)
+    worker = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
     try:
 
         def failed() -> bool:
@@ -202,7 +132,7 @@ def test_a_job_naming_a_program_the_worker_was_not_started_with_or_carrying_more
 
         wait_for(failed, "both jobs refused")
     finally:
-        _stop(worker)
+        kill_worker(worker)
     assert server.requests == []  # nothing of the program ran
     said = (tmp_path / "worker-0.log").read_text(encoding="utf-8")
     assert "job 1 refused: this worker runs only crew_app.py:crew, not other.py:crew" in said
@@ -214,7 +144,7 @@ def test_status_lists_workers_and_jobs_and_a_store_that_is_not_postgresql_is_one
 ) -> None:
     env = user_env()
     shown = subprocess.run(
-        _cli("worker", "--status", "-l", pg_location), cwd=tmp_path, env=env, capture_output=True, text=True
+        cli_argv("worker", "--status", "-l", pg_location), cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].split() == ["WORKER", "HEARTBEAT", "JOBS"]
@@ -223,7 +153,7 @@ def test_status_lists_workers_and_jobs_and_a_store_that_is_not_postgresql_is_one
         schema = where(pg_location).schema
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
     assert tables == (0,)
-    wrong = _submit(str(tmp_path / "store"), tmp_path, env, "crew_app.py:crew")
+    wrong = submit_run(str(tmp_path / "store"), tmp_path, env, "crew_app.py:crew")
     assert wrong.returncode == 2
     assert len(wrong.stderr.strip().splitlines()) == 1
     assert "postgresql://" in wrong.stderr
@@ -233,7 +163,7 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before it was opened, or between opening and reading
         return False
 
 
@@ -243,23 +173,22 @@ def test_a_stopped_worker_loses_its_run_and_writes_nothing_after_it_goes_on(
     from crewpoint.checkpoint.stores import list_checkpoints
 
     server.delay = 0.6
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=topic-0").returncode == 0
-    a = _worker(pg_location, tmp_path, env)
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=topic-0").returncode == 0
+    a = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
     b: subprocess.Popen[bytes] | None = None
     try:
 
         def checkpointed() -> bool:
             assert a.poll() is None
             _, jobs = status(pg_location)
-            return bool(jobs[0].lineage and _finished_steps(pg_location).get(jobs[0].lineage))
+            return bool(jobs[0].lineage and finished_steps(pg_location).get(jobs[0].lineage))
 
         wait_for(checkpointed, "worker A's run checkpointed")
         child = status(pg_location)[1][0].pid
-        assert child is not None and _in_group(child, a.pid)
+        assert child is not None and in_group(child, a.pid)
         os.killpg(a.pid, signal.SIGSTOP)  # cut off: alive, silent
-        b = _worker(pg_location, tmp_path, env)
+        b = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
 
         def finished_on_b() -> bool:
             assert b is not None and b.poll() is None
@@ -277,41 +206,43 @@ def test_a_stopped_worker_loses_its_run_and_writes_nothing_after_it_goes_on(
         wait_for(lambda: "lost the run's lock" in said.read_text(encoding="utf-8"), "worker A saying it lost the run")
     finally:
         os.killpg(a.pid, signal.SIGCONT)
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
-    assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}
-    _assert_one_writer_per_run(pg_location)
+            kill_worker(b)
+    assert finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}
+    assert not two_writers(pg_location)
 
 
 def test_both_workers_killed_and_one_started_later_every_run_finishes_each_checkpointed_task_asked_once(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
     server.delay = 2.0  # each task long enough for both workers to be seen mid-run
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    env = program_env(tmp_path, server)
     runs = 4
     for n in range(runs):
-        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic=topic-{n}").returncode == 0
-    a, b = _worker(pg_location, tmp_path, env), _worker(pg_location, tmp_path, env)
+        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic=topic-{n}").returncode == 0
+    a, b = (
+        start_worker(pg_location, tmp_path, env, "--concurrency", "3"),
+        start_worker(pg_location, tmp_path, env, "--concurrency", "3"),
+    )
     later: subprocess.Popen[bytes] | None = None
     try:
 
         def both_run_checkpointed_runs() -> bool:
             assert a.poll() is None and b.poll() is None
             _, jobs = status(pg_location)
-            done = _finished_steps(pg_location)
+            done = finished_steps(pg_location)
             mid = [j for j in jobs if j.status == "doing" and 0 < done.get(j.lineage or "", 0) < 4]
-            return any(_in_group(j.pid, a.pid) for j in mid) and any(_in_group(j.pid, b.pid) for j in mid)
+            return any(in_group(j.pid, a.pid) for j in mid) and any(in_group(j.pid, b.pid) for j in mid)
 
         wait_for(both_run_checkpointed_runs, "both workers mid-run, with checkpoints written")
         os.killpg(a.pid, signal.SIGKILL)
         os.killpg(b.pid, signal.SIGKILL)
         a.wait(timeout=30)
         b.wait(timeout=30)
-        before, asked_before = _finished_steps(pg_location), _asked(server)
+        before, asked_before = finished_steps(pg_location), model_calls(server)
         server.delay = 0.15
-        later = _worker(pg_location, tmp_path, env)
+        later = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
 
         def all_finished() -> bool:
             assert later is not None and later.poll() is None
@@ -323,12 +254,12 @@ def test_both_workers_killed_and_one_started_later_every_run_finishes_each_check
     finally:
         for proc in (a, b, later):
             if proc is not None:
-                _stop(proc)
+                kill_worker(proc)
     _, jobs = status(pg_location)
-    done, asked = _finished_steps(pg_location), _asked(server)
+    done, asked = finished_steps(pg_location), model_calls(server)
     assert sorted(done.get(j.lineage or "", 0) for j in jobs) == [4] * runs
     topics = {j.lineage: f"topic-{n}" for n, j in enumerate(sorted(jobs, key=lambda j: j.id))}
     for lineage, steps in before.items():
         for step in range(1, steps + 1):
             assert asked[f"step {step} of {topics[lineage]}"] == asked_before[f"step {step} of {topics[lineage]}"] == 1
-    _assert_one_writer_per_run(pg_location)
+    assert not two_writers(pg_location)

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.fleet import PROGRAM, cli_argv, finished_steps, kill_worker, model_calls, start_worker, submit_run
 from support.processes import user_env
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _asked, _cli, _finished_steps, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.tui.cli.fleet_engine import status
 
@@ -34,7 +33,7 @@ def waiting_on_the_fleet(location: str, project: Path, env: dict[str, str]) -> t
     """A worker whose run of the reviewed crew waits for a person after its second task; the worker and the
     ``answer`` command it printed in its log."""
     (project / "crew_app.py").write_text(REVIEWED, encoding="utf-8")
-    assert _submit(location, project, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    assert submit_run(location, project, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(location, project, env)
     said = project / "worker-0.log"
 
@@ -61,7 +60,7 @@ def test_an_answer_from_the_cli_queues_the_continuation_and_a_worker_finishes_th
     env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
     worker, command = waiting_on_the_fleet(pg_location, tmp_path, env)
     try:
-        assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 1}
+        assert finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 1}
         asked_before = len(server.requests)
         answered = pasted(f"{command} --accept", tmp_path, env)  # the command the worker printed
         assert answered.returncode == 0, answered.stderr
@@ -79,14 +78,14 @@ def test_an_answer_from_the_cli_queues_the_continuation_and_a_worker_finishes_th
         shown = pasted(watch.removeprefix("watch it with: "), tmp_path, env)
         assert shown.returncode == 0, shown.stderr
     finally:
-        _stop(worker)
+        kill_worker(worker)
     jobs = status(pg_location)[1]
     assert jobs[0].lineage == jobs[1].lineage  # the same run went on
-    assert _finished_steps(pg_location) == {jobs[0].lineage: 4}
-    assert all(n == 1 for n in _asked(server).values()) and len(_asked(server)) == 4, _asked(server)
+    assert finished_steps(pg_location) == {jobs[0].lineage: 4}
+    assert all(n == 1 for n in model_calls(server).values()) and len(model_calls(server)) == 4, model_calls(server)
     assert sum(" succeeded " in line for line in shown.stdout.splitlines()) == 2
     again = subprocess.run(
-        [*_cli("checkpoint", "answer", *shlex.split(command)[3:], "--accept")],
+        [*cli_argv("checkpoint", "answer", *shlex.split(command)[3:], "--accept")],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -123,7 +122,7 @@ def test_an_answer_on_fleet_sends_a_run_started_here_to_a_worker_and_says_the_jo
     assert waiting.tasks_done == 1  # the second task's output waits for its review
 
     def answer(*more: str) -> subprocess.CompletedProcess[str]:
-        argv = _cli("checkpoint", "answer", waiting.id, "-l", pg_location, "--accept", "--on-fleet", *more)
+        argv = cli_argv("checkpoint", "answer", waiting.id, "-l", pg_location, "--accept", "--on-fleet", *more)
         return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
     no_app = answer()
@@ -133,12 +132,12 @@ def test_an_answer_on_fleet_sends_a_run_started_here_to_a_worker_and_says_the_jo
     assert queued.returncode == 0, queued.stderr
     last = ProgressRecord.parse(queued.stdout.splitlines()[-1])
     assert last.event == QUEUED and (last.text or "").startswith("queued job 1: "), queued.stdout
-    asked_here = sum(_asked(server).values())
+    asked_here = sum(model_calls(server).values())
     worker = start_worker(pg_location, tmp_path, env)
     try:
         wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the worker went on")
     finally:
-        _stop(worker)
-    assert _finished_steps(pg_location) == {waiting.lineage: 4}
-    asked = _asked(server)
+        kill_worker(worker)
+    assert finished_steps(pg_location) == {waiting.lineage: 4}
+    asked = model_calls(server)
     assert sum(asked.values()) > asked_here and all(n == 1 for n in asked.values()), asked

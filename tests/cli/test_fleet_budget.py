@@ -13,10 +13,16 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.processes import user_env
+from support.fleet import (
+    checkpointed_on,
+    finished_steps,
+    kill_worker,
+    model_calls,
+    program_env,
+    start_worker,
+    submit_run,
+)
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _asked, _finished_steps, _in_group, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.tui.cli.fleet_engine import status
 
@@ -42,23 +48,16 @@ def test_a_recovered_run_stops_at_its_budget_counting_what_it_spent_before_the_k
 ) -> None:
     from crewpoint.providers.runs import read_runs
 
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    queued = _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t", "--budget", BUDGET)
+    env = program_env(tmp_path, server)
+    queued = submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t", "--budget", BUDGET)
     assert queued.returncode == 0, queued.stderr
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     try:
-
-        def first_task_paid_on_a() -> bool:
-            assert a.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
-
-        wait_for(first_task_paid_on_a, "worker A's run checkpointed after its first paid task")
+        checkpointed_on(pg_location, a)
         os.killpg(a.pid, signal.SIGKILL)
         a.wait(timeout=30)
-        done_before = _finished_steps(pg_location)
+        done_before = finished_steps(pg_location)
         server.delay = 0.1
         b = start_worker(pg_location, tmp_path, env)
 
@@ -68,18 +67,18 @@ def test_a_recovered_run_stops_at_its_budget_counting_what_it_spent_before_the_k
 
         wait_for(ended, "the recovered run ended on worker B", timeout=120)
     finally:
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
+            kill_worker(b)
     job = status(pg_location)[1][0]
     said = (tmp_path / "worker-1.log").read_text(encoding="utf-8")
     assert job.status == "succeeded" and job.attempts == 2, said  # recovered once, and ended there
     assert list(done_before.values()) == [1]
-    assert _finished_steps(pg_location) == {job.lineage: 2}  # where an uninterrupted run stops, not a task later
+    assert finished_steps(pg_location) == {job.lineage: 2}  # where an uninterrupted run stops, not a task later
     record = next(r for r in read_runs(pg_location) if r.lineage == job.lineage)
     assert record.status == "budget"
     assert "stopped at its budget: spent $0.1200 and 200,020 tokens of $0.1500" in said, (
         said
     )  # the earlier spend counted
-    asked = _asked(server)
+    asked = model_calls(server)
     assert asked["step 3 of t"] == 0 and asked["step 4 of t"] == 0, asked

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.processes import user_env
+from support.fleet import kill_worker, model_calls, program_env, start_worker, submit_run
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _asked, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.checkpoint.stores import list_checkpoints
 from crewpoint.tui.cli.fleet_engine import FleetError, Fork, Job, status, submit
@@ -29,9 +27,8 @@ def test_a_fork_job_runs_on_its_branch_with_its_edit_and_asks_only_the_tasks_aft
 ) -> None:
     from crewpoint.checkpoint import ops
 
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     try:
         wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the first run finished")
@@ -43,14 +40,14 @@ def test_a_fork_job_runs_on_its_branch_with_its_edit_and_asks_only_the_tasks_aft
             "the fork's job finished",
         )
     finally:
-        _stop(worker)
+        kill_worker(worker)
     forked = [m for m in list_checkpoints(pg_location) if m.branch == "edited-outline"]
     newest = max(forked, key=lambda m: m.sequence)
     assert newest.tasks_done == 4 and newest.lineage == second.lineage
     tasks = ops.describe(ops.load(newest.id, pg_location)).tasks
     assert tasks[1].output == "AN EDITED OUTLINE"
     assert "AN EDITED OUTLINE" in (tasks[2].output or "")  # the next task read the edit
-    asked = _asked(server)
+    asked = model_calls(server)
     assert asked == {"step 1 of t": 1, "step 2 of t": 1, "step 3 of t": 2, "step 4 of t": 2}, asked
 
 

@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.processes import user_env
+from support.fleet import checkpointed_on, cli_argv, kill_worker, program_env, start_worker, submit_run
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _cli, _finished_steps, _in_group, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.checkpoint.stores import list_checkpoints
 from crewpoint.providers.base import CheckpointMeta
@@ -34,15 +32,14 @@ def server() -> Iterator[LLMServer]:
 def test_list_status_says_running_on_host_then_recovering_then_done(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
+    env = program_env(tmp_path, server)
     for topic in ("t", "u"):
-        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
+        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
 
     def statuses(lineage: str) -> set[str]:
         """The STATUS cells ``list`` shows for the run's rows (the column after COST)."""
         listed = subprocess.run(
-            _cli("checkpoint", "list", "-l", pg_location), cwd=tmp_path, env=env, capture_output=True, text=True
+            cli_argv("checkpoint", "list", "-l", pg_location), cwd=tmp_path, env=env, capture_output=True, text=True
         )
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.splitlines()
@@ -57,14 +54,7 @@ def test_list_status_says_running_on_host_then_recovering_then_done(
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     try:
-
-        def checkpointed_on_a() -> bool:
-            assert a.poll() is None
-            job = next(j for j in status(pg_location)[1] if j.id == 1)
-            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
-
-        wait_for(checkpointed_on_a, "job 1 checkpointed on worker A")
-        lineage = next(j for j in status(pg_location)[1] if j.id == 1).lineage or ""
+        lineage = checkpointed_on(pg_location, a)
         assert statuses(lineage) == {f"running on {socket.gethostname()}"}
         server.hold()  # job 2 keeps B busy until the test has seen job 1 recovering, however slow the machine
         b = start_worker(pg_location, tmp_path, env)  # one run at a time: job 2 keeps it busy
@@ -75,7 +65,7 @@ def test_list_status_says_running_on_host_then_recovering_then_done(
         server.release()
         wait_for(lambda: all(j.status == "succeeded" for j in status(pg_location)[1]), "both runs finished on B")
     finally:
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
+            kill_worker(b)
     assert statuses(lineage) == {"done"}

@@ -13,9 +13,18 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.fleet import (
+    PROGRAM,
+    checkpointed_on,
+    finished_steps,
+    kill_worker,
+    model_calls,
+    program_env,
+    start_worker,
+    submit_run,
+)
 from support.processes import user_env
 from support.waiting import wait_for
-from test_fleet import HEARTBEAT, PROGRAM, STALLED_AFTER, _asked, _cli, _finished_steps, _in_group, _stop, _submit
 
 from crewpoint.tui.cli.fleet_engine import status
 
@@ -31,15 +40,6 @@ def server() -> Iterator[LLMServer]:
         yield running
 
 
-def start_worker(location: str, cwd: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
-    """A worker of ``crew_app.py:crew`` in a process group of its own, what it says kept in ``cwd/NAME.log``."""
-    argv = _cli("worker", "-l", location, "--app", "crew_app.py:crew", *extra)
-    argv += ["--heartbeat", HEARTBEAT, "--stalled-after", STALLED_AFTER]
-    log = cwd / f"worker-{len(list(cwd.glob('worker-*.log')))}.log"
-    with log.open("wb") as said:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=said, start_new_session=True)
-
-
 @pytest.mark.parametrize("recover", ["rerun", "keep", "strict"])
 def test_a_recovered_run_whose_program_changed_follows_recover(
     pg_location: str, tmp_path: Path, server: LLMServer, recover: str
@@ -47,20 +47,14 @@ def test_a_recovered_run_whose_program_changed_follows_recover(
     program = tmp_path / "crew_app.py"
     program.write_text(PROGRAM, encoding="utf-8")
     env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     try:
-
-        def checkpointed_on_a() -> bool:
-            assert a.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
-
-        wait_for(checkpointed_on_a, "worker A's run checkpointed after its first task")
+        checkpointed_on(pg_location, a)
         os.killpg(a.pid, signal.SIGKILL)
         a.wait(timeout=30)
-        before = _asked(server)
+        before = model_calls(server)
         program.write_text(CHANGED, encoding="utf-8")  # the program changed before the run is recovered
         b = start_worker(pg_location, tmp_path, env, "--recover", recover)
 
@@ -70,11 +64,11 @@ def test_a_recovered_run_whose_program_changed_follows_recover(
 
         wait_for(ended, "the recovered run ended on worker B", timeout=120)
     finally:
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
+            kill_worker(b)
     job = status(pg_location)[1][0]
-    asked = _asked(server)
+    asked = model_calls(server)
     said = (tmp_path / "worker-1.log").read_text(encoding="utf-8")
     assert before["step 1 of t"] == 1
     if recover == "strict":
@@ -83,7 +77,7 @@ def test_a_recovered_run_whose_program_changed_follows_recover(
         assert asked == before  # nothing of the run went on
         return
     assert job.status == "succeeded", said
-    assert _finished_steps(pg_location) == {job.lineage: 4}
+    assert finished_steps(pg_location) == {job.lineage: 4}
     assert "recover: the program changed since checkpoint" in said and f"(--recover {recover})" in said, said
     if recover == "rerun":
         assert "s1: changed, runs" in said
@@ -98,21 +92,20 @@ def test_a_run_whose_model_keeps_failing_ends_failed_with_the_reason_and_is_not_
 ) -> None:
     server.mode = "always_fail"
     server.fail_status = 503
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     said = tmp_path / "worker-0.log"
     try:
         wait_for(lambda: "job 1 failed" in said.read_text(encoding="utf-8"), "the worker saying the run failed")
         server.mode = "echo"  # the model answers now: a run put back in the queue would finish
-        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
+        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the next job finished on the same worker")
     finally:
-        _stop(worker)
+        kill_worker(worker)
     failed = [j for j in status(pg_location)[1] if j.id == 1]
     assert [(j.status, j.attempts) for j in failed] == [("failed", 1)]  # ended once, never queued again
-    assert _asked(server)["step 1 of t"] == 5  # the first task's call, tried five times, nothing after it
-    assert not any(key.endswith(" of t") and not key.startswith("step 1 ") for key in _asked(server))
+    assert model_calls(server)["step 1 of t"] == 5  # the first task's call, tried five times, nothing after it
+    assert not any(key.endswith(" of t") and not key.startswith("step 1 ") for key in model_calls(server))
     line = next(line for line in said.read_text(encoding="utf-8").splitlines() if "job 1 failed" in line)
     assert "HTTP 503" in line and "gave up after 5 tries" in line, line

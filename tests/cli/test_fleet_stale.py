@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.processes import user_env
+from support.fleet import checkpointed_on, finished_steps, in_group, kill_worker, program_env, start_worker, submit_run
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _finished_steps, _in_group, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.tui.cli.fleet_engine import connect, status
 
@@ -40,20 +38,13 @@ def history(location: str, job_id: int) -> list[str]:
 def test_a_worker_that_lost_its_job_leaves_it_to_the_worker_that_runs_it(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     said_a = tmp_path / "worker-0.log"
     try:
-
-        def checkpointed_on_a() -> bool:
-            assert a.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(job.lineage and _in_group(job.pid, a.pid) and _finished_steps(pg_location).get(job.lineage))
-
-        wait_for(checkpointed_on_a, "worker A's run checkpointed after its first task")
+        checkpointed_on(pg_location, a)
         os.killpg(a.pid, signal.SIGSTOP)  # cut off: alive, silent
         server.delay = 3.0  # B's tasks take long enough for A to come back while B runs the job
         b = start_worker(pg_location, tmp_path, env)
@@ -61,23 +52,23 @@ def test_a_worker_that_lost_its_job_leaves_it_to_the_worker_that_runs_it(
         def running_on_b() -> bool:
             assert b is not None and b.poll() is None
             job = status(pg_location)[1][0]
-            return job.status == "doing" and _in_group(job.pid, b.pid)
+            return job.status == "doing" and in_group(job.pid, b.pid)
 
         wait_for(running_on_b, "worker B running the job")
         os.killpg(a.pid, signal.SIGCONT)
         wait_for(lambda: "this worker leaves it as it is" in said_a.read_text(encoding="utf-8"), "A leaving the job")
         job = status(pg_location)[1][0]
-        assert job.status == "doing" and _in_group(job.pid, b.pid), job  # still B's, running
+        assert job.status == "doing" and in_group(job.pid, b.pid), job  # still B's, running
         server.delay = 0.1
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the job finished on B", timeout=120)
     finally:
         os.killpg(a.pid, signal.SIGCONT)
-        _stop(a)
+        kill_worker(a)
         if b is not None:
-            _stop(b)
+            kill_worker(b)
     said = said_a.read_text(encoding="utf-8")
     assert "job 1: this worker lost the run's lock" in said, said
     # A's child started it, B's recovery handed it back once, B's child ran it to its end: nothing of A's after
     seen = history(pg_location, 1)
     assert seen == ["deferred", "started", "scheduled", "deferred_for_retry", "started", "succeeded"], seen
-    assert _finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}
+    assert finished_steps(pg_location) == {status(pg_location)[1][0].lineage: 4}

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
+from support.fleet import PROGRAM, checkpointed_on, cli_argv, kill_worker, program_env, start_worker, submit_run
 from support.processes import done_counts, gated_demo, user_env
 from support.waiting import wait_for
-from test_fleet import PROGRAM, _cli, _finished_steps, _in_group, _stop, _submit
-from test_fleet_recover import start_worker
 
 from crewpoint.tui.cli.fleet_engine import status
 
@@ -33,24 +32,14 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
     from crewpoint.checkpoint.stores import list_checkpoints
     from crewpoint.providers.runs import read_runs
 
-    (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
-    env = user_env(FLEET_TEST_LLM=server.base_url, OPENAI_API_KEY="sk-test")
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = program_env(tmp_path, server)
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
     worker = start_worker(pg_location, tmp_path, env)
     try:
-
-        def checkpointed() -> bool:
-            assert worker.poll() is None
-            job = status(pg_location)[1][0]
-            return bool(
-                job.lineage and _in_group(job.pid, worker.pid) and _finished_steps(pg_location).get(job.lineage)
-            )
-
         server.hold(after=1)  # the second task's call waits: the stop lands mid-run, whatever the machine's load
-        wait_for(checkpointed, "the run checkpointed on the worker")
-        lineage = status(pg_location)[1][0].lineage or ""
+        lineage = checkpointed_on(pg_location, worker)
         stopped = subprocess.run(
-            _cli("checkpoint", "stop", lineage[:8], "-l", pg_location),
+            cli_argv("checkpoint", "stop", lineage[:8], "-l", pg_location),
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -61,10 +50,10 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
         assert stopped.stdout.startswith(f"stopping job 1 (run {lineage[:8]})"), stopped.stdout
         wait_for(lambda: status(pg_location)[1][0].status == "aborted", "the job aborted")
         server.release()
-        assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
+        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker's next job finished")
     finally:
-        _stop(worker)
+        kill_worker(worker)
     record = next(r for r in read_runs(pg_location) if r.lineage == lineage)
     assert record.status == "interrupted"
     mine = [m for m in list_checkpoints(pg_location) if m.lineage == lineage]
@@ -78,10 +67,10 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
 def test_stop_cancels_a_queued_job_and_a_run_that_is_not_live_is_one_line(pg_location: str, tmp_path: Path) -> None:
     (tmp_path / "crew_app.py").write_text(PROGRAM, encoding="utf-8")
     env = user_env()
-    assert _submit(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
 
     def stop(run: str) -> subprocess.CompletedProcess[str]:
-        argv = _cli("checkpoint", "stop", run, "-l", pg_location)
+        argv = cli_argv("checkpoint", "stop", run, "-l", pg_location)
         return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
 
     gone = stop("99")
@@ -109,7 +98,7 @@ def test_stop_interrupts_a_local_run_in_the_process_verified_as_that_run(tmp_pat
         wait_for(live_after_its_first_task, "the run live, held after its first task")
         run = next(r for r in read_runs(str(store)) if r.status == "running")
         stopped = subprocess.run(
-            _cli("checkpoint", "stop", run.run_id[:8], "-l", str(store)),
+            cli_argv("checkpoint", "stop", run.run_id[:8], "-l", str(store)),
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -13,24 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.races import released_together
 from support.review import listed, ran, run, wait_in
 
 from crewpoint.providers import CheckpointMeta, CheckpointRecord, SqliteProvider
 
 ROUNDS = 3
 """Races per store, each on a fresh waiting run: a lost race shows in one of them."""
-
-ANSWERER = r"""
-import os, runpy, sys
-import crewpoint.tui.cli  # loaded before the start, so both answers set off from the same line
-ready, go = int(sys.argv[1]), int(sys.argv[2])
-os.write(ready, b"r")
-os.close(ready)
-os.read(go, 1)  # end of file when the test closes the pipe: both answers are released at once
-os.close(go)
-sys.argv = ["crewpoint", *sys.argv[3:]]
-runpy.run_module("crewpoint.tui.cli", run_name="__main__", alter_sys=True)
-"""
 
 ANSWERS = {"alice": "approved", "bob": "rejected"}
 """Who answers what (``who`` is USER@host: the login name each answer process runs under)."""
@@ -56,46 +45,26 @@ def waiting_run(project: Path, store: str) -> dict[str, Any]:
 
 def race(project: Path, store: str, checkpoint_id: str) -> list[Answered]:
     """alice answers ``approved`` and bob ``rejected``, each in a process of their own, released together."""
-    ready_read, ready_write = os.pipe()
-    go_read, go_write = os.pipe()
-    procs: list[tuple[str, subprocess.Popen[str]]] = []
-    try:
-        for who, outcome in ANSWERS.items():
-            args = ["answer", checkpoint_id, "--location", store, "--outcome", outcome, "--app", "review.py:flow"]
-            env = {**os.environ, "USER": who, "LOGNAME": who, "NO_COLOR": "1"}
-            env.pop("CREWPOINT_FEEDBACK", None)
-            procs.append(
-                (
-                    who,
-                    subprocess.Popen(
-                        [sys.executable, "-c", ANSWERER, str(ready_write), str(go_read), "checkpoint", *args],
-                        cwd=project,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                        pass_fds=(ready_write, go_read),
-                    ),
-                )
-            )
-        os.close(ready_write)
-        os.close(go_read)
-        seen = b""
-        while len(seen) < len(procs):  # each answer says it is ready; end of file if one died first
-            got = os.read(ready_read, 1)
-            if not got:
-                break
-            seen += got
-    finally:
-        os.close(go_write)  # both answers go at once
-        os.close(ready_read)
-    answered = []
-    for who, proc in procs:
-        stdout, stderr = proc.communicate(timeout=120)
-        answered.append(Answered(who, ANSWERS[who], proc.returncode, stdout, stderr))
-    assert len(seen) == len(procs), [a.stderr for a in answered]
-    return answered
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("CREWPOINT_FEEDBACK", None)
+    commands = {
+        who: [
+            "checkpoint",
+            "answer",
+            checkpoint_id,
+            "--location",
+            store,
+            "--outcome",
+            outcome,
+            "--app",
+            "review.py:flow",
+        ]
+        for who, outcome in ANSWERS.items()
+    }
+    return [
+        Answered(e.who, ANSWERS[e.who], e.returncode, e.stdout, e.stderr)
+        for e in released_together(commands, project, env)
+    ]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
