@@ -51,6 +51,7 @@ __all__ = [
     "SqliteProvider",
     "StoreChange",
     "UnsupportedSchema",
+    "is_postgres_location",
     "is_sqlite_location",
     "is_url",
     "provider_for",
@@ -202,7 +203,7 @@ def shown_location(location: str) -> str:
     # lazy: crewpoint.providers.pg_location imports this module back (cycle)
     from crewpoint.providers.pg_location import masked
 
-    if location.startswith(("postgresql://", "postgres://")):
+    if is_postgres_location(location):
         return masked(location)
     scheme, _, rest = location.partition("://")
     credentials, at, host = rest.partition("@")
@@ -277,12 +278,13 @@ def _is_memory_location(location: str) -> bool:
     return location.startswith("memory://")
 
 
-def _is_postgres_location(location: str) -> bool:
+def is_postgres_location(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL store: a ``postgresql://`` or ``postgres://`` URL."""
     return location.startswith(("postgresql://", "postgres://"))
 
 
 register_provider(
-    "postgres", "crewpoint.providers.postgres_provider:PostgresProvider", _is_postgres_location, priority=100
+    "postgres", "crewpoint.providers.postgres_provider:PostgresProvider", is_postgres_location, priority=100
 )
 register_provider("memory", "crewpoint.providers.memory_provider:MemoryProvider", _is_memory_location, priority=100)
 register_provider("sqlite", "crewpoint.providers.sqlite_provider:SqliteProvider", is_sqlite_location, priority=10)

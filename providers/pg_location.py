@@ -17,16 +17,12 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
+from crewpoint.providers import is_postgres_location
 from crewpoint.providers.masking import mask_location
 
-SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "crewpoint"
 SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _SECRET_PARAMS = ("password",)
-
-
-def is_postgres_location(location: str) -> bool:
-    return location.startswith(SCHEMES)
 
 
 @dataclass(frozen=True, slots=True)

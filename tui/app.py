@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
 
+from crewpoint.providers import is_postgres_location
 from crewpoint.screens.browser import BrowserScreen
 from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.help import HelpScreen, keys_of
@@ -153,7 +154,7 @@ def make_app(location: str, *, watch: bool = True, read_only: bool = False) -> A
 
 def fleet_of(location: str) -> Fleet | None:
     """The fleet of a store on PostgreSQL (whether it has one is read later, off the app's thread); None elsewhere."""
-    if not location.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_location(location):
         return None
     # lazy: the fleet's engine is the PostgreSQL extra's (procrastinate loads only when a job is queued or stopped)
     from crewpoint.tui.cli.fleet_link import FleetLink

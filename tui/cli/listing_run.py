@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from crewpoint.checkpoint import stores as ops
-from crewpoint.providers import provider_for
+from crewpoint.providers import is_postgres_location, provider_for
 from crewpoint.providers.base import CheckpointNotFound
 from crewpoint.providers.files import allow_processes
 from crewpoint.providers.runs import read_runs
@@ -156,7 +156,7 @@ FLEET_SHOWN = {None, "live", "crashed", "lost", "interrupted"}
 def _fleet_states(store: str) -> dict[str, str]:
     """Lineage → ``queued``, ``running on HOST`` or ``recovering`` for the runs of the fleet on a PostgreSQL store
     (none elsewhere, or where the fleet's tables are missing)."""
-    if not store.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_location(store):
         return {}
     try:
         # lazy: the fleet's engine reads its tables with psycopg, which only a PostgreSQL store has loaded

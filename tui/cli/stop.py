@@ -6,10 +6,9 @@ process of this host verified as that run (:mod:`crewpoint.tui.run_control`)."""
 
 from __future__ import annotations
 
-import shlex
-
 import click
 
+from crewpoint.providers import is_postgres_location
 from crewpoint.tui.cli.errors import bad_input, echo, fail
 from crewpoint.tui.cli.locations import location_of, location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -26,9 +25,9 @@ def stop(ctx: click.Context, run: str, location: str | None) -> None:
 
     with bad_input(ctx):
         store = find_store(location_of(ctx, location))
-    if store.startswith(("postgresql://", "postgres://")):
+    if is_postgres_location(store):
         # lazy: the fleet's engine is the PostgreSQL extra's; only a store on PostgreSQL may have a fleet
-        from crewpoint.tui.cli.fleet_engine import FleetError, abort, where
+        from crewpoint.tui.cli.fleet_engine import FleetError, abort, watch_command
 
         try:
             aborted = abort(store, run)
@@ -36,12 +35,11 @@ def stop(ctx: click.Context, run: str, location: str | None) -> None:
             fail(str(exc))
         if aborted is not None:
             job_id, lineage, running = aborted
-            shown = shlex.quote(where(store).name)
             if running:
                 echo(f"stopping job {job_id} (run {(lineage or '-')[:8]}): its worker interrupts it, with a checkpoint")
             else:
                 echo(f"cancelled job {job_id}: no worker had started it")
-            echo(f"watch it with: crewpoint worker --status --location {shown}")
+            echo(f"watch it with: {watch_command(store)}")
             return
     _stop_local(store, run)
 
