@@ -466,13 +466,11 @@ def answer(
             spec.llm if spec is not None else None,
         )
     # lazy: the claims load with the first answer
-    from crewpoint.feedback_claims import answer_value, claim_request, mark_answered
+    from crewpoint.feedback_claims import answer_value, claim_answer
 
-    mine_token = token or uuid.uuid4().hex
-    value = answer_value(mine, outcome, record.meta, state, mine_token)
-    claimed = claim_request(provider, store, request, record.meta.id, value)
-    if claimed.get("token") != mine_token:
+    value = answer_value(mine, outcome, record.meta, state, token or uuid.uuid4().hex)
+    won, claimed = claim_answer(provider, store, request, record.meta, value)
+    if not won:
         raise CheckpointError(already_answered(claimed, record.meta.id, store))
-    mark_answered(provider, store, record.meta.run_id)  # the run that wrote the request's checkpoint
     entity.accept_answer(answer_of(claimed, mine.who))
     return entity.resume()

@@ -330,6 +330,19 @@ def resume_refusal(record: CheckpointRecord, store: str) -> str | None:
     return None if reason is None else refusal(claim, reason)
 
 
+def claim_answer(
+    provider: BaseProvider, store: str, request: Mapping[str, Any], meta: CheckpointMeta, value: Mapping[str, Any]
+) -> tuple[bool, dict[str, Any]]:
+    """Claim ``request``, held at the checkpoint ``meta``, for the answer ``value`` (:func:`answer_value`): whether
+    it won, and the claim that counts (this one, or the one that won first). When it wins, the run that wrote the
+    checkpoint reads ``answered`` from now on."""
+    claimed = claim_request(provider, store, request, meta.id, value)
+    won = claimed.get("token") == value["token"]
+    if won:
+        mark_answered(provider, store, meta.run_id)
+    return won, claimed
+
+
 def mark_answered(provider: BaseProvider, store: str, run_id: Any) -> None:
     """The run that wrote the request's checkpoint reads ``answered`` from now on (best effort: a record is a
     convenience)."""

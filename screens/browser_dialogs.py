@@ -8,6 +8,7 @@ browser shows to any part: the chosen checkpoint, the feed, the edits, the run p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -21,7 +22,7 @@ from crewpoint.screens.confirm import ConfirmScreen
 from crewpoint.screens.fork_confirm import ForkRequest, ForkScreen
 from crewpoint.screens.resume_confirm import ResumeAnswer, ResumeScreen
 from crewpoint.tui.diagnostics import plural
-from crewpoint.tui.fleet_view import ForkJob
+from crewpoint.tui.fleet_view import Fleet, ForkJob
 from crewpoint.tui.run_controller import Answer, RunRequest
 from crewpoint.tui.store_index import pending_request
 from crewpoint.tui.visible import visible
@@ -140,8 +141,42 @@ class BrowserDialogs:
         return up if newest is not None and newest.id == meta.id else None
 
     def _queue_resume(self, lineage: str, app: str, budget: float | None) -> None:
-        """Queue the run ``lineage`` for the fleet (a worker of ``app`` goes on from its newest checkpoint), off the
-        app's thread, and say the job's number."""
+        """Queue the run ``lineage`` for the fleet: a worker of ``app`` goes on from its newest checkpoint."""
+        self._on_fleet(
+            app,
+            "run",
+            lambda fleet: fleet.resume(lineage, app, budget),
+            lambda job: f"Queued job {job}: a worker started with --app {app.strip()} goes on with run {lineage[:6]}.",
+        )
+
+    def _queue_fork(self, r: ForkRequest) -> None:
+        """Queue the confirmed fork for the fleet: a worker of its program forks onto its branch with its edits,
+        which live on in the new branch (the draft here is discarded once the job is queued)."""
+        browser = self.browser
+        outputs = {str(index + 1): text for index, text in sorted(r.outputs.items())}  # counted from 1, as typed
+
+        def discard_draft() -> None:
+            browser.controller.edits.discard(r.source_id)
+            browser.edits_changed(r.source_id, True)
+
+        self._on_fleet(
+            r.app,
+            "fork",
+            lambda fleet: fleet.fork(ForkJob(r.source_id, r.branch, dict(r.inputs), outputs, r.app, r.budget)),
+            lambda job: f"Queued job {job}: a worker started with --app {r.app.strip()} forks onto ⎇ {r.branch}.",
+            discard_draft,
+        )
+
+    def _on_fleet(
+        self,
+        app: str,
+        what: str,
+        send: Callable[[Fleet], int],
+        queued: Callable[[int], str],
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Send a job to the store's fleet off the app's thread (``send`` queues it, for a worker of ``app``) and say
+        its number (``queued``) or why the ``what`` was not queued; ``then`` runs on the app's thread once queued."""
         browser, fleet = self.browser, self.browser.feed.fleet
         if fleet is None:
             return
@@ -152,39 +187,13 @@ class BrowserDialogs:
 
         def queue() -> None:
             try:
-                job = fleet.resume(lineage, app, budget)
+                job = send(fleet)
             except Exception as exc:
-                said, severity = f"Cannot queue the run: {' '.join(str(exc).split())}", "error"
+                said, severity = f"Cannot queue the {what}: {' '.join(str(exc).split())}", "error"
             else:
-                said = f"Queued job {job}: a worker started with --app {app.strip()} goes on with run {lineage[:6]}."
-                severity = "information"
-            browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
-            browser.app.call_from_thread(browser.feed.read_fleet, browser)
-
-        browser.run_worker(queue, thread=True, group="fleet-queue", exit_on_error=False)
-
-    def _queue_fork(self, r: ForkRequest) -> None:
-        """Queue the confirmed fork for the fleet (a worker of its program forks onto its branch with its edits), off
-        the app's thread, and say the job's number; the edits live on in the new branch."""
-        browser, fleet = self.browser, self.browser.feed.fleet
-        if fleet is None:
-            return
-        if not r.app.strip():
-            said = "Run on the fleet needs the program in App: a worker runs only the programs it was started with."
-            browser.notify(said, severity="warning", markup=False)
-            return
-        outputs = {str(index + 1): text for index, text in sorted(r.outputs.items())}  # counted from 1, as typed
-
-        def queue() -> None:
-            try:
-                job = fleet.fork(ForkJob(r.source_id, r.branch, dict(r.inputs), outputs, r.app, r.budget))
-            except Exception as exc:
-                said, severity = f"Cannot queue the fork: {' '.join(str(exc).split())}", "error"
-            else:
-                said = f"Queued job {job}: a worker started with --app {r.app.strip()} forks onto ⎇ {r.branch}."
-                severity = "information"
-                browser.app.call_from_thread(browser.controller.edits.discard, r.source_id)
-                browser.app.call_from_thread(browser.edits_changed, r.source_id, True)
+                said, severity = queued(job), "information"
+                if then is not None:
+                    browser.app.call_from_thread(then)
             browser.app.call_from_thread(browser.notify, visible(said), severity=severity, markup=False)
             browser.app.call_from_thread(browser.feed.read_fleet, browser)
 

@@ -14,7 +14,6 @@ app's Answer runs this command, so it does the same.
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 import uuid
@@ -25,9 +24,9 @@ import click
 from crewpoint.budget import Budget
 from crewpoint.feedback import Answer, already_answered, collapse, command_for, who_am_i
 from crewpoint.feedback import answer as answer_request
-from crewpoint.feedback_claims import answer_value, claim_request, mark_answered, refusal, request_claim
-from crewpoint.providers import provider_for
-from crewpoint.providers.base import CheckpointError
+from crewpoint.feedback_claims import answer_value, claim_answer, refusal, request_claim
+from crewpoint.providers import is_postgres_location, provider_for
+from crewpoint.providers.base import BaseProvider, CheckpointError
 from crewpoint.tui.cli.errors import fail
 from crewpoint.tui.cli.locations import location_option
 from crewpoint.tui.cli.root import checkpoint
@@ -112,7 +111,8 @@ def _starter(
             raise CheckpointError("no terminal to ask in: give --feedback TEXT, --accept, --default or --outcome O")
         token = uuid.uuid4().hex
         if fleet is not None:  # recorded here, run by a worker: nothing of the program loads in this process
-            _queue_answer(fleet, record, store, request, Answer(text or "", outcome, who_am_i(), time.time(), default))
+            mine = Answer(text or "", outcome, who_am_i(), time.time(), default)
+            _queue_answer(fleet, record, provider, store, request, mine)
 
         def kickoff(prepared: PreparedRun) -> Any:
             # lazy: the run's refusals load with the engine's run machinery, which only a run needs
@@ -149,7 +149,7 @@ class QueuedOnFleet(Exception):
 def _fleet_job(store: str, record: CheckpointRecord) -> Job | None:
     """The job that started the checkpoint's run when the fleet started it (a PostgreSQL store with the fleet's
     tables, the run's lineage among its jobs'), else None."""
-    if not store.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_location(store):
         return None
     # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
     from crewpoint.tui.cli.fleet_engine import FleetError, started
@@ -162,7 +162,7 @@ def _fleet_job(store: str, record: CheckpointRecord) -> Job | None:
 
 def _on_fleet_here(store: str, job: Job | None) -> Job | None:
     """``--on-fleet``'s job for a run the fleet did not start: only on a store on PostgreSQL."""
-    if job is not None and not store.startswith(("postgresql://", "postgres://")):
+    if job is not None and not is_postgres_location(store):
         raise CheckpointError(f"--on-fleet needs the team's store on PostgreSQL, and {store} is not")
     return job
 
@@ -170,15 +170,16 @@ def _on_fleet_here(store: str, job: Job | None) -> Job | None:
 def _on_fleet(claim: dict[str, Any], checkpoint_id: str, store: str) -> str:
     """The one line refusing a second answer to a run of the fleet: who answered, and the job that goes on."""
     # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
-    from crewpoint.tui.cli.fleet_engine import continuation, where
+    from crewpoint.tui.cli.fleet_engine import continuation, watch_command
 
     job = continuation(store, checkpoint_id)
     going = f"job {job} of the fleet goes on with it" if job is not None else "its run goes on on the fleet"
-    watch = f"crewpoint worker --status --location {shlex.quote(where(store).name)}"
-    return refusal(claim, f"{going}; watch it with: {watch}")
+    return refusal(claim, f"{going}; watch it with: {watch_command(store)}")
 
 
-def _queue_answer(fleet: Job, record: CheckpointRecord, store: str, request: dict[str, Any], mine: Answer) -> None:
+def _queue_answer(
+    fleet: Job, record: CheckpointRecord, provider: BaseProvider, store: str, request: dict[str, Any], mine: Answer
+) -> None:
     """Claim ``mine`` for the request (one answer wins; a second is refused naming the first), then queue the run's
     continuation from this checkpoint for a worker, and raise :class:`QueuedOnFleet`. The claim names no process:
     the worker's resume goes on with it. An outcome left to the answer's words is settled here by their words
@@ -190,13 +191,10 @@ def _queue_answer(fleet: Job, record: CheckpointRecord, store: str, request: dic
     outcome = mine.outcome
     if outcome is None and offered:
         outcome = collapse("" if mine.default else mine.feedback, offered, request.get("default_outcome"), "offline")
-    token = uuid.uuid4().hex
-    provider = provider_for(store)
-    value = {**answer_value(mine, outcome, record.meta, None, token), "pid": None, "host": None}
-    claimed = claim_request(provider, store, request, record.meta.id, value)
-    if claimed.get("token") != token:
+    value = {**answer_value(mine, outcome, record.meta, None, uuid.uuid4().hex), "pid": None, "host": None}
+    won, claimed = claim_answer(provider, store, request, record.meta, value)
+    if not won:
         raise CheckpointError(_on_fleet(claimed, record.meta.id, store))
-    mark_answered(provider, store, record.meta.run_id)
     try:
         job_id = go_on(store, Job(fleet.program, {}, fleet.budget, resume=record.meta.id), record.meta.lineage)
     except FleetError as exc:
@@ -211,10 +209,10 @@ def _say_queued(queued: QueuedOnFleet, progress: str) -> None:
     """The job that goes on, and the command that watches it (for the app's run panel, a log record, then the
     protocol's ``queued`` end)."""
     # lazy: the fleet's engine is the PostgreSQL extra's, read only for a store on PostgreSQL
-    from crewpoint.tui.cli.fleet_engine import where
+    from crewpoint.tui.cli.fleet_engine import watch_command
 
     said = f"queued job {queued.job_id}: a worker goes on with the answered run"
-    watch = f"watch it with: crewpoint worker --status --location {shlex.quote(where(queued.store).name)}"
+    watch = f"watch it with: {watch_command(queued.store)}"
     if progress != "json":
         click.echo(f"{said}\n{watch}")
         return

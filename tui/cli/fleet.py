@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shlex
 import signal
 import socket
 import sys
@@ -31,7 +30,7 @@ from crewpoint.tui.cli.fleet_engine import (
     guard_job_ends,
     make_app,
     status,
-    where,
+    watch_command,
 )
 from crewpoint.tui.cli.fleet_engine import submit as queue_job
 from crewpoint.tui.cli.root import main
@@ -62,12 +61,6 @@ def _inputs(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _shown(location: str) -> str:
-    """The store as a command may print it: no password (it comes from PGPASSFILE or PGPASSWORD)."""
-
-    return where(location).name
-
-
 @main.command()
 @click.argument("spec", metavar="FILE.py:ATTR")
 @click.option("--location", "-l", metavar="URL", default=None, help=LOCATION_HELP)
@@ -78,16 +71,11 @@ def submit(spec: str, location: str | None, inputs: tuple[str, ...], budget: flo
     where = _location(location)
     job = Job(spec.strip(), _inputs(inputs), budget)
     try:
-        job_id = submit_job(where, job)
+        job_id = queue_job(where, job)
     except FleetError as exc:
         fail(str(exc))
     click.echo(f"queued job {job_id}: {spec}")
-    click.echo(f"watch it with: crewpoint worker --status --location {shlex.quote(_shown(where))}")
-
-
-def submit_job(location: str, job: Job) -> int:
-
-    return queue_job(location, job)
+    click.echo(f"watch it with: {watch_command(where)}")
 
 
 @main.command()

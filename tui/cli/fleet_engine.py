@@ -12,11 +12,13 @@ killed) lets the lock go with it. Headless: imports no textual; procrastinate is
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from crewpoint.providers import is_postgres_location
 from crewpoint.providers.base import CheckpointError
 from crewpoint.providers.pg_location import PgLocation, parse
 from crewpoint.providers.pg_sql import migrate
@@ -64,7 +66,7 @@ class FleetError(Exception):
 
 def where(location: str) -> PgLocation:
     """The store's parsed location; a location that is not PostgreSQL is refused with one line."""
-    if not location.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_location(location):
         raise FleetError(
             f"{location!r} is not a PostgreSQL store: the fleet runs on a postgresql:// location (-l postgresql://…)"
         )
@@ -257,21 +259,30 @@ class Fork:
         return cls(source, branch, dict(inputs), dict(outputs))
 
 
-def submit(location: str, job: Job) -> int:
-    """Queue ``job`` on the store; its id."""
+def submit(location: str, job: Job, lineage: str | None = None, lock: str | None = None) -> int:
+    """Queue ``job`` on the store; its id. The job and its run's row (``lineage``: the run it goes on with, None
+    for a new run) are written in one transaction, so no worker takes the job before the row names its run (it
+    would start a new run instead). ``lock``: one job holding it waits in the queue at a time (procrastinate's
+    queueing lock; a second raises ``AlreadyEnqueued`` and writes nothing)."""
     ensure_schema(location)
     app = make_app(location)
-    with app.open():
-        job_id = app.configure_task(TASK, queue=QUEUE).defer(**job.args())
-    with connect(location) as conn:
+    with app.open(), connect(location) as conn, conn.transaction():
+        job_id = app.configure_task(TASK, queue=QUEUE, queueing_lock=lock, connection=conn).defer(**job.args())
         conn.execute(
-            "INSERT INTO crewpoint_fleet_runs (job_id, program) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-            (job_id, job.program),
+            "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)",
+            (job_id, job.program, lineage),
         )
     return int(job_id)
 
 
-def _has_fleet(conn: psycopg.Connection[Any], place: PgLocation) -> bool:
+def watch_command(location: str) -> str:
+    """The command that shows the fleet's workers and jobs of the store at ``location``, to paste as printed (the
+    store named without its password, which comes from PGPASSFILE or PGPASSWORD)."""
+    return f"crewpoint worker --status --location {shlex.quote(where(location).name)}"
+
+
+def has_fleet(conn: psycopg.Connection[Any], place: PgLocation) -> bool:
+    """Whether the store at ``place`` has the fleet's tables (a worker or a submit met it); creates nothing."""
     found = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
     return found is not None and found[0] is not None
 
@@ -281,7 +292,7 @@ def started(location: str, lineage: str) -> Job | None:
     fleet's (or the store has no fleet). Reads only."""
     place = where(location)
     with connect(location) as conn:
-        if not _has_fleet(conn, place):
+        if not has_fleet(conn, place):
             return None
         row = conn.execute(
             "SELECT f.program, j.args->'budget' FROM crewpoint_fleet_runs f JOIN procrastinate_jobs j"
@@ -301,31 +312,20 @@ def go_on(location: str, job: Job, lineage: str) -> int:
     from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
 
     assert job.resume is not None
-    ensure_schema(location)  # (a run started outside the fleet may be the first of its store to go to it)
-    app = make_app(location)
     place = where(location)
-    try:
-        with app.open():
-            task = app.configure_task(TASK, queue=QUEUE, queueing_lock=f"answer:{job.resume}")
-            job_id = task.defer(**job.args())
+    try:  # (a run started outside the fleet may be the first of its store to go to it: submit makes the tables)
+        return submit(location, job, lineage, lock=f"answer:{job.resume}")
     except AlreadyEnqueued:
         raise FleetError(f"a continuation of checkpoint {job.resume} waits in the queue already") from None
     except ProcrastinateException as exc:
         raise FleetError(f"cannot queue on {place.name}: {place.scrub(' '.join(str(exc).split()))}") from None
-    with connect(location) as conn:
-        conn.execute(
-            "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)"
-            " ON CONFLICT (job_id) DO UPDATE SET lineage = EXCLUDED.lineage",
-            (job_id, job.program, lineage),
-        )
-    return int(job_id)
 
 
 def continuation(location: str, checkpoint_id: str) -> int | None:
     """The job that goes on from the answered checkpoint ``checkpoint_id``, or None (not queued yet, or none)."""
     place = where(location)
     with connect(location) as conn:
-        if not _has_fleet(conn, place):
+        if not has_fleet(conn, place):
             return None
         row = conn.execute(
             "SELECT j.id FROM procrastinate_jobs j WHERE j.task_name = %s AND j.args->>'resume' = %s"
@@ -358,8 +358,7 @@ def status(location: str) -> tuple[list[WorkerRow], list[JobRow]]:
     worker or submit met yet (reading creates nothing)."""
     place = where(location)
     with connect(location) as conn:
-        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
-        if queue is None or queue[0] is None:
+        if not has_fleet(conn, place):
             return [], []
         workers = [
             WorkerRow(int(r[0]), float(r[1]))
@@ -389,8 +388,7 @@ def abort(location: str, run: str) -> tuple[int, str | None, bool] | None:
     if not wanted:
         return None
     with connect(location) as conn:
-        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
-        if queue is None or queue[0] is None:
+        if not has_fleet(conn, place):
             return None
         rows = conn.execute(
             "SELECT f.job_id, f.lineage, j.status FROM crewpoint_fleet_runs f"
@@ -425,8 +423,7 @@ def run_states(location: str) -> dict[str, str]:
     as is every run of a store without the fleet's tables. Reads only (imports no procrastinate)."""
     place = where(location)
     with connect(location) as conn:
-        queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
-        if queue is None or queue[0] is None:
+        if not has_fleet(conn, place):
             return {}
         return states_of(conn)
 

@@ -6,15 +6,13 @@ PostgreSQL store; reading loads no procrastinate (queueing and aborting do)."""
 from __future__ import annotations
 
 from crewpoint.tui.cli.fleet_engine import (
-    QUEUE,
     STALE_WORKER,
     TASK,
     Fork,
     Job,
     abort,
     connect,
-    ensure_schema,
-    make_app,
+    has_fleet,
     states_of,
     submit,
     where,
@@ -47,8 +45,7 @@ class FleetLink:
     def read(self) -> FleetView | None:
         place = where(self.location)
         with connect(self.location) as conn:
-            queue = conn.execute("SELECT to_regclass(%s)", (f'"{place.schema}".crewpoint_fleet_runs',)).fetchone()
-            if queue is None or queue[0] is None:
+            if not has_fleet(conn, place):
                 return None
             with conn.transaction():  # the runs' states and the counts from one snapshot, at one now()
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -58,18 +55,7 @@ class FleetLink:
         return FleetView(states, workers, running, queued, recovering)
 
     def resume(self, lineage: str, program: str, budget: float | None) -> int:
-        """The job and the run it goes on with are written in one transaction: no worker can take the job before
-        it names its run (it would start a new run instead)."""
-        ensure_schema(self.location)
-        job = Job(program.strip(), {}, budget)
-        app = make_app(self.location)
-        with app.open(), connect(self.location) as conn, conn.transaction():
-            job_id = app.configure_task(TASK, queue=QUEUE, connection=conn).defer(**job.args())
-            conn.execute(
-                "INSERT INTO crewpoint_fleet_runs (job_id, program, lineage) VALUES (%s, %s, %s)",
-                (job_id, job.program, lineage),
-            )
-        return int(job_id)
+        return submit(self.location, Job(program.strip(), {}, budget), lineage)
 
     def fork(self, fork: ForkJob) -> int:
         edits = Fork(fork.source, fork.branch, fork.inputs, fork.outputs)
