@@ -17,20 +17,13 @@ from typing import Any
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import (
-    checkpointed_on,
-    finished_steps,
-    kill_worker,
-    model_calls,
-    program_env,
-    start_worker,
-    submit_run,
-)
+from support.fleet import checkpointed_on, finished_steps, kill_worker, model_calls, start_worker, submitted
 from support.processes import user_env
 from support.reading import browser, choose, notifications, text_of
 from support.waiting import settle, wait_for, wait_until
 from test_app_snapshots import fixed_id, fixed_store  # noqa: F401  (the fixed store, a fixture)
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Input
 
 from crewpoint.screens.confirm import ConfirmScreen
@@ -70,9 +63,7 @@ def header(pilot: Pilot[Any]) -> str:
 async def test_the_tree_and_the_header_follow_a_fleet_run_from_running_to_recovering(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    env = program_env(tmp_path, server)
-    for topic in ("t", "u"):
-        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
+    env = submitted(pg_location, tmp_path, server, "t", "u")
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     try:
@@ -151,8 +142,7 @@ async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with
     from crewpoint.providers.runs import read_runs
 
     server.delay = 3.0  # the run is still going when x is pressed
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     try:
         lineage = checkpointed_on(pg_location, worker)
@@ -179,6 +169,39 @@ async def test_x_on_a_fleet_run_aborts_its_job_and_the_run_ends_interrupted_with
     assert "job 1 stopped: its run was interrupted" in (tmp_path / "worker-0.log").read_text(encoding="utf-8")
 
 
+async def queue_from_the_dialog(
+    location: str,
+    checkpoint_id: str,
+    key: str,
+    dialog: type[Screen[Any]],
+    fleet_box: str,
+    confirm: str,
+    fields: dict[str, str] | None = None,
+) -> None:
+    """In the app on ``location``, the dialog ``key`` opens on ``checkpoint_id``, its ``fields`` filled and its
+    program named, sent to the fleet (the box ``fleet_box``, offered with the one worker up) and confirmed
+    (``confirm``): the app says job 2 is queued and runs nothing itself; then the worker finishes job 2."""
+    app = make_app(location, watch=False)
+    said = notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = browser(pilot)
+        await wait_until(pilot, lambda: screen.feed.fleet_view is not None and bool(screen.metas))
+        await choose(pilot, checkpoint_id)
+        await pilot.press(key)
+        await wait_until(pilot, lambda: isinstance(app.screen, dialog))
+        box = app.screen.query_one(fleet_box, Checkbox)
+        assert "Run on the fleet (1 worker up)" in str(box.label)
+        for field, value in (fields or {}).items():
+            app.screen.query_one(field, Input).value = value
+        app.screen.query_one(AppField).query_one(Input).value = "crew_app.py:crew"
+        box.value = True
+        app.screen.query_one(confirm, Button).focus()
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any(s.startswith("Queued job 2:") for s in said), timeout=60)
+        assert not screen.run_panel.running  # nothing runs in a local process
+    wait_for(lambda: status(location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
+
+
 async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
     pg_location: str, tmp_path: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,8 +209,7 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
     from crewpoint.providers.runs import read_runs
 
     server.delay = 0.5
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     try:
         lineage = checkpointed_on(pg_location, worker)
@@ -197,25 +219,8 @@ async def test_resume_on_the_fleet_queues_a_job_a_worker_goes_on_with(
         assert done_before < 4
         asked_before = model_calls(server)
         monkeypatch.chdir(tmp_path)  # the App field's program is found where the user is
-        app = make_app(pg_location, watch=False)
-        said = notifications(app)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = browser(pilot)
-            await wait_until(pilot, lambda: screen.feed.fleet_view is not None and bool(screen.metas))
-            newest = max((m for m in screen.metas if m.lineage == lineage), key=lambda m: m.sequence)
-            await choose(pilot, newest.id)
-            await pilot.press("e")
-            await wait_until(pilot, lambda: isinstance(app.screen, ResumeScreen))
-            dialog = app.screen
-            box = dialog.query_one("#resume-fleet", Checkbox)
-            assert "Run on the fleet (1 worker up)" in str(box.label)
-            dialog.query_one(AppField).query_one(Input).value = "crew_app.py:crew"
-            box.value = True
-            dialog.query_one("#confirm-yes", Button).focus()
-            await pilot.press("y")
-            await wait_until(pilot, lambda: any(s.startswith("Queued job 2:") for s in said), timeout=60)
-            assert not screen.run_panel.running  # nothing runs in a local process
-        wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
+        newest = max((m for m in list_checkpoints(pg_location) if m.lineage == lineage), key=lambda m: m.sequence)
+        await queue_from_the_dialog(pg_location, newest.id, "e", ResumeScreen, "#resume-fleet", "#confirm-yes")
     finally:
         kill_worker(worker)
     assert finished_steps(pg_location)[lineage] == 4
@@ -230,32 +235,14 @@ async def test_fork_on_the_fleet_queues_a_job_a_worker_forks_onto_the_branch_nam
 ) -> None:
     from crewpoint.checkpoint.stores import list_checkpoints
 
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     try:
         wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the run finished")
         second = next(m for m in list_checkpoints(pg_location) if m.tasks_done == 2)
         monkeypatch.chdir(tmp_path)  # the App field's program is found where the user is
-        app = make_app(pg_location, watch=False)
-        said = notifications(app)
-        async with app.run_test(size=SIZE) as pilot:
-            screen = browser(pilot)
-            await wait_until(pilot, lambda: screen.feed.fleet_view is not None and bool(screen.metas))
-            await choose(pilot, second.id)
-            await pilot.press("f")
-            await wait_until(pilot, lambda: isinstance(app.screen, ForkScreen))
-            dialog = app.screen
-            box = dialog.query_one("#fork-fleet", Checkbox)
-            assert "Run on the fleet (1 worker up)" in str(box.label)
-            dialog.query_one("#fork-branch", Input).value = "on-the-fleet"
-            dialog.query_one(AppField).query_one(Input).value = "crew_app.py:crew"
-            box.value = True
-            dialog.query_one("#fork-confirm", Button).focus()
-            await pilot.press("y")
-            await wait_until(pilot, lambda: any(s.startswith("Queued job 2:") for s in said), timeout=60)
-            assert not screen.run_panel.running  # nothing runs in a local process
-        wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker finished job 2", timeout=120)
+        branch = {"#fork-branch": "on-the-fleet"}
+        await queue_from_the_dialog(pg_location, second.id, "f", ForkScreen, "#fork-fleet", "#fork-confirm", branch)
     finally:
         kill_worker(worker)
     forked = [m for m in list_checkpoints(pg_location) if m.branch == "on-the-fleet"]

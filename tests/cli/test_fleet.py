@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,9 +20,11 @@ from support.fleet import (
     in_group,
     kill_worker,
     model_calls,
+    pasted,
     program_env,
     start_worker,
     submit_run,
+    submitted,
     two_writers,
 )
 from support.processes import user_env
@@ -96,15 +97,7 @@ def test_a_killed_worker_s_runs_finish_on_the_other_each_finished_task_asked_onc
         for step in range(1, steps + 1):
             assert asked[f"step {step} of {topics[lineage]}"] == 1, (lineage, step)
     assert not two_writers(pg_location)
-    shown = subprocess.run(  # the command submit printed, pasted into a shell
-        watch,
-        shell=True,
-        cwd=tmp_path,
-        env={**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = pasted(watch, tmp_path, env)  # the command submit printed
     assert shown.returncode == 0, shown.stderr
     assert sum(" succeeded " in line for line in shown.stdout.splitlines()) == RUNS
 
@@ -173,8 +166,7 @@ def test_a_stopped_worker_loses_its_run_and_writes_nothing_after_it_goes_on(
     from crewpoint.checkpoint.stores import list_checkpoints
 
     server.delay = 0.6
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=topic-0").returncode == 0
+    env = submitted(pg_location, tmp_path, server, "topic-0")
     a = start_worker(pg_location, tmp_path, env, "--concurrency", "3")
     b: subprocess.Popen[bytes] | None = None
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import PROGRAM, cli_argv, finished_steps, kill_worker, model_calls, start_worker, submit_run
+from support.fleet import PROGRAM, cli_argv, finished_steps, kill_worker, model_calls, pasted, start_worker, submit_run
 from support.processes import user_env
 from support.waiting import wait_for
 
@@ -46,12 +46,6 @@ def waiting_on_the_fleet(location: str, project: Path, env: dict[str, str]) -> t
     # the job ends (its worker says so just before it marks it): nothing holds a worker while the run waits
     wait_for(lambda: status(location)[1][0].status == "succeeded", "the waiting run's job ended")
     return worker, line.split("answer with: ", 1)[1]
-
-
-def pasted(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``command`` pasted into a shell in ``cwd`` (``crewpoint`` on its PATH)."""
-    shell_env = {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
-    return subprocess.run(command, shell=True, cwd=cwd, env=shell_env, capture_output=True, text=True, timeout=120)
 
 
 def test_an_answer_from_the_cli_queues_the_continuation_and_a_worker_finishes_the_run(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import finished_steps, kill_worker, model_calls
+from support.fleet import finished_steps, kill_worker, model_calls, pasted
 from support.processes import user_env
 from support.races import released_together
 from support.waiting import wait_for
@@ -44,6 +44,9 @@ def test_two_answers_at_once_queue_one_continuation_and_the_other_is_told_who_wo
         assert len(err.strip().splitlines()) == 1, err
         assert f"already answered by {winner}@" in err and f"{loser}@" not in err, err
         assert "job 2 of the fleet goes on with it" in err or "its run goes on on the fleet" in err, err
+        shown = pasted(err.strip().partition("; watch it with: ")[2], tmp_path, env)  # the refusal's command
+        assert shown.returncode == 0, shown.stderr
+        assert any(line.split()[:1] == ["2"] for line in shown.stdout.splitlines()), shown.stdout
 
         def finished() -> bool:
             assert worker.poll() is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import kill_worker, model_calls, program_env, start_worker, submit_run
+from support.fleet import kill_worker, model_calls, start_worker, submitted
 from support.waiting import wait_for
 
 from crewpoint.checkpoint.stores import list_checkpoints
@@ -27,8 +27,7 @@ def test_a_fork_job_runs_on_its_branch_with_its_edit_and_asks_only_the_tasks_aft
 ) -> None:
     from crewpoint.checkpoint import ops
 
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     try:
         wait_for(lambda: [j.status for j in status(pg_location)[1]] == ["succeeded"], "the first run finished")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import checkpointed_on, cli_argv, kill_worker, program_env, start_worker, submit_run
+from support.fleet import checkpointed_on, cli_argv, kill_worker, start_worker, submitted
 from support.waiting import wait_for
 
 from crewpoint.checkpoint.stores import list_checkpoints
@@ -32,9 +32,7 @@ def server() -> Iterator[LLMServer]:
 def test_list_status_says_running_on_host_then_recovering_then_done(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    env = program_env(tmp_path, server)
-    for topic in ("t", "u"):
-        assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", f"topic={topic}").returncode == 0
+    env = submitted(pg_location, tmp_path, server, "t", "u")
 
     def statuses(lineage: str) -> set[str]:
         """The STATUS cells ``list`` shows for the run's rows (the column after COST)."""

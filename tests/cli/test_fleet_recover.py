@@ -19,9 +19,9 @@ from support.fleet import (
     finished_steps,
     kill_worker,
     model_calls,
-    program_env,
     start_worker,
     submit_run,
+    submitted,
 )
 from support.processes import user_env
 from support.waiting import wait_for
@@ -92,8 +92,7 @@ def test_a_run_whose_model_keeps_failing_ends_failed_with_the_reason_and_is_not_
 ) -> None:
     server.mode = "always_fail"
     server.fail_status = 503
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     said = tmp_path / "worker-0.log"
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import checkpointed_on, finished_steps, in_group, kill_worker, program_env, start_worker, submit_run
+from support.fleet import checkpointed_on, finished_steps, in_group, kill_worker, start_worker, submitted
 from support.waiting import wait_for
 
 from crewpoint.tui.cli.fleet_engine import connect, status
@@ -38,8 +38,7 @@ def history(location: str, job_id: int) -> list[str]:
 def test_a_worker_that_lost_its_job_leaves_it_to_the_worker_that_runs_it(
     pg_location: str, tmp_path: Path, server: LLMServer
 ) -> None:
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     a = start_worker(pg_location, tmp_path, env)
     b: subprocess.Popen[bytes] | None = None
     said_a = tmp_path / "worker-0.log"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import LLMServer
-from support.fleet import PROGRAM, checkpointed_on, cli_argv, kill_worker, program_env, start_worker, submit_run
+from support.fleet import PROGRAM, checkpointed_on, cli_argv, kill_worker, pasted, start_worker, submit_run, submitted
 from support.processes import done_counts, gated_demo, user_env
 from support.waiting import wait_for
 
@@ -32,8 +32,7 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
     from crewpoint.checkpoint.stores import list_checkpoints
     from crewpoint.providers.runs import read_runs
 
-    env = program_env(tmp_path, server)
-    assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=t").returncode == 0
+    env = submitted(pg_location, tmp_path, server)
     worker = start_worker(pg_location, tmp_path, env)
     try:
         server.hold(after=1)  # the second task's call waits: the stop lands mid-run, whatever the machine's load
@@ -47,8 +46,12 @@ def test_stop_aborts_a_fleet_run_which_ends_interrupted_with_a_checkpoint(
             timeout=60,
         )
         assert stopped.returncode == 0, stopped.stderr
-        assert stopped.stdout.startswith(f"stopping job 1 (run {lineage[:8]})"), stopped.stdout
+        said, watch = stopped.stdout.splitlines()
+        assert said.startswith(f"stopping job 1 (run {lineage[:8]})"), stopped.stdout
         wait_for(lambda: status(pg_location)[1][0].status == "aborted", "the job aborted")
+        shown = pasted(watch.removeprefix("watch it with: "), tmp_path, env)  # the command stop printed
+        assert shown.returncode == 0, shown.stderr
+        assert any(line.split()[:2] == ["1", "aborted"] for line in shown.stdout.splitlines()), shown.stdout
         server.release()
         assert submit_run(pg_location, tmp_path, env, "crew_app.py:crew", "--input", "topic=u").returncode == 0
         wait_for(lambda: status(pg_location)[1][0].status == "succeeded", "the worker's next job finished")

@@ -131,3 +131,19 @@ def checkpointed_on(location: str, worker: subprocess.Popen[bytes], job_id: int 
     found = job()
     assert found is not None and found.lineage
     return found.lineage
+
+
+def submitted(location: str, cwd: Path, server: LLMServer, *topics: str) -> dict[str, str]:
+    """:func:`program_env`, and one run of the program submitted for each of ``topics`` (one on ``t`` when none
+    is named), each queued; the environment."""
+    env = program_env(cwd, server)
+    for topic in topics or ("t",):
+        queued = submit_run(location, cwd, env, "crew_app.py:crew", "--input", f"topic={topic}")
+        assert queued.returncode == 0 and queued.stdout.startswith("queued job "), queued.stderr
+    return env
+
+
+def pasted(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``command`` as a command printed it, pasted into a shell in ``cwd`` (``crewpoint`` on its PATH)."""
+    shell_env = {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
+    return subprocess.run(command, shell=True, cwd=cwd, env=shell_env, capture_output=True, text=True, timeout=120)
