@@ -135,3 +135,18 @@ def test_an_answer_on_fleet_sends_a_run_started_here_to_a_worker_and_says_the_jo
     assert finished_steps(pg_location) == {waiting.lineage: 4}
     asked = model_calls(server)
     assert sum(asked.values()) > asked_here and all(n == 1 for n in asked.values()), asked
+
+
+def test_a_second_continuation_of_one_checkpoint_is_refused_and_writes_nothing(pg_location: str) -> None:
+    """One continuation of an answered checkpoint waits in the queue at a time: a second is refused in one line,
+    and neither its job nor its run's row is written (the two are one transaction)."""
+    from crewpoint.tui.cli.fleet_engine import FleetError, Job, connect, go_on
+
+    job = Job("crew_app.py:crew", {}, None, resume="c" * 32)
+    first = go_on(pg_location, job, "l" * 32)
+    with pytest.raises(FleetError, match=f"a continuation of checkpoint {'c' * 32} waits in the queue already"):
+        go_on(pg_location, job, "l" * 32)
+    assert [(j.id, j.status, j.lineage) for j in status(pg_location)[1]] == [(first, "todo", "l" * 32)]
+    with connect(pg_location) as conn:
+        rows = conn.execute("SELECT count(*) FROM crewpoint_fleet_runs").fetchone()
+    assert rows is not None and rows[0] == 1
