@@ -7,19 +7,12 @@ installs everything first (``scripts/system-packages``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import textual.constants
 from support.systems import MissingPart, under_ci
-
-# The apps the tests drive, here and in the processes they start, draw no animation (the tabs' underline sliding,
-# a scroll gliding): a key press waits until the app is idle, which an animation delays by a third of a second.
-# What a test reads is where an animation ends, which the app reaches at once.
-textual.constants.TEXTUAL_ANIMATIONS = os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")  # type: ignore[misc,assignment]
 
 
 def _missing_part(error: BaseException) -> MissingPart | None:
