@@ -90,8 +90,9 @@ def _timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, f
 
 def list_over_floor(store: str, runs: int = 7) -> tuple[float, float, float, float]:
     """``crewpoint checkpoint list STORE`` as a user runs it (this venv's command, bytecode cached) and the
-    floor on the same store, in turn ``runs`` times after a first run of each: the medians of crewpoint's wall
-    and CPU seconds over the floor's, then crewpoint's and the floor's median wall seconds. Raises
+    floor on the same store, in turn ``runs`` times after a first run of each: the medians of each pair's ratio of
+    crewpoint's wall and CPU seconds over the floor's (the two of a pair run back to back, so a load that comes and
+    goes falls on both alike), then crewpoint's and the floor's median wall seconds. Raises
     ``AssertionError`` when the two print other bytes (no ratio means anything then)."""
     command = [str(Path(sys.executable).with_name("crewpoint")), "checkpoint", "list", store]
     floor = [sys.executable, str(Path(__file__).with_name("list_floor.py")), store]
@@ -102,9 +103,11 @@ def list_over_floor(store: str, runs: int = 7) -> tuple[float, float, float, flo
         for i, args in enumerate((command, floor)):
             wall, cpu, _ = _timed(args)
             got[i].append((wall, cpu))
-    wall = [statistics.median(w for w, _ in got[i]) for i in (0, 1)]
-    cpu = [statistics.median(c for _, c in got[i]) for i in (0, 1)]
-    return wall[0] / wall[1], cpu[0] / cpu[1], wall[0], wall[1]
+    pairs = list(zip(got[0], got[1], strict=True))
+    wall_ratio = statistics.median(a[0] / b[0] for a, b in pairs)
+    cpu_ratio = statistics.median(a[1] / b[1] for a, b in pairs)
+    walls = [statistics.median(w for w, _ in got[i]) for i in (0, 1)]
+    return wall_ratio, cpu_ratio, walls[0], walls[1]
 
 
 def bench_list_floor() -> list[Row]:
